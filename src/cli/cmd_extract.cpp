@@ -1,0 +1,4 @@
+#include "cli/commands.hpp"
+namespace kerncap::cli {
+void add_extract(CLI::App& app, int&) { app.add_subcommand("extract", "(placeholder)"); }
+}  // namespace kerncap::cli

@@ -1,0 +1,4 @@
+#include "cli/commands.hpp"
+namespace kerncap::cli {
+void add_validate(CLI::App& app, int&) { app.add_subcommand("validate", "(placeholder)"); }
+}  // namespace kerncap::cli

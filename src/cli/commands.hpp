@@ -1,0 +1,15 @@
+#pragma once
+// Each subcommand lives in its own file with its help text beside its parser.
+#include <CLI/CLI.hpp>
+
+namespace kerncap::cli {
+
+// Each add_* registers a subcommand whose callback sets `exit_code`.
+void add_extract(CLI::App& app, int& exit_code);
+void add_replay(CLI::App& app, int& exit_code);
+void add_validate(CLI::App& app, int& exit_code);
+void add_info(CLI::App& app, int& exit_code);
+void add_env(CLI::App& app, int& exit_code);
+void add_profile(CLI::App& app, int& exit_code);
+
+}  // namespace kerncap::cli

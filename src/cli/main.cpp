@@ -1,0 +1,40 @@
+// kerncap: profile a CUDA application, capture one kernel launch, replay and validate it.
+// Typed errors from the libraries become messages and exit codes here, and only here.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.hpp"
+#include "common/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "kerncap " KERNCAP_VERSION
+      " - take one kernel launch out of a CUDA application and replay it standalone.\n\n"
+      "  kerncap profile -- ./app ARGS          rank the application's kernels by GPU time\n"
+      "  kerncap extract NAME --cmd \"./app\" -o DIR   capture one launch of kernel NAME\n"
+      "  kerncap replay DIR                     replay it alone, at its original addresses, and time it\n"
+      "  kerncap validate DIR                   replay and compare with what the application wrote\n"
+      "  kerncap info DIR                       show what a capture holds\n",
+      "kerncap"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "kerncap " KERNCAP_VERSION);
+  int exit_code = 0;
+  kerncap::cli::add_profile(app, exit_code);
+  kerncap::cli::add_extract(app, exit_code);
+  kerncap::cli::add_replay(app, exit_code);
+  kerncap::cli::add_validate(app, exit_code);
+  kerncap::cli::add_info(app, exit_code);
+  kerncap::cli::add_env(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const kerncap::Error& e) {
+    std::fprintf(stderr, "kerncap: error: %s\n", e.what());
+    return kerncap::exit_code(e.kind());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kerncap: internal error: %s\n(please report this with the command line)\n", e.what());
+    return 70;
+  }
+  return exit_code;
+}

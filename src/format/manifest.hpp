@@ -1,0 +1,123 @@
+#pragma once
+// The capture manifest: the one contract between the injected library and every offline
+// tool. Written as capture/manifest.json; `format_version` is checked on read.
+//
+// Files in a capture directory (all paths relative to it):
+//   manifest.json        this structure
+//   params.bin           the launch's parameter buffer, exactly as the kernel sees it
+//   image/<hash>.<kind>  the code object that holds the kernel (cubin, fatbin or ptx)
+//   mem/<id>.bin         BEFORE: each region's bytes just before the launch
+//   after.bin            AFTER: the byte runs the launch changed, concatenated (see AfterRun)
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kerncap::format {
+
+inline constexpr int kFormatVersion = 1;
+inline constexpr const char* kFormatName = "kerncap-capture";
+
+// What kind of memory a region was in the application. Replay restores every kind as
+// device memory at the same virtual address: the kernel cannot tell the difference.
+enum class MemKind { Device, Pitch, Async, Managed, HostMapped, HostRegistered, Vmm, Global };
+std::string to_string(MemKind k);
+MemKind mem_kind_from_string(const std::string& s);
+
+struct Region {
+  uint32_t id = 0;
+  MemKind kind = MemKind::Device;
+  uint64_t base = 0;     // address in the application
+  uint64_t size = 0;     // bytes captured
+  std::string file;      // BEFORE bytes, mem/<id>.bin
+  uint64_t xxh64 = 0;    // hash of the BEFORE bytes (checked on read when asked)
+  std::string global;    // for MemKind::Global: the symbol name (address differs per load)
+};
+
+// A run of bytes the launch changed: region-relative offset, stored in after.bin.
+struct AfterRun {
+  uint32_t region = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  uint64_t file_offset = 0;
+};
+
+struct ParamSlot {
+  uint32_t offset = 0;
+  uint32_t size = 0;
+};
+
+struct LaunchAttr {
+  int id = 0;               // CUlaunchAttributeID
+  std::string name;         // readable, for `kerncap info`
+  std::vector<uint8_t> raw; // the CUlaunchAttributeValue bytes
+};
+
+struct FuncAttr {
+  int id = 0;  // CUfunction_attribute that replay re-applies (max dynamic smem, carveout...)
+  std::string name;
+  int value = 0;
+};
+
+struct Manifest {
+  int format_version = kFormatVersion;
+  std::string tool_version;
+  nlohmann::json config;  // the effective KERNCAP_* configuration of the capture
+
+  // Where it came from.
+  int pid = 0;
+  std::string command;
+
+  // Device.
+  int device_ordinal = 0;
+  std::string device_name;
+  int cc_major = 0, cc_minor = 0;
+  int driver_version = 0;
+
+  // Kernel and launch.
+  std::string mangled_name;
+  std::string demangled_name;
+  uint64_t dispatch = 0;      // index among launches matching the pattern
+  uint64_t launch_index = 0;  // index among all launches of the process
+  std::string launch_api;     // cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  std::array<uint32_t, 3> block{1, 1, 1};
+  uint32_t shared_mem_bytes = 0;
+  bool cooperative = false;
+  std::array<uint32_t, 3> cluster{0, 0, 0};  // 0 = no cluster attribute
+  std::vector<LaunchAttr> launch_attrs;
+  std::vector<FuncAttr> func_attrs;
+
+  // Parameters.
+  std::string params_file = "params.bin";
+  uint64_t params_size = 0;
+  std::string params_source;  // "kernelParams" or "extra"
+  std::vector<ParamSlot> params;
+
+  // Code.
+  std::string image_file;  // image/<hash>.cubin
+  std::string image_kind;  // cubin | fatbin | ptx
+  uint64_t image_hash = 0;
+
+  // Memory.
+  std::vector<Region> regions;
+  std::string after_file = "after.bin";
+  std::vector<AfterRun> after;
+  uint32_t chunk_bytes = 4096;  // granularity of change detection
+
+  // Capture statistics.
+  uint64_t before_bytes = 0;
+  uint64_t after_bytes = 0;
+  double capture_seconds = 0;
+
+  const Region* find_region(uint32_t id) const;
+};
+
+nlohmann::json to_json(const Manifest& m);
+// Throws Error(Input) with an actionable message on a newer/unknown format or missing fields.
+Manifest from_json(const nlohmann::json& j);
+
+}  // namespace kerncap::format

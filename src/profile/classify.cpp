@@ -1,0 +1,1 @@
+// Placeholder until the profiler's offline side lands.
