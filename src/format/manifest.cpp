@@ -25,10 +25,23 @@ std::string bytes_to_hex(const std::vector<uint8_t>& b) {
   return s;
 }
 
+// Strict: std::stoul would accept "+1" or " 1" and throw std::invalid_argument on "zz".
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 std::vector<uint8_t> hex_to_bytes(const std::string& s) {
   if (s.size() % 2) input_error("manifest: odd-length hex string");
   std::vector<uint8_t> out(s.size() / 2);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(std::stoul(s.substr(2 * i, 2), nullptr, 16));
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
+    if (hi < 0 || lo < 0)
+      input_error(fmt::format("capture manifest: '{}' is not hex bytes; the capture is damaged, extract again", s));
+    out[i] = static_cast<uint8_t>(hi << 4 | lo);
+  }
   return out;
 }
 
