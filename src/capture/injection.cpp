@@ -1,1 +1,91 @@
-// placeholder
+// libkerncap.so entry point. The CUDA driver loads this library in every process that
+// calls cuInit while CUDA_INJECTION64_PATH names it, and calls InitializeInjection().
+//
+// Rules for all code under src/capture/ — it runs inside someone else's process:
+//  1. Never throw across a callback or the entry point: catch everything, log, degrade.
+//  2. Never change the application's results: read its memory, never write it; never
+//     launch work on its streams; synchronise only at the target launch.
+//  3. Never block except at the target launch (and only for as long as the snapshot takes).
+//  4. Inert unless asked: with KERNCAP_MODE unset, do nothing at all; processes that never
+//     call cuInit never load us.
+//  5. One configuration, read from KERNCAP_* in config.cpp and nowhere else.
+//  6. Quiet unless asked: warnings and the capture summary only (KERNCAP_VERBOSE for more).
+//  7. Our own driver calls fire callbacks too: everything runs inside a ToolScope.
+#include <cupti.h>
+#include <unistd.h>
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include "capture/capturer.hpp"
+#include "capture/config.hpp"
+#include "capture/events.hpp"
+#include "capture/profiler.hpp"
+#include "capture/tool_scope.hpp"
+#include "common/log.hpp"
+
+namespace kerncap::capture {
+namespace {
+
+Capturer* g_capturer = nullptr;  // leaked on purpose: callbacks may fire during exit
+
+void CUPTIAPI trampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  try {
+    static_cast<Capturer*>(userdata)->on_callback(domain, cbid, data);
+  } catch (const std::exception& e) {
+    log::warn("internal error in a callback (ignored): {}", e.what());
+  } catch (...) {
+    log::warn("internal error in a callback (ignored)");
+  }
+}
+
+bool cupti_ok(CUptiResult r, const char* call) {
+  if (r == CUPTI_SUCCESS) return true;
+  const char* text = nullptr;
+  cuptiGetResultString(r, &text);
+  log::warn("{} failed: {}", call, text ? text : "unknown CUPTI error");
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+    log::warn("another CUPTI client (nsys, ncu, the PyTorch profiler...) is active in this process; "
+              "kerncap cannot run beside it: stop the other tool");
+  emit({{"event", "error"}, {"what", fmt::format("{} failed: {}", call, text ? text : "?")}});
+  return false;
+}
+#define KC_CUPTI_OK(call) cupti_ok((call), #call)
+
+void start_capture(const Config& config) {
+  g_capturer = new Capturer(config);
+  CUpti_SubscriberHandle sub = nullptr;
+  if (!KC_CUPTI_OK(cuptiSubscribe(&sub, trampoline, g_capturer))) return;
+  for (CUpti_CallbackId id : Capturer::driver_callback_ids())
+    KC_CUPTI_OK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id));
+  KC_CUPTI_OK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED));
+}
+
+}  // namespace
+}  // namespace kerncap::capture
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  using namespace kerncap::capture;
+  try {
+    ToolScope scope;
+    std::vector<std::string> problems;
+    Config config = read_config(&problems);
+    if (config.mode == Mode::Off && problems.empty()) return 1;
+    kerncap::log::set_prefix(fmt::format("kerncap[{}]", ::getpid()));
+    kerncap::log::set_level(config.verbose >= 2   ? kerncap::log::Level::Debug
+                            : config.verbose >= 1 ? kerncap::log::Level::Info
+                                                  : kerncap::log::Level::Quiet);
+    for (const auto& p : problems) kerncap::log::warn("configuration: {}", p);
+    if (config.mode == Mode::Off) return 1;
+    events_open(config.output);
+    emit({{"event", "start"}, {"mode", config.mode == Mode::Capture ? "capture" : "profile"}});
+    if (config.mode == Mode::Profile) start_profiler(config);
+    else start_capture(config);
+  } catch (const std::exception& e) {
+    kerncap::log::warn("initialisation failed, the application runs without kerncap: {}", e.what());
+  } catch (...) {
+    kerncap::log::warn("initialisation failed, the application runs without kerncap");
+  }
+  return 1;
+}

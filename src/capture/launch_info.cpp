@@ -1,1 +1,238 @@
-// placeholder
+#include "capture/launch_info.hpp"
+
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/driver.hpp"
+
+namespace kerncap::capture {
+
+const std::vector<CUpti_CallbackId>& launch_callback_ids() {
+  static const std::vector<CUpti_CallbackId> ids = {
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+  };
+  return ids;
+}
+
+bool is_launch_cbid(CUpti_CallbackId cbid) {
+  const auto& ids = launch_callback_ids();
+  return std::find(ids.begin(), ids.end(), cbid) != ids.end();
+}
+
+bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchArgs* out) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+      const auto& p = *static_cast<const cuLaunchKernel_params*>(params);
+      out->api = "cuLaunchKernel";
+      out->f = p.f;
+      out->grid = {p.gridDimX, p.gridDimY, p.gridDimZ};
+      out->block = {p.blockDimX, p.blockDimY, p.blockDimZ};
+      out->shared_mem = p.sharedMemBytes;
+      out->stream = p.hStream;
+      out->kernel_params = p.kernelParams;
+      out->extra = p.extra;
+      return true;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+      const auto& p = *static_cast<const cuLaunchCooperativeKernel_params*>(params);
+      out->api = "cuLaunchCooperativeKernel";
+      out->f = p.f;
+      out->grid = {p.gridDimX, p.gridDimY, p.gridDimZ};
+      out->block = {p.blockDimX, p.blockDimY, p.blockDimZ};
+      out->shared_mem = p.sharedMemBytes;
+      out->stream = p.hStream;
+      out->kernel_params = p.kernelParams;
+      out->cooperative = true;
+      return true;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      const auto& p = *static_cast<const cuLaunchKernelEx_params*>(params);
+      if (!p.config) return false;
+      const CUlaunchConfig& c = *p.config;
+      out->api = "cuLaunchKernelEx";
+      out->f = p.f;
+      out->grid = {c.gridDimX, c.gridDimY, c.gridDimZ};
+      out->block = {c.blockDimX, c.blockDimY, c.blockDimZ};
+      out->shared_mem = c.sharedMemBytes;
+      out->stream = c.hStream;
+      out->kernel_params = p.kernelParams;
+      out->extra = p.extra;
+      out->config = p.config;
+      for (unsigned i = 0; i < c.numAttrs; ++i)
+        if (c.attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c.attrs[i].value.cooperative) out->cooperative = true;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+ResolvedFunction resolve_function(CUfunction f) {
+  const Driver& d = driver();
+  ResolvedFunction r;
+  CUmodule mod = nullptr;
+  // A CUkernel passed where a CUfunction is expected (runtime launches) fails these
+  // function queries; the CUkernel route then gives the context's CUfunction.
+  if (d.cuFuncGetModule && d.cuFuncGetModule(&mod, f) == CUDA_SUCCESS) {
+    r.function = f;
+    r.module = mod;
+    return r;
+  }
+  CUfunction fn = nullptr;
+  if (d.cuKernelGetFunction && d.cuKernelGetFunction(&fn, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS) {
+    r.function = fn;
+    r.was_kernel_handle = true;
+    if (d.cuFuncGetModule && d.cuFuncGetModule(&mod, fn) == CUDA_SUCCESS) r.module = mod;
+  }
+  return r;
+}
+
+std::vector<format::ParamSlot> driver_param_layout(CUfunction f, bool kernel_handle) {
+  const Driver& d = driver();
+  std::vector<format::ParamSlot> slots;
+  for (size_t i = 0; i < 4096; ++i) {
+    size_t off = 0, size = 0;
+    CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+    if (kernel_handle && d.cuKernelGetParamInfo)
+      r = d.cuKernelGetParamInfo(reinterpret_cast<CUkernel>(f), i, &off, &size);
+    else if (!kernel_handle && d.cuFuncGetParamInfo)
+      r = d.cuFuncGetParamInfo(f, i, &off, &size);
+    if (r != CUDA_SUCCESS) break;  // past the last parameter
+    slots.push_back({static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
+  }
+  return slots;
+}
+
+bool pack_params(const LaunchArgs& a, const std::vector<format::ParamSlot>& slots, std::vector<uint8_t>* out,
+                 std::string* source, std::string* why) {
+  out->clear();
+  if (a.kernel_params) {
+    *source = "kernelParams";
+    uint64_t total = 0;
+    for (const auto& s : slots) total = std::max<uint64_t>(total, uint64_t{s.offset} + s.size);
+    out->assign(total, 0);
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (!a.kernel_params[i]) {
+        *why = fmt::format("kernelParams[{}] is null", i);
+        return false;
+      }
+      std::memcpy(out->data() + slots[i].offset, a.kernel_params[i], slots[i].size);
+    }
+    return true;
+  }
+  if (a.extra) {
+    *source = "extra";
+    const void* buf = nullptr;
+    size_t size = 0;
+    for (void** e = a.extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+      if (e[0] == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = e[1];
+      else if (e[0] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = *static_cast<const size_t*>(e[1]);
+      else {
+        *why = fmt::format("unknown 'extra' launch option {}", e[0]);
+        return false;
+      }
+    }
+    if (size && !buf) {
+      *why = "'extra' gives a size but no buffer";
+      return false;
+    }
+    out->assign(static_cast<const uint8_t*>(buf), static_cast<const uint8_t*>(buf) + size);
+    return true;
+  }
+  *source = "none";
+  if (!slots.empty()) {
+    *why = "the kernel takes parameters but the launch passed neither kernelParams nor extra";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+const char* launch_attr_name(int id) {
+  switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: return "access_policy_window";
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE: return "cooperative";
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: return "cluster_dimension";
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: return "cluster_scheduling_policy";
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: return "programmatic_stream_serialization";
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT: return "programmatic_event";
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY: return "priority";
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP: return "mem_sync_domain_map";
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN: return "mem_sync_domain";
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION: return "preferred_cluster_dimension";
+    case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: return "launch_completion_event";
+    case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: return "device_updatable_kernel_node";
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: return "preferred_shared_memory_carveout";
+    default: return "other";
+  }
+}
+
+}  // namespace
+
+void describe_attributes(const LaunchArgs& a, CUfunction fn, format::Manifest* m) {
+  m->launch_api = a.api;
+  m->grid = a.grid;
+  m->block = a.block;
+  m->shared_mem_bytes = a.shared_mem;
+  m->cooperative = a.cooperative;
+  if (a.config) {
+    for (unsigned i = 0; i < a.config->numAttrs; ++i) {
+      const CUlaunchAttribute& at = a.config->attrs[i];
+      format::LaunchAttr la;
+      la.id = static_cast<int>(at.id);
+      la.name = launch_attr_name(la.id);
+      const auto* raw = reinterpret_cast<const uint8_t*>(&at.value);
+      la.raw.assign(raw, raw + sizeof(at.value));
+      if (at.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+        m->cluster = {at.value.clusterDim.x, at.value.clusterDim.y, at.value.clusterDim.z};
+      m->launch_attrs.push_back(std::move(la));
+    }
+  }
+  if (!fn) return;
+  const Driver& d = driver();
+  const std::pair<CUfunction_attribute, const char*> attrs[] = {
+      {CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, "max_dynamic_shared_size_bytes"},
+      {CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, "preferred_shared_memory_carveout"},
+      {CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, "non_portable_cluster_size_allowed"},
+      {CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, "cluster_scheduling_policy_preference"},
+      {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, "required_cluster_width"},
+      {CU_FUNC_ATTRIBUTE_NUM_REGS, "num_regs"},
+      {CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "shared_size_bytes"},
+      {CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "local_size_bytes"},
+  };
+  for (const auto& [id, name] : attrs) {
+    int v = 0;
+    if (d.cuFuncGetAttribute && d.cuFuncGetAttribute(&v, id, fn) == CUDA_SUCCESS)
+      m->func_attrs.push_back({static_cast<int>(id), name, v});
+  }
+}
+
+std::vector<std::string> module_function_names(CUmodule mod) {
+  const Driver& d = driver();
+  std::vector<std::string> names;
+  unsigned count = 0;
+  if (!mod || !d.cuModuleGetFunctionCount || !d.cuModuleEnumerateFunctions ||
+      d.cuModuleGetFunctionCount(&count, mod) != CUDA_SUCCESS || count == 0)
+    return names;
+  std::vector<CUfunction> fns(count);
+  if (d.cuModuleEnumerateFunctions(fns.data(), count, mod) != CUDA_SUCCESS) return names;
+  for (CUfunction f : fns) {
+    const char* n = nullptr;
+    if (d.cuFuncGetName && d.cuFuncGetName(&n, f) == CUDA_SUCCESS && n) names.emplace_back(n);
+  }
+  return names;
+}
+
+}  // namespace kerncap::capture

@@ -24,7 +24,8 @@ namespace kerncap {
   X(cuKernelGetParamInfo) X(cuKernelGetFunction) X(cuKernelGetAttribute) X(cuKernelGetName) \
   X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuStreamCreate) X(cuStreamDestroy)                \
   X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuEventCreate) X(cuEventRecord)           \
-  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)
+  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy) X(cuModuleGetFunctionCount)       \
+  X(cuModuleEnumerateFunctions) X(cuMemHostGetDevicePointer) X(cuCtxGetId)
 
 struct Driver {
 #define KERNCAP_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;

@@ -1,0 +1,79 @@
+#include "capture/image_store.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <span>
+
+#include "common/hex.hpp"
+#include "common/log.hpp"
+#include "cubin/cubin.hpp"
+
+namespace kerncap::capture {
+
+namespace {
+// Images whose kernels we cannot list are kept up to this budget, then dropped with a warning.
+constexpr uint64_t kUnknownBudget = 512ull << 20;
+}  // namespace
+
+void ImageStore::on_module_loaded(const void* data, size_t size) {
+  if (!data || size == 0) return;
+  std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data), size);
+  const uint64_t hash = XXH3_64bits(bytes.data(), bytes.size());
+  std::lock_guard lk(mu_);
+  ++loaded_;
+  for (auto& img : images_)
+    if (img.hash == hash) {
+      img.sequence = loaded_;
+      return;
+    }
+  std::vector<std::string> kernels;
+  bool readable = true;
+  try {
+    kernels = cubin::kernel_names(bytes);
+  } catch (...) {
+    readable = false;
+  }
+  if (readable && kernels.empty()) readable = false;
+  if (readable) {
+    bool relevant = std::any_of(kernels.begin(), kernels.end(),
+                                [&](const std::string& k) { return matcher_.matches(k, demangle(k)); });
+    if (!relevant) return;
+  } else {
+    if (unknown_bytes_ + size > kUnknownBudget) {
+      log::warn("cannot list the kernels of a {} code image and the budget for such images is spent; "
+                "it is not kept",
+                human_bytes(size));
+      return;
+    }
+    unknown_bytes_ += size;
+  }
+  log::debug("keeping code image {:#x} ({}, {} kernels)", hash, human_bytes(size), kernels.size());
+  images_.push_back(KeptImage{hash, std::vector<uint8_t>(bytes.begin(), bytes.end()), std::move(kernels), loaded_});
+}
+
+const KeptImage* ImageStore::find(const std::string& mangled, const std::vector<std::string>& module_functions) const {
+  std::lock_guard lk(mu_);
+  std::vector<const KeptImage*> known, unknown;
+  for (const auto& img : images_) {
+    if (img.kernels.empty()) unknown.push_back(&img);
+    else if (std::find(img.kernels.begin(), img.kernels.end(), mangled) != img.kernels.end()) known.push_back(&img);
+  }
+  auto latest = [](const std::vector<const KeptImage*>& v) {
+    return *std::max_element(v.begin(), v.end(), [](auto* a, auto* b) { return a->sequence < b->sequence; });
+  };
+  if (known.size() > 1 && !module_functions.empty()) {
+    auto sorted = module_functions;
+    std::sort(sorted.begin(), sorted.end());
+    for (const KeptImage* img : known) {
+      auto k = img->kernels;
+      std::sort(k.begin(), k.end());
+      if (k == sorted) return img;
+    }
+  }
+  if (!known.empty()) return latest(known);
+  if (!unknown.empty()) return latest(unknown);
+  return nullptr;
+}
+
+}  // namespace kerncap::capture

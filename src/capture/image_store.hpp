@@ -1,0 +1,38 @@
+#pragma once
+// Code images seen at module load (CUPTI_CBID_RESOURCE_MODULE_LOADED). An image is kept
+// only when it can matter: it holds a kernel the pattern matches (or we cannot tell).
+// Identical images are kept once (by hash).
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "capture/matcher.hpp"
+
+namespace kerncap::capture {
+
+struct KeptImage {
+  uint64_t hash = 0;
+  std::vector<uint8_t> bytes;
+  std::vector<std::string> kernels;  // empty when the image could not be read
+  uint64_t sequence = 0;             // load order
+};
+
+class ImageStore {
+ public:
+  explicit ImageStore(const Matcher& matcher) : matcher_(matcher) {}
+  void on_module_loaded(const void* data, size_t size);
+  // The image that holds `mangled`. Several candidates: the one whose kernel list equals
+  // `module_functions` (the launch's module), else the most recently loaded.
+  const KeptImage* find(const std::string& mangled, const std::vector<std::string>& module_functions) const;
+  size_t loaded() const { return loaded_; }
+
+ private:
+  const Matcher& matcher_;
+  mutable std::mutex mu_;
+  std::vector<KeptImage> images_;
+  uint64_t unknown_bytes_ = 0;
+  size_t loaded_ = 0;
+};
+
+}  // namespace kerncap::capture

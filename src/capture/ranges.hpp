@@ -1,0 +1,36 @@
+#pragma once
+// Bookkeeping of the application's live memory ranges (no CUDA here, unit tested).
+// Allocations come and go through driver callbacks; a VMM unmap may cut a range in pieces.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace kerncap::capture {
+
+struct TrackedRange {
+  uint64_t base = 0;
+  uint64_t size = 0;
+  int kind = 0;  // format::MemKind, kept as int so this header needs no format dependency
+  uint64_t end() const { return base + size; }
+};
+
+class RangeSet {
+ public:
+  // Adds [base, base+size). Anything it overlaps is dropped first (a stale range whose
+  // free we never saw cannot coexist with a live allocation at the same address).
+  void add(uint64_t base, uint64_t size, int kind);
+  // Removes the range starting exactly at `base` (cuMemFree and friends). Returns it.
+  std::optional<TrackedRange> erase_at(uint64_t base);
+  // Removes [base, base+size) from whatever ranges overlap it, keeping the remainders.
+  void erase_span(uint64_t base, uint64_t size);
+  std::optional<TrackedRange> find(uint64_t addr) const;
+  std::vector<TrackedRange> all() const;  // sorted by base
+  uint64_t total_bytes() const;
+  size_t count() const { return ranges_.size(); }
+
+ private:
+  std::map<uint64_t, TrackedRange> ranges_;
+};
+
+}  // namespace kerncap::capture
