@@ -1,0 +1,48 @@
+// Case 1: the plainest launch. c = a + b, once.
+// `vector_add --abort-before-launch` aborts after allocating, before the kernel runs:
+// the GPU suite uses it for "application crashes before the target".
+#include <cstring>
+#include <vector>
+
+#include "common.cuh"
+
+__global__ void vectorAdd(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+
+int main(int argc, char** argv) {
+  int n = 1 << 20;
+  bool abort_before = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--abort-before-launch") == 0) abort_before = true;
+    else n = std::atoi(argv[i]);
+  }
+  std::vector<float> a(n), b(n), c(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = 0.5f * (i % 1000);
+    b[i] = 0.25f * (i % 77);
+  }
+  const size_t bytes = n * sizeof(float);
+  float *da, *db, *dc;
+  CK(cudaMalloc(&da, bytes));
+  CK(cudaMalloc(&db, bytes));
+  CK(cudaMalloc(&dc, bytes));
+  CK(cudaMemcpy(da, a.data(), bytes, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(db, b.data(), bytes, cudaMemcpyHostToDevice));
+  CK(cudaMemset(dc, 0, bytes));
+  if (abort_before) {
+    std::fprintf(stderr, "vector_add: aborting before the launch, as asked\n");
+    std::abort();
+  }
+  vectorAdd<<<(n + 255) / 256, 256>>>(da, db, dc, n);
+  CK_LAUNCH();
+  CK(cudaDeviceSynchronize());
+  CK(cudaMemcpy(c.data(), dc, bytes, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < n; ++i) expect(c[i] == a[i] + b[i], "c == a + b");
+  CK(cudaFree(da));
+  CK(cudaFree(db));
+  CK(cudaFree(dc));
+  print_checksum("vector_add", fnv1a(c.data(), bytes));
+  return 0;
+}
