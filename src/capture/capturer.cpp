@@ -131,6 +131,7 @@ bool Capturer::is_target(const CUpti_CallbackData* cb, const std::string& mangle
   }
   (void)cb;
   const uint64_t index = matched_++;
+  if (index <= config_.dispatch) emit({{"event", "match"}, {"index", index}, {"mangled", mangled}});
   if (index != config_.dispatch) return false;
   if (!claim()) {
     done_ = true;  // another process of this application took the capture

@@ -1,4 +1,197 @@
+// `kerncap extract`: run the application with the capture library and take one launch.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "capture/matcher.hpp"
 #include "cli/commands.hpp"
+#include "cli/launcher.hpp"
+#include "common/error.hpp"
+#include "common/hex.hpp"
+#include "format/capture_dir.hpp"
+
 namespace kerncap::cli {
-void add_extract(CLI::App& app, int&) { app.add_subcommand("extract", "(placeholder)"); }
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ExtractArgs {
+  std::string kernel;
+  std::string cmd;
+  std::vector<std::string> argv;
+  std::string output;
+  uint64_t dispatch = 0;
+  bool regex = false;
+  bool keep_running = false;
+  bool force = false;
+  int verbose = 1;
+  bool quiet = false;
+  bool json = false;
+};
+
+std::vector<nlohmann::json> read_events(const fs::path& dir) {
+  std::vector<nlohmann::json> events;
+  if (!fs::exists(dir)) return events;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (!e.path().filename().string().starts_with("events-")) continue;
+    std::ifstream in(e.path());
+    std::string line;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded()) events.push_back(j);
+    }
+  }
+  return events;
+}
+
+void prepare_output(const ExtractArgs& a, const fs::path& out) {
+  if (fs::exists(out) && !fs::is_directory(out)) usage_error(fmt::format("{} exists and is not a directory", out.string()));
+  if (fs::exists(out) && !fs::is_empty(out)) {
+    if (!a.force)
+      usage_error(fmt::format("output directory {} already exists; pass --force to replace the capture in it "
+                              "(files kerncap did not write are kept)",
+                              out.string()));
+    for (const auto& e : fs::directory_iterator(out)) {
+      std::string n = e.path().filename().string();
+      if (n == format::kCaptureDirName || n == ".kerncap" || n.starts_with("capture.partial-")) fs::remove_all(e.path());
+    }
+  }
+  fs::create_directories(out / ".kerncap");
+}
+
+// Why nothing was captured, as precisely as the events allow.
+std::string diagnose(const ExtractArgs& a, const std::vector<nlohmann::json>& events, const AppExit& app) {
+  std::vector<std::string> seen, errors, skipped;
+  std::set<uint64_t> matches;
+  bool started = false, graphs = false;
+  for (const auto& e : events) {
+    std::string ev = e.value("event", "");
+    if (ev == "start") started = true;
+    else if (ev == "seen") seen.push_back(e.value("demangled", e.value("mangled", "")));
+    else if (ev == "match") matches.insert(e.value("index", uint64_t{0}));
+    else if (ev == "error") errors.push_back(e.value("what", ""));
+    else if (ev == "skipped") skipped.push_back(e.value("mangled", ""));
+    else if (ev == "graph_launch") graphs = true;
+  }
+  std::string msg;
+  std::string app_state = fmt::format("the application {}", app.describe());
+  if (!app.exited && app.code) app_state += " before the target launch";
+  if (!errors.empty()) {
+    msg = fmt::format("the capture failed inside the application: {}", errors.front());
+    for (size_t i = 1; i < errors.size(); ++i) msg += "\n  also: " + errors[i];
+    return msg + fmt::format("\n({})", app_state);
+  }
+  if (!started)
+    return fmt::format("{} and never initialised CUDA with kerncap attached (it may not use the GPU, may have "
+                       "failed to start, or CUDA_INJECTION64_PATH was overridden)",
+                       app_state);
+  if (seen.empty()) msg = fmt::format("{} without launching any kernel", app_state);
+  else if (matches.empty()) {
+    auto close = capture::closest_names(a.kernel, seen, 8);
+    msg = fmt::format("no launched kernel matches '{}'; {} ({} distinct kernels seen). Closest names:", a.kernel,
+                      app_state, seen.size());
+    for (const auto& n : close) msg += "\n  " + n;
+  } else {
+    msg = fmt::format("'{}' matched only {} launch(es) but --dispatch {} asks for launch #{} (counting from 0); {}",
+                      a.kernel, matches.size(), a.dispatch, a.dispatch, app_state);
+  }
+  if (!skipped.empty())
+    msg += fmt::format("\n{} matching launch(es) were skipped because their stream was capturing a CUDA graph",
+                       skipped.size());
+  if (graphs) msg += "\nnote: the application launched CUDA graphs; kernels inside graph launches are not seen";
+  return msg;
+}
+
+void run_extract(const ExtractArgs& a, int& exit_code) {
+  if (a.cmd.empty() == a.argv.empty())
+    usage_error("give the application either as --cmd \"./app args\" or after -- (but not both)");
+  if (a.regex) {
+    try {
+      std::regex re(a.kernel);
+    } catch (const std::regex_error& e) {
+      usage_error(fmt::format("--regex '{}' is not a valid regular expression: {}", a.kernel, e.what()));
+    }
+  }
+  if (const char* other = std::getenv("CUDA_INJECTION64_PATH"))
+    usage_error(fmt::format("CUDA_INJECTION64_PATH is already set ({}): another CUDA tool (nsys, ncu...) is "
+                            "attached; kerncap cannot run beside it",
+                            other));
+  fs::path out = fs::absolute(a.output);
+  prepare_output(a, out);
+  fs::path lib = find_injection_library();
+  std::map<std::string, std::string> env = {
+      {"CUDA_INJECTION64_PATH", lib.string()},
+      {"KERNCAP_MODE", "capture"},
+      {"KERNCAP_OUTPUT", out.string()},
+      {"KERNCAP_KERNEL", a.kernel},
+      {"KERNCAP_REGEX", a.regex ? "1" : "0"},
+      {"KERNCAP_DISPATCH", std::to_string(a.dispatch)},
+      {"KERNCAP_CONTINUE", a.keep_running ? "1" : "0"},
+      {"KERNCAP_VERBOSE", std::to_string(a.quiet ? 0 : a.verbose)},
+  };
+  if (!a.quiet) std::fprintf(stderr, "kerncap: running the application to capture '%s' (dispatch %llu)\n",
+                             a.kernel.c_str(), static_cast<unsigned long long>(a.dispatch));
+  AppExit app = a.cmd.empty() ? run_application(a.argv, false, env) : run_application({a.cmd}, true, env);
+  auto events = read_events(out / ".kerncap");
+  fs::path cap = out / format::kCaptureDirName;
+  if (!fs::exists(cap / format::kManifestName)) fail(ErrorKind::Input, diagnose(a, events, app));
+
+  format::Capture c = format::open_capture(cap);
+  const auto& m = c.manifest;
+  bool stopped = std::any_of(events.begin(), events.end(), [](auto& e) { return e.value("event", "") == "stopping"; });
+  if (a.json) {
+    nlohmann::json j = {{"output", out.string()},
+                        {"capture", cap.string()},
+                        {"kernel", m.demangled_name},
+                        {"mangled", m.mangled_name},
+                        {"dispatch", m.dispatch},
+                        {"regions", m.regions.size()},
+                        {"before_bytes", m.before_bytes},
+                        {"after_bytes", m.after_bytes},
+                        {"capture_seconds", m.capture_seconds},
+                        {"application", stopped ? "stopped after capture" : app.describe()}};
+    std::cout << j.dump(2) << std::endl;
+  } else {
+    std::cout << fmt::format("captured {}\n  launch #{} (dispatch {}) grid {}x{}x{} block {}x{}x{} shared {} B\n"
+                             "  {} regions, BEFORE {}, AFTER {} ({} runs), {:.2f} s\n  -> {}\n",
+                             m.demangled_name, m.launch_index, m.dispatch, m.grid[0], m.grid[1], m.grid[2], m.block[0],
+                             m.block[1], m.block[2], m.shared_mem_bytes, m.regions.size(), human_bytes(m.before_bytes),
+                             human_bytes(m.after_bytes), m.after.size(), m.capture_seconds, cap.string());
+    if (stopped) std::cout << "  the application was stopped after the capture (--continue lets it finish)\n";
+    else std::cout << "  the application " << app.describe() << "\n";
+  }
+  if (!stopped && !(app.exited && app.code == 0))
+    std::fprintf(stderr, "kerncap: warning: the application %s after the capture\n", app.describe().c_str());
+  exit_code = 0;
+}
+
+}  // namespace
+
+void add_extract(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<ExtractArgs>();
+  auto* cmd = app.add_subcommand("extract", "Capture one launch of a kernel from a running application");
+  cmd->footer(
+      "The application runs with libkerncap.so injected (CUDA_INJECTION64_PATH). At the chosen launch kerncap\n"
+      "synchronises, saves every tracked allocation and the kernel's module globals (BEFORE), lets the launch run,\n"
+      "and saves the bytes it changed (AFTER), the parameters and the code image into OUT/capture.\n"
+      "Example: kerncap extract vectorAdd --cmd \"./app --n 1000000\" -o iso/vadd");
+  cmd->add_option("kernel", args->kernel, "Substring of the kernel's demangled (or mangled) name")->required();
+  cmd->add_option("--cmd", args->cmd, "The application as one shell command line");
+  cmd->add_option("-o,--output", args->output, "Output directory (the capture goes to OUT/capture)")->required();
+  cmd->add_option("--dispatch", args->dispatch, "Capture the Nth matching launch, counting from 0")->default_val(0);
+  cmd->add_flag("--regex", args->regex, "KERNEL is an ECMAScript regular expression");
+  cmd->add_flag("--continue", args->keep_running, "Let the application run to completion after the capture");
+  cmd->add_flag("--force", args->force, "Replace an existing capture in the output directory");
+  cmd->add_flag("-v,--verbose", [args](int64_t n) { args->verbose = 1 + static_cast<int>(n); }, "More output (repeatable)");
+  cmd->add_flag("-q,--quiet", args->quiet, "Only errors");
+  cmd->add_flag("--json", args->json, "Print the result as JSON on stdout");
+  cmd->add_option("app", args->argv, "The application and its arguments (after --)");
+  cmd->callback([args, &exit_code] { run_extract(*args, exit_code); });
+}
+
 }  // namespace kerncap::cli

@@ -1,4 +1,58 @@
+// `kerncap info`: what a capture holds.
+#include <iostream>
+
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
+#include "common/hex.hpp"
+#include "format/capture_dir.hpp"
+
 namespace kerncap::cli {
-void add_info(CLI::App& app, int&) { app.add_subcommand("info", "(placeholder)"); }
+namespace {
+
+void run_info(const std::string& dir, bool json, int& exit_code) {
+  format::Capture c = format::open_capture(dir);
+  const auto& m = c.manifest;
+  if (json) {
+    auto j = format::to_json(m);
+    j["capture_dir"] = c.dir.string();
+    std::cout << j.dump(2) << std::endl;
+    exit_code = 0;
+    return;
+  }
+  std::cout << fmt::format("capture    {} (format {}, kerncap {})\n", c.dir.string(), m.format_version, m.tool_version);
+  std::cout << fmt::format("kernel     {}\n           {}\n", m.demangled_name, m.mangled_name);
+  std::cout << fmt::format("from       pid {}: {}\n", m.pid, m.command);
+  std::cout << fmt::format("device     {} (sm_{}{}), driver {}\n", m.device_name, m.cc_major, m.cc_minor, m.driver_version);
+  std::cout << fmt::format("launch     #{} (dispatch {}) via {}: grid {}x{}x{} block {}x{}x{} dynamic shared {} B{}{}\n",
+                           m.launch_index, m.dispatch, m.launch_api, m.grid[0], m.grid[1], m.grid[2], m.block[0],
+                           m.block[1], m.block[2], m.shared_mem_bytes, m.cooperative ? " cooperative" : "",
+                           m.cluster[0] ? fmt::format(" cluster {}x{}x{}", m.cluster[0], m.cluster[1], m.cluster[2]) : "");
+  for (const auto& a : m.launch_attrs) std::cout << fmt::format("           attribute {} ({})\n", a.name, a.id);
+  std::cout << fmt::format("params     {} bytes from {}, {} slots:", m.params_size, m.params_source, m.params.size());
+  for (const auto& s : m.params) std::cout << fmt::format(" {}@{}", s.size, s.offset);
+  std::cout << fmt::format("\nimage      {} ({})\n", m.image_file, m.image_kind);
+  std::cout << fmt::format("memory     {} regions, BEFORE {}, AFTER {} in {} runs\n", m.regions.size(),
+                           human_bytes(m.before_bytes), human_bytes(m.after_bytes), m.after.size());
+  for (const auto& r : m.regions) {
+    uint64_t written = 0;
+    for (const auto& a : m.after)
+      if (a.region == r.id) written += a.size;
+    std::cout << fmt::format("  {:>4} {:<16} {:>18} {:>10}  written {:>10} {}\n", r.id, format::to_string(r.kind),
+                             hex_addr(r.base), human_bytes(r.size), human_bytes(written), r.global);
+  }
+  exit_code = 0;
+}
+
+}  // namespace
+
+void add_info(CLI::App& app, int& exit_code) {
+  auto dir = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto* cmd = app.add_subcommand("info", "Show what a capture holds");
+  cmd->add_option("dir", *dir, "Reproducer directory (OUT) or its capture/ folder")->required();
+  cmd->add_flag("--json", *json, "Print the manifest as JSON");
+  cmd->callback([dir, json, &exit_code] { run_info(*dir, *json, exit_code); });
+}
+
 }  // namespace kerncap::cli

@@ -60,14 +60,15 @@ int lookup(const std::map<uint32_t, uint32_t>& m, uint32_t sym) {
   return it == m.end() ? -1 : static_cast<int>(std::min<uint32_t>(it->second, INT32_MAX));
 }
 
-// One parameter from EIATTR_KPARAM_INFO (size in bits 18..31 of the packed word) or
-// its V2 (plain u32 size; ptxas switches to it when a parameter exceeds 16383 bytes).
+// One parameter from EIATTR_KPARAM_INFO (size in bits 18..31 of the packed word) or its
+// V2 (size in the low 16 bits; ptxas switches to it when a parameter exceeds 16383 bytes;
+// sm_100 sets flag bits in the top byte). Offsets are 16-bit, so no size needs more.
 ParamInfo read_param(const NvAttr& a, const std::string& where) {
   ParamInfo p;
   p.ordinal = sval_u16(a, 4, where);
   p.offset = sval_u16(a, 6, where);
   const uint32_t word = sval_u32(a, 2, where);
-  p.size = a.attr == eiattr::kKparamInfo ? (word >> 18) & 0x3fff : word;
+  p.size = a.attr == eiattr::kKparamInfo ? (word >> 18) & 0x3fff : word & 0xffff;
   return p;
 }
 

@@ -52,6 +52,7 @@ void read_sections(const Bytes& b, Elf& elf) {
   for (uint64_t i = 0; i < shnum; ++i) {
     const uint32_t at = b.u32(shoff + i * kShdrSize, "sh_name");
     elf.sections[i].name = i == 0 ? std::string_view{} : names.cstr(at, "section name");
+    elf.by_name.emplace(elf.sections[i].name, static_cast<uint32_t>(i));
   }
 }
 
@@ -98,9 +99,8 @@ void read_symbols(const Bytes& b, Elf& elf) {
 }  // namespace
 
 const ElfSection* Elf::find(std::string_view name) const {
-  for (const ElfSection& s : sections)
-    if (s.name == name) return &s;
-  return nullptr;
+  auto it = by_name.find(name);
+  return it == by_name.end() ? nullptr : &sections[it->second];
 }
 
 std::span<const uint8_t> Elf::contents(const ElfSection& s) const {

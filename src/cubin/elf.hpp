@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace kerncap::cubin::detail {
@@ -51,6 +52,7 @@ struct Elf {
   uint32_t flags = 0;       // e_flags
   std::vector<ElfSection> sections;
   std::vector<ElfSymbol> symbols;  // indexed like .symtab
+  std::unordered_map<std::string_view, uint32_t> by_name;  // first section of each name
 
   const ElfSection* find(std::string_view name) const;
   // File bytes of a section; empty for SHT_NOBITS. Bounds were checked on read.

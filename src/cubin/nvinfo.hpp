@@ -37,7 +37,7 @@ inline constexpr uint8_t kRegcount = 0x2f;       // SVAL {u32 sym, u32 registers
 inline constexpr uint8_t kCudaApiVersion = 0x37; // SVAL {u32}: 130 for CUDA 13.0
 inline constexpr uint8_t kCtaPerCluster = 0x3d;  // SVAL {u32 x, y, z}: __cluster_dims__
 inline constexpr uint8_t kExplicitCluster = 0x3e;  // NVAL: kernel declares cluster dims
-inline constexpr uint8_t kKparamInfoV2 = 0x45;   // SVAL {u32 index, u16 ordinal, u16 offset, u32 size}
+inline constexpr uint8_t kKparamInfoV2 = 0x45;   // SVAL {u32 index, u16 ordinal, u16 offset, u32 flags:8|size:16}
                                                  // used when a parameter exceeds 16383 bytes
 }  // namespace eiattr
 

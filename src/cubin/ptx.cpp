@@ -136,6 +136,7 @@ class Parser {
     uint64_t size = 0;
     uint64_t align = 1;
     std::string_view name;
+    bool managed = false;  // .attribute(.managed)
   };
   Decl declaration(std::initializer_list<std::string_view> ends) {
     Decl d;
@@ -159,7 +160,9 @@ class Parser {
         if (next() != "]") bad("array dimension without ']'");
         count *= n.value_or(0);  // `[]` has no size
         if (count > (uint64_t{1} << 32)) bad("array too large");
-      } else if (!tok.empty() && tok[0] != '.' && d.name.empty()) {
+      } else if (tok == ".managed") {
+        d.managed = true;
+      } else if (!tok.empty() && tok[0] != '.' && word_char(tok[0]) && d.name.empty()) {
         d.name = tok;
       }
     }
@@ -217,6 +220,7 @@ class Parser {
     g.name = d.name;
     g.size = d.size;
     g.constant = constant;
+    g.managed = d.managed;
     g.section = constant ? ".const" : ".global";
     img.globals.push_back(std::move(g));
   }

@@ -1,0 +1,27 @@
+#pragma once
+// Options shared by `replay` and `validate`.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "replay/session.hpp"
+
+namespace kerncap::cli {
+
+struct ReplayCommon {
+  std::string dir;
+  std::string cubin;
+  bool no_relocate = false;
+  int collide = -1;
+  bool json = false;
+  bool quiet = false;
+  replay::Options options() const;
+};
+
+void add_replay_common(CLI::App* cmd, const std::shared_ptr<ReplayCommon>& c);
+// "placement: 3 blocks at their addresses, 0 relocated; 12 pointer words rewritten"
+std::string placement_line(const replay::Session& s, uint64_t rewritten);
+
+}  // namespace kerncap::cli

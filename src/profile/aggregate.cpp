@@ -1,0 +1,179 @@
+#include "profile/aggregate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "profile/names.hpp"
+
+namespace kerncap::profile {
+namespace {
+
+uint64_t duration(uint64_t start, uint64_t end) { return end > start ? end - start : 0; }
+
+using Shape = std::tuple<std::array<int32_t, 3>, std::array<int32_t, 3>, int32_t, int32_t, uint32_t>;
+
+struct Accumulator {
+  std::vector<uint64_t> durations;
+  std::map<Shape, uint64_t> shapes;
+};
+
+// For each name in one process, the names (ids) whose extract pattern it matches: the
+// pattern is a kernel's mangled name, matched as a substring of either form of a name.
+std::vector<std::vector<uint32_t>> pattern_matches(const std::vector<std::string>& names,
+                                                   const std::vector<std::string>& demangled) {
+  std::vector<std::vector<uint32_t>> out(names.size());
+  for (size_t n = 0; n < names.size(); ++n)
+    for (size_t m = 0; m < names.size(); ++m)
+      if (names[n].find(names[m]) != std::string::npos || demangled[n].find(names[m]) != std::string::npos)
+        out[n].push_back(static_cast<uint32_t>(m));
+  return out;
+}
+
+ProcessSummary summarize_process(const ProcessRecords& p) {
+  ProcessSummary ps;
+  ps.info = p.info;
+  ps.file = p.file.string();
+  ps.dropped = p.dropped;
+  ps.complete = p.complete;
+  ps.end_reason = p.end_reason;
+  ps.errors = p.errors;
+  std::set<uint32_t> used;
+  for (const auto& k : p.kernels) {
+    ++ps.kernels;
+    ps.kernel_ns += duration(k.start_ns, k.end_ns);
+    used.insert(k.device);
+  }
+  for (const auto& m : p.memops) {
+    uint64_t d = duration(m.start_ns, m.end_ns);
+    if (m.memset) {
+      ++ps.memsets;
+      ps.memset_ns += d;
+      ps.memset_bytes += m.bytes;
+    } else {
+      ++ps.memcpys;
+      ps.memcpy_ns += d;
+      ps.memcpy_bytes += m.bytes;
+    }
+  }
+  for (uint32_t id : used) {
+    auto it = std::find_if(p.devices.begin(), p.devices.end(), [&](const DeviceInfo& d) { return d.id == id; });
+    DeviceInfo d;
+    d.id = id;
+    ps.devices.push_back(it != p.devices.end() ? *it : d);
+  }
+  return ps;
+}
+
+void finish_stats(KernelStats& ks, Accumulator& acc) {
+  auto& d = acc.durations;
+  std::sort(d.begin(), d.end());
+  ks.calls = d.size();
+  if (d.empty()) return;
+  ks.min_ns = d.front();
+  ks.max_ns = d.back();
+  double sum = 0;
+  for (uint64_t v : d) sum += static_cast<double>(v);
+  ks.avg_ns = sum / static_cast<double>(d.size());
+  size_t mid = d.size() / 2;
+  ks.median_ns = d.size() % 2 ? static_cast<double>(d[mid]) : (static_cast<double>(d[mid - 1]) + d[mid]) / 2.0;
+  double var = 0;
+  for (uint64_t v : d) var += (static_cast<double>(v) - ks.avg_ns) * (static_cast<double>(v) - ks.avg_ns);
+  ks.stddev_ns = std::sqrt(var / static_cast<double>(d.size()));
+  auto best = std::max_element(acc.shapes.begin(), acc.shapes.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::tie(ks.grid, ks.block, ks.static_shared, ks.dynamic_shared, ks.registers) = best->first;
+  ks.shapes = acc.shapes.size();
+}
+
+}  // namespace
+
+// Launch order is correlation-id order: CUPTI numbers API calls as they are made.
+std::vector<int64_t> dispatch_indices(const ProcessRecords& p, const std::vector<std::string>& demangled) {
+  std::vector<int64_t> out(p.kernels.size(), -1);
+  std::vector<size_t> order;
+  for (size_t i = 0; i < p.kernels.size(); ++i)
+    if (!p.kernels[i].graph_id && !p.kernels[i].device_launched) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const KernelRecord &ka = p.kernels[a], &kb = p.kernels[b];
+    return ka.correlation != kb.correlation ? ka.correlation < kb.correlation : ka.start_ns < kb.start_ns;
+  });
+  auto matches = pattern_matches(p.names, demangled);
+  std::vector<uint64_t> counter(p.names.size(), 0);
+  for (size_t i : order) {
+    const uint32_t n = p.kernels[i].name_id;
+    for (uint32_t m : matches[n]) {
+      if (m == n) out[i] = static_cast<int64_t>(counter[m]);
+      ++counter[m];
+    }
+  }
+  return out;
+}
+
+Summary aggregate(const std::vector<ProcessRecords>& processes) {
+  Summary s;
+  std::unordered_map<std::string, size_t> index;  // mangled name -> s.kernels
+  std::vector<Accumulator> accs;
+  auto kernel_index = [&](const std::string& mangled) {
+    auto [it, inserted] = index.try_emplace(mangled, s.kernels.size());
+    if (inserted) {
+      KernelStats ks;
+      ks.mangled = mangled;
+      ks.demangled = demangle(mangled);
+      ks.cls = classify(ks.mangled, ks.demangled);
+      s.kernels.push_back(std::move(ks));
+      accs.emplace_back();
+    }
+    return it->second;
+  };
+  bool any = false;
+  for (const auto& p : processes) {
+    s.processes.push_back(summarize_process(p));
+    std::vector<size_t> global(p.names.size());
+    std::vector<std::string> demangled(p.names.size());
+    for (size_t i = 0; i < p.names.size(); ++i) {
+      global[i] = kernel_index(p.names[i]);
+      demangled[i] = s.kernels[global[i]].demangled;
+    }
+    const std::vector<int64_t> dispatch = dispatch_indices(p, demangled);
+    std::vector<KernelInProcess> per_name(p.names.size());
+    for (auto& kip : per_name) kip.pid = p.info.pid;
+    for (size_t r = 0; r < p.kernels.size(); ++r) {
+      const KernelRecord& k = p.kernels[r];
+      if (dispatch[r] >= 0) per_name[k.name_id].dispatch.push_back(static_cast<uint64_t>(dispatch[r]));
+      uint64_t d = duration(k.start_ns, k.end_ns);
+      Accumulator& acc = accs[global[k.name_id]];
+      acc.durations.push_back(d);
+      ++acc.shapes[Shape{k.grid, k.block, k.static_shared, k.dynamic_shared, k.registers}];
+      KernelInProcess& kip = per_name[k.name_id];
+      ++kip.calls;
+      if (k.graph_id || k.device_launched) ++kip.graph_calls;
+      s.kernels[global[k.name_id]].total_ns += d;
+      s.total_kernel_ns += d;
+      ++s.launches;
+      s.first_ns = any ? std::min(s.first_ns, k.start_ns) : k.start_ns;
+      s.last_ns = any ? std::max(s.last_ns, k.end_ns) : k.end_ns;
+      any = true;
+    }
+    for (auto& kip : per_name) std::sort(kip.dispatch.begin(), kip.dispatch.end());  // = launch order
+    for (size_t i = 0; i < per_name.size(); ++i)
+      if (per_name[i].calls) s.kernels[global[i]].processes.push_back(std::move(per_name[i]));
+  }
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    finish_stats(s.kernels[i], accs[i]);
+    s.kernels[i].percent =
+        s.total_kernel_ns ? 100.0 * static_cast<double>(s.kernels[i].total_ns) / static_cast<double>(s.total_kernel_ns)
+                          : 0.0;
+  }
+  // A name listed by a process that never ran it (cannot happen with our writer) stays out.
+  std::erase_if(s.kernels, [](const KernelStats& k) { return k.calls == 0; });
+  std::sort(s.kernels.begin(), s.kernels.end(), [](const KernelStats& a, const KernelStats& b) {
+    return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.mangled < b.mangled;
+  });
+  return s;
+}
+
+}  // namespace kerncap::profile

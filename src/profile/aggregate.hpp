@@ -1,0 +1,69 @@
+#pragma once
+// From per-process records to per-kernel statistics: calls, total/average/median time,
+// share of GPU time, the most common launch shape, classification, and for every
+// process the launch indices to hand to `kerncap extract --dispatch`.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profile/classify.hpp"
+#include "profile/records.hpp"
+
+namespace kerncap::profile {
+
+// One process's launches of one kernel.
+struct KernelInProcess {
+  int64_t pid = 0;
+  uint64_t calls = 0;
+  // For each launch made with cuLaunchKernel & co. (not replayed from a CUDA graph),
+  // in launch order: the value of `extract --dispatch` that captures it when the pattern
+  // is this kernel's mangled name (0 = first). `extract` counts, per process, launches
+  // whose mangled or demangled name contains the pattern, so a name contained in another
+  // kernel's name (triton_poi_fused_add_1 in ..._add_10) counts those too; this list
+  // already accounts for that.
+  std::vector<uint64_t> dispatch;
+  uint64_t graph_calls = 0;  // ran inside a CUDA graph: no --dispatch reaches them
+};
+
+struct KernelStats {
+  std::string mangled, demangled;
+  Classification cls;
+  uint64_t calls = 0, total_ns = 0, min_ns = 0, max_ns = 0;
+  double avg_ns = 0, median_ns = 0, stddev_ns = 0, percent = 0;
+  // The most common launch configuration among its calls.
+  std::array<int32_t, 3> grid{}, block{};
+  uint32_t registers = 0;
+  int32_t static_shared = 0, dynamic_shared = 0;
+  uint64_t shapes = 0;  // distinct grid/block/shared combinations seen
+  std::vector<KernelInProcess> processes;
+};
+
+struct ProcessSummary {
+  ProcessInfo info;
+  std::string file;
+  std::vector<DeviceInfo> devices;   // devices it ran kernels on (names when CUPTI said)
+  uint64_t kernels = 0, kernel_ns = 0;
+  uint64_t memcpys = 0, memcpy_ns = 0, memcpy_bytes = 0;
+  uint64_t memsets = 0, memset_ns = 0, memset_bytes = 0;
+  uint64_t dropped = 0;
+  bool complete = false;
+  std::string end_reason;
+  std::vector<RecordError> errors;
+};
+
+struct Summary {
+  std::vector<KernelStats> kernels;  // by total time, largest first
+  std::vector<ProcessSummary> processes;
+  uint64_t launches = 0, total_kernel_ns = 0;
+  uint64_t first_ns = 0, last_ns = 0;  // span of all kernel activity
+};
+
+Summary aggregate(const std::vector<ProcessRecords>& processes);
+
+// For each of p.kernels (same order): its `extract --dispatch` index, or -1 for a kernel
+// that ran inside a CUDA graph or was launched from the device (extract cannot reach it).
+// `demangled[i]` is the demangled form of p.names[i].
+std::vector<int64_t> dispatch_indices(const ProcessRecords& p, const std::vector<std::string>& demangled);
+
+}  // namespace kerncap::profile

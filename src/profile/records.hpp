@@ -1,0 +1,136 @@
+#pragma once
+// The per-process record file of `kerncap profile`: written inside the application by
+// libkerncap.so (RecordWriter), read back by the CLI (read_records). Reader and writer
+// live here together so the format has one definition; it is versioned and checked.
+//
+// DIR/profile-<pid>.jsonl, one JSON object per line, "t" says what the line is:
+//   header  format, version, pid, ppid, forked_from, exe, cmdline   (always first)
+//   device  id, name, cc [major, minor], sms, memory                (CUPTI device records)
+//   name    id, s: a kernel's mangled name, given once, referenced by id from "k" lines
+//   k       one kernel execution (see KernelRecord for the keys)
+//   m       one memcpy/memset
+//   error   code, message: why profiling could not run in this process
+//   end     reason, kernels, dropped                                 (always last)
+// A file without "end" belongs to a process that died before flushing (crash, kill, _exit).
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace kerncap::profile {
+
+inline constexpr std::string_view kRecordsFormat = "kerncap-profile-records";
+inline constexpr int kRecordsVersion = 1;
+
+// One kernel execution as CUPTI reported it. Times are CUPTI timestamps in ns.
+struct KernelRecord {
+  uint32_t name_id = 0;  // index into ProcessRecords::names
+  uint64_t start_ns = 0, end_ns = 0;
+  std::array<int32_t, 3> grid{}, block{};
+  std::array<uint32_t, 3> cluster{};  // 0 when the launch had no cluster
+  uint32_t registers = 0;
+  int32_t static_shared = 0, dynamic_shared = 0;
+  uint32_t local_per_thread = 0;
+  uint32_t stream = 0, device = 0, context = 0, correlation = 0;
+  uint32_t graph_id = 0;         // != 0: ran inside a CUDA graph (not a cuLaunchKernel)
+  bool device_launched = false;  // launched from the GPU (dynamic parallelism)
+};
+
+struct MemRecord {
+  bool memset = false;   // else memcpy
+  std::string copy_kind;  // "HtoD", "DtoH", "DtoD", ... (memcpy only)
+  uint64_t bytes = 0, start_ns = 0, end_ns = 0;
+  uint32_t stream = 0, device = 0, context = 0, correlation = 0;
+  uint32_t graph_id = 0;
+};
+
+struct DeviceInfo {
+  uint32_t id = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  uint32_t sms = 0;
+  uint64_t memory = 0;
+};
+
+struct ProcessInfo {
+  int64_t pid = 0, ppid = 0;
+  int64_t forked_from = 0;  // != 0: a fork() child of that pid that did not exec
+  std::string exe;
+  std::vector<std::string> cmdline;
+};
+
+struct RecordError {
+  std::string code;  // "multiple_subscribers", "cupti", ...
+  std::string message;
+};
+
+// Everything one process wrote.
+struct ProcessRecords {
+  std::filesystem::path file;
+  ProcessInfo info;
+  std::vector<DeviceInfo> devices;
+  std::vector<std::string> names;  // mangled kernel names, by name_id
+  std::vector<KernelRecord> kernels;
+  std::vector<MemRecord> memops;
+  std::vector<RecordError> errors;
+  bool complete = false;   // the "end" line was written
+  std::string end_reason;  // "exit", ...
+  uint64_t dropped = 0;    // records CUPTI dropped (buffers full)
+};
+
+// Reads every profile-*.jsonl in `dir`, sorted by pid. Throws Error(Input) for a file
+// of another format or a newer version, naming the file and what to do. A file cut off
+// mid-line (the process was killed while writing) keeps what precedes the cut.
+std::vector<ProcessRecords> read_records(const std::filesystem::path& dir);
+ProcessRecords read_record_file(const std::filesystem::path& file);
+
+// The in-process writer. Every method is thread-safe and never throws: failures are
+// logged once and the writer goes quiet (the application must never notice us).
+class RecordWriter {
+ public:
+  // Creates DIR/profile-<pid>.jsonl (never overwriting: -1, -2... on a clash) and writes
+  // the header line. Returns false when the file cannot be created.
+  bool open(const std::filesystem::path& dir, const ProcessInfo& info);
+  void device(const DeviceInfo& d);
+  void kernel(std::string_view mangled_name, KernelRecord k);  // k.name_id is assigned here
+  void memop(const MemRecord& m);
+  void error(std::string_view code, std::string_view message);
+  void add_dropped(uint64_t n);
+  // Writes the "end" line and closes the file; later records are counted as dropped.
+  // In a fork child whose file is not open yet, creates it first.
+  void finish(std::string_view reason);
+  bool finished() const;
+  uint64_t kernels() const;
+
+  // fork() support, called from pthread_atfork handlers: the parent's pending bytes
+  // belong to the parent, so the child drops them, closes the parent's file and will
+  // write its own profile-<child pid>.jsonl at exit.
+  void lock_for_fork();
+  void unlock_in_parent();
+  void reset_in_child();
+
+ private:
+  void put(std::string_view line);  // appends one line (mu_ held)
+  void flush_locked();
+  bool open_locked();
+
+  mutable std::mutex mu_;
+  std::filesystem::path dir_;
+  std::filesystem::path path_;
+  ProcessInfo info_;
+  int fd_ = -1;
+  bool failed_ = false;
+  bool finished_ = false;
+  std::string buf_;
+  std::unordered_map<std::string, uint32_t> names_;
+  uint64_t kernels_ = 0, dropped_ = 0;
+};
+
+// JSON string literal (quotes included) for `s`; used by the writers in this folder.
+std::string json_quote(std::string_view s);
+
+}  // namespace kerncap::profile

@@ -1,0 +1,101 @@
+#include "profile/table.hpp"
+
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "profile/names.hpp"
+
+namespace kerncap::profile {
+namespace {
+
+// Fixed columns: rank, calls, total ms, avg us, median us, %GPU, kind, category.
+constexpr size_t kFixed = 4 + 9 + 11 + 10 + 10 + 7 + 12 + 12;
+constexpr size_t kMinName = 24;
+
+std::regex compile_filter(const std::string& f) {
+  try {
+    return std::regex(f, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    usage_error(fmt::format("--filter '{}' is not a valid regular expression: {}", f, e.what()));
+  }
+}
+
+std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6); }
+
+std::string command_of(const ProcessInfo& p) {
+  std::string c;
+  for (const auto& a : p.cmdline) {
+    if (!c.empty()) c += ' ';
+    c += a;
+  }
+  if (c.empty()) c = p.exe;
+  return c.size() > 60 ? c.substr(0, 57) + "..." : c;
+}
+
+}  // namespace
+
+std::string format_table(const Summary& s, const TableOptions& opt) {
+  const bool filtered = !opt.filter.empty();
+  std::regex re;
+  if (filtered) re = compile_filter(opt.filter);
+  const size_t name_w = opt.width > kFixed + kMinName ? opt.width - kFixed : kMinName;
+
+  std::string out = fmt::format("{:>3} {:<{}} {:>8} {:>10} {:>9} {:>9} {:>6}  {:<11} {}\n", "#", "Kernel", name_w,
+                                "Calls", "Total ms", "Avg us", "Med us", "%GPU", "Kind", "Category");
+  size_t shown = 0, matched = 0;
+  double shown_pct = 0;
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    const KernelStats& k = s.kernels[i];
+    if (filtered && !std::regex_search(k.mangled, re) && !std::regex_search(k.demangled, re)) continue;
+    ++matched;
+    if (opt.top && shown >= opt.top) continue;
+    ++shown;
+    shown_pct += k.percent;
+    out += fmt::format("{:>3} {:<{}} {:>8} {:>10.3f} {:>9.2f} {:>9.2f} {:>6.2f}  {:<11} {}\n", i + 1,
+                       shorten(k.demangled, name_w), name_w, k.calls, static_cast<double>(k.total_ns) / 1e6,
+                       k.avg_ns / 1e3, k.median_ns / 1e3, k.percent, to_string(k.cls.kind),
+                       to_string(k.cls.category));
+  }
+  if (filtered && matched == 0) out += fmt::format("    (no kernel name matches --filter '{}')\n", opt.filter);
+  out += fmt::format("\nShown: {} of {} kernels{}, {:.2f}% of GPU kernel time", shown, s.kernels.size(),
+                     filtered ? fmt::format(" ({} match the filter)", matched) : std::string(), shown_pct);
+  if (shown < s.kernels.size()) out += fmt::format(" (the rest: {:.2f}%)", 100.0 - shown_pct);
+  out += fmt::format("\nTotal: {} launches, {:.3f} ms of kernel time in {} process{}\n", s.launches,
+                     static_cast<double>(s.total_kernel_ns) / 1e6, s.processes.size(),
+                     s.processes.size() == 1 ? "" : "es");
+  uint64_t mc = 0, mc_ns = 0, mc_b = 0, ms = 0, ms_ns = 0;
+  for (const auto& p : s.processes) {
+    mc += p.memcpys, mc_ns += p.memcpy_ns, mc_b += p.memcpy_bytes;
+    ms += p.memsets, ms_ns += p.memset_ns;
+  }
+  if (mc || ms)
+    out += fmt::format("Not in the table: {} memcpy ({:.3f} ms, {}), {} memset ({:.3f} ms)\n", mc,
+                       static_cast<double>(mc_ns) / 1e6, mib(mc_b), ms, static_cast<double>(ms_ns) / 1e6);
+  return out;
+}
+
+std::string format_processes(const Summary& s) {
+  std::string out;
+  for (const auto& p : s.processes) {
+    std::string devs;
+    for (const auto& d : p.devices) {
+      if (!devs.empty()) devs += ", ";
+      devs += d.name.empty() ? fmt::format("GPU {}", d.id) : fmt::format("GPU {} ({})", d.id, d.name);
+    }
+    out += fmt::format("  pid {:<8} {:<60} {:>8} kernels  {}\n", p.info.pid, command_of(p.info), p.kernels,
+                       devs.empty() ? "-" : devs);
+    if (p.info.forked_from)
+      out += fmt::format("      forked from pid {} without exec (CUDA cannot be used there)\n", p.info.forked_from);
+    for (const auto& e : p.errors) out += fmt::format("      error: {}\n", e.message);
+    if (!p.complete)
+      out += "      incomplete: the process ended without flushing its records (crashed, was killed, or "
+             "called _exit); the kernels of its last moments are missing\n";
+    if (p.dropped)
+      out += fmt::format("      {} records were dropped by CUPTI (buffers full); totals are low\n", p.dropped);
+  }
+  return out;
+}
+
+}  // namespace kerncap::profile

@@ -1,0 +1,275 @@
+#include "replay/session.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/driver.hpp"
+#include "common/error.hpp"
+#include "common/hex.hpp"
+#include "common/log.hpp"
+#include "cubin/cubin.hpp"
+
+namespace kerncap::replay {
+namespace fs = std::filesystem;
+using format::MemKind;
+
+namespace {
+
+// Launch attributes that describe the launch itself; those carrying handles of the
+// application (events, graph nodes) cannot be replayed and are dropped.
+bool replayable_attr(int id) {
+  switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool settable_func_attr(int id) {
+  return id == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ||
+         id == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT ||
+         id == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED ||
+         id == CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+}
+
+}  // namespace
+
+Session::Session(const Options& options) : options_(options) {
+  capture_ = format::open_capture(options.capture);
+  const format::Manifest& m = capture_.manifest;
+
+  // 1. Before anything of ours takes address space: the driver, then the reservations.
+  KC_CU(cuInit(0));
+  int count = 0;
+  KC_CU(cuDeviceGetCount(&count));
+  if (count == 0) device_error("no CUDA device is visible (check CUDA_VISIBLE_DEVICES)");
+  int ordinal = m.device_ordinal < count ? m.device_ordinal : 0;
+  KC_CU(cuDeviceGet(&dev_, ordinal));
+  int major = 0, minor = 0;
+  driver().cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_);
+  driver().cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_);
+  if (major != m.cc_major || minor != m.cc_minor)
+    log::warn("this GPU is sm_{}{} but the capture was taken on sm_{}{} ({}); the kernel may not load or "
+              "may behave differently",
+              major, minor, m.cc_major, m.cc_minor, m.device_name);
+
+  std::vector<Span> fixed;  // regions that must come back at their address (not globals)
+  std::vector<size_t> fixed_index;
+  for (size_t i = 0; i < m.regions.size(); ++i) {
+    if (m.regions[i].kind == MemKind::Global) continue;
+    fixed.push_back({m.regions[i].base, m.regions[i].base + m.regions[i].size});
+    fixed_index.push_back(i);
+  }
+  space_ = std::make_unique<AddressSpace>(dev_, options.allow_relocate);
+  if (options.collide_region) {
+    const format::Region* r = m.find_region(*options.collide_region);
+    if (!r || r->kind == MemKind::Global)
+      usage_error(fmt::format("--collide {}: no such (non-global) region in the capture", *options.collide_region));
+    space_->occupy_for_test({r->base, r->base + r->size});
+  }
+  space_->reserve(fixed);
+
+  // 2. Context, physical memory, our own buffers.
+  KC_CU(cuDevicePrimaryCtxRetain(&ctx_, dev_));
+  KC_CU(cuCtxSetCurrent(ctx_));
+  space_->map();
+  addresses_.assign(m.regions.size(), 0);
+  for (size_t k = 0; k < fixed_index.size(); ++k) addresses_[fixed_index[k]] = space_->address_of(k);
+  void* a = nullptr;
+  void* b = nullptr;
+  KC_CU(cuMemHostAlloc(&a, staging_bytes_, 0));
+  KC_CU(cuMemHostAlloc(&b, staging_bytes_, 0));
+  staging_a_ = static_cast<uint8_t*>(a);
+  staging_b_ = static_cast<uint8_t*>(b);
+  KC_CU(cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+  KC_CU(cuEventCreate(&ev_start_, CU_EVENT_DEFAULT));
+  KC_CU(cuEventCreate(&ev_stop_, CU_EVENT_DEFAULT));
+
+  // 3. The code, its globals (the driver picks their addresses: they always move).
+  load_module(options);
+  for (size_t i = 0; i < m.regions.size(); ++i) {
+    const format::Region& r = m.regions[i];
+    if (r.kind != MemKind::Global) continue;
+    CUdeviceptr addr = 0;
+    size_t size = 0;
+    CUresult res = KC_CU_TRY(cuModuleGetGlobal(&addr, &size, module_, r.global.c_str()));
+    if (res != CUDA_SUCCESS)
+      input_error(fmt::format("{} has no module global '{}' that the captured kernel's module had; a variant "
+                              "must keep the module's __device__/__constant__ variables",
+                              image_desc_, r.global));
+    if (size != r.size)
+      input_error(fmt::format("module global '{}' has {} bytes in {} but {} in the capture", r.global, size,
+                              image_desc_, r.size));
+    addresses_[i] = addr;
+    space_->relocations().add({r.base, r.base + r.size, addr, true});
+  }
+
+  // 4. Parameters, with pointers into moved spans rewritten.
+  params_ = format::read_file(capture_.path(m.params_file));
+  for (const auto& s : m.params) {
+    if (uint64_t{s.offset} + s.size > params_.size())
+      input_error(fmt::format("parameter slot at offset {} lies outside the {}-byte parameter buffer", s.offset,
+                              params_.size()));
+    param_ptrs_.push_back(params_.data() + s.offset);
+  }
+  for (const auto& la : m.launch_attrs) {
+    if (!replayable_attr(la.id)) {
+      log::info("launch attribute {} ({}) refers to the application's objects and is not replayed", la.name, la.id);
+      continue;
+    }
+    CUlaunchAttribute at{};
+    at.id = static_cast<CUlaunchAttributeID>(la.id);
+    std::memcpy(&at.value, la.raw.data(), std::min(la.raw.size(), sizeof(at.value)));
+    attrs_.push_back(at);
+  }
+  bool has_coop = std::any_of(attrs_.begin(), attrs_.end(), [](auto& x) { return x.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE; });
+  if (m.cooperative && !has_coop) {
+    CUlaunchAttribute at{};
+    at.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    at.value.cooperative = 1;
+    attrs_.push_back(at);
+  }
+}
+
+Session::~Session() {
+  const Driver& d = driver();
+  if (ev_start_) d.cuEventDestroy(ev_start_);
+  if (ev_stop_) d.cuEventDestroy(ev_stop_);
+  if (stream_) d.cuStreamDestroy(stream_);
+  if (module_) d.cuModuleUnload(module_);
+  if (staging_a_) d.cuMemFreeHost(staging_a_);
+  if (staging_b_) d.cuMemFreeHost(staging_b_);
+  space_.reset();
+  if (ctx_) d.cuDevicePrimaryCtxRelease(dev_);
+}
+
+void Session::load_module(const Options& options) {
+  const format::Manifest& m = capture_.manifest;
+  std::vector<uint8_t> image;
+  if (options.cubin) {
+    if (!fs::exists(*options.cubin)) usage_error(fmt::format("--cubin {}: no such file", options.cubin->string()));
+    image = format::read_file(*options.cubin);
+    image_desc_ = options.cubin->string();
+  } else {
+    image = format::read_file(capture_.path(m.image_file));
+    image_desc_ = "the captured image";
+  }
+  if (cubin::detect_kind(image) == cubin::ImageKind::Ptx) image.push_back(0);  // PTX text must be NUL-terminated
+  CUresult r = KC_CU_TRY(cuModuleLoadData(&module_, image.data()));
+  if (r != CUDA_SUCCESS)
+    device_error(cu_error_text(r, fmt::format("cuModuleLoadData({})", image_desc_).c_str(), __FILE__, __LINE__) +
+                 (options.cubin ? "; was it built for this GPU's architecture?" : ""));
+  r = KC_CU_TRY(cuModuleGetFunction(&function_, module_, m.mangled_name.c_str()));
+  if (r != CUDA_SUCCESS) {
+    std::string names;
+    try {
+      for (const auto& n : cubin::kernel_names(image)) names += "\n  " + n;
+    } catch (...) {
+    }
+    input_error(fmt::format("{} does not contain the captured kernel {}{}", image_desc_, m.mangled_name,
+                            names.empty() ? "" : "; it has:" + names));
+  }
+  if (options.cubin) check_variant_layout(*options.cubin);
+  for (const auto& fa : m.func_attrs)
+    if (settable_func_attr(fa.id))
+      KC_CU(cuFuncSetAttribute(function_, static_cast<CUfunction_attribute>(fa.id), fa.value));
+  if (m.shared_mem_bytes > 48 * 1024)
+    KC_CU(cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             static_cast<int>(m.shared_mem_bytes)));
+}
+
+void Session::check_variant_layout(const fs::path& cubin) {
+  const format::Manifest& m = capture_.manifest;
+  std::vector<format::ParamSlot> slots;
+  for (size_t i = 0;; ++i) {
+    size_t off = 0, size = 0;
+    if (!driver().cuFuncGetParamInfo || driver().cuFuncGetParamInfo(function_, i, &off, &size) != CUDA_SUCCESS) break;
+    slots.push_back({static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
+  }
+  if (slots.empty() || m.params.empty()) return;  // nothing to compare against
+  auto describe = [](const std::vector<format::ParamSlot>& v) {
+    std::string s;
+    for (const auto& x : v) s += fmt::format("{}{}@{}", s.empty() ? "" : ", ", x.size, x.offset);
+    return s;
+  };
+  if (slots.size() != m.params.size() ||
+      !std::equal(slots.begin(), slots.end(), m.params.begin(),
+                  [](auto& x, auto& y) { return x.offset == y.offset && x.size == y.size; }))
+    input_error(fmt::format("{} changes the kernel's parameter layout (captured: [{}], variant: [{}] as "
+                            "size@offset); a variant must keep the signature to replay the captured launch",
+                            cubin.string(), describe(m.params), describe(slots)));
+}
+
+RestoreStats Session::restore() {
+  const format::Manifest& m = capture_.manifest;
+  const RelocationMap& reloc = space_->relocations();
+  RestoreStats st;
+  uint64_t total = 0;
+  for (const auto& r : m.regions) total += r.size;
+  uint64_t done = 0;
+  auto last = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < m.regions.size(); ++i) {
+    const format::Region& r = m.regions[i];
+    format::BlobReader in(capture_.path(r.file));
+    for (uint64_t off = 0; off < r.size;) {
+      uint64_t n = std::min(staging_bytes_, r.size - off);
+      in.read_at(off, staging_a_, n);
+      st.rewritten_words += reloc.rewrite(staging_a_, n, r.base + off);
+      KC_CU(cuMemcpyHtoD(addresses_[i] + off, staging_a_, n));
+      off += n;
+      done += n;
+      if (options_.progress && std::chrono::steady_clock::now() - last > std::chrono::seconds(1)) {
+        last = std::chrono::steady_clock::now();
+        log::info("restoring: {} of {}", human_bytes(done), human_bytes(total));
+      }
+    }
+    st.bytes += r.size;
+  }
+  // Parameters: rewrite a fresh copy each time (restore may be called again).
+  // (param_ptrs_ point into params_, so its storage must stay where it is.)
+  std::vector<uint8_t> fresh = format::read_file(capture_.path(m.params_file));
+  std::memcpy(params_.data(), fresh.data(), std::min(fresh.size(), params_.size()));
+  st.rewritten_words += reloc.rewrite(params_.data(), params_.size(), 0);
+  return st;
+}
+
+float Session::launch() {
+  const format::Manifest& m = capture_.manifest;
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = m.grid[0];
+  cfg.gridDimY = m.grid[1];
+  cfg.gridDimZ = m.grid[2];
+  cfg.blockDimX = m.block[0];
+  cfg.blockDimY = m.block[1];
+  cfg.blockDimZ = m.block[2];
+  cfg.sharedMemBytes = m.shared_mem_bytes;
+  cfg.hStream = stream_;
+  cfg.attrs = attrs_.empty() ? nullptr : attrs_.data();
+  cfg.numAttrs = static_cast<unsigned>(attrs_.size());
+  size_t param_size = params_.size();
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, params_.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &param_size,
+                   CU_LAUNCH_PARAM_END};
+  const bool use_extra = m.params.empty() && !params_.empty();
+  KC_CU(cuEventRecord(ev_start_, stream_));
+  KC_CU(cuLaunchKernelEx(&cfg, function_, use_extra ? nullptr : param_ptrs_.data(), use_extra ? extra : nullptr));
+  KC_CU(cuEventRecord(ev_stop_, stream_));
+  CUresult r = KC_CU_TRY(cuEventSynchronize(ev_stop_));
+  if (r != CUDA_SUCCESS)
+    device_error(cu_error_text(r, "the replayed kernel", __FILE__, __LINE__) +
+                 " (the kernel faulted: memory it touches may not be in the capture; try `make sanitize`)");
+  float ms = 0;
+  KC_CU(cuEventElapsedTime(&ms, ev_start_, ev_stop_));
+  return ms;
+}
+
+}  // namespace kerncap::replay

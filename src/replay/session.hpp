@@ -1,0 +1,76 @@
+#pragma once
+// One replay of a capture in this process: address space, context, module, restored
+// memory, and the launch itself. Used by `kerncap replay` and `kerncap validate`.
+#include <cuda.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "format/capture_dir.hpp"
+#include "replay/address_space.hpp"
+
+namespace kerncap::replay {
+
+struct Options {
+  std::filesystem::path capture;             // OUT or OUT/capture
+  std::optional<std::filesystem::path> cubin;  // a variant image to load instead
+  bool allow_relocate = true;
+  std::optional<uint32_t> collide_region;    // test hook: force this region to collide
+  bool progress = true;
+};
+
+struct RestoreStats {
+  uint64_t bytes = 0;
+  uint64_t rewritten_words = 0;  // pointer words rewritten in memory, globals and params
+};
+
+class Session {
+ public:
+  // Opens and checks the capture, reserves its addresses, creates the context, maps
+  // memory and loads the module. Throws kerncap::Error.
+  explicit Session(const Options& options);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Writes every region and global back to its BEFORE state.
+  RestoreStats restore();
+  // Launches once; returns the elapsed milliseconds measured with events.
+  float launch();
+
+  const format::Capture& capture() const { return capture_; }
+  const AddressSpace& address_space() const { return *space_; }
+  const RelocationMap& relocations() const { return space_->relocations(); }
+  // Replay address of region i (manifest order).
+  uint64_t address(size_t i) const { return addresses_.at(i); }
+  std::string image_description() const { return image_desc_; }
+  void* staging(size_t which) const { return which ? staging_b_ : staging_a_; }
+  uint64_t staging_bytes() const { return staging_bytes_; }
+
+ private:
+  void load_module(const Options& options);
+  void check_variant_layout(const std::filesystem::path& cubin);
+
+  Options options_;
+  format::Capture capture_;
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  std::unique_ptr<AddressSpace> space_;
+  CUmodule module_ = nullptr;
+  CUfunction function_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUevent ev_start_ = nullptr, ev_stop_ = nullptr;
+  std::vector<uint64_t> addresses_;
+  std::vector<uint8_t> params_;
+  std::vector<void*> param_ptrs_;
+  std::vector<CUlaunchAttribute> attrs_;
+  uint8_t* staging_a_ = nullptr;
+  uint8_t* staging_b_ = nullptr;
+  uint64_t staging_bytes_ = 64ull << 20;
+  std::string image_desc_;
+};
+
+}  // namespace kerncap::replay

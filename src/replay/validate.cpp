@@ -1,0 +1,96 @@
+#include "replay/validate.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/driver.hpp"
+#include "common/hex.hpp"
+
+namespace kerncap::replay {
+
+Verdict compare_with_after(Session& session, compare::DType dtype, compare::Tolerance tol) {
+  const format::Manifest& m = session.capture().manifest;
+  const RelocationMap& reloc = session.relocations();
+  auto* expected = static_cast<uint8_t*>(session.staging(0));
+  auto* actual = static_cast<uint8_t*>(session.staging(1));
+  const uint64_t piece = session.staging_bytes();
+  format::BlobReader after(session.capture().path(m.after_file));
+  Verdict v;
+  for (size_t i = 0; i < m.regions.size(); ++i) {
+    const format::Region& r = m.regions[i];
+    RegionVerdict rv{r.id, format::to_string(r.kind), r.base, r.size, 0, {}};
+    std::vector<const format::AfterRun*> runs;
+    for (const auto& a : m.after)
+      if (a.region == r.id) {
+        runs.push_back(&a);
+        rv.written += a.size;
+      }
+    format::BlobReader before(session.capture().path(r.file));
+    compare::Comparator cmp(dtype, tol);
+    for (uint64_t off = 0; off < r.size;) {
+      uint64_t n = std::min(piece, r.size - off);
+      before.read_at(off, expected, n);
+      for (const auto* a : runs) {
+        uint64_t lo = std::max(off, a->offset), hi = std::min(off + n, a->offset + a->size);
+        if (lo < hi) after.read_at(a->file_offset + (lo - a->offset), expected + (lo - off), hi - lo);
+      }
+      reloc.rewrite(expected, n, r.base + off);
+      KC_CU(cuMemcpyDtoH(actual, session.address(i) + off, n));
+      cmp.feed(expected, actual, n, off);
+      off += n;
+    }
+    rv.result = cmp.result();
+    v.regions.push_back(std::move(rv));
+  }
+  return v;
+}
+
+bool Verdict::pass() const { return failing() == 0; }
+
+uint64_t Verdict::failing() const {
+  return static_cast<uint64_t>(std::count_if(regions.begin(), regions.end(), [](auto& r) { return !r.result.pass(); }));
+}
+
+uint64_t Verdict::exact() const {
+  return static_cast<uint64_t>(std::count_if(regions.begin(), regions.end(), [](auto& r) { return r.result.exact(); }));
+}
+
+std::string Verdict::line() const {
+  uint64_t written = 0, written_regions = 0;
+  for (const auto& r : regions)
+    if (r.written) {
+      written += r.written;
+      ++written_regions;
+    }
+  if (pass()) {
+    std::string how = exact() == regions.size() ? "byte-exact" : "within tolerance";
+    return fmt::format("Result: PASS ({}, {} of {} regions identical; the launch wrote {} in {} regions)", how,
+                       exact(), regions.size(), human_bytes(written), written_regions);
+  }
+  return fmt::format("Result: FAIL ({} of {} regions differ)", failing(), regions.size());
+}
+
+nlohmann::json Verdict::to_json() const {
+  nlohmann::json regs = nlohmann::json::array();
+  for (const auto& r : regions) {
+    nlohmann::json j = {{"id", r.id},
+                        {"kind", r.kind},
+                        {"base", hex_addr(r.base)},
+                        {"size", r.size},
+                        {"written", r.written},
+                        {"pass", r.result.pass()},
+                        {"exact", r.result.exact()},
+                        {"differing_bytes", r.result.differing_bytes},
+                        {"mismatches", r.result.mismatches},
+                        {"max_abs_error", r.result.max_abs_error},
+                        {"max_rel_error", r.result.max_rel_error},
+                        {"summary", compare::summary(r.result)}};
+    if (r.result.first_bad_offset) j["first_bad_offset"] = *r.result.first_bad_offset;
+    regs.push_back(j);
+  }
+  return {{"result", pass() ? "PASS" : "FAIL"}, {"regions", regs}, {"line", line()}};
+}
+
+}  // namespace kerncap::replay
