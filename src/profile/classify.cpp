@@ -88,7 +88,7 @@ const CategoryRule kCategoryRules[] = {
     {R"(gemm|gemv|xmma|nvjet|matmul|(^|[^a-z])(b|add|addb)?mm([^a-z]|$)|wgmma|hgmma|tensorop|s1688|s16816|h1688|h16816|i8816|conv(\d+d|olution|olve|_)|fprop|dgrad|wgrad|splitkreduce|cutlass::kernel)",
      Category::Gemm},
     {R"(memset|fillfunctor|fill_kernel|zeros?_kernel|(^|[^a-z])fill_)", Category::Memset},
-    {R"(copy|memcpy|catarray|transpose|permute|contiguous|index_?select|gather|scatter|clone|concat|nchwtonhwc|nhwctonchw|im2col|col2im|unfold|embedding(?!_backward)|(^|[^a-z])cat_)",
+    {R"(copy|memcpy|catarray|transpose|permute|contiguous|index_?select|gather|scatter|clone|concat|nchwtonhwc|nhwctonchw|im2col|col2im|unfold|(^|[^a-z])cat_)",
      Category::Copy},
     {R"(reduce|reduction|scan|cumsum|cumprod|argmax|argmin|histogram|moe_sum|(^|[^a-z])(sum|mean|amax|amin)([^a-z]|$))",
      Category::Reduce},
