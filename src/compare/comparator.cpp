@@ -25,10 +25,12 @@ T load(const uint8_t* p) {
   return v;
 }
 
-// How many of the 8 bytes of x are non-zero (x = expected ^ actual).
+// How many of the 8 bytes of x are non-zero (x = expected ^ actual): mark each non-zero
+// byte in its top bit, then sum the marks with one multiply (no popcnt in baseline x86-64).
 inline unsigned nonzero_bytes(uint64_t x) {
   constexpr uint64_t lo7 = 0x7f7f7f7f7f7f7f7full;
-  return static_cast<unsigned>(std::popcount((((x & lo7) + lo7) | x) & ~lo7));
+  const uint64_t marks = ((((x & lo7) + lo7) | x) & ~lo7) >> 7;
+  return static_cast<unsigned>((marks * 0x0101010101010101ull) >> 56);
 }
 
 void note_bad(Result& r, uint64_t offset) {
@@ -52,43 +54,89 @@ uint64_t diff_bytes(const uint8_t* e, const uint8_t* a, uint64_t n, std::optiona
   return count;
 }
 
-void track_error(Result& r, double abs_err, double magnitude) {
-  r.max_abs_error = std::max(r.max_abs_error, abs_err);
-  r.max_rel_error = std::max(r.max_rel_error, magnitude > 0 ? abs_err / magnitude : abs_err);
-}
+// Counters for one block, kept in locals: the byte pointers (uint8_t may alias anything)
+// would otherwise force every update of a Result field through memory.
+struct Tally {
+  uint64_t nan_e = 0, nan_a = 0, inf_e = 0, inf_a = 0, bad = 0;
+  uint64_t first_bad = UINT64_MAX;  // element index within the block
+  double max_abs = 0, max_rel = 0;
 
-// Floating-point elements of one differing block.
+  void error(double err, double mag) {
+    max_abs = std::max(max_abs, err);
+    // err / mag > max_rel without dividing on every element.
+    if (mag > 0 ? err > max_rel * mag : err > max_rel) max_rel = mag > 0 ? err / mag : err;
+  }
+  void mismatch(uint64_t i) {
+    ++bad;
+    first_bad = std::min(first_bad, i);
+  }
+  void merge_into(Result& r, uint64_t offset, unsigned size) const {
+    r.nan_expected += nan_e;
+    r.nan_actual += nan_a;
+    r.inf_expected += inf_e;
+    r.inf_actual += inf_a;
+    r.mismatches += bad;
+    r.max_abs_error = std::max(r.max_abs_error, max_abs);
+    r.max_rel_error = std::max(r.max_rel_error, max_rel);
+    if (bad) note_bad(r, offset + first_bad * size);
+  }
+};
+
+// Floating-point elements of one differing block. Finite pairs take the short path; NaN
+// and Inf (rare) are classified only when an exponent says one may be there.
 template <typename F>
 void float_elements(const uint8_t* e, const uint8_t* a, uint64_t count, uint64_t offset, const Tolerance& tol,
                     Result& r) {
   using Bits = typename F::Bits;
+  const double atol = tol.atol, rtol = tol.rtol;  // locals: the byte loads could alias `tol`
+  const bool nan_equal = tol.nan_equal;
+  Tally t;
   for (uint64_t i = 0; i < count; ++i) {
     const Bits be = load<Bits>(e + i * sizeof(Bits)), ba = load<Bits>(a + i * sizeof(Bits));
-    const bool ne = F::nan(be), na = F::nan(ba), ie = F::inf(be), ia = F::inf(ba);
-    r.nan_expected += ne;
-    r.nan_actual += na;
-    r.inf_expected += ie;
-    r.inf_actual += ia;
+    const bool special = F::special(be) || F::special(ba);
+    if (be == ba && !special) continue;
     bool ok;
-    if (ne || na) {
-      ok = ne && na && tol.nan_equal;
-    } else if (be == ba) {
-      ok = true;
-    } else {
+    if (!special) {
       const double ve = F::value(be), va = F::value(ba);
-      if (ie || ia) {
-        ok = ve == va;  // same-signed infinities only
-      } else {
-        const double err = std::fabs(va - ve), mag = std::fabs(ve);
-        ok = err <= tol.atol + tol.rtol * mag;
-        track_error(r, err, mag);
-      }
+      const double err = std::fabs(va - ve), mag = std::fabs(ve);
+      ok = err <= atol + rtol * mag;
+      t.error(err, mag);
+    } else {
+      const bool ne = F::nan(be), na = F::nan(ba), ie = F::inf(be), ia = F::inf(ba);
+      t.nan_e += ne;
+      t.nan_a += na;
+      t.inf_e += ie;
+      t.inf_a += ia;
+      // Not NaN, so at least one side is an infinity: only the same infinity matches.
+      ok = (ne || na) ? ne && na && nan_equal : be == ba;
     }
-    if (!ok) {
-      ++r.mismatches;
-      note_bad(r, offset + i * sizeof(Bits));
-    }
+    if (!ok) t.mismatch(i);
   }
+  t.merge_into(r, offset, sizeof(Bits));
+}
+
+// Replicates a lane value across a 64-bit word.
+template <typename Bits>
+constexpr uint64_t replicate(uint64_t v) {
+  uint64_t out = 0;
+  for (unsigned i = 0; i < 8 / sizeof(Bits); ++i) out |= v << (8 * sizeof(Bits) * i);
+  return out;
+}
+
+// Whether any element of a block might be NaN/Inf, 8 bytes at a time: a lane is special
+// when all its kSpecial bits are set, i.e. z = ~w & kSpecial is zero in that lane; adding
+// 2^(W-1) - 1 sets a lane's top bit exactly when z is non-zero (kSpecial never holds the
+// sign bit, so nothing carries across lanes).
+template <typename F>
+bool any_special(const uint8_t* p, uint64_t len) {
+  using Bits = typename F::Bits;
+  constexpr uint64_t top = uint64_t{1} << (8 * sizeof(Bits) - 1);
+  constexpr uint64_t mask = replicate<Bits>(F::kSpecial), low = replicate<Bits>(top - 1),
+                     high = replicate<Bits>(top);
+  uint64_t acc = 0, i = 0;
+  for (; i + 8 <= len; i += 8) acc |= (((~load<uint64_t>(p + i) & mask) + low) & high) ^ high;
+  for (; i < len; i += sizeof(Bits)) acc |= F::special(load<Bits>(p + i));
+  return acc != 0;
 }
 
 // NaN/Inf in a block that is byte-identical on both sides: counted once, added to both.
@@ -96,6 +144,7 @@ void float_elements(const uint8_t* e, const uint8_t* a, uint64_t count, uint64_t
 template <typename F>
 bool float_identical_block(const uint8_t* e, uint64_t count, const Tolerance& tol, Result& r) {
   using Bits = typename F::Bits;
+  if (!any_special<F>(e, count * sizeof(Bits))) return true;
   uint64_t nan = 0, inf = 0;
   for (uint64_t i = 0; i < count; ++i) {
     const Bits b = load<Bits>(e + i * sizeof(Bits));
@@ -114,6 +163,7 @@ bool float_identical_block(const uint8_t* e, uint64_t count, const Tolerance& to
 template <typename T>
 void int_elements(const uint8_t* e, const uint8_t* a, uint64_t count, uint64_t offset, const Tolerance& tol,
                   Result& r) {
+  Tally t;
   for (uint64_t i = 0; i < count; ++i) {
     const T ve = load<T>(e + i * sizeof(T)), va = load<T>(a + i * sizeof(T));
     if (ve == va) continue;
@@ -122,12 +172,10 @@ void int_elements(const uint8_t* e, const uint8_t* a, uint64_t count, uint64_t o
     const uint64_t diff = va > ve ? static_cast<U>(static_cast<U>(va) - static_cast<U>(ve))
                                   : static_cast<U>(static_cast<U>(ve) - static_cast<U>(va));
     const double err = static_cast<double>(diff);
-    track_error(r, err, std::fabs(static_cast<double>(ve)));
-    if (err > tol.atol) {
-      ++r.mismatches;
-      note_bad(r, offset + i * sizeof(T));
-    }
+    t.error(err, std::fabs(static_cast<double>(ve)));
+    if (err > tol.atol) t.mismatch(i);
   }
+  t.merge_into(r, offset, sizeof(T));
 }
 
 template <typename Walk, typename Identical>

@@ -41,33 +41,43 @@ constexpr double e4m3_to_double(uint8_t b) {
   return sign * (8 + man) * scale;
 }
 
-// Per-type traits the comparator is instantiated with: raw bits, value, NaN/Inf from bits.
-struct F64 {
+// Per-type traits the comparator is instantiated with: raw bits, value, NaN/Inf from bits,
+// and kSpecial: the bits that are all set in every NaN/Inf (the exponent; e4m3: NaN's 7 bits).
+template <typename Self>
+struct Traits {
+  static bool special(auto b) { return (b & Self::kSpecial) == Self::kSpecial; }
+};
+struct F64 : Traits<F64> {
   using Bits = uint64_t;
+  static constexpr Bits kSpecial = 0x7ff0000000000000ull;
   static double value(Bits b) { return std::bit_cast<double>(b); }
   static bool nan(Bits b) { return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull; }
   static bool inf(Bits b) { return (b & 0x7fffffffffffffffull) == 0x7ff0000000000000ull; }
 };
-struct F32 {
+struct F32 : Traits<F32> {
   using Bits = uint32_t;
+  static constexpr Bits kSpecial = 0x7f800000u;
   static double value(Bits b) { return std::bit_cast<float>(b); }
   static bool nan(Bits b) { return (b & 0x7fffffffu) > 0x7f800000u; }
   static bool inf(Bits b) { return (b & 0x7fffffffu) == 0x7f800000u; }
 };
-struct F16 {
+struct F16 : Traits<F16> {
   using Bits = uint16_t;
+  static constexpr Bits kSpecial = 0x7c00;
   static double value(Bits b) { return f16_to_double(b); }
   static bool nan(Bits b) { return (b & 0x7fff) > 0x7c00; }
   static bool inf(Bits b) { return (b & 0x7fff) == 0x7c00; }
 };
-struct BF16 {
+struct BF16 : Traits<BF16> {
   using Bits = uint16_t;
+  static constexpr Bits kSpecial = 0x7f80;
   static double value(Bits b) { return bf16_to_double(b); }
   static bool nan(Bits b) { return (b & 0x7fff) > 0x7f80; }
   static bool inf(Bits b) { return (b & 0x7fff) == 0x7f80; }
 };
-struct E4M3 {
+struct E4M3 : Traits<E4M3> {
   using Bits = uint8_t;
+  static constexpr Bits kSpecial = 0x7f;
   static constexpr std::array<double, 256> kTable = [] {
     std::array<double, 256> t{};
     for (unsigned i = 0; i < 256; ++i) t[i] = e4m3_to_double(static_cast<uint8_t>(i));
@@ -77,8 +87,9 @@ struct E4M3 {
   static bool nan(Bits b) { return (b & 0x7f) == 0x7f; }
   static bool inf(Bits) { return false; }
 };
-struct E5M2 {
+struct E5M2 : Traits<E5M2> {
   using Bits = uint8_t;
+  static constexpr Bits kSpecial = 0x7c;
   static double value(Bits b) { return e5m2_to_double(b); }
   static bool nan(Bits b) { return (b & 0x7f) > 0x7c; }
   static bool inf(Bits b) { return (b & 0x7f) == 0x7c; }

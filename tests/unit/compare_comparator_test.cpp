@@ -78,6 +78,20 @@ TEST(CompareBytes, AgreesWithNaiveCountOnRandomData) {
   }
 }
 
+TEST(CompareBytes, EverySingleBitFlipIsOneByte) {
+  std::vector<uint8_t> e(24, 0x5a);
+  for (size_t byte = 0; byte < e.size(); ++byte)
+    for (int bit = 0; bit < 8; ++bit) {
+      auto a = e;
+      a[byte] ^= static_cast<uint8_t>(1 << bit);
+      Result r = compare(DType::Bytes, e, a);
+      EXPECT_EQ(r.differing_bytes, 1u) << byte << ":" << bit;
+      EXPECT_EQ(r.first_bad_offset, std::optional<uint64_t>(byte)) << byte << ":" << bit;
+      a[(byte + 9) % e.size()] = 0xa5;  // every bit of a second byte
+      EXPECT_EQ(compare(DType::Bytes, e, a).differing_bytes, 2u) << byte << ":" << bit;
+    }
+}
+
 TEST(CompareBytes, FirstBadOffsetAcrossChunks) {
   const size_t n = 1 << 20, chunk = 4096;
   std::vector<uint8_t> e(n, 1), a(n, 1);
@@ -229,6 +243,53 @@ TEST(CompareFloat, SpecialsCountedInIdenticalBlocks) {
   EXPECT_EQ(r.inf_expected, 2u);
   EXPECT_EQ(r.inf_actual, 2u);
   EXPECT_EQ(r.elements, 100000u);
+}
+
+// Byte-identical blocks look for NaN/Inf 8 bytes at a time; every type, every lane, and a
+// tail that is not a multiple of 8 bytes.
+template <typename Bits>
+void expect_specials_found(DType t, Bits one, Bits nan, std::optional<Bits> inf) {
+  SCOPED_TRACE(to_string(t));
+  for (size_t pos : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{500}, size_t{1000}}) {
+    std::vector<Bits> v(1001, one);  // 1001 elements: the byte size is not a multiple of 8
+    v[pos] = nan;
+    if (inf) v[(pos + 7) % v.size()] = *inf;
+    std::vector<uint8_t> e(v.size() * sizeof(Bits));
+    std::memcpy(e.data(), v.data(), e.size());
+    Result r = compare(t, e, e);
+    EXPECT_EQ(r.nan_expected, 1u) << pos;
+    EXPECT_EQ(r.nan_actual, 1u) << pos;
+    EXPECT_EQ(r.inf_expected, inf ? 1u : 0u) << pos;
+    EXPECT_TRUE(r.pass());
+    r = compare(t, e, e, {.nan_equal = false});
+    EXPECT_EQ(r.mismatches, 1u) << pos;
+    EXPECT_EQ(r.first_bad_offset, std::optional<uint64_t>(pos * sizeof(Bits)));
+  }
+}
+
+TEST(CompareFloat, IdenticalBlocksFindEverySpecial) {
+  expect_specials_found<uint64_t>(DType::F64, 0x3ff0000000000000ull, 0x7ff8000000000001ull, 0xfff0000000000000ull);
+  expect_specials_found<uint32_t>(DType::F32, 0x3f800000u, 0xffc00000u, 0x7f800000u);
+  expect_specials_found<uint16_t>(DType::F16, 0x3c00, 0x7c01, 0xfc00);
+  expect_specials_found<uint16_t>(DType::BF16, 0x3f80, 0xffc1, 0x7f80);
+  expect_specials_found<uint8_t>(DType::F8E4M3, 0x38, 0x7f, std::nullopt);
+  expect_specials_found<uint8_t>(DType::F8E4M3, 0x38, 0xff, std::nullopt);
+  expect_specials_found<uint8_t>(DType::F8E5M2, 0x3c, 0x7d, 0xfc);
+}
+
+TEST(CompareFloat, LargestFiniteValuesAreNotSpecials) {
+  const std::pair<DType, std::vector<uint8_t>> cases[] = {
+      {DType::F64, raw<uint64_t>({0x7fefffffffffffffull, 0xffefffffffffffffull})},
+      {DType::F32, raw<uint32_t>({0x7f7fffffu, 0xff7fffffu})},
+      {DType::F16, raw<uint16_t>({0x7bff, 0xfbff, 0x7bff, 0xfbff})},
+      {DType::BF16, raw<uint16_t>({0x7f7f, 0xff7f, 0x7f7f, 0xff7f})},
+      {DType::F8E4M3, raw<uint8_t>({0x7e, 0xfe, 0x78, 0xf9, 0x7e, 0xfe, 0x7e, 0xfe, 0x7d})},  // 448 and friends
+      {DType::F8E5M2, raw<uint8_t>({0x7b, 0xfb, 0x7b, 0xfb, 0x7b, 0xfb, 0x7b, 0xfb})},
+  };
+  for (const auto& [t, e] : cases) {
+    Result r = compare(t, e, e);
+    EXPECT_EQ(r.nan_expected + r.inf_expected, 0u) << to_string(t);
+  }
 }
 
 // ---- each float type -------------------------------------------------------
