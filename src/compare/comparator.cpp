@@ -163,6 +163,7 @@ bool float_identical_block(const uint8_t* e, uint64_t count, const Tolerance& to
 template <typename T>
 void int_elements(const uint8_t* e, const uint8_t* a, uint64_t count, uint64_t offset, const Tolerance& tol,
                   Result& r) {
+  const double atol = tol.atol;
   Tally t;
   for (uint64_t i = 0; i < count; ++i) {
     const T ve = load<T>(e + i * sizeof(T)), va = load<T>(a + i * sizeof(T));
@@ -173,7 +174,7 @@ void int_elements(const uint8_t* e, const uint8_t* a, uint64_t count, uint64_t o
                                   : static_cast<U>(static_cast<U>(ve) - static_cast<U>(va));
     const double err = static_cast<double>(diff);
     t.error(err, std::fabs(static_cast<double>(ve)));
-    if (err > tol.atol) t.mismatch(i);
+    if (err > atol) t.mismatch(i);
   }
   t.merge_into(r, offset, sizeof(T));
 }
@@ -237,7 +238,7 @@ void Comparator::feed(const uint8_t* expected, const uint8_t* actual, uint64_t n
   if (offset % size)
     fail(ErrorKind::Internal, fmt::format("compare: chunk offset {} is not a multiple of the {} element size {}",
                                           offset, to_string(dtype_), size));
-  Result r = result_;  // a local copy: the byte pointers cannot alias it, so it stays in registers
+  Result r = result_;  // a local: unlike a member, the byte pointers cannot alias it
   const uint64_t whole = n / size * size;
   r.bytes += n;
   r.elements += whole / size;
