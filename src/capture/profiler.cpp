@@ -1,11 +1,270 @@
+// Profile mode of libkerncap.so: CUPTI activity records of every kernel (and memcpy/
+// memset), written to KERNCAP_OUTPUT/profile-<pid>.jsonl (format: src/profile/records.hpp).
+//
+// Rules for this file (it runs inside the application):
+//  - Nothing throws out of start_profiler, a CUPTI callback, the atexit or the atfork
+//    handlers: each is a one-line trampoline into a noexcept function that catches all.
+//  - Never crash or change the application: on a CUPTI failure log it, write an "error"
+//    line the CLI turns into advice, and leave the application running unprofiled.
+//  - The state is allocated once and never freed: CUPTI's thread may hand us a buffer
+//    while the process is exiting and static destructors run.
+//  - Only the activity API: no per-launch callback, so the application thread pays only
+//    CUPTI's own record-keeping; all formatting happens on CUPTI's buffer thread.
+//  - exit() from any thread runs our atexit handler, which forces CUPTI to flush. fork():
+//    the child cannot use CUDA, drops the parent's unwritten bytes and writes its own
+//    (empty) file; a child that execs is a new process and loads us afresh.
 #include "capture/profiler.hpp"
 
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <cupti.h>
+
+#include "capture/cupti_check.hpp"
 #include "common/log.hpp"
+#include "profile/records.hpp"
 
 namespace kerncap::capture {
+namespace {
 
-bool start_profiler(const Config&) {
-  log::warn("profile mode is not implemented yet");
+constexpr size_t kBufferBytes = 8u << 20;  // CUPTI fills these; few, large buffers keep overhead low
+constexpr size_t kBufferAlign = 8;         // CUPTI requires 8-byte aligned buffers
+
+struct Profiler {
+  profile::RecordWriter writer;
+  CUpti_SubscriberHandle subscriber = nullptr;
+  std::atomic<bool> collecting{false};
+  std::atomic<bool> forked_child{false};
+};
+Profiler* g_profiler = nullptr;  // set once in start_profiler, never freed
+
+const char* copy_kind(uint8_t k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "AtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "AtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "AtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "DtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
+    default: return "unknown";
+  }
+}
+
+// CUDA 13's CUPTI delivers the newest record layouts: Kernel10, Memcpy6, Memset4, Device5.
+void record_kernel(const CUpti_ActivityKernel10& r) {
+  profile::KernelRecord k;
+  k.start_ns = r.start;
+  k.end_ns = r.end;
+  k.grid = {r.gridX, r.gridY, r.gridZ};
+  k.block = {r.blockX, r.blockY, r.blockZ};
+  k.cluster = {r.clusterX, r.clusterY, r.clusterZ};
+  k.registers = r.registersPerThread;
+  k.static_shared = r.staticSharedMemory;
+  k.dynamic_shared = r.dynamicSharedMemory;
+  k.local_per_thread = r.localMemoryPerThread;
+  k.stream = r.streamId;
+  k.device = r.deviceId;
+  k.context = r.contextId;
+  k.correlation = r.correlationId;
+  k.graph_id = r.graphId;
+  k.device_launched = r.isDeviceLaunched != 0;
+  g_profiler->writer.kernel(r.name ? r.name : "<unnamed kernel>", k);
+}
+
+void record_memcpy(const CUpti_ActivityMemcpy6& r) {
+  profile::MemRecord m;
+  m.copy_kind = copy_kind(r.copyKind);
+  m.bytes = r.bytes;
+  m.start_ns = r.start;
+  m.end_ns = r.end;
+  m.stream = r.streamId;
+  m.device = r.deviceId;
+  m.context = r.contextId;
+  m.correlation = r.correlationId;
+  m.graph_id = r.graphId;
+  g_profiler->writer.memop(m);
+}
+
+void record_memset(const CUpti_ActivityMemset4& r) {
+  profile::MemRecord m;
+  m.memset = true;
+  m.bytes = r.bytes;
+  m.start_ns = r.start;
+  m.end_ns = r.end;
+  m.stream = r.streamId;
+  m.device = r.deviceId;
+  m.context = r.contextId;
+  m.correlation = r.correlationId;
+  m.graph_id = r.graphId;
+  g_profiler->writer.memop(m);
+}
+
+void record_device(const CUpti_ActivityDevice5& r) {
+  profile::DeviceInfo d;
+  d.id = r.id;
+  d.name = r.name ? r.name : "";
+  d.cc_major = static_cast<int>(r.computeCapabilityMajor);
+  d.cc_minor = static_cast<int>(r.computeCapabilityMinor);
+  d.sms = r.numMultiprocessors;
+  d.memory = r.globalMemorySize;
+  g_profiler->writer.device(d);
+}
+
+void buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) noexcept {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
+  *size = *buffer ? kBufferBytes : 0;  // no memory: CUPTI drops records and counts them
+  *max_records = 0;                    // as many as fit
+}
+
+void buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t valid) noexcept {
+  try {
+    CUpti_Activity* rec = nullptr;
+    while (valid && KC_CUPTI(cuptiActivityGetNextRecord(buffer, valid, &rec), CUPTI_ERROR_MAX_LIMIT_REACHED)) {
+      switch (rec->kind) {
+        case CUPTI_ACTIVITY_KIND_KERNEL:
+        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+          record_kernel(*reinterpret_cast<const CUpti_ActivityKernel10*>(rec));
+          break;
+        case CUPTI_ACTIVITY_KIND_MEMCPY: record_memcpy(*reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec)); break;
+        case CUPTI_ACTIVITY_KIND_MEMSET: record_memset(*reinterpret_cast<const CUpti_ActivityMemset4*>(rec)); break;
+        case CUPTI_ACTIVITY_KIND_DEVICE: record_device(*reinterpret_cast<const CUpti_ActivityDevice5*>(rec)); break;
+        default: break;
+      }
+    }
+    size_t dropped = 0;
+    if (KC_CUPTI(cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped)) && dropped) {
+      log::warn("profile: CUPTI dropped {} activity records (buffers full); kernel totals will be low", dropped);
+      g_profiler->writer.add_dropped(dropped);
+    }
+  } catch (...) {
+    // Out of memory while formatting: lose this buffer's records, never the application.
+  }
+  std::free(buffer);
+}
+
+void at_exit() noexcept {
+  try {
+    Profiler* p = g_profiler;
+    if (p->forked_child) {
+      p->writer.finish("exit (forked child)");
+      return;
+    }
+    // Whatever thread called exit(): everything CUPTI holds, including records of
+    // kernels still running, is delivered to buffer_completed before we return.
+    if (p->collecting.exchange(false)) KC_CUPTI(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    p->writer.finish("exit");
+  } catch (...) {
+  }
+}
+
+void before_fork() noexcept { g_profiler->writer.lock_for_fork(); }
+void after_fork_parent() noexcept { g_profiler->writer.unlock_in_parent(); }
+void after_fork_child() noexcept {
+  g_profiler->forked_child = true;
+  g_profiler->collecting = false;  // CUDA (and CUPTI's thread) do not survive fork
+  g_profiler->writer.reset_in_child();
+}
+
+profile::ProcessInfo self_info() {
+  profile::ProcessInfo info;
+  info.pid = ::getpid();
+  info.ppid = ::getppid();
+  std::error_code ec;
+  info.exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (size_t pos = 0; pos < all.size();) {
+    size_t end = all.find('\0', pos);
+    if (end == std::string::npos) end = all.size();
+    info.cmdline.push_back(all.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return info;
+}
+
+// Another CUPTI client owns the process (Nsight Systems/Compute, cuda-gdb,
+// compute-sanitizer, or an in-application profiler that got there first).
+void report_other_subscriber(const char* other) {
+  std::string who = other && *other ? std::string(" (") + other + ")" : std::string();
+  std::string msg = "another CUPTI client" + who +
+                    " is active in this process: only one tool can collect kernel activity at a time. "
+                    "Run the application without Nsight Systems / Nsight Compute / cuda-gdb / "
+                    "compute-sanitizer, and with the PyTorch profiler (or any in-app CUPTI user) disabled";
+  log::warn("profile: {}", msg);
+  g_profiler->writer.error("multiple_subscribers", msg);
+}
+
+void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+// CUPTI wants plain function pointers; these forward to the noexcept handlers above.
+void CUPTIAPI on_buffer_requested(uint8_t** b, size_t* s, size_t* m) { buffer_requested(b, s, m); }
+void CUPTIAPI on_buffer_completed(CUcontext c, uint32_t st, uint8_t* b, size_t, size_t v) {
+  buffer_completed(c, st, b, v);
+}
+
+bool start(const Config& config) {
+  if (g_profiler) return true;  // once per process
+  g_profiler = new Profiler;
+  Profiler& p = *g_profiler;
+  if (!p.writer.open(config.output, self_info())) return false;
+
+  // Subscribing claims CUPTI for this process, and is how another client is detected.
+  char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "kerncap profile";
+  params.oldSubscriberName = other;
+  params.oldSubscriberSize = sizeof(other);
+  CuptiStatus s = KC_CUPTI(cuptiSubscribe_v2(&p.subscriber, &ignore_callback, nullptr, &params),
+                           CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  if (s.result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    report_other_subscriber(other);
+    p.writer.finish("error");
+    return false;
+  }
+  auto fail = [&](CuptiStatus st, const char* what) {
+    p.writer.error("cupti", std::string(what) + " failed: " + cupti_error_text(st.result));
+    p.writer.finish("error");
+    return false;
+  };
+  if (!s) return fail(s, "cuptiSubscribe_v2");
+  if (CuptiStatus r = KC_CUPTI(cuptiActivityRegisterCallbacks(&on_buffer_requested, &on_buffer_completed)); !r)
+    return fail(r, "cuptiActivityRegisterCallbacks");
+  // DEVICE first so device names precede the kernels in the file.
+  KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE));
+  if (CuptiStatus r = KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)); !r)
+    return fail(r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
+  // Context for the trace only: their absence loses nothing the table needs.
+  KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+  KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+
+  p.collecting = true;
+  std::atexit(&at_exit);
+  pthread_atfork(&before_fork, &after_fork_parent, &after_fork_child);
+  log::debug("profile: collecting kernel activity into {}", config.output);
+  return true;
+}
+
+}  // namespace
+
+bool start_profiler(const Config& config) {
+  try {
+    return start(config);
+  } catch (const std::exception& e) {
+    log::warn("profile: cannot start ({}); the application runs unprofiled", e.what());
+  } catch (...) {
+    log::warn("profile: cannot start; the application runs unprofiled");
+  }
   return false;
 }
 

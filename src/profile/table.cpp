@@ -1,5 +1,6 @@
 #include "profile/table.hpp"
 
+#include <iterator>
 #include <regex>
 
 #include <fmt/format.h>
@@ -22,7 +23,13 @@ std::regex compile_filter(const std::string& f) {
   }
 }
 
-std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6); }
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  size_t u = 0;
+  for (; v >= 1024 && u + 1 < std::size(units); ++u) v /= 1024;
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
+}
 
 std::string command_of(const ProcessInfo& p) {
   std::string c;
@@ -72,7 +79,7 @@ std::string format_table(const Summary& s, const TableOptions& opt) {
   }
   if (mc || ms)
     out += fmt::format("Not in the table: {} memcpy ({:.3f} ms, {}), {} memset ({:.3f} ms)\n", mc,
-                       static_cast<double>(mc_ns) / 1e6, mib(mc_b), ms, static_cast<double>(ms_ns) / 1e6);
+                       static_cast<double>(mc_ns) / 1e6, human_bytes(mc_b), ms, static_cast<double>(ms_ns) / 1e6);
   return out;
 }
 
