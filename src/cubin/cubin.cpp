@@ -162,6 +162,16 @@ void read_globals(const Elf& elf, Image& img) {
   }
 }
 
+// .nv.compat uses the .nv.info record format; attribute 0x09 is 1 for sm_XXa targets
+// (seen for sm_90a and sm_100a; 0 for sm_90, sm_100, sm_100f).
+bool read_arch_specific(const Elf& elf) {
+  const ElfSection* compat = elf.find(".nv.compat");
+  if (!compat) return false;
+  for (const NvAttr& a : read_nvinfo(elf.contents(*compat), "cubin .nv.compat"))
+    if (a.attr == 0x09 && a.format == kEifmtBval) return a.value != 0;
+  return false;
+}
+
 }  // namespace
 
 Image parse_cubin(std::span<const uint8_t> image) {
@@ -170,6 +180,7 @@ Image parse_cubin(std::span<const uint8_t> image) {
   img.kind = ImageKind::Cubin;
   img.code_kind = ImageKind::Cubin;
   img.sm = sm_from_flags(elf.abi_version, elf.flags);
+  img.arch_specific = read_arch_specific(elf);
 
   const FunctionResources res = read_global_info(elf);
   const bool reserved = has_reserved_smem(elf);

@@ -53,6 +53,9 @@ struct Image {
   // no resources). For a fatbin: the kind of the entry parse_image chose.
   ImageKind code_kind = ImageKind::Unknown;
   int sm = 0;                  // e.g. 90 for sm_90 (ELF e_flags, PTX .target), 0 if unknown
+  // sm_90a-style cubin (arch-specific features; loads only on exactly that SM). e_flags do
+  // not say so in CUDA 13; .nv.compat attribute 0x09 does.
+  bool arch_specific = false;
   std::vector<KernelInfo> kernels;
   std::vector<GlobalVar> globals;
   const KernelInfo* find_kernel(std::string_view mangled) const;

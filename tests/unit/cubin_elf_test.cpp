@@ -113,6 +113,13 @@ TEST(Cubin, SmFromElfFlags) {
   EXPECT_EQ(parse_cubin(fixture("kernels_sm100.cubin")).sm, 100);
 }
 
+TEST(Cubin, ArchSpecificTarget) {
+  KC_NEED_FIXTURES();
+  EXPECT_TRUE(parse_cubin(fixture("kernels_sm90a.cubin")).arch_specific);
+  EXPECT_FALSE(parse_cubin(fixture("kernels_sm90.cubin")).arch_specific);
+  EXPECT_FALSE(parse_cubin(fixture("kernels_sm100.cubin")).arch_specific);
+}
+
 // CUDA <= 12.x cubins (EI_ABIVERSION 7) keep the SM in the low byte of e_flags.
 TEST(Cubin, SmFromOldAbiFlags) {
   KC_NEED_FIXTURES();
