@@ -66,7 +66,8 @@ struct FatbinEntry {
   ImageKind kind = ImageKind::Unknown;  // Cubin or Ptx; Unknown for others (LTO IR = kind 8)
   uint16_t raw_kind = 0;       // the entry header's kind field: 1 PTX, 2 ELF, 8 LTO IR
   int sm = 0;
-  bool compressed = false;     // stored compressed (zstd or LZ4); bytes are decompressed
+  bool compressed = false;     // stored compressed (zstd or LZ4); bytes are decompressed,
+                               // except for Unknown kinds, which keep the stored bytes
   uint64_t flags = 0;          // the entry header's flags (0x2000 LZ4, 0x8000 zstd, 0x2 debug)
   std::vector<uint8_t> bytes;
 };

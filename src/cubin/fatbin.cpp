@@ -14,6 +14,7 @@
 //     0x1c u32 sm (80, 90, 100, ...)
 //     0x20 u32 offset of the source file name in the header, 0x24 u32 its length (-G)
 //     0x28 u64 flags: 0x1 64-bit, 0x2 debug, 0x10 Linux host, 0x2000 LZ4, 0x8000 zstd
+//          (LTO IR entries also carry 0x10000 and a payload that is not plain zstd)
 //     0x38 u64 uncompressed size (0 when not compressed)
 //   Containers may be concatenated (libraries hold thousands), with zero padding between.
 // The 0x466243B1 "wrapper" (.nvFatBinSegment) holds only pointers to a container.
@@ -47,6 +48,12 @@ std::vector<uint8_t> payload(const Bytes& e, uint64_t hs, uint64_t padded, Fatbi
   if (stored > padded) e.fail("stored size", fmt::format("{} exceeds the payload ({})", stored, padded));
   const uint64_t len = stored ? stored : padded;
   const auto data = e.sub(hs, len, "payload");
+  // LTO IR (kind 8) sets the zstd bit but is not a zstd frame (NVIDIA obfuscates it):
+  // only code kerncap reads is decompressed, the rest is kept as stored.
+  if (out.kind == ImageKind::Unknown) {
+    out.compressed = (out.flags & (kFatbinFlagZstd | kFatbinFlagLz4)) != 0;
+    return {data.begin(), data.end()};
+  }
   if (out.flags & kFatbinFlagZstd) {
     out.compressed = true;
     return zstd_decompress(data, uncompressed, e.what());

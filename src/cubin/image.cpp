@@ -41,9 +41,11 @@ bool looks_like_ptx(std::span<const uint8_t> image) {
 std::string describe(const std::vector<FatbinEntry>& entries) {
   std::string s;
   for (const FatbinEntry& e : entries) {
-    if (e.kind == ImageKind::Unknown) continue;
     if (!s.empty()) s += ", ";
-    s += fmt::format("{}_{}", e.kind == ImageKind::Cubin ? "sm" : "compute", e.sm);
+    if (e.kind == ImageKind::Unknown)
+      s += fmt::format("{} for sm_{} (unreadable)", e.raw_kind == 8 ? "LTO IR" : fmt::format("kind-{} entry", e.raw_kind), e.sm);
+    else
+      s += fmt::format("{}_{}", e.kind == ImageKind::Cubin ? "sm" : "compute", e.sm);
   }
   return s.empty() ? "nothing loadable" : s;
 }

@@ -113,6 +113,25 @@ TEST(Fatbin, KernelNamesOfEveryKind) {
   }
 }
 
+TEST(Fatbin, LtoIrIsPassedOver) {
+  KC_NEED_FIXTURES();
+  const auto fb = fixture("lto.fatbin");
+  const auto es = parse_fatbin(fb);
+  ASSERT_EQ(es.size(), 2u);
+  const auto lto = std::find_if(es.begin(), es.end(), [](const FatbinEntry& e) { return e.raw_kind == 8; });
+  ASSERT_NE(lto, es.end());
+  EXPECT_EQ(lto->kind, ImageKind::Unknown);
+  EXPECT_FALSE(lto->bytes.empty());
+  EXPECT_EQ(parse_image(fb, 90).code_kind, ImageKind::Cubin);
+  EXPECT_EQ(kernel_names(fb).size(), 9u);
+  try {
+    parse_image(fb, 80);
+    FAIL() << "nothing in it runs on sm_80";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("LTO IR for sm_90 (unreadable)"), std::string::npos) << e.what();
+  }
+}
+
 // Libraries concatenate containers in one .nv_fatbin section, padded with zeros.
 TEST(Fatbin, ConcatenatedContainers) {
   KC_NEED_FIXTURES();

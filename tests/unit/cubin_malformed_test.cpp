@@ -121,7 +121,7 @@ void bit_flips(const std::vector<uint8_t>& data, const std::string& name, int ro
 TEST(CubinMalformed, TruncatedFixtures) {
   KC_NEED_FIXTURES();
   for (const char* f : {"kernels_sm90.cubin", "rdc_sm90.cubin", "multi.fatbin", "multi_zstd.fatbin",
-                        "multi_lz4.fatbin", "kernels.ptx"})
+                        "multi_lz4.fatbin", "lto.fatbin", "kernels.ptx"})
     truncations(fixture(f), f);
 }
 
