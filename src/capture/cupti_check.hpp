@@ -27,7 +27,8 @@ inline std::string cupti_error_text(CUptiResult r) {
   const char* message = nullptr;
   if (cuptiGetResultString(r, &name) != CUPTI_SUCCESS || !name) name = "unknown CUPTI error";
   std::string s = name;
-  if (cuptiGetErrorMessage(r, &message) == CUPTI_SUCCESS && message && *message) s += std::string(": ") + message;
+  if (cuptiGetErrorMessage(r, &message) == CUPTI_SUCCESS && message && *message && s != message)
+    s += std::string(": ") + message;
   return s;
 }
 

@@ -122,7 +122,10 @@ std::string explain_empty(const std::vector<ProcessRecords>& records, const AppE
       if (e.code == "multiple_subscribers")
         return fmt::format("nothing was recorded: in pid {} {}", p.info.pid, e.message);
   for (const auto& p : records)
-    if (!p.errors.empty()) return fmt::format("nothing was recorded: in pid {}: {}", p.info.pid, p.errors[0].message);
+    if (!p.errors.empty())
+      return fmt::format("nothing was recorded: in pid {}: {}. CUPTI from CUDA 13 needs a driver that supports CUDA "
+                         "13 (nvidia-smi shows \"CUDA Version: 13.x\"); run with -v for details",
+                         p.info.pid, p.errors[0].message);
   return fmt::format("the application launched no kernels ({} process{} initialised CUDA{})", records.size(),
                      records.size() == 1 ? "" : "es", app ? " and " + app->describe() : "");
 }

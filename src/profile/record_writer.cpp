@@ -114,8 +114,11 @@ void RecordWriter::kernel(std::string_view mangled_name, KernelRecord k) {
     ++dropped_;
     return;
   }
-  auto [it, inserted] = names_.try_emplace(std::string(mangled_name), static_cast<uint32_t>(names_.size()));
-  if (inserted) put(fmt::format(R"({{"t":"name","id":{},"s":{}}})", it->second, json_quote(mangled_name)));
+  auto it = names_.find(mangled_name);
+  if (it == names_.end()) {
+    it = names_.emplace(std::string(mangled_name), static_cast<uint32_t>(names_.size())).first;
+    put(fmt::format(R"({{"t":"name","id":{},"s":{}}})", it->second, json_quote(mangled_name)));
+  }
   k.name_id = it->second;
   std::string line = fmt::format(
       R"({{"t":"k","n":{},"s":{},"e":{},"g":[{},{},{}],"b":[{},{},{}],"r":{},"ss":{},"ds":{},"st":{},"d":{},"c":{},"corr":{})",

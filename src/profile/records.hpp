@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -126,7 +127,11 @@ class RecordWriter {
   bool failed_ = false;
   bool finished_ = false;
   std::string buf_;
-  std::unordered_map<std::string, uint32_t> names_;
+  struct NameHash {
+    using is_transparent = void;  // look names up by string_view: no allocation per record
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> names_;
   uint64_t kernels_ = 0, dropped_ = 0;
 };
 
