@@ -45,6 +45,24 @@ std::vector<TrackedRange> coalesce(std::vector<TrackedRange> ranges) {
   return out;
 }
 
+// Makes the launch's context current for kerncap's own calls and restores the thread's
+// previous state afterwards (the runtime does not always leave it current).
+class ContextScope {
+ public:
+  explicit ContextScope(CUcontext ctx) {
+    if (ctx && KC_CU_TRY(cuCtxPushCurrent(ctx)) == CUDA_SUCCESS) pushed_ = true;
+  }
+  ~ContextScope() {
+    CUcontext popped = nullptr;
+    if (pushed_) driver().cuCtxPopCurrent(&popped);
+  }
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+
+ private:
+  bool pushed_ = false;
+};
+
 void fill_device(format::Manifest& m) {
   const Driver& d = driver();
   CUdevice dev = 0;
@@ -60,7 +78,7 @@ void fill_device(format::Manifest& m) {
 }  // namespace
 
 Capturer::Capturer(Config config)
-    : config_(std::move(config)), matcher_(config_.kernel, config_.regex), images_(matcher_) {
+    : config_(std::move(config)), matcher_(config_.kernel, config_.regex), images_(matcher_, config_.dump_images ? config_.output + "/.kerncap/images" : "") {
   // Staging pieces must hold whole chunks (see snapshot_before).
   config_.staging_bytes = std::max<uint64_t>(config_.chunk_bytes, config_.staging_bytes / config_.chunk_bytes * config_.chunk_bytes);
 }
@@ -167,6 +185,7 @@ void Capturer::on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
 }
 
 void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, const std::string& mangled) {
+  ContextScope ctx(cb->context);
   auto p = std::make_unique<Pending>();
   p->start = std::chrono::steady_clock::now();
   p->correlation = cb->correlationId;
@@ -187,17 +206,22 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
   m.chunk_bytes = config_.chunk_bytes;
   log::info("capturing launch {} of {} (dispatch {})", m.launch_index, m.demangled_name, m.dispatch);
 
+  if (!driver_missing_entries().empty()) log::debug("driver lacks: {}", driver_missing_entries());
   // Everything queued before this launch must have finished: BEFORE is its true input.
   KC_CU(cuCtxSynchronize());
   fill_device(m);
+  log::debug("device {} sm_{}{}", m.device_name, m.cc_major, m.cc_minor);
 
   LaunchArgs args;
   decode_launch(cbid, cb->functionParams, &args);
   ResolvedFunction fn = resolve_function(args.f);
+  log::debug("function {} module {} (kernel handle: {})", static_cast<void*>(fn.function),
+             static_cast<void*>(fn.module), fn.was_kernel_handle);
   describe_attributes(args, fn.function, &m);
 
   // Code image.
   const KeptImage* image = images_.find(mangled, module_function_names(fn.module));
+  log::debug("image {}", image ? fmt::format("{:#x}", image->hash) : std::string("none"));
   if (!image)
     device_error("the code image holding this kernel was not seen at module load (was the module loaded "
                  "before kerncap was injected?)");
@@ -217,6 +241,7 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
 
   // Parameters: the driver's layout, else the image's .nv.info.
   m.params = driver_param_layout(args.f, fn.was_kernel_handle);
+  log::debug("{} parameters from the driver", m.params.size());
   if (m.params.empty() && have_parsed)
     if (const auto* k = parsed.find_kernel(mangled))
       for (const auto& pi : k->params) m.params.push_back({pi.offset, pi.size});
@@ -262,6 +287,7 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
 
 void Capturer::finish_capture(const CUpti_CallbackData* cb) {
   std::unique_ptr<Pending> p = std::move(pending_);
+  ContextScope ctx(cb->context);
   try {
     const auto* rv = static_cast<const CUresult*>(cb->functionReturnValue);
     if (rv && *rv != CUDA_SUCCESS)

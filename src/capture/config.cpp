@@ -37,6 +37,7 @@ const std::vector<EnvVar>& env_vars() {
       {"KERNCAP_VERBOSE", "0 quiet, 1 progress, 2 debug"},
       {"KERNCAP_CHUNK_BYTES", "granularity of AFTER change detection in bytes (default 4096)"},
       {"KERNCAP_STAGING_BYTES", "size of the pinned staging buffer in bytes (default 64 MiB)"},
+      {"KERNCAP_DUMP_IMAGES", "1 = save every code image the application loads under OUT/.kerncap/images"},
   };
   return vars;
 }
@@ -58,6 +59,7 @@ Config read_config(std::vector<std::string>* problems) {
   if (const char* v = env("KERNCAP_DISPATCH"); v && !parse_u64(v, &c.dispatch))
     problem("KERNCAP_DISPATCH is not a number");
   if (const char* v = env("KERNCAP_CONTINUE")) c.keep_running = truthy(v);
+  if (const char* v = env("KERNCAP_DUMP_IMAGES")) c.dump_images = truthy(v);
   if (const char* v = env("KERNCAP_VERBOSE")) c.verbose = std::atoi(v);
   uint64_t n = 0;
   if (const char* v = env("KERNCAP_CHUNK_BYTES")) {

@@ -22,6 +22,7 @@ struct Config {
   int verbose = 0;             // KERNCAP_VERBOSE: 0 quiet, 1 progress, 2 debug
   uint32_t chunk_bytes = 4096; // KERNCAP_CHUNK_BYTES: change-detection granularity
   uint64_t staging_bytes = 64ull << 20;  // KERNCAP_STAGING_BYTES: pinned staging buffer
+  bool dump_images = false;    // KERNCAP_DUMP_IMAGES=1: save every loaded code image (debugging)
 
   nlohmann::json to_json() const;
 };

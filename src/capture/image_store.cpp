@@ -8,6 +8,7 @@
 #include "common/hex.hpp"
 #include "common/log.hpp"
 #include "cubin/cubin.hpp"
+#include "format/capture_dir.hpp"
 
 namespace kerncap::capture {
 
@@ -27,6 +28,10 @@ void ImageStore::on_module_loaded(const void* data, size_t size) {
       img.sequence = loaded_;
       return;
     }
+  if (!dump_dir_.empty()) {
+    std::filesystem::create_directories(dump_dir_);
+    format::write_file(std::filesystem::path(dump_dir_) / fmt::format("{:016x}.bin", hash), bytes.data(), bytes.size());
+  }
   std::vector<std::string> kernels;
   bool readable = true;
   try {

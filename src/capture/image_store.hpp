@@ -20,7 +20,7 @@ struct KeptImage {
 
 class ImageStore {
  public:
-  explicit ImageStore(const Matcher& matcher) : matcher_(matcher) {}
+  ImageStore(const Matcher& matcher, std::string dump_dir) : matcher_(matcher), dump_dir_(std::move(dump_dir)) {}
   void on_module_loaded(const void* data, size_t size);
   // The image that holds `mangled`. Several candidates: the one whose kernel list equals
   // `module_functions` (the launch's module), else the most recently loaded.
@@ -29,6 +29,7 @@ class ImageStore {
 
  private:
   const Matcher& matcher_;
+  std::string dump_dir_;  // non-empty: save every image here (KERNCAP_DUMP_IMAGES)
   mutable std::mutex mu_;
   std::vector<KeptImage> images_;
   uint64_t unknown_bytes_ = 0;

@@ -82,17 +82,18 @@ ResolvedFunction resolve_function(CUfunction f) {
   const Driver& d = driver();
   ResolvedFunction r;
   CUmodule mod = nullptr;
-  // A CUkernel passed where a CUfunction is expected (runtime launches) fails these
-  // function queries; the CUkernel route then gives the context's CUfunction.
-  if (d.cuFuncGetModule && d.cuFuncGetModule(&mod, f) == CUDA_SUCCESS) {
+  // Runtime launches pass a CUkernel where a CUfunction is expected. cuFuncGetName is
+  // known to fail cleanly on a CUkernel (other function queries are not), so it decides.
+  const char* name = nullptr;
+  if (d.cuFuncGetName && d.cuFuncGetName(&name, f) == CUDA_SUCCESS) {
     r.function = f;
-    r.module = mod;
+    if (d.cuFuncGetModule && d.cuFuncGetModule(&mod, f) == CUDA_SUCCESS) r.module = mod;
     return r;
   }
   CUfunction fn = nullptr;
+  r.was_kernel_handle = true;
   if (d.cuKernelGetFunction && d.cuKernelGetFunction(&fn, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS) {
     r.function = fn;
-    r.was_kernel_handle = true;
     if (d.cuFuncGetModule && d.cuFuncGetModule(&mod, fn) == CUDA_SUCCESS) r.module = mod;
   }
   return r;

@@ -96,6 +96,9 @@ std::string diagnose(const ExtractArgs& a, const std::vector<nlohmann::json>& ev
     msg = fmt::format("no launched kernel matches '{}'; {} ({} distinct kernels seen). Closest names:", a.kernel,
                       app_state, seen.size());
     for (const auto& n : close) msg += "\n  " + n;
+  } else if (matches.count(a.dispatch)) {
+    msg = fmt::format("the target launch of '{}' was reached but the capture did not complete: {}", a.kernel,
+                      app_state);
   } else {
     msg = fmt::format("'{}' matched only {} launch(es) but --dispatch {} asks for launch #{} (counting from 0); {}",
                       a.kernel, matches.size(), a.dispatch, a.dispatch, app_state);

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cstring>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -14,7 +15,18 @@ namespace {
 struct Loaded {
   Driver table;
   std::string error;
+  std::string missing;  // entry points this driver does not have
 };
+
+// CUDA 13 added context-taking variants of these under the same names (cudaTypedefs.h:
+// PFN_cuCtxSynchronize_v13000(CUcontext)), while cuda.h still declares the old
+// prototypes. Ask for the ABI that matches the header we compile against.
+int abi_version(const char* name) {
+  static const char* const kPre13[] = {"cuCtxSynchronize", "cuCtxGetDevice"};
+  for (const char* n : kPre13)
+    if (std::strcmp(n, name) == 0) return 12000;
+  return CUDA_VERSION;
+}
 
 Loaded load() {
   Loaded out;
@@ -36,9 +48,11 @@ Loaded load() {
   {                                                                                          \
     void* fn = nullptr;                                                                      \
     CUdriverProcAddressQueryResult st{};                                                     \
-    if (get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) == CUDA_SUCCESS \
+    if (get_proc(#name, &fn, abi_version(#name), CU_GET_PROC_ADDRESS_DEFAULT, &st) == CUDA_SUCCESS \
         && st == CU_GET_PROC_ADDRESS_SUCCESS)                                                \
       out.table.name = reinterpret_cast<decltype(out.table.name)>(fn);                       \
+    else                                                                                     \
+      out.missing += #name " ";                                                              \
   }
   KERNCAP_DRIVER_FUNCS(KERNCAP_DRIVER_RESOLVE)
 #undef KERNCAP_DRIVER_RESOLVE
@@ -60,6 +74,8 @@ const Driver& driver() {
 }
 
 std::string driver_load_error() { return loaded().error; }
+
+std::string driver_missing_entries() { return loaded().missing; }
 
 std::string cu_error_text(CUresult r, const char* call, const char* file, int line) {
   const char* name = "unknown";

@@ -25,7 +25,8 @@ namespace kerncap {
   X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuStreamCreate) X(cuStreamDestroy)                \
   X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuEventCreate) X(cuEventRecord)           \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy) X(cuModuleGetFunctionCount)       \
-  X(cuModuleEnumerateFunctions) X(cuMemHostGetDevicePointer) X(cuCtxGetId)
+  X(cuModuleEnumerateFunctions) X(cuMemHostGetDevicePointer) X(cuCtxGetId) X(cuCtxPushCurrent)   \
+  X(cuCtxPopCurrent)
 
 struct Driver {
 #define KERNCAP_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
@@ -38,6 +39,8 @@ struct Driver {
 const Driver& driver();
 // Non-throwing probe: empty string when the driver loaded, else why not.
 std::string driver_load_error();
+// Names of entry points this driver lacks (space-separated; empty when all resolved).
+std::string driver_missing_entries();
 
 // "cuMemMap(...) failed: CUDA_ERROR_INVALID_VALUE (invalid argument) at replay/va.cpp:42"
 std::string cu_error_text(CUresult r, const char* call, const char* file, int line);
