@@ -92,16 +92,19 @@ std::vector<CUpti_CallbackId> Capturer::driver_callback_ids() {
 }
 
 void Capturer::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (t_in_tool) return;
-  ToolScope scope;
+  // Module loads are taken even while kerncap itself is calling the driver: with lazy
+  // loading, our own queries at the target launch are what loads its module.
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-    if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED && !done_) {
+    if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
+      ToolScope scope;
       const auto* rd = static_cast<const CUpti_ResourceData*>(data);
       const auto* mod = static_cast<const CUpti_ModuleResourceData*>(rd->resourceDescriptor);
       if (mod) images_.on_module_loaded(mod->pCubin, mod->cubinSize);
     }
     return;
   }
+  if (t_in_tool) return;
+  ToolScope scope;
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   if (tracker_.on_driver_api(cbid, cb)) return;
