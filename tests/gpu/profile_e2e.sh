@@ -164,7 +164,7 @@ check streams.exit test "$RC" = 0
 check streams.tids python3 -c '
 import json, sys
 t = json.load(open(sys.argv[1]))
-tids = {e["tid"] for e in t["traceEvents"] if e.get("ph") == "X" and "tiny_kernel" in e["args"]["name"]}
+tids = {e["tid"] for e in t["traceEvents"] if e.get("ph") == "X" and "tiny_kernel" in e.get("name", "") + e.get("args", {}).get("name", "")}
 sys.exit(0 if len(tids) == 4 else 1)' "$W/streams_trace.json"
 
 run no_kernels "$KC" profile -- "$APP" --no-kernels
