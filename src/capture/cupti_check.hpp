@@ -37,7 +37,7 @@ inline CuptiStatus cupti_check(CUptiResult r, const char* call, const char* file
   if (r == CUPTI_SUCCESS) return {r};
   for (CUptiResult e : expected)
     if (r == e) return {r};
-  log::warn("profile: {} failed: {} (at {}:{})", call, cupti_error_text(r), file, line);
+  log::warn("{} failed: {} (at {}:{})", call, cupti_error_text(r), file, line);
   return {r};
 }
 

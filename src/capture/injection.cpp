@@ -20,6 +20,7 @@
 
 #include "capture/capturer.hpp"
 #include "capture/config.hpp"
+#include "capture/cupti_check.hpp"
 #include "capture/events.hpp"
 #include "capture/profiler.hpp"
 #include "capture/tool_scope.hpp"
@@ -40,26 +41,24 @@ void CUPTIAPI trampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_Call
   }
 }
 
-bool cupti_ok(CUptiResult r, const char* call) {
-  if (r == CUPTI_SUCCESS) return true;
-  const char* text = nullptr;
-  cuptiGetResultString(r, &text);
-  log::warn("{} failed: {}", call, text ? text : "unknown CUPTI error");
-  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+// A CUPTI failure at start-up: logged by KC_CUPTI, reported to the launcher here.
+bool started(CuptiStatus st, const char* what) {
+  if (st) return true;
+  if (st.result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
     log::warn("another CUPTI client (nsys, ncu, the PyTorch profiler...) is active in this process; "
               "kerncap cannot run beside it: stop the other tool");
-  emit({{"event", "error"}, {"what", fmt::format("{} failed: {}", call, text ? text : "?")}});
+  emit({{"event", "error"}, {"what", fmt::format("{} failed: {}", what, cupti_error_text(st.result))}});
   return false;
 }
-#define KC_CUPTI_OK(call) cupti_ok((call), #call)
 
 void start_capture(const Config& config) {
   g_capturer = new Capturer(config);
   CUpti_SubscriberHandle sub = nullptr;
-  if (!KC_CUPTI_OK(cuptiSubscribe(&sub, trampoline, g_capturer))) return;
+  if (!started(KC_CUPTI(cuptiSubscribe(&sub, trampoline, g_capturer)), "cuptiSubscribe")) return;
   for (CUpti_CallbackId id : Capturer::driver_callback_ids())
-    KC_CUPTI_OK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id));
-  KC_CUPTI_OK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED));
+    started(KC_CUPTI(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id)), "cuptiEnableCallback");
+  started(KC_CUPTI(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED)),
+          "cuptiEnableCallback");
 }
 
 }  // namespace
