@@ -1,5 +1,7 @@
 #include "cli/launcher.hpp"
 
+#include <dlfcn.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -23,8 +25,21 @@ fs::path find_injection_library() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   fs::path dir = exe.parent_path();
-  for (fs::path cand : {dir / "../lib/libkerncap.so", dir / "libkerncap.so"})
-    if (fs::exists(cand)) return fs::canonical(cand);
+  for (fs::path cand : {dir / "../lib/libkerncap.so", dir / "libkerncap.so"}) {
+    if (!fs::exists(cand)) continue;
+    // The library finds CUPTI beside itself (RPATH $ORIGIN) or on the loader's path;
+    // without it the driver would silently run the application without kerncap.
+    if (!fs::exists(cand.parent_path() / "libcupti.so.13")) {
+      void* h = dlopen("libcupti.so.13", RTLD_LAZY | RTLD_LOCAL);
+      if (!h)
+        fail(ErrorKind::Usage, fmt::format("CUPTI (libcupti.so.13) was found neither beside {} nor on the library "
+                                           "path; copy it there from the CUDA toolkit (lib64/ or extras/CUPTI/lib64) "
+                                           "or add its folder to LD_LIBRARY_PATH",
+                                           cand.string()));
+      dlclose(h);
+    }
+    return fs::canonical(cand);
+  }
   fail(ErrorKind::Usage, fmt::format("cannot find libkerncap.so next to {} (looked in ../lib and .); "
                                      "set KERNCAP_LIBRARY to its path",
                                      exe.string()));
