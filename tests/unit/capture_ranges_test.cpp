@@ -1,0 +1,54 @@
+#include <gtest/gtest.h>
+
+#include "capture/ranges.hpp"
+
+using kerncap::capture::RangeSet;
+
+TEST(CaptureRanges, AddFindErase) {
+  RangeSet s;
+  s.add(0x1000, 0x100, 1);
+  s.add(0x3000, 0x200, 2);
+  ASSERT_EQ(s.count(), 2u);
+  EXPECT_EQ(s.find(0x10ff)->base, 0x1000u);
+  EXPECT_FALSE(s.find(0x1100).has_value());
+  EXPECT_EQ(s.find(0x3000)->kind, 2);
+  EXPECT_EQ(s.total_bytes(), 0x300u);
+  auto r = s.erase_at(0x1000);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->size, 0x100u);
+  EXPECT_FALSE(s.erase_at(0x1000).has_value());  // already freed
+  EXPECT_FALSE(s.erase_at(0x3001).has_value());  // not a base
+  EXPECT_EQ(s.count(), 1u);
+}
+
+TEST(CaptureRanges, UnmapSplitsAndTrims) {
+  RangeSet s;
+  s.add(0x0, 0x10000, 6);
+  s.erase_span(0x4000, 0x2000);  // hole in the middle
+  auto all = s.all();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].base, 0x0u);
+  EXPECT_EQ(all[0].size, 0x4000u);
+  EXPECT_EQ(all[1].base, 0x6000u);
+  EXPECT_EQ(all[1].size, 0xa000u);
+  s.erase_span(0x0, 0x1000);  // trim the front
+  EXPECT_EQ(s.all()[0].base, 0x1000u);
+  s.erase_span(0xf000, 0x5000);  // trim the back, past the end
+  EXPECT_EQ(s.all()[1].end(), 0xf000u);
+  s.erase_span(0x0, 0x100000);  // everything
+  EXPECT_EQ(s.count(), 0u);
+}
+
+TEST(CaptureRanges, NewAllocationReplacesStaleOverlap) {
+  RangeSet s;
+  s.add(0x1000, 0x1000, 1);
+  s.add(0x1800, 0x1000, 2);  // a free we never saw: the new range wins
+  auto all = s.all();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].base, 0x1000u);
+  EXPECT_EQ(all[0].size, 0x800u);
+  EXPECT_EQ(all[1].base, 0x1800u);
+  EXPECT_EQ(all[1].kind, 2);
+  s.add(0x5000, 0, 1);  // empty allocations are ignored
+  EXPECT_EQ(s.count(), 2u);
+}
