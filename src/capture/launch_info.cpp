@@ -27,31 +27,32 @@ bool is_launch_cbid(CUpti_CallbackId cbid) {
   return std::find(ids.begin(), ids.end(), cbid) != ids.end();
 }
 
+namespace {
+// cuLaunchKernel and cuLaunchCooperativeKernel share these argument names.
+template <typename P>
+void decode_classic(const P& p, const char* api, LaunchArgs* out) {
+  out->api = api;
+  out->f = p.f;
+  out->grid = {p.gridDimX, p.gridDimY, p.gridDimZ};
+  out->block = {p.blockDimX, p.blockDimY, p.blockDimZ};
+  out->shared_mem = p.sharedMemBytes;
+  out->stream = p.hStream;
+  out->kernel_params = p.kernelParams;
+}
+}  // namespace
+
 bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchArgs* out) {
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
       const auto& p = *static_cast<const cuLaunchKernel_params*>(params);
-      out->api = "cuLaunchKernel";
-      out->f = p.f;
-      out->grid = {p.gridDimX, p.gridDimY, p.gridDimZ};
-      out->block = {p.blockDimX, p.blockDimY, p.blockDimZ};
-      out->shared_mem = p.sharedMemBytes;
-      out->stream = p.hStream;
-      out->kernel_params = p.kernelParams;
+      decode_classic(p, "cuLaunchKernel", out);
       out->extra = p.extra;
       return true;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
-      const auto& p = *static_cast<const cuLaunchCooperativeKernel_params*>(params);
-      out->api = "cuLaunchCooperativeKernel";
-      out->f = p.f;
-      out->grid = {p.gridDimX, p.gridDimY, p.gridDimZ};
-      out->block = {p.blockDimX, p.blockDimY, p.blockDimZ};
-      out->shared_mem = p.sharedMemBytes;
-      out->stream = p.hStream;
-      out->kernel_params = p.kernelParams;
+      decode_classic(*static_cast<const cuLaunchCooperativeKernel_params*>(params), "cuLaunchCooperativeKernel", out);
       out->cooperative = true;
       return true;
     }
