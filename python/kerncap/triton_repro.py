@@ -1,0 +1,213 @@
+"""Turns a capture of a Triton kernel into an editable Python reproducer.
+
+    python3 -m kerncap.triton_repro OUT
+
+Reads OUT/capture (the launch) and OUT/triton/records (what the shim saw compile), finds the
+record of the captured kernel (by the cubin's sha256), and writes:
+  OUT/triton/name_map.json   every compiled Triton kernel by name, which one was captured, the
+                             autotuner's choice and its benchmarks (format kerncap-triton-map 1)
+  OUT/triton/launch.json     the launch plan: arguments <-> parameter slots, constexprs, options
+  OUT/kernel_variant.py      the kernel's source (from the recorded snapshot), CONFIG, grid()
+  OUT/reproducer.py          launches the variant on the captured inputs and compares
+  OUT/kerncap_repro/         the reproducer's runtime (copied: OUT works without kerncap)
+Exit codes: 0 written, 2 no usable record / bad capture.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from typing import Dict, List, Optional
+
+from . import capture, triton_launch as tlaunch, triton_records, triton_source
+
+_RUNTIME_FILES = {"capture.py": "capture.py", "cuda_vmm.py": "cuda_vmm.py", "triton_launch.py": "triton_launch.py",
+                  "repro_runtime.py": "runtime.py"}
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _read_source(triton_dir: str, sha: Optional[str]) -> Optional[str]:
+    if not sha:
+        return None
+    try:
+        with open(os.path.join(triton_dir, "sources", sha + ".py"), encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _config_lines(plan: tlaunch.Plan, record: dict) -> (List[str], List[str]):
+    declared = set(record.get("constexpr_params", []))
+    consts = plan.constexprs()
+    cfg = [f"    {json.dumps(n)}: {tlaunch.python_literal(v)}," for n, v in consts.items() if n in declared]
+    opts = []
+    for k in ("num_warps", "num_stages", "num_ctas", "maxnreg"):
+        if k in plan.options:
+            cfg.append(f"    {json.dumps(k)}: {plan.options[k]!r},")
+    for k, v in plan.options.items():
+        if k not in ("num_warps", "num_stages", "num_ctas", "maxnreg"):
+            opts.append(f"    {json.dumps(k)}: {v!r},")
+    return cfg, opts
+
+
+def _jit_imports(plan: tlaunch.Plan, record: dict) -> List[str]:
+    """Constexpr JIT functions from other modules (e.g. an activation passed as an argument)."""
+    own = record.get("fn", {}).get("module")
+    out = []
+    for v in plan.constexprs().values():
+        if isinstance(v, dict) and "jit_function" in v:
+            mod, _, name = v["jit_function"].rpartition(".")
+            if mod and mod != own:
+                out.append(f"from {mod} import {name}  # noqa: E402  (passed as a constexpr)")
+    return out
+
+
+def _grid_section(plan: tlaunch.Plan, record: dict) -> str:
+    declared = set(record.get("constexpr_params", []))
+    consts = plan.constexprs()
+    blocks = {n: v for n, v in consts.items() if n in declared and tlaunch.is_block_name(n)}
+    sizes = {a.name: a.value for a in plan.runtime() if a.type in ("i32", "i64", "u32", "u64") and len(a.path) == 1}
+    sizes.update({n: v for n, v in consts.items() if n in declared and not tlaunch.is_block_name(n)})
+    axes = tlaunch.infer_grid(plan.programs, sizes, blocks)
+    exprs = [tlaunch.grid_expr(ax, g) for ax, g in zip(axes, plan.programs)]
+    why = []
+    for name, ax, g in zip("xyz", axes, plan.programs):
+        if ax is None:
+            continue
+        if ax[0] == "cdiv":
+            why.append(f"{name}: cdiv({ax[1]}={sizes[ax[1]]}, {ax[2]}={blocks[ax[2]]}) = {g}, as captured")
+        else:
+            why.append(f"{name}: cdiv({ax[1]}, {ax[2]}) * cdiv({ax[3]}, {ax[4]}) = {g}, as captured")
+    doc = ("Programs to launch. meta: every argument by name (pointers as tensors over the captured\n"
+           "    memory, scalars as captured) and CONFIG.")
+    if why:
+        doc += " Derived from the arguments, so that editing a BLOCK constexpr\n    resizes the grid with it:\n    " \
+               + "\n    ".join(why)
+    else:
+        doc += " The captured counts; if you change a constexpr that decides how many\n" \
+               "    programs the kernel needs, compute them here, e.g. (triton.cdiv(meta[\"N\"], meta[\"BLOCK\"]), 1, 1)."
+    return (f"# Programs per axis in the captured launch (CUDA blocks / num_ctas on x).\n"
+            f"CAPTURED_GRID = {tuple(plan.programs)!r}\n\n\n"
+            f"def grid(meta):\n    \"\"\"{doc}\"\"\"\n    return ({', '.join(exprs)})\n")
+
+
+def variant_source(record: dict, plan: tlaunch.Plan, module_text: Optional[str], fn_text: Optional[str],
+                   match: triton_records.Match, autotune: Optional[dict]) -> str:
+    fn = record.get("fn", {})
+    name = fn.get("name", record["name"])
+    if module_text is not None:
+        t = triton_source.trim_module(module_text, name)
+    elif fn_text is not None:
+        t = triton_source.trim_module(fn_text, name)
+        t.note = (t.note + "; " if t.note else "") + "only the function's own source was recorded"
+    else:
+        raise triton_records.RecordError(f"the record of {name} has no source snapshot (sources/ is missing)")
+    head = [f"# kernel_variant.py: the Triton kernel {record['name']} captured by kerncap; edit freely.",
+            f"# From {fn.get('file')}:{fn.get('line')} (function {fn.get('module')}.{fn.get('qualname')}), compiled "
+            f"in pid {record.get('pid')}; matched to the capture by {match.how}.",
+            "# `python3 reproducer.py` launches KERNEL with CONFIG on the captured inputs and grid(), compares",
+            "# with the application's output, times it and writes candidate.cubin.",
+            "# The code below is the kernel and what it references, cut from the recorded module snapshot."]
+    if t.whole_module:
+        head.append(f"# NOTE: {t.note}")
+    elif t.note:
+        head.append(f"# note: {t.note}")
+    if t.dropped_decorators:
+        head.append("# Decorators removed (the configuration is pinned in CONFIG below, nothing is re-tuned):")
+        head += ["#   @" + d.replace("\n", "\n#    ") for d in t.dropped_decorators]
+    cfg, opts = _config_lines(plan, record)
+    tune = ""
+    if autotune:
+        best = autotune.get("best", {})
+        tune = (f"\n# {autotune.get('source', 'autotune')} chose this configuration among "
+                f"{len(autotune.get('configs', []))}: {json.dumps(best)}")
+        timings = sorted((t for t in autotune.get("timings", []) if isinstance(t[1], list) and t[1]),
+                         key=lambda t: t[1][0])[:5]
+        for c, ms in timings:
+            tune += f"\n#   {ms[0]:.4f} ms  {json.dumps(c)}"
+    parts = ["\n".join(head), "", t.source.rstrip("\n"), "", "",
+             "# ---- kerncap: the captured launch " + "-" * 58,
+             "import triton  # noqa: E402", "import triton.language as tl  # noqa: E402", *_jit_imports(plan, record),
+             "", f"KERNEL = {name}", "",
+             f"# The kernel's constexprs and launch options, as the application launched it.{tune}",
+             "CONFIG = {", *cfg, "}", "# Other compile options of the captured kernel.", "OPTIONS = {", *opts, "}",
+             "", _grid_section(plan, record)]
+    return "\n".join(parts)
+
+
+def generate(out: str, quiet: bool = False) -> dict:
+    m = capture.load(out)
+    tdir = os.path.join(out, "triton")
+    records = triton_records.load(tdir)
+    sha = m.image_sha256()
+    found: Optional[triton_records.Match] = None
+    err: Optional[Exception] = None
+    try:
+        found = triton_records.match(records, m, sha)
+    except triton_records.RecordError as e:
+        err = e
+    autotune = triton_records.autotune_for(records, found.record) if found else None
+    nm = triton_records.name_map(records, m, sha, found, autotune)
+    os.makedirs(tdir, exist_ok=True)
+    with open(os.path.join(tdir, "name_map.json"), "w") as f:
+        json.dump(nm, f, indent=2)
+    if err is not None:
+        raise err
+    rec = found.record
+    plan = tlaunch.build_plan(rec, [(s.offset, s.size) for s in m.slots], m.params(), m.grid)
+    with open(os.path.join(tdir, "launch.json"), "w") as f:
+        json.dump(plan.to_json(), f, indent=2)
+    fn = rec.get("fn", {})
+    src = variant_source(rec, plan, _read_source(tdir, fn.get("module_sha256")),
+                         _read_source(tdir, fn.get("source_sha256")), found, autotune)
+    with open(os.path.join(out, "kernel_variant.py"), "w") as f:
+        f.write(src)
+    with open(os.path.join(HERE, "templates", "reproducer.py")) as f:
+        tpl = f.read()
+    with open(os.path.join(out, "reproducer.py"), "w") as f:
+        f.write(tpl.replace("@KERNEL@", rec["name"]).replace("@OUT@", out))
+    os.chmod(os.path.join(out, "reproducer.py"), 0o755)
+    rdir = os.path.join(out, "kerncap_repro")
+    os.makedirs(rdir, exist_ok=True)
+    for src_name, dst in _RUNTIME_FILES.items():
+        shutil.copyfile(os.path.join(HERE, src_name), os.path.join(rdir, dst))
+    with open(os.path.join(rdir, "__init__.py"), "w") as f:
+        f.write('"""The runtime of reproducer.py, copied from kerncap\'s python/kerncap by kerncap.triton_repro."""\n')
+    summary = {"kernel": rec["name"], "matched_by": found.how, "warnings": found.warnings + plan.notes,
+               "autotuned": autotune is not None, "config": {**plan.constexprs(), **plan.options},
+               "programs": list(plan.programs), "kernel_variant": os.path.join(out, "kernel_variant.py"),
+               "reproducer": os.path.join(out, "reproducer.py"), "name_map": os.path.join(tdir, "name_map.json")}
+    if not quiet:
+        print(f"Triton kernel {rec['name']} ({fn.get('file')}:{fn.get('line')}), matched by {found.how}")
+        for w in summary["warnings"]:
+            print(f"  warning: {w}")
+        if nm.get("ignore_handshake") is False:
+            print("  warning: libkerncap has no kerncap_ignore_begin: autotuner benchmark launches were counted; "
+                  "check the captured config against name_map.json's 'autotune'")
+        if autotune:
+            print(f"  autotuned: the configuration the application's autotuner chose is pinned: "
+                  f"{json.dumps(autotune.get('best'))}")
+        print(f"  -> {summary['kernel_variant']}\n  -> {summary['reproducer']}  (python3 reproducer.py)")
+    return summary
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m kerncap.triton_repro", description=__doc__.split("\n\n")[0])
+    p.add_argument("out", help="the extract output directory (holding capture/ and triton/)")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.add_argument("--json", action="store_true", help="print a summary as JSON")
+    a = p.parse_args(argv)
+    try:
+        s = generate(a.out, quiet=a.quiet or a.json)
+    except (capture.CaptureError, triton_records.RecordError, tlaunch.PlanError) as e:
+        print(f"kerncap: error: {e}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps(s, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

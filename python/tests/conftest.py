@@ -1,0 +1,79 @@
+"""Shared helpers: python/ on sys.path, the shim loaded by file path (as sitecustomize does),
+and a fake capture directory writer."""
+import importlib.util
+import json
+import os
+import struct
+import sys
+
+PY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if PY not in sys.path:
+    sys.path.insert(0, PY)
+
+import pytest  # noqa: E402
+
+
+def load_shim():
+    path = os.path.join(PY, "kerncap", "triton_shim", "_kerncap_triton_shim.py")
+    spec = importlib.util.spec_from_file_location("_kerncap_triton_shim_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def shim(tmp_path):
+    mod = load_shim()
+    mod._state["out"] = str(tmp_path / "triton")
+    os.makedirs(tmp_path / "triton" / "records")
+    os.makedirs(tmp_path / "triton" / "sources")
+    return mod
+
+
+def write_capture(out, *, name="add_kernel", params=b"", slots=(), regions=(), after=(), grid=(4, 1, 1),
+                  block=(128, 1, 1), shared=0, image=b"\x7fELF-fake-cubin", version=1):
+    """A minimal capture directory: regions = [(id, base, bytes)], after = [(region, offset, bytes)]."""
+    cap = os.path.join(out, "capture")
+    os.makedirs(os.path.join(cap, "mem"), exist_ok=True)
+    os.makedirs(os.path.join(cap, "image"), exist_ok=True)
+    with open(os.path.join(cap, "params.bin"), "wb") as f:
+        f.write(params)
+    with open(os.path.join(cap, "image", "abc.cubin"), "wb") as f:
+        f.write(image)
+    regs = []
+    for rid, base, data in regions:
+        with open(os.path.join(cap, "mem", f"{rid}.bin"), "wb") as f:
+            f.write(data)
+        regs.append({"id": rid, "kind": "device", "base": hex(base), "size": len(data), "file": f"mem/{rid}.bin",
+                     "xxh64": "0x0"})
+    runs, blob = [], b""
+    for rid, off, data in after:
+        runs.append({"region": rid, "offset": off, "size": len(data), "file_offset": len(blob)})
+        blob += data
+    with open(os.path.join(cap, "after.bin"), "wb") as f:
+        f.write(blob)
+    m = {"format": "kerncap-capture", "format_version": version, "tool_version": "test", "config": {},
+         "process": {"pid": 1, "command": "test"},
+         "device": {"ordinal": 0, "name": "H100", "cc": [9, 0], "driver_version": 13000},
+         "kernel": {"mangled": name, "demangled": name, "dispatch": 0, "launch_index": 0},
+         "launch": {"api": "cuLaunchKernelEx", "grid": list(grid), "block": list(block), "shared_mem_bytes": shared,
+                    "cooperative": False, "cluster": [0, 0, 0], "attributes": [], "function_attributes": []},
+         "params": {"file": "params.bin", "size": len(params), "source": "kernelParams",
+                    "slots": [{"offset": o, "size": s} for o, s in slots]},
+         "image": {"file": "image/abc.cubin", "kind": "cubin", "xxh64": "0x1"},
+         "regions": regs, "after": {"file": "after.bin", "chunk_bytes": 4096, "runs": runs},
+         "stats": {"before_bytes": 0, "after_bytes": 0, "capture_seconds": 0.1}}
+    with open(os.path.join(cap, "manifest.json"), "w") as f:
+        json.dump(m, f)
+    return cap
+
+
+def pack_params(items):
+    """[(struct fmt, value)] -> (bytes, slots) with natural alignment, as the CUDA ABI lays them out."""
+    data, slots = b"", []
+    for fmt, v in items:
+        size = struct.calcsize("<" + fmt)
+        data += b"\0" * ((-len(data)) % size)
+        slots.append((len(data), size))
+        data += struct.pack("<" + fmt, v)
+    return data, slots
