@@ -118,6 +118,7 @@ def trim_module(module_source: str, kernel_name: str) -> Trimmed:
                 work.append(j)
 
     out: List[str] = []
+    imports: List[bool] = []
     for i, s in enumerate(body):
         if i not in keep:
             continue
@@ -131,5 +132,11 @@ def trim_module(module_source: str, kernel_name: str) -> Trimmed:
                        + "".join(lines[s.lineno - 1:s.end_lineno]))
         else:
             out.append(text(s))
-    src = "\n\n".join(x.rstrip("\n") for x in out) + "\n"
+        imports.append(isinstance(s, (ast.Import, ast.ImportFrom)))
+    src = ""
+    for k, x in enumerate(out):  # imports grouped, two blank lines around definitions
+        if k:
+            src += "\n" if imports[k] and imports[k - 1] else "\n\n\n"
+        src += x.rstrip("\n")
+    src += "\n"
     return Trimmed(src, False, dropped)

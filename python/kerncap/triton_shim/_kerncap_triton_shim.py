@@ -179,8 +179,7 @@ def build_compile_record(src, metadata: dict, metadata_group: dict, cache_hit: b
         if k in ("hash", "name"):
             continue
         try:
-            json.dumps(v, default=_json_default)
-            keep[k] = v
+            keep[k] = json.loads(json.dumps(v, default=_json_default))
         except (TypeError, ValueError):
             keep[k] = repr(v)
     rec["options"] = keep
@@ -423,7 +422,8 @@ def install(out: str) -> None:
         _state["verbose"] = 1
     os.makedirs(os.path.join(out, "records"), exist_ok=True)
     os.makedirs(os.path.join(out, "sources"), exist_ok=True)
-    write_record({"kind": "shim", "event": "start", "argv": sys.argv[:8], "python": sys.version.split()[0]})
+    write_record({"kind": "shim", "event": "start", "argv": list(getattr(sys, "argv", []))[:8],
+                  "python": sys.version.split()[0]})
     for name in _WATCH:
         if name in sys.modules:
             _on_import(name, sys.modules[name])

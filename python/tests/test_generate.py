@@ -1,0 +1,135 @@
+"""The reproducer generator end to end, offline: a fake capture of a Triton vector kernel and
+the records the shim would have written -> name_map.json, launch.json, kernel_variant.py,
+reproducer.py. With Triton importable, kernel_variant.py is imported and its grid evaluated."""
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+
+import pytest
+from conftest import pack_params, write_capture
+
+from kerncap import triton_repro
+
+MODULE = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK_SIZE": 512}), triton.Config({"BLOCK_SIZE": 1024})],
+                 key=["n_elements"])
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+def main():
+    x = torch.rand(98304, device="cuda")
+    add_kernel[lambda m: (triton.cdiv(x.numel(), m["BLOCK_SIZE"]),)](x, x, x, x.numel())
+
+
+if __name__ == "__main__":
+    main()
+'''
+IMAGE = b"\x7fELF add_kernel cubin"
+BASE = 0x7f1200000000
+
+
+def make(tmp_path):
+    out = str(tmp_path / "out")
+    params, slots = pack_params([("Q", BASE), ("Q", BASE + 0x60000), ("Q", BASE + 0xC0000), ("i", 98304),
+                                 ("Q", 0), ("Q", 0)])
+    write_capture(out, name="add_kernel", params=params, slots=slots, grid=(96, 1, 1), block=(128, 1, 1),
+                  image=IMAGE, regions=[(0, BASE, b"\0" * 0x120000)])
+    tdir = os.path.join(out, "triton")
+    os.makedirs(os.path.join(tdir, "records"))
+    os.makedirs(os.path.join(tdir, "sources"))
+    msha = hashlib.sha256(MODULE.encode()).hexdigest()
+    with open(os.path.join(tdir, "sources", msha + ".py"), "w") as f:
+        f.write(MODULE)
+    rec = {"kind": "compile", "version": 1, "pid": 42, "name": "add_kernel", "hash": "hh", "source_kind": "ast",
+           "cubin_sha256": hashlib.sha256(IMAGE).hexdigest(),
+           "arg_names": ["x_ptr", "y_ptr", "out_ptr", "n_elements", "BLOCK_SIZE"], "constexpr_params": ["BLOCK_SIZE"],
+           "signature": {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32",
+                         "BLOCK_SIZE": "constexpr"},
+           "constants": [[[4], 1024]], "attrs": [],
+           "options": {"num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None, "debug": False,
+                       "shared": 0, "enable_fp_fusion": True},
+           "fn": {"name": "add_kernel", "qualname": "add_kernel", "module": "app", "file": "/app/app.py", "line": 8,
+                  "module_sha256": msha}}
+    tune = {"kind": "autotune", "version": 1, "pid": 42, "name": "add_kernel", "kernel_hash": "hh",
+            "best": {"kwargs": {"BLOCK_SIZE": 1024}, "num_warps": 4, "num_stages": 3, "num_ctas": 1},
+            "configs": [{"kwargs": {"BLOCK_SIZE": 512}}, {"kwargs": {"BLOCK_SIZE": 1024}}],
+            "timings": [[{"kwargs": {"BLOCK_SIZE": 512}}, [0.02, 0.02, 0.02]],
+                        [{"kwargs": {"BLOCK_SIZE": 1024}}, [0.01, 0.01, 0.01]]]}
+    bench = {"kind": "bench", "version": 1, "pid": 42, "name": "add_kernel", "launches": 130, "ignored": True}
+    with open(os.path.join(tdir, "records", "42.jsonl"), "w") as f:
+        for r in (rec, bench, tune):
+            f.write(json.dumps(r) + "\n")
+    return out
+
+
+def test_generates_the_reproducer(tmp_path):
+    out = make(tmp_path)
+    s = triton_repro.generate(out, quiet=True)
+    assert s["kernel"] == "add_kernel" and s["matched_by"] == "cubin sha256" and s["autotuned"]
+    nm = json.load(open(os.path.join(out, "triton", "name_map.json")))
+    assert nm["captured"]["hash"] == "hh" and nm["autotune"]["best"]["kwargs"] == {"BLOCK_SIZE": 1024}
+    assert nm["benchmarks"]["add_kernel"] == {"benchmarks": 1, "launches": 130, "ignored_by_kerncap": True}
+    plan = json.load(open(os.path.join(out, "triton", "launch.json")))
+    assert plan["programs"] == [96, 1, 1] and plan["extra_slots"] == 2
+    src = open(os.path.join(out, "kernel_variant.py")).read()
+    assert "triton.autotune" not in src.split("# ---- kerncap")[0].replace("#   @triton.autotune", "")
+    assert '"BLOCK_SIZE": 1024,' in src and '"num_warps": 4,' in src
+    assert 'return (triton.cdiv(meta["n_elements"], meta["BLOCK_SIZE"]), 1, 1)' in src
+    assert "def main" not in src and "__main__" not in src
+    assert "0.0100 ms" in src  # the autotuner's timings, best first
+    compile(src, "kernel_variant.py", "exec")
+    for f in ("reproducer.py", "kerncap_repro/runtime.py", "kerncap_repro/capture.py",
+              "kerncap_repro/cuda_vmm.py", "kerncap_repro/triton_launch.py", "kerncap_repro/__init__.py"):
+        assert os.path.isfile(os.path.join(out, f)), f
+    assert "add_kernel" in open(os.path.join(out, "reproducer.py")).read()
+
+
+def test_variant_imports_with_triton_and_grid_follows_block(tmp_path):
+    pytest.importorskip("triton")
+    from triton.runtime.jit import JITFunction
+
+    out = make(tmp_path)
+    triton_repro.generate(out, quiet=True)
+    spec = importlib.util.spec_from_file_location("kernel_variant_t", os.path.join(out, "kernel_variant.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert isinstance(mod.KERNEL, JITFunction)
+    meta = {"n_elements": 98304, **mod.CONFIG}
+    assert tuple(mod.grid(meta)) == (96, 1, 1)
+    meta["BLOCK_SIZE"] = 512
+    assert tuple(mod.grid(meta)) == (192, 1, 1)
+
+
+def test_runtime_copy_is_importable_as_its_own_package(tmp_path):
+    out = make(tmp_path)
+    triton_repro.generate(out, quiet=True)
+    sys.path.insert(0, out)
+    try:
+        import kerncap_repro.runtime as rt
+        import kerncap_repro.triton_launch as tl2
+        opts = rt.parse(["--json", "-n", "5"])
+        assert opts.json and opts.iterations == 5
+        assert tl2.plan_from_json(json.load(open(os.path.join(out, "triton", "launch.json")))).kernel == "add_kernel"
+    finally:
+        sys.path.remove(out)
+        for k in [k for k in sys.modules if k.startswith("kerncap_repro")]:
+            del sys.modules[k]
+
+
+def test_cli_exit_code_2_without_records(tmp_path, capsys):
+    out = str(tmp_path / "o")
+    write_capture(out)
+    assert triton_repro.main([out]) == 2
+    assert "no Triton compile was recorded" in capsys.readouterr().err
+    assert os.path.isfile(os.path.join(out, "triton", "name_map.json"))  # written even then, for diagnosis

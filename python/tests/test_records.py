@@ -1,0 +1,74 @@
+"""Reading the shim's records and matching them to a capture (kerncap.triton_records)."""
+import hashlib
+import json
+import os
+
+import pytest
+from conftest import write_capture
+
+from kerncap import capture, triton_records as tr
+
+IMAGE = b"\x7fELF the captured cubin"
+
+
+def write_records(tmp_path, recs, pid=11):
+    d = tmp_path / "triton" / "records"
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / f"{pid}.jsonl", "a") as f:
+        for r in recs:
+            f.write(json.dumps(dict(r, version=1, pid=pid)) + "\n")
+        f.write('{"kind": "compile", "name": "trunc')  # a process killed mid-write
+
+
+def compile_rec(name="add_kernel", sha=None, h="h1", nw=4, shared=0, kind="ast", consts=()):
+    return {"kind": "compile", "name": name, "hash": h, "cubin_sha256": sha, "source_kind": kind,
+            "arg_names": ["x", "BLOCK"], "constants": [list(c) for c in consts],
+            "options": {"num_warps": nw, "num_stages": 3, "num_ctas": 1, "shared": shared}, "fn": {"qualname": name}}
+
+
+def setup(tmp_path, recs):
+    write_capture(str(tmp_path), image=IMAGE)
+    write_records(tmp_path, recs)
+    m = capture.load(str(tmp_path))
+    return m, tr.load(str(tmp_path / "triton")), hashlib.sha256(IMAGE).hexdigest()
+
+
+def test_match_by_cubin_sha_among_autotune_variants(tmp_path):
+    sha = hashlib.sha256(IMAGE).hexdigest()
+    m, recs, _ = setup(tmp_path, [compile_rec(sha="0" * 64, h="a", consts=[([1], 512)]),
+                                  compile_rec(sha=sha, h="b", consts=[([1], 1024)]),
+                                  {"kind": "autotune", "name": "add_kernel", "kernel_hash": "b",
+                                   "best": {"kwargs": {"BLOCK": 1024}, "num_warps": 4}}])
+    assert recs.unreadable == 1 and len(recs.compiles) == 2
+    found = tr.match(recs, m, sha)
+    assert found.how == "cubin sha256" and found.record["hash"] == "b" and not found.warnings
+    assert tr.autotune_for(recs, found.record)["kernel_hash"] == "b"
+    nm = tr.name_map(recs, m, sha, found, None)
+    assert nm["format"] == "kerncap-triton-map" and len(nm["kernels"]["add_kernel"]) == 2
+    assert nm["captured"]["hash"] == "b"
+
+
+def test_autotune_matched_by_config_without_hash(tmp_path):
+    m, recs, sha = setup(tmp_path, [compile_rec(sha=None, consts=[([1], 2048)]),
+                                    {"kind": "autotune", "name": "add_kernel", "best": {"kwargs": {"BLOCK": 1024}}},
+                                    {"kind": "autotune", "name": "add_kernel",
+                                     "best": {"kwargs": {"BLOCK": 2048}, "num_warps": 4}}])
+    assert tr.autotune_for(recs, recs.compiles[0])["best"]["kwargs"] == {"BLOCK": 2048}
+
+
+def test_name_fallback_needs_one_fitting_compilation(tmp_path):
+    m, recs, sha = setup(tmp_path, [compile_rec(sha="1" * 64, nw=4), compile_rec(sha="2" * 64, nw=8, h="h8")])
+    found = tr.match(recs, m, sha)  # the capture's block is 128 threads: only num_warps=4 fits
+    assert found.how == "kernel name" and found.record["options"]["num_warps"] == 4 and found.warnings
+
+
+def test_errors_say_what_to_do(tmp_path):
+    m, recs, sha = setup(tmp_path, [compile_rec(name="other_kernel", sha="3" * 64)])
+    with pytest.raises(tr.RecordError, match="other_kernel"):
+        tr.match(recs, m, sha)
+    m, recs, sha = setup(tmp_path / "b", [])
+    with pytest.raises(tr.RecordError, match="no Triton compile"):
+        tr.match(recs, m, sha)
+    m, recs, sha = setup(tmp_path / "c", [compile_rec(sha=hashlib.sha256(IMAGE).hexdigest(), kind="ir")])
+    with pytest.raises(tr.RecordError, match="from IR"):
+        tr.match(recs, m, sha)
