@@ -1,0 +1,358 @@
+#!/usr/bin/env bash
+# Triton end-to-end suite (issue 5 acceptance): capture Triton kernels from Python applications
+# with the compile-metadata shim, generate kernel_variant.py + reproducer.py, and check that
+#   - the reproducer PASSes on the unedited variant (and its candidate.cubin passes
+#     `kerncap validate --cubin`),
+#   - an autotuned kernel is reproduced with the configuration the application's autotuner chose,
+#   - a BLOCK / num_warps edit still PASSes and reports its time,
+#   - a wrong edit FAILs with a max abs/rel error.
+# Prints one table row per case and ends with "N passed, N failed".
+# Exit 0 all passed, 1 some failed, 77 skipped (no GPU, or no python3 with torch + triton).
+#
+#   tests/gpu/triton_e2e.sh BUILD_DIR
+#
+# Environment:
+#   OUT                  work files under $OUT/triton-work (removed at the end), logs in $OUT/triton-logs
+#   KERNCAP_GPU_CASES    extended regex: run only the matching cases
+#   KERNCAP_GPU_KEEP=1   keep the captures
+#   KERNCAP_GPU_TIMEOUT  per-command limit in seconds (default 300: autotuning and torch.compile are slow)
+#   KERNCAP_PYTHON       python with torch + triton (default python3)
+#   KERNCAP_LIGER_SRC    the src/ directory of a Liger-Kernel checkout (case triton_liger_dyt; SKIP without)
+set -u -o pipefail
+
+BUILD=${1:?usage: tests/gpu/triton_e2e.sh BUILD_DIR}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+APPS=$HERE/triton_apps
+PY=${KERNCAP_PYTHON:-python3}
+TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
+ONLY=${KERNCAP_GPU_CASES:-}
+
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "SKIPPED: no GPU"
+  exit 77
+fi
+if ! "$PY" -c 'import torch, triton, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  echo "SKIPPED: $PY cannot import torch (with CUDA) and triton"
+  exit 77
+fi
+BUILD=$(cd "$BUILD" && pwd) || exit 1
+KC=$BUILD/bin/kerncap
+[ -x "$KC" ] || { echo "kerncap is not built: $KC missing"; exit 1; }
+
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT/triton-logs" && WORK=$(mktemp -d "$OUT/triton-work.XXXXXX") && LOGS=$OUT/triton-logs
+else
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-triton.XXXXXX") && LOGS=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-triton-logs.XXXXXX")
+fi
+cleanup() { [ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
+trap cleanup EXIT
+ROWS=$WORK/rows.tsv
+: >"$ROWS"
+# Triton/Inductor caches of this run only: compiles happen (and are recorded) here.
+export TRITON_CACHE_DIR=$WORK/triton-cache TORCHINDUCTOR_CACHE_DIR=$WORK/inductor-cache
+export PYTHONPATH="$REPO/python${PYTHONPATH:+:$PYTHONPATH}"
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+run_step() {  # run_step NAME CMD...: output to $CASE_DIR/NAME.{out,err}, logged
+  local name=$1 rc
+  shift
+  STEP_OUT=$CASE_DIR/$name.out STEP_ERR=$CASE_DIR/$name.err
+  printf '\n$ %s\n' "$*" >>"$LOG"
+  timeout -k 5 "$TIMEOUT" "$@" >"$STEP_OUT" 2>"$STEP_ERR"
+  rc=$?
+  { sed 's/^/  out| /' "$STEP_OUT" | tail -n 60; sed 's/^/  err| /' "$STEP_ERR" | tail -n 60
+    echo "  [exit $rc]"; } >>"$LOG"
+  return $rc
+}
+jget() {  # jget FILE EXPR: a Python expression over j = the file as JSON, or its last JSON line
+  "$PY" - "$1" "$2" <<'PY' 2>/dev/null
+import json, sys
+text = open(sys.argv[1], errors="replace").read()
+try:
+    j = json.loads(text)
+except ValueError:
+    j = None
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                j = json.loads(line)
+            except ValueError:
+                pass
+if j is None:
+    sys.exit(1)
+v = eval(sys.argv[2])
+print(f"{v:.4g}" if isinstance(v, float) else v)
+PY
+}
+
+R_EXTRACT=- R_REPRO=- R_EDIT=- R_WRONG=- R_FAIL=0 R_SKIP=0 R_NOTE=""
+note() { R_NOTE="${R_NOTE:+$R_NOTE; }$*"; }
+bad() { R_FAIL=1; note "$*"; }
+skip() { R_SKIP=1; note "$*"; }
+first_error() { cat "$STEP_ERR" "$STEP_OUT" 2>/dev/null | grep -m1 -Ei 'error|fail|cannot|not ' | cut -c1-160; }
+
+# extract CAP PATTERN [extract flags] -- APP ARGS: capture with the shim on, then generate the
+# reproducer (unless `kerncap extract` already did).
+extract() {
+  local cap=$1 t0 rc
+  shift
+  t0=$(now)
+  PYTHONPATH="$REPO/python/kerncap/triton_shim:$PYTHONPATH" KERNCAP_TRITON_OUT="$cap/triton" \
+    run_step extract "$KC" extract "$1" -o "$cap" "${@:2}"
+  rc=$?
+  if [ $rc -ne 0 ] || [ ! -f "$cap/capture/manifest.json" ]; then
+    R_EXTRACT="FAIL rc=$rc"
+    bad "extract: $(first_error)"
+    return 1
+  fi
+  cp "$STEP_OUT" "$CASE_DIR/app.out"
+  if [ ! -f "$cap/reproducer.py" ]; then
+    run_step generate "$PY" -m kerncap.triton_repro "$cap" || { R_EXTRACT="gen FAIL"; bad "triton_repro: $(first_error)"; return 1; }
+  fi
+  R_EXTRACT="ok $(since "$t0")s"
+  note "$(jget "$cap/triton/launch.json" 'j["kernel"]' 2>/dev/null || echo '?') grid $(jget "$cap/triton/launch.json" 'tuple(j["programs"])')"
+}
+
+# repro CAP NAME: python3 reproducer.py --json; sets REPRO_RC, REPRO_JSON
+repro() {
+  run_step "$2" "$PY" "$1/reproducer.py" --json
+  REPRO_RC=$?
+  REPRO_JSON=$STEP_OUT
+}
+
+# The standard checks on a fresh capture: reproducer PASS, candidate.cubin validates.
+baseline() {
+  local cap=$1 med same
+  if run_step validate_captured "$KC" validate "$cap" && grep -q '^Result: PASS' "$STEP_OUT"; then
+    note "validate (captured image) PASS"
+  else
+    bad "validate (captured image): $(grep -m1 '^Result' "$STEP_OUT" || first_error)"
+  fi
+  repro "$cap" repro
+  if [ "$REPRO_RC" -ne 0 ] || [ "$(jget "$REPRO_JSON" 'j["result"]')" != PASS ]; then
+    R_REPRO="FAIL rc=$REPRO_RC"
+    bad "reproducer: $(jget "$REPRO_JSON" 'j.get("line")' || first_error)"
+    return 1
+  fi
+  med=$(jget "$REPRO_JSON" 'j["median_ms"]')
+  R_REPRO="PASS $med ms (captured $(jget "$REPRO_JSON" 'j.get("captured_median_ms", "?")') ms)"
+  same=$(jget "$REPRO_JSON" 'j.get("candidate_identical")')
+  [ "$same" = True ] && note "candidate.cubin identical to captured" || note "candidate.cubin differs from captured"
+  if [ "$(jget "$REPRO_JSON" 'j.get("same_geometry")')" = True ]; then
+    if run_step validate_candidate "$KC" validate "$cap" --cubin "$cap/candidate.cubin" &&
+      grep -q '^Result: PASS' "$STEP_OUT"; then
+      note "validate --cubin candidate PASS"
+    else
+      bad "validate --cubin candidate: $(grep -m1 '^Result' "$STEP_OUT" || first_error)"
+    fi
+  fi
+}
+
+# edit_config CAP KEY VALUE: CONFIG["KEY"] = VALUE in kernel_variant.py (fails when KEY is absent)
+edit_config() {
+  "$PY" - "$1/kernel_variant.py" "$2" "$3" <<'PY'
+import re, sys
+path, key, value = sys.argv[1:]
+s = open(path).read()
+s2, n = re.subn(r'^(\s*"%s":\s*)[^,\n]+,' % re.escape(key), r"\g<1>%s," % value, s, count=1, flags=re.M)
+if not n:
+    sys.exit(f"CONFIG has no {key!r}")
+open(path, "w").write(s2)
+PY
+}
+# edit_source CAP OLD NEW: replace text in the kernel (fails when OLD is absent)
+edit_source() {
+  "$PY" - "$1/kernel_variant.py" "$2" "$3" <<'PY'
+import sys
+path, old, new = sys.argv[1:]
+s = open(path).read()
+if old not in s:
+    sys.exit(f"{old!r} is not in {path}")
+open(path, "w").write(s.replace(old, new, 1))
+PY
+}
+config_value() { "$PY" -c "import runpy,sys; print(runpy.run_path(sys.argv[1])['CONFIG'][sys.argv[2]])" "$1/kernel_variant.py" "$2" 2>/dev/null; }
+
+# good_edit CAP DESCRIPTION: the edited variant must PASS and report a time
+good_edit() {
+  repro "$1" repro_edit
+  if [ "$REPRO_RC" -eq 0 ] && [ "$(jget "$REPRO_JSON" 'j["result"]')" = PASS ]; then
+    R_EDIT="PASS $(jget "$REPRO_JSON" 'j["median_ms"]') ms"
+    note "$2: grid $(jget "$REPRO_JSON" 'tuple(j["grid"])')"
+  else
+    R_EDIT="FAIL rc=$REPRO_RC"
+    bad "$2: $(jget "$REPRO_JSON" 'j.get("line")' || first_error)"
+  fi
+}
+# wrong_edit CAP: must exit 1 with Result FAIL and a non-zero max abs error
+wrong_edit() {
+  repro "$1" repro_wrong
+  local res abs rel
+  res=$(jget "$REPRO_JSON" 'j["result"]')
+  abs=$(jget "$REPRO_JSON" 'j.get("max_abs_error")')
+  rel=$(jget "$REPRO_JSON" 'j.get("max_rel_error")')
+  if [ "$REPRO_RC" -eq 1 ] && [ "$res" = FAIL ] && [ "$abs" != 0 ] && [ -n "$abs" ]; then
+    R_WRONG="FAIL (ok) abs $abs rel $rel"
+  else
+    R_WRONG="rc=$REPRO_RC $res"
+    bad "wrong edit was not caught (rc $REPRO_RC, $res, abs $abs)"
+  fi
+}
+fresh_variant() { cp "$1/kernel_variant.py.orig" "$1/kernel_variant.py"; }
+
+# check_best CAP: the configuration pinned in kernel_variant.py == what the application's
+# autotuner chose (its `BEST {...}` line, printed under --continue)
+check_best() {
+  local cap=$1 best
+  best=$(grep -m1 '^BEST ' "$CASE_DIR/app.out" | cut -c6-)
+  [ -n "$best" ] || { bad "the application printed no BEST line"; return 1; }
+  if "$PY" - "$cap" "$best" <<'PY' >>"$LOG" 2>&1; then
+import json, runpy, sys
+cap, best = sys.argv[1], json.loads(sys.argv[2])
+cfg = runpy.run_path(cap + "/kernel_variant.py")["CONFIG"]
+want = dict(best["kwargs"], num_warps=best["num_warps"], num_stages=best["num_stages"])
+got = {k: cfg.get(k) for k in want}
+print("application chose", want, "pinned", got)
+nm = json.load(open(cap + "/triton/name_map.json"))
+print("name_map autotune:", nm.get("autotune"), "benchmarks:", nm.get("benchmarks"), "handshake:", nm.get("ignore_handshake"))
+sys.exit(0 if got == want else 1)
+PY
+    note "pinned config == application's"
+  else
+    bad "pinned config != the autotuner's choice (see log; ignore handshake: $(jget "$cap/triton/name_map.json" 'j.get("ignore_handshake")'))"
+    return 1
+  fi
+}
+
+# ---- cases -----------------------------------------------------------------------------------
+case_triton_vector() {
+  local cap=$CASE_DIR/cap
+  extract "$cap" add_kernel --dispatch 1 -- "$PY" "$APPS/vector_add.py" || return
+  cp "$cap/kernel_variant.py" "$cap/kernel_variant.py.orig"
+  baseline "$cap" || return
+  edit_config "$cap" BLOCK_SIZE 256 >>"$LOG" 2>&1 || { bad "cannot edit BLOCK_SIZE"; return; }
+  good_edit "$cap" "BLOCK_SIZE 1024->256"
+  [ "$(jget "$REPRO_JSON" 'j["grid"][0]')" = "$(($(jget "$cap/triton/launch.json" 'j["programs"][0]') * 4))" ] ||
+    bad "grid did not follow BLOCK_SIZE"
+  fresh_variant "$cap"
+  edit_source "$cap" "x + y" "x - y" >>"$LOG" 2>&1 || { bad "cannot make the wrong edit"; return; }
+  wrong_edit "$cap"
+}
+
+case_triton_matmul() {
+  local cap=$CASE_DIR/cap bk
+  extract "$cap" matmul_kernel --continue -- "$PY" "$APPS/matmul_autotune.py" || return
+  cp "$cap/kernel_variant.py" "$cap/kernel_variant.py.orig"
+  check_best "$cap"
+  baseline "$cap" || return
+  bk=$(config_value "$cap" BLOCK_SIZE_K)
+  [ -n "$bk" ] || { bad "CONFIG has no BLOCK_SIZE_K"; return; }
+  edit_config "$cap" BLOCK_SIZE_K $((bk == 32 ? 64 : bk / 2)) >>"$LOG" 2>&1
+  good_edit "$cap" "BLOCK_SIZE_K $bk->$((bk == 32 ? 64 : bk / 2))"
+  fresh_variant "$cap"
+  edit_source "$cap" "c = accumulator.to(tl.float16)" "c = (accumulator * 1.01).to(tl.float16)" >>"$LOG" 2>&1 ||
+    { bad "cannot make the wrong edit"; return; }
+  wrong_edit "$cap"
+}
+
+inductor_case() {  # inductor_case REGEX
+  local cap=$CASE_DIR/cap nw
+  extract "$cap" "$1" --regex -- "$PY" "$APPS/compiled_model.py" || return
+  cp "$cap/kernel_variant.py" "$cap/kernel_variant.py.orig"
+  grep -q 'torchinductor\|inductor-cache' "$cap/kernel_variant.py" && note "source from the Inductor temp dir"
+  baseline "$cap" || return
+  nw=$(config_value "$cap" num_warps)
+  edit_config "$cap" num_warps $((nw >= 8 ? nw / 2 : nw * 2)) >>"$LOG" 2>&1 || { bad "cannot edit num_warps"; return; }
+  good_edit "$cap" "num_warps $nw->$((nw >= 8 ? nw / 2 : nw * 2))"
+  fresh_variant "$cap"
+  # A wrong edit that fits any Inductor kernel: its first store writes 1.5 * value + 1.
+  edit_source "$cap" "tl.store(" "_kc_store(" >>"$LOG" 2>&1 || { bad "no tl.store to edit"; return; }
+  edit_source "$cap" "@triton.jit" "@triton.jit
+def _kc_store(ptr, val, mask=None, eviction_policy: tl.constexpr = \"\", cache_modifier: tl.constexpr = \"\"):
+    tl.store(ptr, val * 1.5 + 1.0, mask)
+
+
+@triton.jit" >>"$LOG" 2>&1 || { bad "cannot insert the wrong store"; return; }
+  wrong_edit "$cap"
+}
+case_triton_inductor_pointwise() { inductor_case 'triton_poi_'; }
+case_triton_inductor_reduction() { inductor_case 'triton_(per|red)_'; }
+
+case_triton_ptr_table() {
+  local cap=$CASE_DIR/cap
+  extract "$cap" gather_rows_kernel --dispatch 1 -- "$PY" "$APPS/ptr_table.py" || return
+  cp "$cap/kernel_variant.py" "$cap/kernel_variant.py.orig"
+  "$KC" info "$cap" --json >"$CASE_DIR/info.json" 2>>"$LOG"
+  note "$(jget "$CASE_DIR/info.json" 'len(j["regions"])') regions"
+  baseline "$cap" || return
+  edit_config "$cap" BLOCK_N 1024 >>"$LOG" 2>&1 || { bad "cannot edit BLOCK_N"; return; }
+  good_edit "$cap" "BLOCK_N 256->1024"
+  fresh_variant "$cap"
+  edit_source "$cap" "x * scale" "x * scale + 1.0" >>"$LOG" 2>&1 || { bad "cannot make the wrong edit"; return; }
+  wrong_edit "$cap"
+}
+
+case_triton_liger_dyt() {
+  local cap=$CASE_DIR/cap bn
+  if ! KERNCAP_LIGER_SRC=${KERNCAP_LIGER_SRC:-} "$PY" -c 'import os, sys
+sys.path.insert(0, os.environ.get("KERNCAP_LIGER_SRC") or ".")
+import liger_kernel.ops.dyt' >>"$LOG" 2>&1; then
+    skip "Liger-Kernel not importable (set KERNCAP_LIGER_SRC=<checkout>/src)"
+    return
+  fi
+  extract "$cap" _dyt_fwd_kernel --continue -- "$PY" "$APPS/liger_dyt.py" || return
+  cp "$cap/kernel_variant.py" "$cap/kernel_variant.py.orig"
+  check_best "$cap"
+  baseline "$cap" || return
+  bn=$(config_value "$cap" BLOCK_N)
+  edit_config "$cap" BLOCK_N $((bn == 1024 ? 2048 : 1024)) >>"$LOG" 2>&1 || { bad "cannot edit BLOCK_N"; return; }
+  good_edit "$cap" "BLOCK_N $bn->$((bn == 1024 ? 2048 : 1024))"
+  fresh_variant "$cap"
+  edit_source "$cap" "y = tanh_x * gamma" "y = tanh_x * gamma * 1.5" >>"$LOG" 2>&1 || { bad "cannot make the wrong edit"; return; }
+  wrong_edit "$cap"
+}
+
+# ---- driver ----------------------------------------------------------------------------------
+CASES=(triton_vector triton_matmul triton_inductor_pointwise triton_inductor_reduction triton_ptr_table triton_liger_dyt)
+run_case() {
+  local name=$1 t0 result
+  CASE_DIR=$WORK/$name LOG=$LOGS/$name.log
+  mkdir -p "$CASE_DIR"
+  : >"$LOG"
+  t0=$(now)
+  (
+    export KERNCAP_LIGER_SRC=${KERNCAP_LIGER_SRC:-}
+    "case_$name"
+    result=PASS
+    [ "$R_FAIL" = 1 ] && result=FAIL
+    [ "$R_FAIL" = 0 ] && [ "$R_SKIP" = 1 ] && result=SKIP
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$result" "$R_EXTRACT" "$R_REPRO" "$R_EDIT" "$R_WRONG" \
+      "$(printf '%s' "$R_NOTE" | tr '\t\n' '  ')" >>"$ROWS"
+  )
+  grep -q "^$name	" "$ROWS" || printf '%s\tFAIL\t-\t-\t-\t-\tcase script died (see log)\n' "$name" >>"$ROWS"
+  result=$(awk -F'\t' -v n="$name" '$1 == n { print $2 }' "$ROWS")
+  echo "[$result] $name ($(since "$t0")s)"
+  [ "$result" = FAIL ] && { echo "---- $name: last lines of $LOG"; tail -n 12 "$LOG" | cut -c1-200; }
+}
+
+T0=$(now)
+{ echo "kerncap Triton suite, $(date -u +%FT%TZ)"; nvidia-smi -L; "$KC" --version
+  "$PY" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'; } >"$LOGS/environment.log" 2>&1
+echo "Triton suite: $(nvidia-smi -L | head -n1); logs in $LOGS"
+for c in "${CASES[@]}"; do
+  [ -n "$ONLY" ] && ! [[ $c =~ $ONLY ]] && continue
+  run_case "$c"
+done
+echo
+awk -F'\t' 'BEGIN { printf "| %-26s | %-6s | %-12s | %-36s | %-16s | %-26s | %s\n", "case", "result", "extract", "reproducer (unedited)", "good edit", "wrong edit", "note" }
+  { printf "| %-26s | %-6s | %-12s | %-36s | %-16s | %-26s | %s\n", $1, $2, $3, $4, $5, $6, substr($7, 1, 200) }' "$ROWS" | tee "$LOGS/summary.md"
+passed=$(awk -F'\t' '$2 == "PASS"' "$ROWS" | wc -l)
+failed=$(awk -F'\t' '$2 == "FAIL"' "$ROWS" | wc -l)
+skipped=$(awk -F'\t' '$2 == "SKIP"' "$ROWS" | wc -l)
+echo
+echo "total $(since "$T0")s; $skipped skipped; logs in $LOGS"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
