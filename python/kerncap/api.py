@@ -194,8 +194,10 @@ class Kerncap:
         res = ExtractResult(j.get("output", output), j.get("capture", ""), j.get("kernel", ""), j.get("mangled", ""),
                             j.get("dispatch", dispatch), j.get("regions", 0), j.get("before_bytes", 0),
                             j.get("after_bytes", 0), j.get("capture_seconds", 0.0), j.get("application", ""), None, j)
-        if triton and os.path.isdir(os.path.join(output, "triton", "records")):
-            res.triton = self.triton_reproducer(output, required=triton is True)
+        if triton:
+            from . import triton_records
+            if triton_records.load(os.path.join(output, "triton")).compiles:  # the application compiled Triton
+                res.triton = self.triton_reproducer(output, required=triton is True)
         return res
 
     def triton_reproducer(self, output: str, required: bool = True) -> Optional[dict]:

@@ -143,7 +143,8 @@ class AddressSpace:
         if n.value == 0:
             raise CudaError("no CUDA device is visible (check CUDA_VISIBLE_DEVICES)")
         dev = ctypes.c_int()
-        self.d.call("cuDeviceGet", ctypes.byref(dev), ordinal if ordinal < n.value else 0)
+        self.ordinal = ordinal if ordinal < n.value else 0
+        self.d.call("cuDeviceGet", ctypes.byref(dev), self.ordinal)
         self.dev = dev.value
         self.prop = _AllocProp()
         self.prop.type, self.prop.location.type, self.prop.location.id = _PINNED, _LOC_DEVICE, self.dev

@@ -81,6 +81,8 @@ class Run:
             self.rewritten += cuda_vmm.rewrite_words(data, r.base, self.pl.moves)
             self.space.write(self.addr(r.base), data)
         self.space.synchronize()
+        import torch  # after the reservations: its allocator now keeps off the captured ranges
+        torch.cuda.set_device(self.space.ordinal)
         total = sum(r.size for r in self.regions)
         self.say(f"  memory: {len(self.regions)} regions ({_human(total)}) restored in {time.time() - t0:.2f} s; "
                  f"{self.pl.blocks_at_hint} of {self.pl.blocks} 32 MiB blocks at their addresses, "

@@ -26,7 +26,7 @@ def compile_rec(name="add_kernel", sha=None, h="h1", nw=4, shared=0, kind="ast",
             "options": {"num_warps": nw, "num_stages": 3, "num_ctas": 1, "shared": shared}, "fn": {"qualname": name}}
 
 
-def setup(tmp_path, recs):
+def prepare(tmp_path, recs):
     write_capture(str(tmp_path), image=IMAGE)
     write_records(tmp_path, recs)
     m = capture.load(str(tmp_path))
@@ -35,7 +35,7 @@ def setup(tmp_path, recs):
 
 def test_match_by_cubin_sha_among_autotune_variants(tmp_path):
     sha = hashlib.sha256(IMAGE).hexdigest()
-    m, recs, _ = setup(tmp_path, [compile_rec(sha="0" * 64, h="a", consts=[([1], 512)]),
+    m, recs, _ = prepare(tmp_path, [compile_rec(sha="0" * 64, h="a", consts=[([1], 512)]),
                                   compile_rec(sha=sha, h="b", consts=[([1], 1024)]),
                                   {"kind": "autotune", "name": "add_kernel", "kernel_hash": "b",
                                    "best": {"kwargs": {"BLOCK": 1024}, "num_warps": 4}}])
@@ -49,7 +49,7 @@ def test_match_by_cubin_sha_among_autotune_variants(tmp_path):
 
 
 def test_autotune_matched_by_config_without_hash(tmp_path):
-    m, recs, sha = setup(tmp_path, [compile_rec(sha=None, consts=[([1], 2048)]),
+    m, recs, sha = prepare(tmp_path, [compile_rec(sha=None, consts=[([1], 2048)]),
                                     {"kind": "autotune", "name": "add_kernel", "best": {"kwargs": {"BLOCK": 1024}}},
                                     {"kind": "autotune", "name": "add_kernel",
                                      "best": {"kwargs": {"BLOCK": 2048}, "num_warps": 4}}])
@@ -57,18 +57,18 @@ def test_autotune_matched_by_config_without_hash(tmp_path):
 
 
 def test_name_fallback_needs_one_fitting_compilation(tmp_path):
-    m, recs, sha = setup(tmp_path, [compile_rec(sha="1" * 64, nw=4), compile_rec(sha="2" * 64, nw=8, h="h8")])
+    m, recs, sha = prepare(tmp_path, [compile_rec(sha="1" * 64, nw=4), compile_rec(sha="2" * 64, nw=8, h="h8")])
     found = tr.match(recs, m, sha)  # the capture's block is 128 threads: only num_warps=4 fits
     assert found.how == "kernel name" and found.record["options"]["num_warps"] == 4 and found.warnings
 
 
 def test_errors_say_what_to_do(tmp_path):
-    m, recs, sha = setup(tmp_path, [compile_rec(name="other_kernel", sha="3" * 64)])
+    m, recs, sha = prepare(tmp_path, [compile_rec(name="other_kernel", sha="3" * 64)])
     with pytest.raises(tr.RecordError, match="other_kernel"):
         tr.match(recs, m, sha)
-    m, recs, sha = setup(tmp_path / "b", [])
+    m, recs, sha = prepare(tmp_path / "b", [])
     with pytest.raises(tr.RecordError, match="no Triton compile"):
         tr.match(recs, m, sha)
-    m, recs, sha = setup(tmp_path / "c", [compile_rec(sha=hashlib.sha256(IMAGE).hexdigest(), kind="ir")])
+    m, recs, sha = prepare(tmp_path / "c", [compile_rec(sha=hashlib.sha256(IMAGE).hexdigest(), kind="ir")])
     with pytest.raises(tr.RecordError, match="from IR"):
         tr.match(recs, m, sha)
