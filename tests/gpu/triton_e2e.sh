@@ -235,8 +235,9 @@ case_triton_vector() {
   baseline "$cap" || return
   edit_config "$cap" BLOCK_SIZE 256 >>"$LOG" 2>&1 || { bad "cannot edit BLOCK_SIZE"; return; }
   good_edit "$cap" "BLOCK_SIZE 1024->256"
-  [ "$(jget "$REPRO_JSON" 'j["grid"][0]')" = "$(($(jget "$cap/triton/launch.json" 'j["programs"][0]') * 4))" ] ||
-    bad "grid did not follow BLOCK_SIZE"
+  local n
+  n=$(jget "$cap/triton/launch.json" '[a["value"] for a in j["args"] if a["name"] == "n_elements"][0]')
+  [ "$(jget "$REPRO_JSON" 'j["grid"][0]')" = "$(((n + 255) / 256))" ] || bad "grid did not follow BLOCK_SIZE (n=$n)"
   fresh_variant "$cap"
   edit_source "$cap" "x + y" "x - y" >>"$LOG" 2>&1 || { bad "cannot make the wrong edit"; return; }
   wrong_edit "$cap"
