@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass, field
-from typing import Dict, List, Tuple
+from typing import List, Tuple
 
 BLOCK_ALIGN = 32 << 20
 PIECE_ALIGN = 2 << 20

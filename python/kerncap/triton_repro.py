@@ -19,7 +19,7 @@ import json
 import os
 import shutil
 import sys
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 from . import capture, triton_launch as tlaunch, triton_records, triton_source
 

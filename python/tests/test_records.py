@@ -1,7 +1,6 @@
 """Reading the shim's records and matching them to a capture (kerncap.triton_records)."""
 import hashlib
 import json
-import os
 
 import pytest
 from conftest import write_capture
