@@ -23,6 +23,18 @@ namespace fs = std::filesystem;
 using format::MemKind;
 
 namespace {
+std::atomic<int> g_ignore_depth{0};
+}  // namespace
+
+int ignore_depth() { return g_ignore_depth.load(); }
+void ignore_begin() { ++g_ignore_depth; }
+void ignore_end() {
+  int v = g_ignore_depth.load();
+  while (v > 0 && !g_ignore_depth.compare_exchange_weak(v, v - 1)) {
+  }
+}
+
+namespace {
 
 std::string read_cmdline() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
@@ -151,6 +163,13 @@ bool Capturer::is_target(const CUpti_CallbackData* cb, const std::string& mangle
     return false;
   }
   (void)cb;
+  if (ignore_depth() > 0) {
+    // An autotuner is benchmarking configurations (the Triton shim says so): these launches
+    // are not the application's, so they are not counted.
+    if (ignored_names_.insert(mangled).second)
+      emit({{"event", "ignored"}, {"mangled", mangled}, {"why", "autotuner benchmark"}});
+    return false;
+  }
   const uint64_t index = matched_++;
   if (index <= config_.dispatch) emit({{"event", "match"}, {"index", index}, {"mangled", mangled}});
   if (index != config_.dispatch) return false;

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "capture/config.hpp"
 #include "capture/image_store.hpp"
@@ -19,6 +20,12 @@
 #include "format/manifest.hpp"
 
 namespace kerncap::capture {
+
+// Launches made while the depth is above zero are not counted (the Triton shim brackets
+// autotuner benchmarks with kerncap_ignore_begin/end, exported from injection.cpp).
+int ignore_depth();
+void ignore_begin();
+void ignore_end();
 
 class Capturer {
  public:
@@ -52,6 +59,7 @@ class Capturer {
   std::atomic<bool> done_{false};
   std::mutex mu_;  // guards the fields below
   std::unordered_map<std::string, bool> name_matches_;
+  std::unordered_set<std::string> ignored_names_;
   uint64_t matched_ = 0;
   uint64_t launches_ = 0;
   bool graph_note_ = false;

@@ -88,3 +88,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   }
   return 1;
 }
+
+// Called by the Triton shim (python/kerncap/triton_shim) around autotuner benchmarks.
+extern "C" __attribute__((visibility("default"))) int kerncap_ignore_begin(void) {
+  kerncap::capture::ignore_begin();
+  return kerncap::capture::ignore_depth();
+}
+extern "C" __attribute__((visibility("default"))) int kerncap_ignore_end(void) {
+  kerncap::capture::ignore_end();
+  return kerncap::capture::ignore_depth();
+}

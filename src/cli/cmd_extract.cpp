@@ -58,7 +58,10 @@ void prepare_output(const ExtractArgs& a, const fs::path& out) {
                               out.string()));
     for (const auto& e : fs::directory_iterator(out)) {
       std::string n = e.path().filename().string();
-      if (n == format::kCaptureDirName || n == ".kerncap" || n.starts_with("capture.partial-")) fs::remove_all(e.path());
+      if (n == format::kCaptureDirName || n == ".kerncap" || n.starts_with("capture.partial-") || n == "triton" ||
+          n == "kernel_variant.py" || n == "reproducer.py" || n == "kerncap_repro" || n == "candidate.cubin" ||
+          n == "candidate.json")
+        fs::remove_all(e.path());
     }
   }
   fs::create_directories(out / ".kerncap");
@@ -110,6 +113,39 @@ std::string diagnose(const ExtractArgs& a, const std::vector<nlohmann::json>& ev
   return msg;
 }
 
+// Where the kerncap Python package lives (the Triton shim and reproducer generator).
+fs::path python_dir() {
+  if (const char* p = std::getenv("KERNCAP_PYTHON_DIR")) return p;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  fs::path installed = exe.parent_path() / "../share/kerncap/python";
+  if (fs::exists(installed / "kerncap")) return fs::canonical(installed);
+  return fs::path(KERNCAP_SOURCE_DIR) / "python";
+}
+
+// Python applications get the Triton compile-metadata shim (inert unless Triton is used).
+void add_triton_shim(std::map<std::string, std::string>& env, const fs::path& out) {
+  fs::path shim = python_dir() / "kerncap" / "triton_shim";
+  if (!fs::exists(shim)) return;
+  const char* old = std::getenv("PYTHONPATH");
+  env["PYTHONPATH"] = shim.string() + (old && *old ? std::string(":") + old : "");
+  env["KERNCAP_TRITON_OUT"] = (out / "triton").string();
+}
+
+// After a capture of a Triton kernel: kernel_variant.py, reproducer.py, name_map.json.
+void write_triton_reproducer(const fs::path& out, bool quiet) {
+  fs::path records = out / "triton" / "records";
+  if (!fs::exists(records) || fs::is_empty(records)) return;
+  const char* py = std::getenv("KERNCAP_PYTHON");
+  std::map<std::string, std::string> env = {{"PYTHONPATH", python_dir().string()}};
+  AppExit r = run_application({py ? py : "python3", "-m", "kerncap.triton_repro", out.string()}, false, env);
+  if (r.exited && r.code == 0) {
+    if (!quiet) std::fprintf(stderr, "kerncap: wrote the Triton reproducer (kernel_variant.py, reproducer.py)\n");
+  } else {
+    std::fprintf(stderr, "kerncap: note: no Triton reproducer: the generator %s (see above)\n", r.describe().c_str());
+  }
+}
+
 void run_extract(const ExtractArgs& a, int& exit_code) {
   if (a.cmd.empty() == a.argv.empty())
     usage_error("give the application either as --cmd \"./app args\" or after -- (but not both)");
@@ -137,6 +173,7 @@ void run_extract(const ExtractArgs& a, int& exit_code) {
       {"KERNCAP_CONTINUE", a.keep_running ? "1" : "0"},
       {"KERNCAP_VERBOSE", std::to_string(a.quiet ? 0 : a.verbose)},
   };
+  add_triton_shim(env, out);
   if (!a.quiet) std::fprintf(stderr, "kerncap: running the application to capture '%s' (dispatch %llu)\n",
                              a.kernel.c_str(), static_cast<unsigned long long>(a.dispatch));
   AppExit app = a.cmd.empty() ? run_application(a.argv, false, env) : run_application({a.cmd}, true, env);
@@ -146,6 +183,7 @@ void run_extract(const ExtractArgs& a, int& exit_code) {
 
   format::Capture c = format::open_capture(cap);
   const auto& m = c.manifest;
+  write_triton_reproducer(out, a.quiet || a.json);
   bool stopped = std::any_of(events.begin(), events.end(), [](auto& e) { return e.value("event", "") == "stopping"; });
   if (a.json) {
     nlohmann::json j = {{"output", out.string()},
