@@ -407,6 +407,19 @@ def _time(torch, launch, warmup: int, iterations: int) -> List[float]:
     return [s.elapsed_time(e) for s, e in evs]
 
 
+def add_app_paths(out: str, say) -> None:
+    """The application's sys.path (from name_map.json), so that the variant's imports of the
+    application's own packages resolve as they did there."""
+    try:
+        with open(os.path.join(out, "triton", "name_map.json")) as f:
+            pp = json.load(f).get("python_path") or {}
+    except (OSError, ValueError):
+        return
+    added = tlaunch.add_app_paths(pp.get("package_root"), pp.get("sys_path") or [], sys.path)
+    if added:
+        say(f"  python path: added the application's {', '.join(added)}")
+
+
 def load_variant(path: str):
     spec = importlib.util.spec_from_file_location("kernel_variant", path)
     mod = importlib.util.module_from_spec(spec)
@@ -441,6 +454,7 @@ def main(out: str, argv=None) -> int:
         run = Run(out, opts)
         run.say(f"kerncap Triton reproducer: {run.plan.kernel} ({out})")
         run.restore()
+        add_app_paths(out, run.say)
         variant = load_variant(opts.variant or os.path.join(out, "kernel_variant.py"))
         run.launch(variant)
         ok = run.compare()

@@ -11,6 +11,7 @@ ty_to_cpp says (fp16/bf16 as 16-bit storage, fp32 as 32-bit), pointers as 8-byte
 from __future__ import annotations
 
 import math
+import os
 import re
 import struct
 from dataclasses import dataclass, field
@@ -244,6 +245,25 @@ def build_plan(record: dict, slots: Sequence[Tuple[int, int]], params: bytes, gr
 
 
 # ---- grid ----------------------------------------------------------------------------------
+def add_app_paths(package_root: Optional[str], app_sys_path: Sequence[str], path: List[str]) -> List[str]:
+    """Makes the application's modules importable here (kernel_variant.py does the same inline):
+    the kernel's package root goes first (its own package wins over another installed copy);
+    the application's other sys.path entries that this interpreter lacks go last (so they never
+    shadow this interpreter's own torch/triton). Folders that no longer exist are skipped.
+    Returns the entries added or moved."""
+    added = []
+    for p in app_sys_path:
+        if p and p not in path and os.path.isdir(p):
+            path.append(p)
+            added.append(p)
+    if package_root and os.path.isdir(package_root) and (not path or path[0] != package_root):
+        if package_root in path:
+            path.remove(package_root)
+        path.insert(0, package_root)
+        added.insert(0, package_root)
+    return added
+
+
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 

@@ -118,6 +118,12 @@ def autotune_for(records: Records, rec: dict) -> Optional[dict]:
     return None
 
 
+def python_path(rec: dict) -> dict:
+    """Where the application found the kernel's module and its imports: the module's package
+    root and sys.path when it compiled (shim records of this version; empty for older ones)."""
+    return {"package_root": rec.get("fn", {}).get("package_root"), "sys_path": list(rec.get("sys_path") or [])}
+
+
 def name_map(records: Records, m: capture.Manifest, image_sha256: str, found: Optional[Match],
              autotune: Optional[dict]) -> dict:
     """OUT/triton/name_map.json: every compiled kernel by name, and which one was captured."""
@@ -144,6 +150,7 @@ def name_map(records: Records, m: capture.Manifest, image_sha256: str, found: Op
             "how": found.how, "hash": found.record.get("hash"), "pid": found.record.get("pid"),
             "function": found.record.get("fn"), "warnings": found.warnings},
         "autotune": autotune,
+        "python_path": None if found is None else python_path(found.record),
         "kernels": kernels,
         "benchmarks": bench,
         "ignore_handshake": handshake[-1] if handshake else None,

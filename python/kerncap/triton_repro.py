@@ -93,6 +93,29 @@ def _grid_section(plan: tlaunch.Plan, record: dict) -> str:
             f"def grid(meta):\n    \"\"\"{doc}\"\"\"\n    return ({', '.join(exprs)})\n")
 
 
+def _path_prelude(record: dict) -> List[str]:
+    """Lines that make the application's own packages importable (same rule as
+    triton_launch.add_app_paths, inline so that kernel_variant.py imports on its own)."""
+    pp = triton_records.python_path(record)
+    if not pp["package_root"] and not pp["sys_path"]:
+        return []
+    return ["# Where the application found its modules: the kernel's package root goes first, the rest of its",
+            "# sys.path that this interpreter lacks goes last (folders that are gone are skipped).",
+            "import os as _kc_os  # noqa: E402",
+            "import sys as _kc_sys  # noqa: E402",
+            "",
+            f"_KC_PACKAGE_ROOT = {pp['package_root']!r}",
+            f"_KC_APP_SYS_PATH = {pp['sys_path']!r}",
+            "for _kc_p in _KC_APP_SYS_PATH:",
+            "    if _kc_p not in _kc_sys.path and _kc_os.path.isdir(_kc_p):",
+            "        _kc_sys.path.append(_kc_p)",
+            "if _KC_PACKAGE_ROOT and _kc_os.path.isdir(_KC_PACKAGE_ROOT) and _kc_sys.path[:1] != [_KC_PACKAGE_ROOT]:",
+            "    if _KC_PACKAGE_ROOT in _kc_sys.path:",
+            "        _kc_sys.path.remove(_KC_PACKAGE_ROOT)",
+            "    _kc_sys.path.insert(0, _KC_PACKAGE_ROOT)",
+            ""]
+
+
 def variant_source(record: dict, plan: tlaunch.Plan, module_text: Optional[str], fn_text: Optional[str],
                    match: triton_records.Match, autotune: Optional[dict]) -> str:
     fn = record.get("fn", {})
@@ -127,7 +150,14 @@ def variant_source(record: dict, plan: tlaunch.Plan, module_text: Optional[str],
                          key=lambda t: t[1][0])[:5]
         for c, ms in timings:
             tune += f"\n#   {ms[0]:.4f} ms  {json.dumps(c)}"
-    parts = ["\n".join(head), "", t.source.rstrip("\n"), "", "",
+    prelude = _path_prelude(record)
+    body = t.source
+    if prelude:  # `from __future__` must stay the first statement
+        future = [ln for ln in body.splitlines() if ln.startswith("from __future__ import")]
+        if future:
+            body = "\n".join(ln for ln in body.splitlines() if not ln.startswith("from __future__ import"))
+            prelude = future + [""] + prelude
+    parts = ["\n".join(head), "", *prelude, *([""] if prelude else []), body.strip("\n"), "", "",
              "# ---- kerncap: the captured launch " + "-" * 58,
              "import triton  # noqa: E402", "import triton.language as tl  # noqa: E402", *_jit_imports(plan, record),
              "", f"KERNEL = {name}", "",

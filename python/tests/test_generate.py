@@ -5,6 +5,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -133,3 +134,65 @@ def test_cli_exit_code_2_without_records(tmp_path, capsys):
     assert triton_repro.main([out]) == 2
     assert "no Triton compile was recorded" in capsys.readouterr().err
     assert os.path.isfile(os.path.join(out, "triton", "name_map.json"))  # written even then, for diagnosis
+
+
+APP_MODULE = '''from applib.consts import SCALE
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    tl.store(x_ptr, SCALE)
+'''
+# Just enough of `triton` for kernel_variant.py to import (the real one needs a GPU stack).
+STUB_TRITON = {"triton/__init__.py": "def jit(f=None, **kw):\n    return f if f else (lambda g: g)\n"
+                                     "def cdiv(a, b):\n    return -(-a // b)\n",
+               "triton/language/__init__.py": "class constexpr:\n    pass\n"}
+
+
+def test_variant_imports_the_applications_package(tmp_path):
+    """The kernel's module imports its own package (as Liger's kernels do): name_map.json keeps
+    the application's package root and sys.path, and kernel_variant.py adds them itself."""
+    out = str(tmp_path / "out")
+    params, slots = pack_params([("Q", BASE), ("i", 4096), ("Q", 0), ("Q", 0)])
+    write_capture(out, name="scale_kernel", params=params, slots=slots, grid=(4, 1, 1), block=(128, 1, 1),
+                  image=IMAGE, regions=[(0, BASE, b"\0" * 0x4000)])
+    src_root = tmp_path / "app" / "src"
+    (src_root / "applib").mkdir(parents=True)
+    (src_root / "applib" / "__init__.py").write_text("")
+    (src_root / "applib" / "consts.py").write_text("SCALE = 3\n")
+    (src_root / "applib" / "kern.py").write_text(APP_MODULE)
+    gone = str(tmp_path / "deleted-later")
+    tdir = os.path.join(out, "triton")
+    os.makedirs(os.path.join(tdir, "records"))
+    os.makedirs(os.path.join(tdir, "sources"))
+    msha = hashlib.sha256(APP_MODULE.encode()).hexdigest()
+    with open(os.path.join(tdir, "sources", msha + ".py"), "w") as f:
+        f.write(APP_MODULE)
+    rec = {"kind": "compile", "version": 1, "pid": 7, "name": "scale_kernel", "hash": "h2", "source_kind": "ast",
+           "cubin_sha256": hashlib.sha256(IMAGE).hexdigest(), "arg_names": ["x_ptr", "n", "BLOCK"],
+           "constexpr_params": ["BLOCK"], "signature": {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+           "constants": [[[2], 1024]], "attrs": [], "options": {"num_warps": 4, "num_stages": 3, "shared": 0},
+           "sys_path": [gone, str(tmp_path / "app")],
+           "fn": {"name": "scale_kernel", "qualname": "scale_kernel", "module": "applib.kern",
+                  "file": str(src_root / "applib" / "kern.py"), "line": 6, "module_sha256": msha,
+                  "package_root": str(src_root)}}
+    with open(os.path.join(tdir, "records", "7.jsonl"), "w") as f:
+        f.write(json.dumps(rec) + "\n")
+    triton_repro.generate(out, quiet=True)
+    nm = json.load(open(os.path.join(tdir, "name_map.json")))
+    assert nm["python_path"] == {"package_root": str(src_root), "sys_path": [gone, str(tmp_path / "app")]}
+    src = open(os.path.join(out, "kernel_variant.py")).read()
+    assert src.index("_KC_PACKAGE_ROOT") < src.index("from applib.consts import SCALE")
+    stub = tmp_path / "stub"
+    for rel, text in STUB_TRITON.items():
+        (stub / rel).parent.mkdir(parents=True, exist_ok=True)
+        (stub / rel).write_text(text)
+    code = ("import runpy, sys; v = runpy.run_path(sys.argv[1]); "
+            "print(v['SCALE'], v['CONFIG']['BLOCK'], sys.path.index(sys.argv[2]), sys.argv[3] in sys.path)")
+    env = dict(os.environ, PYTHONPATH=str(stub))
+    p = subprocess.run([sys.executable, "-S", "-c", code, os.path.join(out, "kernel_variant.py"), str(src_root), gone],
+                       capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["3", "1024", "0", "False"]

@@ -98,3 +98,15 @@ def test_grid_ambiguous_keeps_captured_count():
     assert tl.infer_grid((4, 1, 1), {"a": 4096, "b": 4000}, {"BLOCK": 1024}) == [None, None, None]
     # A count of 1 without a name match: no guess.
     assert tl.infer_grid((1, 1, 1), {"stride": 16}, {"BLOCK_SIZE": 1024}) == [None, None, None]
+
+
+def test_add_app_paths(tmp_path):
+    root, extra, gone = tmp_path / "src", tmp_path / "extra", tmp_path / "gone"
+    root.mkdir()
+    extra.mkdir()
+    path = ["/here", str(root)]
+    added = tl.add_app_paths(str(root), [str(extra), str(gone), "/here", str(root)], path)
+    assert path == [str(root), "/here", str(extra)]   # package root first, the rest after ours
+    assert added == [str(root), str(extra)]
+    assert tl.add_app_paths(str(root), [str(extra)], path) == []  # idempotent
+    assert tl.add_app_paths(None, [], path) == [] and path == [str(root), "/here", str(extra)]

@@ -149,3 +149,18 @@ def test_compile_record_of_a_real_jit_function(shim, tmp_path):
     text = open(tmp_path / "triton" / "sources" / (rec["fn"]["module_sha256"] + ".py")).read()
     assert text == mod.read_text()
     json.dumps(rec)  # JSON-safe, target object included
+
+
+def test_package_root_of_a_module(shim, tmp_path):
+    pkg = tmp_path / "src" / "liger_kernel" / "ops"
+    assert shim.package_root("liger_kernel.ops.dyt", str(pkg / "dyt.py")) == str(tmp_path / "src")
+    assert shim.package_root("liger_kernel.ops", str(pkg / "__init__.py")) == str(tmp_path / "src")
+    assert shim.package_root("app", str(tmp_path / "app.py")) == str(tmp_path)
+    assert shim.package_root("__main__", str(tmp_path / "run.py")) == str(tmp_path)
+    assert shim.package_root("other.dyt", str(pkg / "dyt.py")) is None  # the folders do not spell the module
+    assert shim.package_root("dyt", str(pkg / "elsewhere.py")) is None
+
+
+def test_app_sys_path_is_taken_at_compile_time_without_the_shim(shim, tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "path", [SHIM_DIR, str(tmp_path / "late"), ""])
+    assert shim._app_sys_path() == [str(tmp_path / "late"), os.path.abspath(".")]

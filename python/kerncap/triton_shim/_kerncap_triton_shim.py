@@ -140,6 +140,33 @@ def _module_text(fn_py) -> tuple:
         return path, "".join(lines) if lines else None
 
 
+def package_root(module: str, path: str):
+    """The sys.path entry a module was imported from: `path` less one folder per dotted part of
+    `module` (and its __init__.py), or None when they do not line up (e.g. __main__)."""
+    if not module or not path or module == "__main__":
+        return os.path.dirname(os.path.abspath(path)) if path else None
+    d, parts = os.path.abspath(path), module.split(".")
+    if os.path.basename(d) == "__init__.py":
+        d = os.path.dirname(d)
+    elif os.path.splitext(os.path.basename(d))[0] == parts[-1]:
+        d, parts = os.path.dirname(d), parts[:-1]
+    else:
+        return None
+    for part in reversed(parts):
+        if os.path.basename(d) != part:
+            return None
+        d = os.path.dirname(d)
+    return d
+
+
+def _app_sys_path() -> list:
+    """sys.path at compile time (the application may have extended it after startup), less
+    the shim's own folder; the reproducer adds the entries its own interpreter lacks."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [os.path.abspath(p or ".") for p in sys.path
+            if isinstance(p, str) and os.path.abspath(p or ".") != here]
+
+
 def build_compile_record(src, metadata: dict, metadata_group: dict, cache_hit: bool, save=save_source) -> dict:
     """The 'compile' record for one triton.compile (src: ASTSource or IRSource)."""
     name = metadata.get("name") or getattr(src, "name", "?")
@@ -171,9 +198,11 @@ def build_compile_record(src, metadata: dict, metadata_group: dict, cache_hit: b
     if py is not None:
         path, text = _module_text(py)
         fn["file"] = path
+        fn["package_root"] = package_root(fn["module"], path)
         if text is not None:
             fn["module_sha256"] = save(text)
     rec["fn"] = fn
+    rec["sys_path"] = _app_sys_path()
     keep = {}
     for k, v in metadata.items():
         if k in ("hash", "name"):
