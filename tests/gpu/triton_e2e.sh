@@ -174,6 +174,30 @@ if old not in s:
 open(path, "w").write(s.replace(old, new, 1))
 PY
 }
+# wrong_store CAP: the value of the first tl.store in KERNEL becomes (value) + 1.0: a plain
+# Triton expression (no helper function), valid for any kernel, positional or keyword
+# arguments, mask or None alike
+wrong_store() {
+  "$PY" - "$1/kernel_variant.py" <<'PY'
+import ast, re, sys
+path = sys.argv[1]
+src = open(path, "rb").read()
+tree = ast.parse(src)
+name = re.search(rb"^KERNEL = (\w+)", src, re.M).group(1).decode()
+fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+stores = [c for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+          and c.func.attr == "store" and isinstance(c.func.value, ast.Name) and c.func.value.id == "tl"]
+if not stores:
+    sys.exit(f"{name} has no tl.store")
+call = min(stores, key=lambda c: (c.lineno, c.col_offset))
+val = call.args[1] if len(call.args) > 1 else next(k.value for k in call.keywords if k.arg == "value")
+lines = src.splitlines(keepends=True)
+off = lambda ln, col: sum(len(x) for x in lines[:ln - 1]) + col  # ast columns are UTF-8 byte offsets
+a, b = off(val.lineno, val.col_offset), off(val.end_lineno, val.end_col_offset)
+open(path, "wb").write(src[:a] + b"(" + src[a:b] + b") + 1.0" + src[b:])
+print("wrong store:", (b"(" + src[a:b] + b") + 1.0").decode(), "at line", val.lineno)
+PY
+}
 config_value() { "$PY" -c "import runpy,sys; print(runpy.run_path(sys.argv[1])['CONFIG'][sys.argv[2]])" "$1/kernel_variant.py" "$2" 2>/dev/null; }
 
 # good_edit CAP DESCRIPTION: the edited variant must PASS and report a time
@@ -263,20 +287,16 @@ inductor_case() {  # inductor_case REGEX
   local cap=$CASE_DIR/cap nw
   extract "$cap" "$1" --regex -- "$PY" "$APPS/compiled_model.py" || return
   cp "$cap/kernel_variant.py" "$cap/kernel_variant.py.orig"
+  # The pointwise and reduction cases must capture different kinds of kernel.
+  [[ $(jget "$cap/triton/launch.json" 'j["kernel"]') =~ ^$1 ]] || bad "captured kernel does not start with $1"
   grep -q 'torchinductor\|inductor-cache' "$cap/kernel_variant.py" && note "source from the Inductor temp dir"
   baseline "$cap" || return
   nw=$(config_value "$cap" num_warps)
   edit_config "$cap" num_warps $((nw >= 8 ? nw / 2 : nw * 2)) >>"$LOG" 2>&1 || { bad "cannot edit num_warps"; return; }
   good_edit "$cap" "num_warps $nw->$((nw >= 8 ? nw / 2 : nw * 2))"
   fresh_variant "$cap"
-  # A wrong edit that fits any Inductor kernel: its first store writes 1.5 * value + 1.
-  edit_source "$cap" "tl.store(" "_kc_store(" >>"$LOG" 2>&1 || { bad "no tl.store to edit"; return; }
-  edit_source "$cap" "@triton.jit" "@triton.jit
-def _kc_store(ptr, val, mask=None, eviction_policy: tl.constexpr = \"\", cache_modifier: tl.constexpr = \"\"):
-    tl.store(ptr, val * 1.5 + 1.0, mask)
-
-
-@triton.jit" >>"$LOG" 2>&1 || { bad "cannot insert the wrong store"; return; }
+  # A wrong edit that fits any Inductor kernel: its first store writes value + 1.
+  wrong_store "$cap" >>"$LOG" 2>&1 || { bad "cannot make the wrong store edit"; return; }
   wrong_edit "$cap"
 }
 case_triton_inductor_pointwise() { inductor_case 'triton_poi_'; }

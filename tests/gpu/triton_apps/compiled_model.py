@@ -1,11 +1,20 @@
-"""A small model under torch.compile (triton_e2e.sh case triton_inductor): Inductor generates
-Triton kernels (fused pointwise, a reduction for the layer norm) into a temporary directory.
-Caches are off so that the kernels are compiled (and recorded) in this run."""
+"""torch.compile'd code for the triton_e2e.sh Inductor cases: Inductor generates Triton kernels
+into a temporary directory. Caches are off so that the kernels are compiled (and recorded) in
+this run.
+  - `pointwise`, purely elementwise (no reduction, no matmul): Inductor emits one
+    triton_poi_fused_* kernel (case triton_inductor_pointwise);
+  - `Small`, a small model whose GELU + LayerNorm Inductor fuses into one triton_per_fused_*
+    reduction kernel (case triton_inductor_reduction; the matmuls go to cuBLAS).
+The two cases therefore capture different kernels."""
 import os
 
 os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
 
 import torch  # noqa: E402
+
+
+def pointwise(x, y):
+    return x * y + torch.sin(x)
 
 
 class Small(torch.nn.Module):
@@ -22,6 +31,15 @@ class Small(torch.nn.Module):
 
 def main():
     torch.manual_seed(0)
+    a = torch.randn(4096, 1024, device="cuda")
+    b = torch.randn(4096, 1024, device="cuda")
+    pw = torch.compile(pointwise)
+    for i in range(3):
+        z = pw(a * (i + 1), b)
+        torch.cuda.synchronize()
+        assert torch.allclose(z, pointwise(a * (i + 1), b), atol=1e-5, rtol=1e-5)
+        print(f"checksum pointwise {i} {z.double().sum().item():.4f}")
+
     model = Small().cuda()
     x = torch.randn(4096, 256, device="cuda")
     fn = torch.compile(model)
