@@ -146,6 +146,7 @@ def test_compile_record_of_a_real_jit_function(shim, tmp_path):
     assert rec["attrs"] == [[[0], [["tt.divisibility", 16]]]]
     assert rec["cubin_size"] == len(b"\x7fELF cubin bytes") and len(rec["cubin_sha256"]) == 64
     assert rec["fn"]["file"] == str(mod) and rec["fn"]["line"] == 5
+    assert rec["fn"]["package_root"] == str(tmp_path) and SHIM_DIR not in rec["sys_path"]
     text = open(tmp_path / "triton" / "sources" / (rec["fn"]["module_sha256"] + ".py")).read()
     assert text == mod.read_text()
     json.dumps(rec)  # JSON-safe, target object included

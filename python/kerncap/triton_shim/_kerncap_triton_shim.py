@@ -12,7 +12,8 @@ What it records, in $KERNCAP_TRITON_OUT/records/<pid>.jsonl (format below, versi
 - "compile": every triton.compile (knobs.compilation.listener; user @triton.jit, autotuned
   and Inductor kernels alike, cache hits included): kernel name, cubin sha256 and size,
   function, source file, line, signature, declared constexprs, constant values, attributes,
-  compile options and metadata; the function's and its whole module's source text go to
+  compile options and metadata, sys.path and the module's package root (so the reproducer
+  can import what the kernel's module imports); the function's and its whole module's source text go to
   sources/<sha256>.py (Inductor's generated files live in temporary directories).
 - "autotune": the configuration @triton.autotune (or Inductor) chose, written just before the
   launch that uses it, with the benchmark timings and the compiled kernel's hash.
