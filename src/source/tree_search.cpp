@@ -1,0 +1,100 @@
+#include "source/tree_search.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+#include "source/compile_db.hpp"
+
+namespace kerncap::source {
+namespace {
+
+constexpr uint64_t kMaxFileBytes = 16ull << 20;  // generated tables and amalgamations beyond this are skipped
+constexpr size_t kMaxFiles = 200000;
+
+bool source_extension(const fs::path& p) {
+  static const std::array<std::string_view, 17> exts = {".cu",  ".cuh", ".h",   ".hpp", ".hh",  ".hxx",
+                                                        ".inl", ".cpp", ".cc",  ".cxx", ".c++", ".c",
+                                                        ".inc", ".ipp", ".tcc", ".cup", ".hip"};
+  std::string e = p.extension().string();
+  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return std::find(exts.begin(), exts.end(), e) != exts.end();
+}
+
+bool word_at(std::string_view text, size_t pos, size_t len) {
+  auto id = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  return (pos == 0 || !id(text[pos - 1])) && (pos + len >= text.size() || !id(text[pos + len]));
+}
+
+bool contains_word(std::string_view text, std::string_view word) {
+  for (size_t p = text.find(word); p != std::string_view::npos; p = text.find(word, p + 1))
+    if (word_at(text, p, word.size())) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<fs::path> list_source_files(const fs::path& root_in) {
+  std::vector<fs::path> out;
+  const fs::path root = canonical_or_self(root_in);
+  std::error_code ec;
+  fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    const std::string name = p.filename().string();
+    std::error_code e2;
+    if (it->is_directory(e2)) {
+      if (name.starts_with(".") || name == "__pycache__" || name == "node_modules" ||
+          fs::exists(p / "CMakeCache.txt", e2))
+        it.disable_recursion_pending();
+      continue;
+    }
+    if (!it->is_regular_file(e2) || !source_extension(p) || it->file_size(e2) > kMaxFileBytes) continue;
+    out.push_back(canonical_or_self(p));
+    if (out.size() >= kMaxFiles) break;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<Definition> kernels_in(const fs::path& file, const std::set<std::string>& markers, SourceCache& cache) {
+  const auto* toks = cache.tokens(file);
+  if (!toks) return {};
+  std::set<std::string> all = markers;
+  auto own = global_macros(*toks, markers);
+  all.insert(own.begin(), own.end());
+  return find_kernels(*toks, all);
+}
+
+TreeScan scan_tree(const fs::path& root, const std::string& name, SourceCache& cache) {
+  TreeScan scan;
+  scan.root = canonical_or_self(root);
+  const auto files = list_source_files(scan.root);
+  scan.files_listed = files.size();
+  // Macros that mean __global__ can live in any header: collect them first (cheap filter).
+  for (const auto& f : files) {
+    const std::string* text = cache.text(f);
+    if (!text || text->find("__global__") == std::string::npos || text->find("define") == std::string::npos) continue;
+    auto m = global_macros(*cache.tokens(f));
+    scan.markers.insert(m.begin(), m.end());
+  }
+  for (const auto& f : files) {
+    const std::string* text = cache.text(f);
+    if (!text) continue;
+    if (!scan.mentions_nvrtc && (text->find("nvrtc") != std::string::npos || text->find("cuModuleLoad") != std::string::npos))
+      scan.mentions_nvrtc = true;
+    if (!contains_word(*text, name)) continue;
+    ++scan.files_parsed;
+    for (auto& d : kernels_in(f, scan.markers, cache))
+      if (d.name == name) scan.named.push_back({f, std::move(d)});
+    for (const auto& t : *cache.tokens(f)) {
+      if (t.kind != TokKind::String) continue;
+      const std::string body = string_contents(t.text);
+      if (contains_word(body, name)) scan.strings.push_back({f, t.line, body.find("__global__") != std::string::npos});
+    }
+  }
+  return scan;
+}
+
+}  // namespace kerncap::source
