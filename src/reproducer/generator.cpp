@@ -1,0 +1,221 @@
+#include "reproducer/generator.hpp"
+
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "common/hex.hpp"
+#include "cubin/cubin.hpp"
+#include "profile/names.hpp"
+#include "reproducer/render.hpp"
+#include "reproducer/templates_embedded.hpp"
+#include "source/args.hpp"
+#include "source/messages.hpp"
+
+namespace kerncap::reproducer {
+namespace {
+
+namespace tpl = templates;
+
+void write_text(const fs::path& p, const std::string& text) {
+  const fs::path tmp = p.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) input_error(fmt::format("cannot write {}: check free space and permissions", tmp.string()));
+  }
+  fs::rename(tmp, p);
+}
+
+std::string dims(const std::array<uint32_t, 3>& d) { return fmt::format("({}, {}, {})", d[0], d[1], d[2]); }
+
+std::string recompile_rules(const Generated& g, const source::Result& f) {
+  if (!g.recompile_available) {
+    std::string text = "kerncap: recompile is not available: " + g.unavailable_reason;
+    if (!f.detail.empty()) text += "\n" + f.detail;
+    text += "\n(see README.md)";
+    return render(tpl::k_recompile_unavailable_mk,
+                  {{"STATUS", std::string(source::to_string(f.status))}, {"ECHOES", make_echo_lines(text)}});
+  }
+  const CompileSpec& s = *g.spec;
+  return render(tpl::k_recompile_mk, {{"COMPILE_DB", f.compile_db.string()},
+                                      {"ARCH", s.arch},
+                                      {"COMPILER", make_word(s.compiler, true)},
+                                      {"FLAGS", make_words(s.flags, true)},
+                                      {"DEFINES", make_words(s.defines, true)}});
+}
+
+std::string cuda_bin(const Generated& g) {
+  if (g.spec && fs::path(g.spec->compiler).is_absolute()) return fs::path(g.spec->compiler).parent_path().string();
+  return "/usr/local/cuda/bin";
+}
+
+std::string source_section(const Generated& g, const source::Result& f) {
+  std::string s = fmt::format("Finder verdict: **{}** — {}\n", source::to_string(f.status), f.summary);
+  if (!f.detail.empty()) s += "\n```\n" + f.detail + "\n```\n";
+  if (f.source_found()) {
+    s += fmt::format("\n- definition: `{}:{}` (edit the copy: `{}`, line {})\n", f.definition.string(), f.line,
+                     g.mirror->edit_file, g.mirror->edit_line);
+    s += fmt::format("- translation unit: `{}` → `kernel_variant.cu`\n", f.tu.string());
+    if (f.command) s += fmt::format("- compile command from `{}`\n", f.compile_db.string());
+    if (g.spec) s += fmt::format("- recompiled for `{}` with: `{}`\n", g.arch, fmt::join(g.spec->argv(), " "));
+  }
+  if (!f.how.empty()) {
+    s += "\nHow it was found:\n";
+    for (const auto& h : f.how) s += "- " + h + "\n";
+  }
+  std::vector<std::string> notes = f.notes;
+  notes.insert(notes.end(), g.notes.begin(), g.notes.end());
+  if (!notes.empty()) {
+    s += "\nNotes:\n";
+    for (const auto& n : notes) s += "- " + n + "\n";
+  }
+  if (g.mirror && g.mirror->kept_existing)
+    s += "\nThe existing `kernel_variant.cu` and `src/` were kept (your edits); delete them and extract again "
+         "with `--force` to regenerate.\n";
+  return s;
+}
+
+std::string readme(const Generated& g, const source::Result& f, const format::Manifest& m, const fs::path& kerncap) {
+  std::string files;
+  if (g.mirror) {
+    files += fmt::format("\n- `kernel_variant.cu` the translation unit (copy of `{}`)", f.tu.string());
+    if (g.mirror->files.size() > 1)
+      files += fmt::format("\n- `src/` {} mirrored local include(s) of the unit", g.mirror->files.size() - 1);
+  }
+  if (g.recompile_available) files += "\n- `optimized.cubin` the variant, after `make recompile`";
+  std::string cluster;
+  if (m.cluster[0]) cluster = fmt::format(", cluster {}", dims(m.cluster));
+  const std::string edit_where =
+      g.mirror ? fmt::format("`{}` (the kernel is at line {})", g.mirror->edit_file, g.mirror->edit_line)
+               : "the kernel (no source was found: see Source)";
+  return render(tpl::k_README_md,
+                {{"KERNEL_SHORT", profile::shorten(m.demangled_name, 80)},
+                 {"KERNEL", m.demangled_name},
+                 {"VERSION", KERNCAP_VERSION},
+                 {"COMMAND", m.command.empty() ? "(unknown)" : m.command},
+                 {"MANGLED", m.mangled_name},
+                 {"LAUNCH_INDEX", std::to_string(m.launch_index)},
+                 {"DISPATCH", std::to_string(m.dispatch)},
+                 {"LAUNCH_API", m.launch_api},
+                 {"GRID", dims(m.grid)},
+                 {"BLOCK", dims(m.block)},
+                 {"SHARED", std::to_string(m.shared_mem_bytes)},
+                 {"CLUSTER", cluster},
+                 {"DEVICE", m.device_name},
+                 {"CC", fmt::format("{}{}", m.cc_major, m.cc_minor)},
+                 {"REGIONS", std::to_string(m.regions.size())},
+                 {"BEFORE", human_bytes(m.before_bytes)},
+                 {"AFTER", human_bytes(m.after_bytes)},
+                 {"IMAGE", m.image_file},
+                 {"IMAGE_KIND", m.image_kind},
+                 {"SOURCE", source_section(g, f)},
+                 {"EDIT_WHERE", edit_where},
+                 {"KERNCAP", kerncap.string()},
+                 {"FILES", files}});
+}
+
+std::string makefile(const Generated& g, const source::Result& f, const format::Manifest& m, const fs::path& kerncap) {
+  std::string hint = g.mirror ? fmt::format("Edit {} (line {}), then: make recompile validate-variant run-variant",
+                                            g.mirror->edit_file, g.mirror->edit_line)
+                              : "No source to edit (see README.md); run, validate, ncu, sanitize and sass work.";
+  return render(tpl::k_Makefile, {{"KERNEL", m.demangled_name},
+                                  {"VERSION", KERNCAP_VERSION},
+                                  {"KERNCAP", make_word(kerncap.string(), true)},
+                                  {"CUDA_BIN", make_word(cuda_bin(g), true)},
+                                  {"MANGLED", make_word(m.mangled_name, true)},
+                                  {"IMAGE", make_word(m.image_file, true)},
+                                  {"TITLE", make_word("kerncap reproducer for " + profile::shorten(m.demangled_name, 60), false)},
+                                  {"EDIT_HINT", make_word(hint, false)},
+                                  {"RECOMPILE", recompile_rules(g, f)}});
+}
+
+nlohmann::json compile_json(const Generated& g, const source::Result& f, const format::Manifest& m) {
+  nlohmann::json j = {{"format", kCompileJsonFormat}, {"format_version", kCompileJsonVersion}};
+  j["kernel"] = {{"mangled", m.mangled_name}, {"demangled", m.demangled_name}};
+  j["source"] = {{"status", std::string(source::to_string(f.status))},
+                 {"summary", f.summary},
+                 {"detail", f.detail},
+                 {"classification", std::string(profile::to_string(f.classification.kind))},
+                 {"tree", f.tree.string()},
+                 {"definition", f.definition.string()},
+                 {"line", f.line},
+                 {"translation_unit", f.tu.string()},
+                 {"compile_commands", f.compile_db.string()},
+                 {"how", f.how},
+                 {"notes", f.notes}};
+  j["edit"] = g.mirror ? nlohmann::json{{"file", g.mirror->edit_file}, {"line", g.mirror->edit_line}} : nlohmann::json();
+  if (f.command)
+    j["original"] = {{"directory", f.command->directory.string()},
+                     {"file", f.command->file.string()},
+                     {"arguments", f.command->argv},
+                     {"output", f.command->output ? f.command->output->string() : ""}};
+  else
+    j["original"] = nullptr;
+  nlohmann::json rc = {{"available", g.recompile_available}, {"arch", g.arch}};
+  if (g.spec) {
+    rc["directory"] = ".";
+    rc["arguments"] = g.spec->argv();
+    rc["defines"] = g.spec->defines;
+    rc["removed"] = g.spec->removed;
+    rc["notes"] = g.spec->notes;
+  } else {
+    rc["reason"] = g.unavailable_reason;
+  }
+  j["recompile"] = rc;
+  nlohmann::json mirror = nlohmann::json::array();
+  if (g.mirror)
+    for (const auto& mf : g.mirror->files)
+      mirror.push_back({{"original", mf.original.string()}, {"copy", mf.copy}, {"rewritten_includes", mf.rewritten_includes}});
+  j["mirror"] = mirror;
+  return j;
+}
+
+}  // namespace
+
+std::string variant_arch(const format::Capture& c) {
+  const auto& m = c.manifest;
+  std::string arch = fmt::format("sm_{}{}", m.cc_major, m.cc_minor);
+  try {
+    const auto bytes = format::read_file(c.path(m.image_file));
+    const cubin::Image img = cubin::parse_image(bytes, m.cc_major * 10 + m.cc_minor);
+    if (img.arch_specific && img.sm == m.cc_major * 10 + m.cc_minor) arch += "a";
+  } catch (const Error&) {
+    // An image kerncap cannot read still replays; the plain SM is the safe choice.
+  }
+  return arch;
+}
+
+Generated generate_reproducer(const GenerateRequest& q) {
+  const format::Capture capture = format::open_capture(q.out / format::kCaptureDirName);
+  const format::Manifest& m = capture.manifest;
+  const source::Result& f = q.found;
+  Generated g;
+  g.arch = variant_arch(capture);
+  if (f.source_found()) {
+    g.mirror = write_mirror(f, q.out);
+    if (g.mirror->kept_existing)
+      g.notes.push_back("kept the existing kernel_variant.cu and src/ (your edits); delete them to regenerate");
+  }
+  if (f.status == source::Status::Found) {
+    try {
+      g.spec = rewrite_command(*f.command, {f.tree, kMirrorDir, g.arch, q.defines, kVariantSource, kVariantCubin});
+      g.recompile_available = true;
+      g.notes.insert(g.notes.end(), g.spec->notes.begin(), g.spec->notes.end());
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Usage) throw;
+      g.unavailable_reason = e.what();
+    }
+  } else {
+    g.unavailable_reason = f.summary;
+  }
+  for (const auto& d : q.defines) (void)define_flag(d);  // a bad -D is an error even without source
+  write_text(q.out / "Makefile", makefile(g, f, m, q.kerncap));
+  write_text(q.out / "README.md", readme(g, f, m, q.kerncap));
+  format::write_json_atomic(q.out / "compile.json", compile_json(g, f, m));
+  return g;
+}
+
+}  // namespace kerncap::reproducer
