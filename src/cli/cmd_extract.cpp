@@ -14,6 +14,7 @@
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "format/capture_dir.hpp"
+#include "reproducer/extract_step.hpp"
 
 namespace kerncap::cli {
 namespace fs = std::filesystem;
@@ -32,7 +33,28 @@ struct ExtractArgs {
   int verbose = 1;
   bool quiet = false;
   bool json = false;
+  // Source finder and reproducer (issue 4).
+  std::string source_dir;
+  std::string compile_commands;
+  std::vector<std::string> defines;
+  std::string language = "auto";
 };
+
+reproducer::SourceOptions source_options(const ExtractArgs& a) {
+  reproducer::SourceOptions o;
+  if (!a.source_dir.empty()) o.source_dir = fs::absolute(a.source_dir);
+  if (!a.compile_commands.empty()) o.compile_commands = fs::absolute(a.compile_commands);
+  o.defines = a.defines;
+  o.language = reproducer::language_from_string(a.language);
+  return o;
+}
+
+// The binary the reproducer's Makefile calls: this one.
+fs::path self_path() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path("kerncap") : p;
+}
 
 std::vector<nlohmann::json> read_events(const fs::path& dir) {
   std::vector<nlohmann::json> events;
@@ -160,6 +182,8 @@ void run_extract(const ExtractArgs& a, int& exit_code) {
     usage_error(fmt::format("CUDA_INJECTION64_PATH is already set ({}): another CUDA tool (nsys, ncu...) is "
                             "attached; kerncap cannot run beside it",
                             other));
+  const reproducer::SourceOptions src = source_options(a);
+  reproducer::check_source_options(src);  // before the application runs
   fs::path out = fs::absolute(a.output);
   prepare_output(a, out);
   fs::path lib = find_injection_library();
@@ -185,6 +209,7 @@ void run_extract(const ExtractArgs& a, int& exit_code) {
   const auto& m = c.manifest;
   write_triton_reproducer(out, a.quiet || a.json);
   bool stopped = std::any_of(events.begin(), events.end(), [](auto& e) { return e.value("event", "") == "stopping"; });
+  const reproducer::Outcome repro = reproducer::make_reproducer(out, src, self_path());
   if (a.json) {
     nlohmann::json j = {{"output", out.string()},
                         {"capture", cap.string()},
@@ -196,6 +221,7 @@ void run_extract(const ExtractArgs& a, int& exit_code) {
                         {"after_bytes", m.after_bytes},
                         {"capture_seconds", m.capture_seconds},
                         {"application", stopped ? "stopped after capture" : app.describe()}};
+    j.update(reproducer::to_json(repro, out));
     std::cout << j.dump(2) << std::endl;
   } else {
     std::cout << fmt::format("captured {}\n  launch #{} (dispatch {}) grid {}x{}x{} block {}x{}x{} shared {} B\n"
@@ -205,6 +231,7 @@ void run_extract(const ExtractArgs& a, int& exit_code) {
                              human_bytes(m.after_bytes), m.after.size(), m.capture_seconds, cap.string());
     if (stopped) std::cout << "  the application was stopped after the capture (--continue lets it finish)\n";
     else std::cout << "  the application " << app.describe() << "\n";
+    for (const auto& line : reproducer::describe(repro, out)) std::cout << line << "\n";
   }
   if (!stopped && !(app.exited && app.code == 0))
     std::fprintf(stderr, "kerncap: warning: the application %s after the capture\n", app.describe().c_str());
@@ -220,6 +247,9 @@ void add_extract(CLI::App& app, int& exit_code) {
       "The application runs with libkerncap.so injected (CUDA_INJECTION64_PATH). At the chosen launch kerncap\n"
       "synchronises, saves every tracked allocation and the kernel's module globals (BEFORE), lets the launch run,\n"
       "and saves the bytes it changed (AFTER), the parameters and the code image into OUT/capture.\n"
+      "Then it looks for the kernel's source (--source-dir, --compile-commands) and writes a reproducer\n"
+      "into OUT: Makefile (run, validate, recompile, run-variant, validate-variant, ncu, sanitize, sass),\n"
+      "README.md, compile.json and, when the source is found, kernel_variant.cu with src/.\n"
       "Example: kerncap extract vectorAdd --cmd \"./app --n 1000000\" -o iso/vadd");
   cmd->add_option("kernel", args->kernel, "Substring of the kernel's demangled (or mangled) name")->required();
   cmd->add_option("--cmd", args->cmd, "The application as one shell command line");
@@ -231,6 +261,15 @@ void add_extract(CLI::App& app, int& exit_code) {
   cmd->add_flag("-v,--verbose", [args](int64_t n) { args->verbose = 1 + static_cast<int>(n); }, "More output (repeatable)");
   cmd->add_flag("-q,--quiet", args->quiet, "Only errors");
   cmd->add_flag("--json", args->json, "Print the result as JSON on stdout");
+  cmd->add_option("--source-dir", args->source_dir,
+                  "Source tree the application was built from: find the kernel's definition for the reproducer");
+  cmd->add_option("--compile-commands", args->compile_commands,
+                  "compile_commands.json of that build (else one is looked for next to --source-dir)");
+  cmd->add_option("-D,--define", args->defines, "Macro for the reproducer's recompile, NAME or NAME=VALUE (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--language", args->language, "Kernel language: auto, cuda (C++ source finder) or triton")
+      ->check(CLI::IsMember({"auto", "cuda", "triton"}))
+      ->default_val("auto");
   cmd->add_option("app", args->argv, "The application and its arguments (after --)");
   cmd->callback([args, &exit_code] { run_extract(*args, exit_code); });
 }

@@ -22,7 +22,7 @@ struct ReplayArgs {
 void run_replay(const ReplayCommon& c, const ReplayArgs& a, int& exit_code) {
   if (a.iterations < 1) usage_error("--iterations must be at least 1");
   if (a.warmup < 0) usage_error("--warmup must be >= 0");
-  replay::Session s(c.options());
+  replay::Session s(with_fresh_variant(c, "replaying").options());
   auto rs = s.restore();
   for (int i = 0; i < a.warmup; ++i) s.launch();
   std::vector<float> ms;

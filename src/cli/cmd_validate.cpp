@@ -21,7 +21,7 @@ struct ValidateArgs {
 void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) {
   auto dtype = compare::dtype_from_string(a.dtype);
   if (!dtype) usage_error(fmt::format("--dtype {}: unknown type (bytes, fp32, fp16, bf16, fp64, i32...)", a.dtype));
-  replay::Session s(c.options());
+  replay::Session s(with_fresh_variant(c, "validating").options());
   auto rs = s.restore();
   s.launch();
   replay::Verdict v = replay::compare_with_after(s, *dtype, {a.atol, a.rtol, true});

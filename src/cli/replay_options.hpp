@@ -17,10 +17,15 @@ struct ReplayCommon {
   int collide = -1;
   bool json = false;
   bool quiet = false;
+  bool baseline = false;  // the captured image even when the reproducer has a fresh variant
   replay::Options options() const;
 };
 
 void add_replay_common(CLI::App* cmd, const std::shared_ptr<ReplayCommon>& c);
+// Without --cubin/--baseline: the reproducer's variant (optimized.cubin, or a Triton
+// candidate.cubin) when it is newer than its sources; says so on stderr ("validating the
+// variant OUT/optimized.cubin ..."). `verb`: "validating" or "replaying".
+ReplayCommon with_fresh_variant(const ReplayCommon& c, const char* verb);
 // "placement: 3 blocks at their addresses, 0 relocated; 12 pointer words rewritten"
 std::string placement_line(const replay::Session& s, uint64_t rewritten);
 
