@@ -72,6 +72,9 @@ std::string source_section(const Generated& g, const source::Result& f) {
     s += "\nNotes:\n";
     for (const auto& n : notes) s += "- " + n + "\n";
   }
+  if (f.status == source::Status::Triton)
+    s += "\nFor Triton kernels, edit `kernel_variant.py` and run `python3 reproducer.py` when kerncap wrote them "
+         "(docs/triton.md); `kerncap validate .` then uses its `candidate.cubin`.\n";
   if (g.mirror && g.mirror->kept_existing)
     s += "\nThe existing `kernel_variant.cu` and `src/` were kept (your edits); delete them and extract again "
          "with `--force` to regenerate.\n";

@@ -48,7 +48,7 @@ bool same_geometry(const fs::path& out, std::string& why) {
 }
 
 VariantChoice check(const fs::path& out, const char* cubin_name, const char* unit_name,
-                    const std::vector<fs::path>& sources) {
+                    const std::vector<fs::path>& sources, const char* sources_desc) {
   std::error_code ec;
   const fs::path cubin = out / cubin_name;
   if (!fs::is_regular_file(out / unit_name, ec))
@@ -61,7 +61,7 @@ VariantChoice check(const fs::path& out, const char* cubin_name, const char* uni
     return {std::nullopt, fmt::format("{} is older than {}: using the captured image (rebuild the variant first)",
                                       cubin.string(), n->lexically_relative(out).string())};
   return {cubin, fmt::format("the variant {} (newer than {}; --baseline for the captured image)", cubin.string(),
-                             unit_name)};
+                             sources_desc)};
 }
 
 }  // namespace
@@ -72,9 +72,10 @@ VariantChoice fresh_variant(const fs::path& dir_in) {
   if (fs::exists(out / format::kManifestName, ec)) out = out.parent_path();
   if (out.empty()) out = ".";
   if (fs::is_regular_file(out / kVariantCubin, ec))
-    return check(out, kVariantCubin, kVariantSource, {out / kVariantSource, out / kMirrorDir});
+    return check(out, kVariantCubin, kVariantSource, {out / kVariantSource, out / kMirrorDir},
+                 "kernel_variant.cu and src/");
   if (fs::is_regular_file(out / "candidate.cubin", ec)) {
-    VariantChoice v = check(out, "candidate.cubin", "kernel_variant.py", {out / "kernel_variant.py"});
+    VariantChoice v = check(out, "candidate.cubin", "kernel_variant.py", {out / "kernel_variant.py"}, "kernel_variant.py");
     std::string why;
     if (v.cubin && !same_geometry(out, why)) return {std::nullopt, why};
     return v;

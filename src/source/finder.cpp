@@ -105,7 +105,10 @@ Result find_source(const Request& q) {
   }
   if (q.source_dir) r.tree = canonical_or_self(*q.source_dir);
   else if (db) r.tree = common_root(*db);
-  else {
+  else if (r.classification.kind == profile::Kind::Triton) {
+    classify_triton(r, false);
+    return r;
+  } else {
     classify_no_source_dir(r);
     return r;
   }

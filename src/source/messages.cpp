@@ -15,11 +15,12 @@ void classify_triton(Result& r, bool forced) {
                      : fmt::format("'{}' looks like a Triton kernel (a plain name, no C++ definition found)",
                                    r.name.base);
   r.detail =
-      "Triton kernels are compiled at run time from Python: their source is recorded by kerncap's Triton path,\n"
-      "not found in a C++ tree. Extract with --language triton from a process that imports kerncap's Triton\n"
-      "shim (see docs/reproducer.md, \"Triton\"). Replay, validate, ncu and sass work on the captured cubin now.";
+      "Triton kernels are compiled at run time from Python: kerncap's Triton path records their source while\n"
+      "the application runs (extract sets up its shim for Python applications) and writes kernel_variant.py\n"
+      "and reproducer.py into the output directory (docs/triton.md). The C++ Makefile targets run, validate,\n"
+      "ncu, sanitize and sass work on the captured cubin.";
   if (!forced)
-    r.detail += "\nIf it is an extern \"C\" CUDA kernel instead, check --source-dir (the definition was not found).";
+    r.detail += "\nIf it is an extern \"C\" CUDA kernel instead, give --source-dir (and --language cuda).";
 }
 
 void classify_library(Result& r) {

@@ -128,7 +128,10 @@ TEST_F(Finder, LibraryTritonAndNoSourceDir) {
   q.mangled = "triton_poi_fused_add_0";
   const Result t = find_source(q);
   EXPECT_EQ(t.status, Status::Triton);
-  EXPECT_NE(t.detail.find("--language triton"), std::string::npos);
+  EXPECT_NE(t.detail.find("kernel_variant.py"), std::string::npos);
+  Request no_dir;
+  no_dir.mangled = "triton_poi_fused_add_0";
+  EXPECT_EQ(find_source(no_dir).status, Status::Triton);
   q.language = Language::Triton;
   q.mangled = "_Z5alphaPi";
   EXPECT_EQ(find_source(q).status, Status::Triton);
