@@ -44,7 +44,12 @@ Outcome make_reproducer(const fs::path& out, const SourceOptions& o, const fs::p
   }
   Outcome r;
   r.found = source::find_source(q);
-  r.generated = generate_reproducer({out, r.found, o.defines, kerncap});
+  try {
+    r.generated = generate_reproducer({out, r.found, o.defines, kerncap});
+  } catch (const Error& e) {
+    fail(e.kind(), fmt::format("the capture in {} is complete, but writing the reproducer next to it failed: {}",
+                               (out / format::kCaptureDirName).string(), e.what()));
+  }
   return r;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -41,6 +42,11 @@ SearchPaths guessed_paths(const fs::path& tree) {
   return sp;
 }
 
+bool includes_hip(const IncludeClosure& c) {
+  return std::any_of(c.edges.begin(), c.edges.end(),
+                     [](const IncludeEdge& e) { return e.directive.spelled.starts_with("hip/"); });
+}
+
 class Chooser {
  public:
   Chooser(const Request& q, const TreeScan& scan, const CompileDb* db, SourceCache& cache, Result& r)
@@ -62,6 +68,12 @@ class Chooser {
   }
 
  private:
+  // The tree's files, listed once (only needed without a compile command).
+  const std::vector<fs::path>& tree_files() {
+    if (!tree_files_) tree_files_ = list_source_files(r_.tree);
+    return *tree_files_;
+  }
+
   const IncludeClosure& closure(const fs::path& tu, const SearchPaths& sp) {
     auto key = tu.string();
     for (const auto& d : sp.angle) key += "\n" + d.string();
@@ -94,7 +106,7 @@ class Chooser {
     SearchPaths sp = guessed_paths(r_.tree);
     if (!header_like(d->file)) {
       bool included = false;
-      for (const auto& f : list_source_files(r_.tree)) {
+      for (const auto& f : tree_files()) {
         if (!cuda_extension(f) || f == d->file) continue;
         const IncludeClosure& c = closure(f, sp);
         if (c.contains(d->file)) {
@@ -105,7 +117,7 @@ class Chooser {
       if (!included) out.push_back({d, d->file, nullptr, &closure(d->file, sp), sp});
       return out;
     }
-    for (const auto& f : list_source_files(r_.tree)) {
+    for (const auto& f : tree_files()) {
       if (!cuda_extension(f)) continue;
       const IncludeClosure& c = closure(f, sp);
       if (c.contains(d->file)) out.push_back({d, f, nullptr, &c, sp});
@@ -153,16 +165,20 @@ class Chooser {
            fmt::format("object file symbols: only the kept unit's object holds {} ({} object file(s) read)",
                        r_.name.mangled, checked));
     if (pairs.size() == 1) return;
-    // 2. The captured image holds every kernel of the unit that compiled it.
+    // 2. HIP ports of the same code (HeCBench's foo-cuda/ beside foo-hip/) are not CUDA units.
+    filter(pairs, [](const Pair& p) { return !includes_hip(*p.closure); },
+           "dropped HIP translation units (they include hip/ headers)");
+    if (pairs.size() == 1) return;
+    // 3. The captured image holds every kernel of the unit that compiled it.
     if (!q_.image_kernels.empty()) narrow_by_image(pairs);
     if (pairs.size() == 1) return;
-    // 3. nvcc tags anonymous namespaces with the compiled file's name.
+    // 4. nvcc tags anonymous namespaces with the compiled file's name.
     if (!r_.name.anon_file_hint.empty())
       filter(pairs,
              [&](const Pair& p) { return file_hint_of(p.tu.filename().string()) == r_.name.anon_file_hint; },
              fmt::format("the mangled name's anonymous-namespace tag names the file '{}'", r_.name.anon_file_hint));
     if (pairs.size() == 1) return;
-    // 4. A compile command beats none; a .cu unit beats other kinds.
+    // 5. A compile command beats none; a .cu unit beats other kinds.
     filter(pairs, [](const Pair& p) { return p.cmd != nullptr; }, "only the kept unit has a compile command");
     filter(pairs, [](const Pair& p) { return cuda_extension(p.tu); }, "preferred the .cu translation unit");
   }
@@ -223,6 +239,7 @@ class Chooser {
   SourceCache& cache_;
   Result& r_;
   std::map<std::string, IncludeClosure> closures_;
+  std::optional<std::vector<fs::path>> tree_files_;
 };
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <fstream>
+#include <iterator>
 
 #include "source/compile_db.hpp"
 
@@ -30,6 +32,14 @@ bool contains_word(std::string_view text, std::string_view word) {
   for (size_t p = text.find(word); p != std::string_view::npos; p = text.find(word, p + 1))
     if (word_at(text, p, word.size())) return true;
   return false;
+}
+
+// The whole file, without keeping it: most files of a tree never mention the kernel.
+bool read_whole(const fs::path& p, std::string& out) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return false;
+  out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return true;
 }
 
 }  // namespace
@@ -72,19 +82,21 @@ TreeScan scan_tree(const fs::path& root, const std::string& name, SourceCache& c
   scan.root = canonical_or_self(root);
   const auto files = list_source_files(scan.root);
   scan.files_listed = files.size();
-  // Macros that mean __global__ can live in any header: collect them first (cheap filter).
+  // One read per file; only files that matter are lexed and kept in the cache. Macros that
+  // mean __global__ can live in any header: they are collected before definitions are parsed.
+  std::vector<fs::path> mention;
+  std::string text;
   for (const auto& f : files) {
-    const std::string* text = cache.text(f);
-    if (!text || text->find("__global__") == std::string::npos || text->find("define") == std::string::npos) continue;
-    auto m = global_macros(*cache.tokens(f));
-    scan.markers.insert(m.begin(), m.end());
-  }
-  for (const auto& f : files) {
-    const std::string* text = cache.text(f);
-    if (!text) continue;
-    if (!scan.mentions_nvrtc && (text->find("nvrtc") != std::string::npos || text->find("cuModuleLoad") != std::string::npos))
+    if (!read_whole(f, text)) continue;
+    if (!scan.mentions_nvrtc && (text.find("nvrtc") != std::string::npos || text.find("cuModuleLoad") != std::string::npos))
       scan.mentions_nvrtc = true;
-    if (!contains_word(*text, name)) continue;
+    if (text.find("__global__") != std::string::npos && text.find("define") != std::string::npos) {
+      auto m = global_macros(lex(text));
+      scan.markers.insert(m.begin(), m.end());
+    }
+    if (contains_word(text, name)) mention.push_back(f);
+  }
+  for (const auto& f : mention) {
     ++scan.files_parsed;
     for (auto& d : kernels_in(f, scan.markers, cache))
       if (d.name == name) scan.named.push_back({f, std::move(d)});

@@ -83,7 +83,8 @@ TEST_F(Finder, NoCompileCommandStillFindsTheSource) {
   fs::remove(app_ / "build/compile_commands.json");
   const Result r = find("_Z4betaPi", false);
   EXPECT_EQ(r.status, Status::NoCompileCommand) << r.summary;
-  EXPECT_EQ(r.tu, app_ / "src/b.cu");
+  EXPECT_EQ(r.tu, app_ / "src/b.cu");  // not hip/b_hip.cu, its HIP port
+  EXPECT_NE(all_how(r).find("HIP"), std::string::npos) << all_how(r);
   EXPECT_NE(r.detail.find("compile_commands.json"), std::string::npos);
   EXPECT_NE(r.detail.find("bear"), std::string::npos);
 }
