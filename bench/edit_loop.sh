@@ -35,6 +35,9 @@ cleanup() { [ "${KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
 trap cleanup EXIT
 cp -r "$ROOT/examples/multifile" "$WORK/tree"
 mkdir -p "$WORK/obj"
+# The database names the checkout and build directory it was made in; this run may be elsewhere.
+python3 "$ROOT/tests/gpu/relocate_compile_db.py" "$DB" "$ROOT" "$BUILD" "$WORK/build_db.json" || exit 1
+DB=$WORK/build_db.json
 
 # From the build's database: compile commands for the scratch copy (sources and objects
 # moved), a database for `kerncap extract`, and build scripts: all units, or only those

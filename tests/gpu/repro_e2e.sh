@@ -56,6 +56,9 @@ cleanup() { [ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
 trap cleanup EXIT
 ROWS=$WORK/rows.tsv
 : >"$ROWS"
+# The database names the checkout and build directory it was made in; this run may be elsewhere.
+python3 "$HERE/relocate_compile_db.py" "$DB" "$ROOT" "$BUILD" "$WORK/compile_commands.json" || exit 1
+DB=$WORK/compile_commands.json
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
