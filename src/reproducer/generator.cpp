@@ -176,6 +176,25 @@ nlohmann::json compile_json(const Generated& g, const source::Result& f, const f
   return j;
 }
 
+// A kernel_variant.cu left by an extract of another kernel (`--force` into the same OUT) is
+// moved aside with its mirror and cubin, so the new kernel's files are written and nothing
+// the user edited is lost. Returns a note, or "" when nothing was moved.
+std::string set_aside_other_kernel(const fs::path& out, const std::string& mangled) {
+  if (!fs::exists(out / kVariantSource)) return "";
+  try {
+    std::ifstream in(out / "compile.json");
+    if (nlohmann::json::parse(in).at("kernel").at("mangled").get<std::string>() == mangled) return "";
+  } catch (const std::exception&) {
+    // No readable compile.json: the files cannot be tied to this kernel; set them aside too.
+  }
+  for (const char* name : {kVariantSource, kMirrorDir, kVariantCubin}) {
+    if (!fs::exists(out / name)) continue;
+    fs::remove_all(out / (std::string(name) + ".prev"));
+    fs::rename(out / name, out / (std::string(name) + ".prev"));
+  }
+  return "moved the previous kernel's kernel_variant.cu, src/ and optimized.cubin aside (*.prev)";
+}
+
 }  // namespace
 
 std::string variant_arch(const format::Capture& c) {
@@ -197,6 +216,7 @@ Generated generate_reproducer(const GenerateRequest& q) {
   const source::Result& f = q.found;
   Generated g;
   g.arch = variant_arch(capture);
+  if (auto moved = set_aside_other_kernel(q.out, m.mangled_name); !moved.empty()) g.notes.push_back(moved);
   if (f.source_found()) {
     g.mirror = write_mirror(f, q.out);
     if (g.mirror->kept_existing)

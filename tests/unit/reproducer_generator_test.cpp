@@ -87,6 +87,19 @@ TEST_F(Generator, KeepsUserEditsWhenRegenerated) {
   EXPECT_NE(testing::slurp(out_ / "README.md").find("were kept"), std::string::npos);
 }
 
+TEST_F(Generator, AnotherKernelsFilesAreSetAside) {
+  generate(find("_Z5alphaPi"));
+  testing::spit(out_ / "kernel_variant.cu", "// edits for alpha\n");
+  testing::write_fake_capture(out_, "_Z4betaPi", "beta(int*)");  // extract --force of another kernel
+  const Generated g = generate(find("_Z4betaPi"));
+  EXPECT_EQ(testing::slurp(out_ / "kernel_variant.cu.prev"), "// edits for alpha\n");
+  EXPECT_TRUE(fs::exists(out_ / "src.prev"));
+  EXPECT_NE(testing::slurp(out_ / "kernel_variant.cu").find("beta"), std::string::npos);
+  EXPECT_FALSE(g.mirror->kept_existing);
+  ASSERT_FALSE(g.notes.empty());
+  EXPECT_NE(g.notes[0].find(".prev"), std::string::npos);
+}
+
 TEST_F(Generator, WithoutSourceRecompileExplainsItself) {
   source::Request q;
   q.mangled = "_Z5alphaPi";  // no --source-dir
