@@ -24,6 +24,9 @@ using format::MemKind;
 
 namespace {
 std::atomic<int> g_ignore_depth{0};
+// The image the driver handed over most recently on this thread (module-load callbacks fire
+// inside cuModuleLoadData*, whose exit then gives the CUmodule).
+thread_local uint64_t t_last_image = 0;
 }  // namespace
 
 int ignore_depth() { return g_ignore_depth.load(); }
@@ -98,6 +101,9 @@ Capturer::Capturer(Config config)
 std::vector<CUpti_CallbackId> Capturer::driver_callback_ids() {
   std::vector<CUpti_CallbackId> ids = Tracker::callback_ids();
   for (auto id : launch_callback_ids()) ids.push_back(id);
+  ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData);
+  ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx);
+  ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz);
   return ids;
@@ -111,7 +117,7 @@ void Capturer::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
       ToolScope scope;
       const auto* rd = static_cast<const CUpti_ResourceData*>(data);
       const auto* mod = static_cast<const CUpti_ModuleResourceData*>(rd->resourceDescriptor);
-      if (mod) images_.on_module_loaded(mod->pCubin, mod->cubinSize);
+      if (mod) t_last_image = images_.on_module_loaded(mod->pCubin, mod->cubinSize);
     }
     return;
   }
@@ -119,6 +125,15 @@ void Capturer::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
   ToolScope scope;
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData || cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx ||
+      cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary) {
+    const auto* rv = static_cast<const CUresult*>(cb->functionReturnValue);
+    // All three parameter structs start with `CUmodule* module`.
+    const auto* p = static_cast<const cuModuleLoadData_params*>(cb->functionParams);
+    if (cb->callbackSite == CUPTI_API_ENTER) t_last_image = 0;
+    else if (rv && *rv == CUDA_SUCCESS && p->module) images_.bind_module(*p->module, t_last_image);
+    return;
+  }
   if (tracker_.on_driver_api(cbid, cb)) return;
   if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) {
     std::lock_guard lk(mu_);
@@ -242,7 +257,7 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
   describe_attributes(args, fn.function, &m);
 
   // Code image.
-  const KeptImage* image = images_.find(mangled, module_function_names(fn.module));
+  const KeptImage* image = images_.find(mangled, module_function_names(fn.module), fn.module);
   log::debug("image {}", image ? fmt::format("{:#x}", image->hash) : std::string("none"));
   if (!image)
     device_error("the code image holding this kernel was not seen at module load (was the module loaded "

@@ -17,8 +17,8 @@ namespace {
 constexpr uint64_t kUnknownBudget = 512ull << 20;
 }  // namespace
 
-void ImageStore::on_module_loaded(const void* data, size_t size) {
-  if (!data || size == 0) return;
+uint64_t ImageStore::on_module_loaded(const void* data, size_t size) {
+  if (!data || size == 0) return 0;
   std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data), size);
   const uint64_t hash = XXH3_64bits(bytes.data(), bytes.size());
   std::lock_guard lk(mu_);
@@ -26,7 +26,7 @@ void ImageStore::on_module_loaded(const void* data, size_t size) {
   for (auto& img : images_)
     if (img.hash == hash) {
       img.sequence = loaded_;
-      return;
+      return hash;
     }
   if (!dump_dir_.empty()) {
     std::filesystem::create_directories(dump_dir_);
@@ -43,22 +43,40 @@ void ImageStore::on_module_loaded(const void* data, size_t size) {
   if (readable) {
     bool relevant = std::any_of(kernels.begin(), kernels.end(),
                                 [&](const std::string& k) { return matcher_.matches(k, demangle(k)); });
-    if (!relevant) return;
+    if (!relevant) return hash;
   } else {
     if (unknown_bytes_ + size > kUnknownBudget) {
       log::warn("cannot list the kernels of a {} code image and the budget for such images is spent; "
                 "it is not kept",
                 human_bytes(size));
-      return;
+      return hash;
     }
     unknown_bytes_ += size;
   }
   log::debug("keeping code image {:#x} ({}, {} kernels)", hash, human_bytes(size), kernels.size());
   images_.push_back(KeptImage{hash, std::vector<uint8_t>(bytes.begin(), bytes.end()), std::move(kernels), loaded_});
+  return hash;
 }
 
-const KeptImage* ImageStore::find(const std::string& mangled, const std::vector<std::string>& module_functions) const {
+void ImageStore::bind_module(const void* module, uint64_t hash) {
+  if (!module || !hash) return;
   std::lock_guard lk(mu_);
+  for (auto& [m, h] : modules_)
+    if (m == module) {
+      h = hash;  // a handle reused after an unload
+      return;
+    }
+  modules_.emplace_back(module, hash);
+}
+
+const KeptImage* ImageStore::find(const std::string& mangled, const std::vector<std::string>& module_functions,
+                                  const void* module) const {
+  std::lock_guard lk(mu_);
+  if (module)
+    for (const auto& [m, h] : modules_)
+      if (m == module)
+        for (const auto& img : images_)
+          if (img.hash == h) return &img;
   std::vector<const KeptImage*> known, unknown;
   for (const auto& img : images_) {
     if (img.kernels.empty()) unknown.push_back(&img);

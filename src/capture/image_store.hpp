@@ -21,10 +21,15 @@ struct KeptImage {
 class ImageStore {
  public:
   ImageStore(const Matcher& matcher, std::string dump_dir) : matcher_(matcher), dump_dir_(std::move(dump_dir)) {}
-  void on_module_loaded(const void* data, size_t size);
+  // Returns the image's content hash (0 for no image).
+  uint64_t on_module_loaded(const void* data, size_t size);
+  // cuModuleLoadData* returned `module` for the image with `hash`: lets find() be exact
+  // when several images hold kernels of the same name (e.g. autotuned Triton variants).
+  void bind_module(const void* module, uint64_t hash);
   // The image that holds `mangled`. Several candidates: the one whose kernel list equals
   // `module_functions` (the launch's module), else the most recently loaded.
-  const KeptImage* find(const std::string& mangled, const std::vector<std::string>& module_functions) const;
+  const KeptImage* find(const std::string& mangled, const std::vector<std::string>& module_functions,
+                        const void* module = nullptr) const;
   size_t loaded() const { return loaded_; }
 
  private:
@@ -32,6 +37,7 @@ class ImageStore {
   std::string dump_dir_;  // non-empty: save every image here (KERNCAP_DUMP_IMAGES)
   mutable std::mutex mu_;
   std::vector<KeptImage> images_;
+  std::vector<std::pair<const void*, uint64_t>> modules_;  // CUmodule -> image hash
   uint64_t unknown_bytes_ = 0;
   size_t loaded_ = 0;
 };
