@@ -116,25 +116,31 @@ struct Scope {
   std::string name;
 };
 
-// What the '{' at `open` opens, from the statement before it.
+// What the '{' at `open` opens, from the statement before it. The namespace keyword is
+// looked for right before the brace (after any macro invocation without a semicolon, as in
+// `SOME_MACRO(x) namespace a {`), followed only by names, '::', `inline` and [[attributes]].
 Scope classify_brace(const std::vector<Token>& t, size_t stmt, size_t open) {
-  size_t k = stmt;
-  while (k < open && t[k].kind == TokKind::Directive) ++k;
-  if (k < open && ident(t[k], "inline")) ++k;
-  if (k < open && ident(t[k], "namespace")) {
+  for (size_t n = open; n-- > stmt;) {
+    if (!ident(t[n], "namespace")) continue;
     std::string name;
-    for (++k; k < open; ++k) {
+    bool clean = true;
+    for (size_t k = n + 1; k < open && clean; ++k) {
       if (punct(t[k], "[")) {  // [[attributes]]
-        if (auto c = match_forward(t, k, "[", "]")) k = *c;
-        continue;
+        auto c = match_forward(t, k, "[", "]");
+        if (!c || *c >= open) clean = false;
+        else k = *c;
+      } else if (t[k].kind == TokKind::Ident && t[k].text != "inline") {
+        name += t[k].text;
+      } else if (punct(t[k], "::")) {
+        name += "::";
+      } else if (!ident(t[k], "inline") && t[k].kind != TokKind::Directive) {
+        clean = false;  // `namespace x = y;` never reaches a brace; anything else is not a namespace
       }
-      if (t[k].kind == TokKind::Ident && t[k].text != "inline") name += t[k].text;
-      else if (punct(t[k], "::")) name += "::";
     }
-    return {ScopeKind::Namespace, name.empty() ? "(anonymous namespace)" : name};
+    if (clean) return {ScopeKind::Namespace, name.empty() ? "(anonymous namespace)" : name};
+    break;
   }
-  if (k + 1 < open + 1 && ident(t[k], "extern") && k + 1 < t.size() && is(t[k + 1], TokKind::String, "\"C\"") &&
-      k + 2 == open)
+  if (open >= stmt + 2 && ident(t[open - 2], "extern") && is(t[open - 1], TokKind::String, "\"C\""))
     return {ScopeKind::ExternC, ""};
   return {ScopeKind::Other, ""};
 }

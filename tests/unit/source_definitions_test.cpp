@@ -52,6 +52,10 @@ TEST_F(Forms, Namespaces) {
   EXPECT_EQ(get("qual::declared_here;").definition, false);
 }
 
+TEST_F(Forms, NamespaceAfterAMacroInvocationWithoutSemicolon) {
+  EXPECT_EQ(get("after_macro::still_found").param_count, 1);
+}
+
 TEST_F(Forms, LinkageAndMacros) {
   EXPECT_TRUE(get("internal").is_static);
   EXPECT_TRUE(get("c_prefix").extern_c);
