@@ -81,9 +81,10 @@ void record_kernel(const CUpti_ActivityKernel10& r) {
   g_profiler->writer.kernel(r.name ? r.name : "<unnamed kernel>", k);
 }
 
-void record_memcpy(const CUpti_ActivityMemcpy6& r) {
+// Memcpy and memset records share these fields.
+template <typename R>
+profile::MemRecord mem_record(const R& r) {
   profile::MemRecord m;
-  m.copy_kind = copy_kind(r.copyKind);
   m.bytes = r.bytes;
   m.start_ns = r.start;
   m.end_ns = r.end;
@@ -92,20 +93,18 @@ void record_memcpy(const CUpti_ActivityMemcpy6& r) {
   m.context = r.contextId;
   m.correlation = r.correlationId;
   m.graph_id = r.graphId;
+  return m;
+}
+
+void record_memcpy(const CUpti_ActivityMemcpy6& r) {
+  profile::MemRecord m = mem_record(r);
+  m.copy_kind = copy_kind(r.copyKind);
   g_profiler->writer.memop(m);
 }
 
 void record_memset(const CUpti_ActivityMemset4& r) {
-  profile::MemRecord m;
+  profile::MemRecord m = mem_record(r);
   m.memset = true;
-  m.bytes = r.bytes;
-  m.start_ns = r.start;
-  m.end_ns = r.end;
-  m.stream = r.streamId;
-  m.device = r.deviceId;
-  m.context = r.contextId;
-  m.correlation = r.correlationId;
-  m.graph_id = r.graphId;
   g_profiler->writer.memop(m);
 }
 
