@@ -1,0 +1,112 @@
+/* kerncap replay engine: the C ABI.
+ *
+ * One engine restores, launches, times and compares a capture. The `kerncap` CLI calls its
+ * C++ side directly; everything else (the Python package, Triton reproducers, the
+ * standalone `kerncap-replay` binary) goes through this header and libkerncap_replay.so.
+ * Why a C ABI and not a compiled Python extension: ctypes binds it from any Python without a
+ * build step per interpreter, the same .so serves Python and C/C++ callers, and nothing about
+ * the application's torch/triton versions leaks into our build (docs/engine.md).
+ *
+ * Conventions
+ * - Every function returning int returns KC_OK (0) or a kerncap exit code (KC_E_*); the
+ *   message for the calling thread's last failure is kc_last_error().
+ * - Structured results are JSON text owned by the caller; free them with kc_free().
+ *   Their schemas are those of `kerncap replay/validate --json` (docs/engine.md).
+ * - A session holds the CUDA primary context of the capture's device current on the
+ *   thread that opened it; code in the same process (Triton, torch) shares that context.
+ * - Bump KC_REPLAY_ABI_VERSION on any incompatible change; bindings check it first.
+ */
+#ifndef KERNCAP_REPLAY_H
+#define KERNCAP_REPLAY_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KC_REPLAY_ABI_VERSION 1
+
+#define KC_OK 0
+#define KC_E_FAIL 1     /* a comparison failed (kc_compare only reports this through JSON) */
+#define KC_E_INPUT 2    /* bad input: capture, options, variant image */
+#define KC_E_DEVICE 3   /* CUDA error, no device, the kernel faulted */
+#define KC_E_INTERNAL 4 /* a bug in kerncap */
+
+#if defined(__GNUC__)
+#define KC_API __attribute__((visibility("default")))
+#else
+#define KC_API
+#endif
+
+typedef struct kc_session kc_session;
+
+/* The ABI version this library implements (compare with KC_REPLAY_ABI_VERSION). */
+KC_API int kc_abi_version(void);
+/* kerncap's version string ("0.1.0"). */
+KC_API const char* kc_version(void);
+/* Message of the calling thread's last failed call ("" if none). Valid until the next call. */
+KC_API const char* kc_last_error(void);
+/* Frees a string returned by this library. NULL is fine. */
+KC_API void kc_free(char* s);
+
+/* Reads and checks a capture without touching the GPU: the manifest as JSON (the same
+ * object as manifest.json after validation, plus "directory"). `path`: OUT or OUT/capture. */
+KC_API int kc_capture_info(const char* path, char** json_out);
+
+/* Opens a capture for replay. `options_json` (may be NULL) keys:
+ *   "cubin": path of a variant image to load instead of the captured one (null = captured)
+ *   "allow_relocate": bool (default true)
+ *   "progress": bool (default false)
+ * Reserves the captured addresses, creates/retains the context, maps memory, loads the image.
+ * Call before anything else in the process allocates device memory. */
+KC_API int kc_open(const char* path, const char* options_json, kc_session** out);
+KC_API void kc_close(kc_session* s);
+
+/* Writes every region and global back to its BEFORE state; JSON: {"bytes", "rewritten_words"}. */
+KC_API int kc_restore(kc_session* s, char** json_out);
+
+/* Where a captured device address lives in this replay (relocation applied); an address in
+ * no captured region is returned unchanged. */
+KC_API int kc_translate(kc_session* s, uint64_t captured_address, uint64_t* replay_address);
+
+/* The captured parameter buffer with pointers into moved ranges rewritten (what kc_launch
+ * passes). Copies min(size, capacity) bytes; *size_out gets the full size. */
+KC_API int kc_params(kc_session* s, uint8_t* buffer, uint64_t capacity, uint64_t* size_out);
+
+/* The CUstream the engine launches and times on (as an integer handle). */
+KC_API int kc_stream(kc_session* s, uint64_t* stream_out);
+
+/* Launches the loaded image once with the captured parameters, geometry and attributes and
+ * waits for it. */
+KC_API int kc_launch(kc_session* s);
+
+/* A launch the caller makes itself (e.g. a Triton kernel launched from Python) on `stream`.
+ * Return 0 on success, non-zero to stop timing with an error. */
+typedef int (*kc_launch_fn)(void* user, uint64_t stream);
+
+/* Times launches: `launch` == NULL times kc_launch's kernel; otherwise the callback.
+ * `options_json` (may be NULL): {"warmup": 3, "iterations": 20, "restore_each": false}.
+ * JSON: {"method", "warmup", "iterations", "median_ms", "min_ms", "max_ms", "mean_ms",
+ *        "stddev_ms", "times_ms": [...]} */
+KC_API int kc_time(kc_session* s, kc_launch_fn launch, void* user, const char* options_json, char** json_out);
+
+/* Compares device memory with the application's result (BEFORE overlaid with AFTER).
+ * `spec_json` (may be NULL):
+ *   {"dtype": "bytes", "atol": null, "rtol": null,            default for every byte
+ *    "spans": [{"base": <captured address>, "size": n, "dtype": "fp32",
+ *               "atol": null, "rtol": null}]}                 typed spans inside regions
+ * Tolerances left null come from the engine's one default table for the dtype
+ * (compare::default_tolerance); bytes are exact. JSON: the object of
+ * `kerncap validate --json` ({"result": "PASS"|"FAIL", "line", "regions": [...]}). A FAIL
+ * is a successful call (KC_OK) with "result": "FAIL".
+ * With spec_json NULL the engine uses OUT/compare.json when the capture lies in a reproducer
+ * that has one (the Triton generator writes the kernel's pointer element types there), so
+ * `kerncap validate` and a reproducer's own check give the same verdict. */
+KC_API int kc_compare(kc_session* s, const char* spec_json, char** json_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KERNCAP_REPLAY_H */
