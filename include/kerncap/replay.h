@@ -31,7 +31,7 @@ extern "C" {
 #define KC_E_FAIL 1     /* a comparison failed (kc_compare only reports this through JSON) */
 #define KC_E_INPUT 2    /* bad input: capture, options, variant image */
 #define KC_E_DEVICE 3   /* CUDA error, no device, the kernel faulted */
-#define KC_E_INTERNAL 4 /* a bug in kerncap */
+#define KC_E_INTERNAL 70 /* a bug in kerncap (the CLI exits 70 too) */
 
 #if defined(__GNUC__)
 #define KC_API __attribute__((visibility("default")))

@@ -1,5 +1,7 @@
 // `kerncap validate`: replay once and compare with what the application's launch wrote.
+#include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -8,23 +10,38 @@
 #include "cli/replay_options.hpp"
 #include "common/error.hpp"
 #include "common/hex.hpp"
+#include "replay/compare_spec.hpp"
 #include "replay/validate.hpp"
 
 namespace kerncap::cli {
 namespace {
 
 struct ValidateArgs {
-  std::string dtype = "bytes";
-  double atol = 0, rtol = 0;
+  std::string dtype;
+  std::optional<double> atol, rtol;
 };
 
+// Flags win; without any, the reproducer's compare.json (when it has one) or byte-exact.
+replay::CompareSpec spec_from(const ValidateArgs& a, const replay::Session& s) {
+  if (a.dtype.empty() && !a.atol && !a.rtol) return replay::default_spec(s.capture().dir, s.capture().manifest);
+  const std::string name = a.dtype.empty() ? "bytes" : a.dtype;
+  auto dtype = compare::dtype_from_string(name);
+  if (!dtype) usage_error(fmt::format("--dtype {}: unknown type (bytes, fp32, fp16, bf16, fp64, i32...)", name));
+  replay::CompareSpec spec;
+  spec.dtype = *dtype;
+  spec.tol = replay::resolve_tolerance(*dtype, a.atol, a.rtol);
+  spec.source = "command line";
+  return spec;
+}
+
 void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) {
-  auto dtype = compare::dtype_from_string(a.dtype);
-  if (!dtype) usage_error(fmt::format("--dtype {}: unknown type (bytes, fp32, fp16, bf16, fp64, i32...)", a.dtype));
   replay::Session s(with_fresh_variant(c, "validating").options());
+  const replay::CompareSpec spec = spec_from(a, s);
+  if (spec.source != "default" && spec.source != "command line" && !c.quiet && !c.json)
+    std::fprintf(stderr, "kerncap: comparing with the typed spans of %s\n", spec.source.c_str());
   auto rs = s.restore();
   s.launch();
-  replay::Verdict v = replay::compare_with_after(s, *dtype, {a.atol, a.rtol, true});
+  replay::Verdict v = replay::compare_with_after(s, spec);
   const auto& st = s.address_space().stats();
   if (c.json) {
     nlohmann::json j = v.to_json();
@@ -54,11 +71,13 @@ void add_validate(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("validate", "Replay once and compare with the application's own output");
   cmd->footer("Every captured region is compared with what the application's launch left in it (BEFORE with\n"
               "the AFTER bytes applied). Prints failing regions and a final 'Result: PASS (...)' or\n"
-              "'Result: FAIL (...)'. Exit code 0 on PASS, 1 on FAIL.");
+              "'Result: FAIL (...)'. Exit code 0 on PASS, 1 on FAIL.\n\nDefault tolerances (when --dtype is given without --atol/--rtol): fp64 1e-12/1e-12, fp32 atol 1e-6\nrtol 1e-5, fp16 1e-3, bf16 1e-2, fp8e4m3 0.125, fp8e5m2 0.25; integers and bytes exact.");
   add_replay_common(cmd, c);
-  cmd->add_option("--dtype", a->dtype, "Compare as this element type (bytes, fp32, fp16, bf16, ...)")->default_val("bytes");
-  cmd->add_option("--atol", a->atol, "Absolute tolerance for --dtype floats")->default_val(0);
-  cmd->add_option("--rtol", a->rtol, "Relative tolerance for --dtype floats")->default_val(0);
+  cmd->add_option("--dtype", a->dtype,
+                  "Compare every byte as this element type (bytes, fp32, fp16, bf16, ...); default: OUT/compare.json's "
+                  "typed spans when the reproducer has one, else byte-exact");
+  cmd->add_option("--atol", a->atol, "Absolute tolerance (default: the dtype's entry in the default table)");
+  cmd->add_option("--rtol", a->rtol, "Relative tolerance (default: the dtype's entry in the default table)");
   cmd->callback([c, a, &exit_code] { run_validate(*c, *a, exit_code); });
 }
 

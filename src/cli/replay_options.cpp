@@ -16,6 +16,7 @@ replay::Options ReplayCommon::options() const {
   o.capture = dir;
   if (!cubin.empty()) o.cubin = cubin;
   o.allow_relocate = !no_relocate;
+  o.verify_hashes = verify;
   if (collide >= 0) o.collide_region = static_cast<uint32_t>(collide);
   o.progress = !quiet && !json;
   if (quiet || json) log::set_level(log::Level::Quiet);
@@ -31,6 +32,8 @@ void add_replay_common(CLI::App* cmd, const std::shared_ptr<ReplayCommon>& c) {
                 "Fail instead of moving a captured range that cannot come back at its address");
   cmd->add_option("--collide", c->collide, "Testing: occupy region N's addresses first to force a relocation")
       ->group("");
+  cmd->add_flag("--verify", c->verify,
+                "Check every BEFORE file against the hash recorded at capture while restoring (damaged captures)");
   cmd->add_flag("--json", c->json, "Print the result as JSON on stdout");
   cmd->add_flag("-q,--quiet", c->quiet, "Only the result");
 }

@@ -14,6 +14,7 @@ struct ReplayCommon {
   std::string dir;
   std::string cubin;
   bool no_relocate = false;
+  bool verify = false;
   int collide = -1;
   bool json = false;
   bool quiet = false;

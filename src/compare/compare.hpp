@@ -64,3 +64,9 @@ class Comparator {
 std::string summary(const Result& r);
 
 }  // namespace kerncap::compare
+
+namespace kerncap::compare {
+// Folds the result of another part of the same region into `into` (counts add up, maxima
+// and the first bad offset combine); `into.dtype` becomes Bytes when the parts differ.
+void merge(Result& into, const Result& part);
+}  // namespace kerncap::compare

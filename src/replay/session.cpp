@@ -11,6 +11,8 @@
 #include "common/log.hpp"
 #include "cubin/cubin.hpp"
 
+#include <xxhash.h>
+
 namespace kerncap::replay {
 namespace fs = std::filesystem;
 using format::MemKind;
@@ -56,8 +58,8 @@ Session::Session(const Options& options) : options_(options) {
   int ordinal = m.device_ordinal < count ? m.device_ordinal : 0;
   KC_CU(cuDeviceGet(&dev_, ordinal));
   int major = 0, minor = 0;
-  driver().cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_);
-  driver().cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_);
+  KC_CU(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_));
+  KC_CU(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_));
   if (major != m.cc_major || minor != m.cc_minor)
     log::warn("this GPU is sm_{}{} but the capture was taken on sm_{}{} ({}); the kernel may not load or "
               "may behave differently",
@@ -142,15 +144,19 @@ Session::Session(const Options& options) : options_(options) {
 }
 
 Session::~Session() {
+  // Destructors never throw: a failing release is logged and the rest still released.
+  auto release = [](CUresult r, const char* what) {
+    if (r != CUDA_SUCCESS) log::warn("{}", cu_error_text(r, what, __FILE__, __LINE__));
+  };
   const Driver& d = driver();
-  if (ev_start_) d.cuEventDestroy(ev_start_);
-  if (ev_stop_) d.cuEventDestroy(ev_stop_);
-  if (stream_) d.cuStreamDestroy(stream_);
-  if (module_) d.cuModuleUnload(module_);
-  if (staging_a_) d.cuMemFreeHost(staging_a_);
-  if (staging_b_) d.cuMemFreeHost(staging_b_);
+  if (ev_start_) release(d.cuEventDestroy(ev_start_), "cuEventDestroy");
+  if (ev_stop_) release(d.cuEventDestroy(ev_stop_), "cuEventDestroy");
+  if (stream_) release(d.cuStreamDestroy(stream_), "cuStreamDestroy");
+  if (module_) release(d.cuModuleUnload(module_), "cuModuleUnload");
+  if (staging_a_) release(d.cuMemFreeHost(staging_a_), "cuMemFreeHost");
+  if (staging_b_) release(d.cuMemFreeHost(staging_b_), "cuMemFreeHost");
   space_.reset();
-  if (ctx_) d.cuDevicePrimaryCtxRelease(dev_);
+  if (ctx_) release(d.cuDevicePrimaryCtxRelease(dev_), "cuDevicePrimaryCtxRelease");
 }
 
 void Session::load_module(const Options& options) {
@@ -221,9 +227,15 @@ RestoreStats Session::restore() {
   for (size_t i = 0; i < m.regions.size(); ++i) {
     const format::Region& r = m.regions[i];
     format::BlobReader in(capture_.path(r.file));
+    // The hash is checked on the first restore only: later ones read the same file.
+    const bool verify = options_.verify_hashes && !verified_;
+    std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> hash(verify ? XXH64_createState() : nullptr,
+                                                                     &XXH64_freeState);
+    if (hash) XXH64_reset(hash.get(), 0);
     for (uint64_t off = 0; off < r.size;) {
       uint64_t n = std::min(staging_bytes_, r.size - off);
       in.read_at(off, staging_a_, n);
+      if (hash) XXH64_update(hash.get(), staging_a_, n);
       st.rewritten_words += reloc.rewrite(staging_a_, n, r.base + off);
       KC_CU(cuMemcpyHtoD(addresses_[i] + off, staging_a_, n));
       off += n;
@@ -233,8 +245,13 @@ RestoreStats Session::restore() {
         log::info("restoring: {} of {}", human_bytes(done), human_bytes(total));
       }
     }
+    if (hash && r.xxh64 != 0 && XXH64_digest(hash.get()) != r.xxh64)  // 0: not recorded
+      input_error(fmt::format("capture file {} (BEFORE memory of region {}) does not match the hash the capture "
+                              "recorded: the file was changed or damaged after the capture; extract again",
+                              r.file, r.id));
     st.bytes += r.size;
   }
+  verified_ = true;
   // Parameters: rewrite a fresh copy each time (restore may be called again).
   // (param_ptrs_ point into params_, so its storage must stay where it is.)
   std::vector<uint8_t> fresh = format::read_file(capture_.path(m.params_file));
@@ -243,7 +260,7 @@ RestoreStats Session::restore() {
   return st;
 }
 
-float Session::launch() {
+void Session::enqueue() {
   const format::Manifest& m = capture_.manifest;
   CUlaunchConfig cfg{};
   cfg.gridDimX = m.grid[0];
@@ -260,13 +277,21 @@ float Session::launch() {
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, params_.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &param_size,
                    CU_LAUNCH_PARAM_END};
   const bool use_extra = m.params.empty() && !params_.empty();
-  KC_CU(cuEventRecord(ev_start_, stream_));
   KC_CU(cuLaunchKernelEx(&cfg, function_, use_extra ? nullptr : param_ptrs_.data(), use_extra ? extra : nullptr));
-  KC_CU(cuEventRecord(ev_stop_, stream_));
-  CUresult r = KC_CU_TRY(cuEventSynchronize(ev_stop_));
+}
+
+void Session::synchronize() {
+  CUresult r = KC_CU_TRY(cuStreamSynchronize(stream_));
   if (r != CUDA_SUCCESS)
     device_error(cu_error_text(r, "the replayed kernel", __FILE__, __LINE__) +
                  " (the kernel faulted: memory it touches may not be in the capture; try `make sanitize`)");
+}
+
+float Session::launch() {
+  KC_CU(cuEventRecord(ev_start_, stream_));
+  enqueue();
+  KC_CU(cuEventRecord(ev_stop_, stream_));
+  synchronize();
   float ms = 0;
   KC_CU(cuEventElapsedTime(&ms, ev_start_, ev_stop_));
   return ms;

@@ -20,6 +20,7 @@ struct Options {
   bool allow_relocate = true;
   std::optional<uint32_t> collide_region;    // test hook: force this region to collide
   bool progress = true;
+  bool verify_hashes = false;                // check each region's BEFORE hash while restoring
 };
 
 struct RestoreStats {
@@ -38,8 +39,18 @@ class Session {
 
   // Writes every region and global back to its BEFORE state.
   RestoreStats restore();
-  // Launches once; returns the elapsed milliseconds measured with events.
+  // Launches once and waits; returns the elapsed milliseconds measured with events.
   float launch();
+  // Enqueues one launch on stream() without waiting.
+  void enqueue();
+  // Waits for stream(); a fault becomes Error(Device) that says the kernel faulted.
+  void synchronize();
+  CUstream stream() const { return stream_; }
+  CUfunction function() const { return function_; }
+  // Where a captured address lives in this replay (relocation applied).
+  uint64_t translate(uint64_t captured) const { return space_->relocations().translate(captured); }
+  // The parameter buffer the launch passes (pointers into moved ranges rewritten by restore()).
+  const std::vector<uint8_t>& params() const { return params_; }
 
   const format::Capture& capture() const { return capture_; }
   const AddressSpace& address_space() const { return *space_; }
@@ -71,6 +82,7 @@ class Session {
   uint8_t* staging_b_ = nullptr;
   uint64_t staging_bytes_ = 64ull << 20;
   std::string image_desc_;
+  bool verified_ = false;
 };
 
 }  // namespace kerncap::replay

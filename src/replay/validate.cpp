@@ -7,17 +7,19 @@
 
 #include "common/driver.hpp"
 #include "common/hex.hpp"
+#include "replay/compare_spec.hpp"
 
 namespace kerncap::replay {
 
-Verdict compare_with_after(Session& session, compare::DType dtype, compare::Tolerance tol) {
+Verdict compare_with_after(Session& session, const CompareSpec& spec) {
   const format::Manifest& m = session.capture().manifest;
   const RelocationMap& reloc = session.relocations();
   auto* expected = static_cast<uint8_t*>(session.staging(0));
   auto* actual = static_cast<uint8_t*>(session.staging(1));
-  const uint64_t piece = session.staging_bytes();
+  const uint64_t step = session.staging_bytes() / 64 * 64;  // whole elements of every type
   format::BlobReader after(session.capture().path(m.after_file));
   Verdict v;
+  v.spec_source = spec.source;
   for (size_t i = 0; i < m.regions.size(); ++i) {
     const format::Region& r = m.regions[i];
     RegionVerdict rv{r.id, format::to_string(r.kind), r.base, r.size, 0, {}};
@@ -28,20 +30,22 @@ Verdict compare_with_after(Session& session, compare::DType dtype, compare::Tole
         rv.written += a.size;
       }
     format::BlobReader before(session.capture().path(r.file));
-    compare::Comparator cmp(dtype, tol);
-    for (uint64_t off = 0; off < r.size;) {
-      uint64_t n = std::min(piece, r.size - off);
-      before.read_at(off, expected, n);
-      for (const auto* a : runs) {
-        uint64_t lo = std::max(off, a->offset), hi = std::min(off + n, a->offset + a->size);
-        if (lo < hi) after.read_at(a->file_offset + (lo - a->offset), expected + (lo - off), hi - lo);
+    for (const Piece& p : pieces_of(r, spec)) {
+      compare::Comparator cmp(p.dtype, p.tol);
+      for (uint64_t off = p.begin; off < p.end;) {
+        const uint64_t n = std::min(step, p.end - off);
+        before.read_at(off, expected, n);
+        for (const auto* a : runs) {
+          uint64_t lo = std::max(off, a->offset), hi = std::min(off + n, a->offset + a->size);
+          if (lo < hi) after.read_at(a->file_offset + (lo - a->offset), expected + (lo - off), hi - lo);
+        }
+        reloc.rewrite(expected, n, r.base + off);
+        KC_CU(cuMemcpyDtoH(actual, session.address(i) + off, n));
+        cmp.feed(expected, actual, n, off);
+        off += n;
       }
-      reloc.rewrite(expected, n, r.base + off);
-      KC_CU(cuMemcpyDtoH(actual, session.address(i) + off, n));
-      cmp.feed(expected, actual, n, off);
-      off += n;
+      compare::merge(rv.result, cmp.result());
     }
-    rv.result = cmp.result();
     v.regions.push_back(std::move(rv));
   }
   return v;
@@ -90,7 +94,7 @@ nlohmann::json Verdict::to_json() const {
     if (r.result.first_bad_offset) j["first_bad_offset"] = *r.result.first_bad_offset;
     regs.push_back(j);
   }
-  return {{"result", pass() ? "PASS" : "FAIL"}, {"regions", regs}, {"line", line()}};
+  return {{"result", pass() ? "PASS" : "FAIL"}, {"regions", regs}, {"line", line()}, {"spec", spec_source}};
 }
 
 }  // namespace kerncap::replay

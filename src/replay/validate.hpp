@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compare/compare.hpp"
+#include "replay/compare_spec.hpp"
 #include "replay/session.hpp"
 
 namespace kerncap::replay {
@@ -22,6 +23,7 @@ struct RegionVerdict {
 
 struct Verdict {
   std::vector<RegionVerdict> regions;
+  std::string spec_source;  // where the comparison spec came from
   bool pass() const;
   uint64_t failing() const;
   uint64_t exact() const;
@@ -29,7 +31,8 @@ struct Verdict {
   nlohmann::json to_json() const;
 };
 
-Verdict compare_with_after(Session& session, compare::DType dtype = compare::DType::Bytes,
-                           compare::Tolerance tol = {});
+// Every region, piece by piece as `spec` types it (pieces_of), streamed through the
+// session's pinned staging buffers.
+Verdict compare_with_after(Session& session, const CompareSpec& spec);
 
 }  // namespace kerncap::replay

@@ -1,0 +1,120 @@
+#include "replay/compare_spec.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "common/hex.hpp"
+
+namespace kerncap::replay {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<double> number_or_null(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  if (!j[key].is_number()) input_error(fmt::format("{}: \"{}\" must be a number or null", where, key));
+  return j[key].get<double>();
+}
+
+compare::DType dtype_of(const nlohmann::json& j, const std::string& where) {
+  if (!j.contains("dtype") || j["dtype"].is_null()) return compare::DType::Bytes;
+  if (!j["dtype"].is_string()) input_error(fmt::format("{}: \"dtype\" must be a string", where));
+  auto d = compare::dtype_from_string(j["dtype"].get<std::string>());
+  if (!d)
+    input_error(fmt::format("{}: unknown dtype '{}' (bytes, fp64, fp32, fp16, bf16, fp8e4m3, fp8e5m2, i8..i64, u8..u64)",
+                            where, j["dtype"].get<std::string>()));
+  return *d;
+}
+
+uint64_t address_of(const nlohmann::json& v, const std::string& where) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long a = std::strtoull(s.c_str(), &end, 0);
+    if (!s.empty() && end && *end == '\0' && errno == 0) return a;
+  }
+  input_error(fmt::format("{}: \"base\" must be an unsigned integer or a \"0x...\" string", where));
+}
+
+}  // namespace
+
+compare::Tolerance resolve_tolerance(compare::DType dtype, std::optional<double> atol, std::optional<double> rtol) {
+  compare::Tolerance t = compare::default_tolerance(dtype);
+  for (auto [name, v] : {std::pair{"atol", atol}, std::pair{"rtol", rtol}})
+    if (v && (!std::isfinite(*v) || *v < 0))
+      usage_error(fmt::format("{} must be a finite number >= 0 (got {})", name, *v));
+  if (atol) t.atol = *atol;
+  if (rtol) t.rtol = *rtol;
+  return t;
+}
+
+CompareSpec parse_spec(const nlohmann::json& j, const format::Manifest& m, const std::string& source) {
+  if (!j.is_object()) input_error(fmt::format("{}: the comparison spec must be a JSON object", source));
+  CompareSpec spec;
+  spec.source = source;
+  try {
+    spec.dtype = dtype_of(j, source);
+    spec.tol = resolve_tolerance(spec.dtype, number_or_null(j, "atol", source), number_or_null(j, "rtol", source));
+    if (j.contains("spans") && !j["spans"].is_null()) {
+      if (!j["spans"].is_array()) input_error(fmt::format("{}: \"spans\" must be an array", source));
+      if (j["spans"].size() > 1'000'000) input_error(fmt::format("{}: more than a million spans", source));
+      size_t k = 0;
+      for (const auto& s : j["spans"]) {
+        const std::string where = fmt::format("{}: spans[{}]", source, k++);
+        if (!s.is_object() || !s.contains("base") || !s.contains("size") || !s["size"].is_number_unsigned())
+          input_error(fmt::format("{} needs \"base\" and an unsigned \"size\"", where));
+        TypedSpan t;
+        t.base = address_of(s["base"], where);
+        t.size = s["size"].get<uint64_t>();
+        t.dtype = dtype_of(s, where);
+        t.tol = resolve_tolerance(t.dtype, number_or_null(s, "atol", where), number_or_null(s, "rtol", where));
+        const bool inside = std::any_of(m.regions.begin(), m.regions.end(), [&](const format::Region& r) {
+          return t.size <= r.size && t.base >= r.base && t.base - r.base <= r.size - t.size;
+        });
+        if (!inside)
+          input_error(fmt::format("{} ({} bytes at {}) lies in no captured region", where, t.size, hex_addr(t.base)));
+        if (t.size) spec.spans.push_back(t);
+      }
+    }
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Usage) input_error(fmt::format("{}: {}", source, e.what()));
+    throw;
+  }
+  std::sort(spec.spans.begin(), spec.spans.end(), [](auto& a, auto& b) { return a.base < b.base; });
+  return spec;
+}
+
+CompareSpec default_spec(const fs::path& capture_dir, const format::Manifest& m) {
+  const fs::path file = capture_dir.parent_path() / "compare.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return CompareSpec{.source = "default"};
+  if (fs::file_size(file, ec) > (64u << 20)) input_error(fmt::format("{} is larger than 64 MiB", file.string()));
+  std::ifstream in(file);
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) input_error(fmt::format("{} is not valid JSON", file.string()));
+  return parse_spec(j, m, file.string());
+}
+
+std::vector<Piece> pieces_of(const format::Region& r, const CompareSpec& spec) {
+  std::vector<Piece> out;
+  uint64_t at = 0;
+  for (const auto& s : spec.spans) {
+    if (s.base + s.size <= r.base || s.base >= r.base + r.size) continue;
+    uint64_t b = std::max(s.base, r.base) - r.base, e = std::min(s.base + s.size, r.base + r.size) - r.base;
+    if (e <= at) continue;  // overlapped by an earlier span: the first one wins
+    b = std::max(b, at);
+    if (b > at) out.push_back({at, b, spec.dtype, spec.tol});
+    out.push_back({b, e, s.dtype, s.tol});
+    at = e;
+  }
+  if (at < r.size) out.push_back({at, r.size, spec.dtype, spec.tol});
+  return out;
+}
+
+}  // namespace kerncap::replay

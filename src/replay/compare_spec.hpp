@@ -1,0 +1,54 @@
+#pragma once
+// What a comparison with AFTER checks, and how strictly: one default element type and
+// tolerance for every byte, plus typed spans (a tensor of floats inside a byte region).
+// The same spec serves `kerncap validate`, kc_compare and every reproducer, so one
+// candidate gets one verdict. Tolerances left unset come from compare::default_tolerance —
+// the one table; bytes and integers are exact.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compare/compare.hpp"
+#include "format/manifest.hpp"
+
+namespace kerncap::replay {
+
+struct TypedSpan {
+  uint64_t base = 0, size = 0;  // captured addresses
+  compare::DType dtype = compare::DType::Bytes;
+  compare::Tolerance tol;
+};
+
+struct CompareSpec {
+  compare::DType dtype = compare::DType::Bytes;
+  compare::Tolerance tol;  // resolved: explicit values or the default for dtype
+  std::vector<TypedSpan> spans;
+  std::string source;      // "default", "command line", or the compare.json path
+};
+
+// The spec for `dtype` with optional explicit tolerances (the rest from the default table).
+// Throws Error(Usage) on a negative or non-finite tolerance.
+compare::Tolerance resolve_tolerance(compare::DType dtype, std::optional<double> atol, std::optional<double> rtol);
+
+// Parses the JSON spec (schema in include/kerncap/replay.h and docs/engine.md) and checks
+// each span against the capture's regions. Throws Error(Input) naming the bad field.
+CompareSpec parse_spec(const nlohmann::json& j, const format::Manifest& m, const std::string& source);
+
+// OUT/compare.json beside OUT/capture, when the capture lies in a reproducer that has one;
+// otherwise the byte-exact default.
+CompareSpec default_spec(const std::filesystem::path& capture_dir, const format::Manifest& m);
+
+// A region cut into consecutive pieces, each with its element type and tolerance: the typed
+// spans that fall inside it (clipped) and the default between them.
+struct Piece {
+  uint64_t begin = 0, end = 0;  // region-relative
+  compare::DType dtype = compare::DType::Bytes;
+  compare::Tolerance tol;
+};
+std::vector<Piece> pieces_of(const format::Region& r, const CompareSpec& spec);
+
+}  // namespace kerncap::replay
