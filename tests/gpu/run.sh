@@ -323,6 +323,29 @@ case_cubin_variant() {
   base_capture || return
   do_validate "$BASE" --cubin "$EX/vector_add.cubin"
 }
+# ---- cases: the engine outside the CLI ----------------------------------------------------------
+# kerncap-replay (the engine alone) validates and times the base capture.
+case_engine_standalone() {
+  base_capture || return
+  run_step replay_tool "$BUILD/bin/kerncap-replay" "$BASE" --validate --json -n 10 || { bad "kerncap-replay: $(first_error)"; return; }
+  local res med
+  res=$(json_get "$STEP_OUT" validate.result) || res=missing
+  med=$(json_get "$STEP_OUT" timing.median_ms) || med=missing
+  R_REPLAY="$med ms"
+  R_VALIDATE=$res
+  [ "$res" = PASS ] || bad "kerncap-replay --validate: $res"
+  [[ $med =~ ^[0-9.e-]+$ ]] || bad "no median in kerncap-replay --json"
+}
+# The C ABI driven with plain ctypes: compare before the launch fails, after it passes.
+case_engine_c_abi() {
+  base_capture || return
+  run_step c_abi python3 "$HERE/engine_check.py" "$BUILD/lib/libkerncap_replay.so" "$BASE"
+  local rc=$?
+  note "$(tail -n1 "$STEP_OUT" | cut -c1-150)"
+  [ $rc -eq 0 ] || bad "engine_check.py: rc $rc $(first_error)"
+  R_VALIDATE=$([ $rc -eq 0 ] && echo PASS || echo FAIL)
+}
+
 case_err_unknown_kernel() {
   expect_error extract nz 'vectorAdd' "$KC" extract no_such_kernel_zz -o "$CASE_DIR/cap" -- "$EX/vector_add"
   [ -e "$CASE_DIR/cap/capture" ] && bad "left a capture behind"
@@ -486,7 +509,7 @@ case_torch_gemm_bf16() { torch_case gemm_bf16 'nvjet|gemm|xmma|cutlass' --regex;
 CASES=(
   vector_add accumulate batched_ptrs struct_ptrs globals big_smem templated dispatch
   async_stream managed mapped_host cluster_launch cooperative driver_extra graph_capture
-  cubin_variant err_unknown_kernel err_exit_before err_app_crash err_dir_exists err_truncated
+  cubin_variant engine_standalone engine_c_abi err_unknown_kernel err_exit_before err_app_crash err_dir_exists err_truncated
   err_no_manifest err_newer_format err_cubin_lacks_kernel err_no_gpu
   continue_accumulate continue_globals continue_managed continue_driver_extra
   collide_vector_add collide_no_relocate collide_batched validate_x100
