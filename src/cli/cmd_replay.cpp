@@ -34,7 +34,7 @@ void run_replay(const ReplayCommon& c, const replay::TimingOptions& t, int& exit
     const auto& x = timing.stats;
     std::cout << fmt::format("{}\n  image: {}\n  {}\n  {} iterations after {} warm-up: median {:.4f} ms, min {:.4f} ms, "
                              "max {:.4f} ms, stddev {:.4f} ms\n",
-                             m.demangled_name, s.image_description(), placement_line(s, rs.rewritten_words),
+                             m.demangled_name, s.image_description(), placement_line(st, rs.rewritten_words),
                              t.iterations, t.warmup, x.median, x.min, x.max, x.stddev);
   }
   exit_code = 0;

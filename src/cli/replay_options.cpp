@@ -49,8 +49,7 @@ ReplayCommon with_fresh_variant(const ReplayCommon& c, const char* verb) {
   return r;
 }
 
-std::string placement_line(const replay::Session& s, uint64_t rewritten) {
-  const auto& st = s.address_space().stats();
+std::string placement_line(const replay::PlacementStats& st, uint64_t rewritten) {
   return fmt::format("placement: {} of {} 32 MiB blocks at their addresses, {} ranges re-reserved alone, {} relocated; "
                      "{} mapped; {} pointer words rewritten",
                      st.blocks_at_hint, st.blocks, st.runs_fallback, st.runs_relocated, human_bytes(st.mapped_bytes),

@@ -28,6 +28,6 @@ void add_replay_common(CLI::App* cmd, const std::shared_ptr<ReplayCommon>& c);
 // variant OUT/optimized.cubin ..."). `verb`: "validating" or "replaying".
 ReplayCommon with_fresh_variant(const ReplayCommon& c, const char* verb);
 // "placement: 3 blocks at their addresses, 0 relocated; 12 pointer words rewritten"
-std::string placement_line(const replay::Session& s, uint64_t rewritten);
+std::string placement_line(const replay::PlacementStats& st, uint64_t rewritten);
 
 }  // namespace kerncap::cli

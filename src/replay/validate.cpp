@@ -61,19 +61,34 @@ uint64_t Verdict::exact() const {
   return static_cast<uint64_t>(std::count_if(regions.begin(), regions.end(), [](auto& r) { return r.result.exact(); }));
 }
 
+uint64_t Verdict::written() const {
+  uint64_t n = 0;
+  for (const auto& r : regions) n += r.written;
+  return n;
+}
+
 std::string Verdict::line() const {
-  uint64_t written = 0, written_regions = 0;
-  for (const auto& r : regions)
-    if (r.written) {
-      written += r.written;
-      ++written_regions;
-    }
-  if (pass()) {
-    std::string how = exact() == regions.size() ? "byte-exact" : "within tolerance";
-    return fmt::format("Result: PASS ({}, {} of {} regions identical; the launch wrote {} in {} regions)", how,
-                       exact(), regions.size(), human_bytes(written), written_regions);
+  uint64_t written_regions = 0;
+  double worst_abs = 0, worst_rel = 0;
+  for (const auto& r : regions) {
+    if (r.written) ++written_regions;
+    worst_abs = std::max(worst_abs, r.result.max_abs_error);
+    worst_rel = std::max(worst_rel, r.result.max_rel_error);
   }
-  return fmt::format("Result: FAIL ({} of {} regions differ)", failing(), regions.size());
+  std::string nondet;
+  if (!nondeterministic.empty())
+    nondet = fmt::format("nondeterministic kernel: two replays of the captured image differ in {} region(s), "
+                         "compared within their element types' tolerance (max abs error {:.3g}, max rel error "
+                         "{:.3g}); ",
+                         nondeterministic.size(), worst_abs, worst_rel);
+  if (!pass()) return fmt::format("Result: FAIL ({}{} of {} regions differ)", nondet, failing(), regions.size());
+  const std::string how = exact() == regions.size() ? "byte-exact" : "within tolerance";
+  if (written() == 0)
+    return fmt::format("Result: PASS ({}weak: the application's launch left every byte as it was, so a replay that "
+                       "writes nothing would pass too; {}, {} of {} regions identical)",
+                       nondet, how, exact(), regions.size());
+  return fmt::format("Result: PASS ({}{}, {} of {} regions identical; the launch wrote {} in {} regions)", nondet, how,
+                     exact(), regions.size(), human_bytes(written()), written_regions);
 }
 
 nlohmann::json Verdict::to_json() const {
@@ -94,7 +109,11 @@ nlohmann::json Verdict::to_json() const {
     if (r.result.first_bad_offset) j["first_bad_offset"] = *r.result.first_bad_offset;
     regs.push_back(j);
   }
-  return {{"result", pass() ? "PASS" : "FAIL"}, {"regions", regs}, {"line", line()}, {"spec", spec_source}};
+  return {{"result", pass() ? "PASS" : "FAIL"}, {"regions", regs}, {"line", line()},
+          {"spec", spec_source},
+          {"written_bytes", written()},
+          {"strength", written() ? "weak-no-footprint" : "none: the launch changed no byte"},
+          {"nondeterministic_regions", nondeterministic}};
 }
 
 }  // namespace kerncap::replay

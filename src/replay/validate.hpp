@@ -24,6 +24,10 @@ struct RegionVerdict {
 struct Verdict {
   std::vector<RegionVerdict> regions;
   std::string spec_source;  // where the comparison spec came from
+  // Regions where two replays of the captured image differed (the kernel is
+  // nondeterministic there and was compared with tolerances); set by the caller.
+  std::vector<uint32_t> nondeterministic;
+  uint64_t written() const;  // bytes the application's launch changed, all regions
   bool pass() const;
   uint64_t failing() const;
   uint64_t exact() const;

@@ -1,0 +1,80 @@
+#include "replay/signature.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "source/kernel_name.hpp"
+
+namespace kerncap::replay {
+
+namespace {
+
+// Drops qualifiers and spaces: "const __half *__restrict__" -> "__half*".
+std::string bare(std::string_view t) {
+  std::string s(t);
+  for (const char* q : {"__restrict__", "__restrict", "const", "volatile"})
+    for (size_t at; (at = s.find(q)) != std::string::npos;) s.erase(at, std::strlen(q));
+  std::string out;
+  for (char c : s)
+    if (c != ' ') out += c;
+  return out;
+}
+
+}  // namespace
+
+std::optional<compare::DType> pointee_dtype(std::string_view param_type) {
+  using compare::DType;
+  static const std::map<std::string, DType, std::less<>> types = {
+      {"float", DType::F32},          {"float2", DType::F32},          {"float4", DType::F32},
+      {"double", DType::F64},         {"double2", DType::F64},         {"__half", DType::F16},
+      {"half", DType::F16},           {"__half2", DType::F16},         {"__nv_bfloat16", DType::BF16},
+      {"nv_bfloat16", DType::BF16},   {"__nv_bfloat162", DType::BF16}, {"__nv_fp8_e4m3", DType::F8E4M3},
+      {"__nv_fp8_e5m2", DType::F8E5M2}, {"int", DType::I32},           {"int2", DType::I32},
+      {"int4", DType::I32},           {"unsignedint", DType::U32},     {"unsigned", DType::U32},
+      {"uint", DType::U32},           {"long", DType::I64},            {"longlong", DType::I64},
+      {"unsignedlong", DType::U64},   {"unsignedlonglong", DType::U64}, {"short", DType::I16},
+      {"unsignedshort", DType::U16},  {"char", DType::I8},             {"signedchar", DType::I8},
+      {"unsignedchar", DType::U8},    {"int8_t", DType::I8},           {"uint8_t", DType::U8},
+      {"int32_t", DType::I32},        {"uint32_t", DType::U32},        {"int64_t", DType::I64},
+      {"uint64_t", DType::U64},       {"bool", DType::U8}};
+  std::string s = bare(param_type);
+  if (s.size() < 2 || s.back() != '*' || s[s.size() - 2] == '*') return std::nullopt;
+  s.pop_back();
+  auto it = types.find(s);
+  if (it == types.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<TypedSpan> signature_spans(const format::Manifest& m, const std::vector<uint8_t>& params) {
+  const auto name = source::parse_kernel_name(m.mangled_name, m.demangled_name);
+  if (!name.cxx || name.params.size() != m.params.size()) return {};
+  struct Ptr {
+    uint64_t address;
+    compare::DType dtype;
+  };
+  std::vector<Ptr> ptrs;
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    auto dtype = pointee_dtype(name.params[i]);
+    const auto& slot = m.params[i];
+    if (!dtype || slot.size != 8 || uint64_t{slot.offset} + 8 > params.size()) continue;
+    uint64_t a = 0;
+    std::memcpy(&a, params.data() + slot.offset, 8);
+    if (a) ptrs.push_back({a, *dtype});
+  }
+  std::sort(ptrs.begin(), ptrs.end(), [](auto& a, auto& b) { return a.address < b.address; });
+  std::vector<TypedSpan> spans;
+  for (size_t k = 0; k < ptrs.size(); ++k) {
+    const uint64_t a = ptrs[k].address;
+    auto r = std::find_if(m.regions.begin(), m.regions.end(),
+                          [&](const format::Region& x) { return a >= x.base && a - x.base < x.size; });
+    if (r == m.regions.end()) continue;
+    uint64_t end = r->base + r->size;
+    if (k + 1 < ptrs.size() && ptrs[k + 1].address < end) end = ptrs[k + 1].address;
+    if (end > a) spans.push_back({a, end - a, ptrs[k].dtype, compare::default_tolerance(ptrs[k].dtype)});
+  }
+  return spans;
+}
+
+}  // namespace kerncap::replay

@@ -1,0 +1,57 @@
+#include "replay/validate_flow.hpp"
+
+#include <memory>
+
+#include "common/log.hpp"
+#include "replay/determinism.hpp"
+#include "replay/signature.hpp"
+
+namespace kerncap::replay {
+
+namespace {
+
+Verdict run_once(Session& s, const CompareSpec& spec, ValidateReport& report) {
+  report.restore = s.restore();
+  s.launch();
+  return compare_with_after(s, spec);
+}
+
+}  // namespace
+
+ValidateReport validate(const ValidateRequest& request) {
+  ValidateReport report;
+  auto s = std::make_unique<Session>(request.session);
+  report.kernel = s->capture().manifest.demangled_name;
+  report.image = s->image_description();
+  report.placement = s->address_space().stats();
+  report.spec = request.spec ? *request.spec : default_spec(s->capture().dir, s->capture().manifest);
+  report.verdict = run_once(*s, report.spec, report);
+  if (report.verdict.pass() || request.spec || !request.check_determinism) return report;
+
+  // Did the captured image itself disagree with itself? (A variant is judged against the
+  // captured kernel's own spread, so its session is closed while the captured one runs.)
+  log::info("the replay differs from the application's result; checking whether the captured kernel is deterministic");
+  report.determinism_checked = true;
+  const bool variant = request.session.cubin.has_value();
+  std::vector<uint32_t> ids;
+  if (variant) {
+    s.reset();
+    Options captured = request.session;
+    captured.cubin.reset();
+    Session c(captured);
+    ids = nondeterministic_regions(c);
+  } else {
+    ids = nondeterministic_regions(*s);
+  }
+  if (ids.empty()) return report;
+  if (!s) s = std::make_unique<Session>(request.session);
+  const auto& m = s->capture().manifest;
+  const auto raw_params = format::read_file(s->capture().path(m.params_file));
+  report.spec = tolerant_spec(report.spec, signature_spans(m, raw_params), ids, m);
+  report.verdict = run_once(*s, report.spec, report);
+  report.verdict.nondeterministic = ids;
+  report.placement = s->address_space().stats();
+  return report;
+}
+
+}  // namespace kerncap::replay

@@ -1,0 +1,33 @@
+#pragma once
+// One validation, start to end: open, restore, launch, compare with AFTER; when that fails
+// and no spec was forced, check whether the captured kernel is deterministic (two replays of
+// the captured image) and, where it is not, compare again with the element types of its
+// signature and their default tolerance. Used by `kerncap validate` and `kerncap-replay`.
+#include <optional>
+#include <string>
+
+#include "replay/address_space.hpp"
+#include "replay/compare_spec.hpp"
+#include "replay/session.hpp"
+#include "replay/validate.hpp"
+
+namespace kerncap::replay {
+
+struct ValidateRequest {
+  Options session;
+  std::optional<CompareSpec> spec;  // forced by the user; else default_spec
+  bool check_determinism = true;
+};
+
+struct ValidateReport {
+  Verdict verdict;
+  CompareSpec spec;          // what the final verdict compared with
+  RestoreStats restore;
+  PlacementStats placement;
+  std::string kernel, image;
+  bool determinism_checked = false;
+};
+
+ValidateReport validate(const ValidateRequest& request);
+
+}  // namespace kerncap::replay

@@ -1,0 +1,77 @@
+// Element types from a kernel's signature, mapped onto the captured regions.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "replay/determinism.hpp"
+#include "replay/signature.hpp"
+
+namespace kerncap::replay {
+namespace {
+using compare::DType;
+
+TEST(Signature, PointeeTypes) {
+  EXPECT_EQ(pointee_dtype("float*"), DType::F32);
+  EXPECT_EQ(pointee_dtype("const __half *__restrict__"), DType::F16);
+  EXPECT_EQ(pointee_dtype("__nv_bfloat16 const*"), DType::BF16);
+  EXPECT_EQ(pointee_dtype("unsigned int*"), DType::U32);
+  EXPECT_EQ(pointee_dtype("double2*"), DType::F64);
+  EXPECT_FALSE(pointee_dtype("float"));
+  EXPECT_FALSE(pointee_dtype("float**"));
+  EXPECT_FALSE(pointee_dtype("Particle*"));
+  EXPECT_FALSE(pointee_dtype("int"));
+}
+
+format::Manifest saxpy(std::vector<uint8_t>& params) {
+  format::Manifest m;
+  m.mangled_name = "_Z5saxpyPKfPfif";
+  m.demangled_name = "saxpy(float const*, float*, int, float)";
+  m.params = {{0, 8}, {8, 8}, {16, 4}, {20, 4}};
+  m.regions = {{0, format::MemKind::Device, 0x10000, 0x1000, "mem/0.bin", 0, ""},
+               {1, format::MemKind::Device, 0x20000, 0x800, "mem/1.bin", 0, ""}};
+  params.assign(24, 0);
+  const uint64_t x = 0x10000, y = 0x20100;
+  std::memcpy(params.data(), &x, 8);
+  std::memcpy(params.data() + 8, &y, 8);
+  return m;
+}
+
+TEST(Signature, PointersTypeTheirRegionsFromWhereTheyPoint) {
+  std::vector<uint8_t> params;
+  auto m = saxpy(params);
+  auto spans = signature_spans(m, params);
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].base, 0x10000u);
+  EXPECT_EQ(spans[0].size, 0x1000u);
+  EXPECT_EQ(spans[0].dtype, DType::F32);
+  EXPECT_EQ(spans[1].base, 0x20100u);
+  EXPECT_EQ(spans[1].size, 0x700u);
+  EXPECT_DOUBLE_EQ(spans[1].tol.rtol, compare::default_tolerance(DType::F32).rtol);
+}
+
+TEST(Signature, NothingWhenTheSignatureDoesNotFitTheSlots) {
+  std::vector<uint8_t> params;
+  auto m = saxpy(params);
+  m.params.pop_back();
+  EXPECT_TRUE(signature_spans(m, params).empty());
+  m = saxpy(params);
+  m.mangled_name = m.demangled_name = "triton_poi_fused_add_0";
+  EXPECT_TRUE(signature_spans(m, params).empty());
+}
+
+TEST(Signature, TolerantSpecTypesOnlyTheNondeterministicRegions) {
+  std::vector<uint8_t> params;
+  auto m = saxpy(params);
+  CompareSpec base{.source = "default"};
+  auto spec = tolerant_spec(base, signature_spans(m, params), {1}, m);
+  ASSERT_EQ(spec.spans.size(), 1u);
+  EXPECT_EQ(spec.spans[0].base, 0x20100u);
+  auto pieces = pieces_of(m.regions[1], spec);
+  ASSERT_EQ(pieces.size(), 2u);
+  EXPECT_EQ(pieces[0].dtype, DType::Bytes);
+  EXPECT_EQ(pieces[1].dtype, DType::F32);
+  EXPECT_NE(spec.source.find("nondeterministic"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kerncap::replay
