@@ -323,6 +323,22 @@ case_cubin_variant() {
   base_capture || return
   do_validate "$BASE" --cubin "$EX/vector_add.cubin"
 }
+# Float atomics reorder: validate must find the kernel nondeterministic (two replays of the
+# captured image differ) and pass within fp32 tolerance, printing the error; with the
+# determinism check turned off the byte-exact comparison is expected to fail.
+case_nondet_atomic() {
+  need_example atomic_norm || return
+  CAP=$CASE_DIR/cap
+  do_extract "$CAP" sumSquares --dispatch 2 -- "$EX/atomic_norm" || return
+  do_validate "$CAP" || return
+  local line
+  line=$(grep -m1 '^Result:' "$STEP_OUT")
+  if [[ $line == *"nondeterministic kernel"* && $line == *"max abs error"* ]]; then note "${line:15:110}"
+  else note "replays agreed this time: ${line:0:100}"; fi
+  run_step validate_exact "$KC" validate "$CAP" --no-determinism-check
+  note "byte-exact without the check: $(grep -m1 -o '^Result: [A-Z]*' "$STEP_OUT")"
+}
+
 # ---- cases: the engine outside the CLI ----------------------------------------------------------
 # kerncap-replay (the engine alone) validates and times the base capture.
 case_engine_standalone() {
@@ -509,7 +525,7 @@ case_torch_gemm_bf16() { torch_case gemm_bf16 'nvjet|gemm|xmma|cutlass' --regex;
 CASES=(
   vector_add accumulate batched_ptrs struct_ptrs globals big_smem templated dispatch
   async_stream managed mapped_host cluster_launch cooperative driver_extra graph_capture
-  cubin_variant engine_standalone engine_c_abi err_unknown_kernel err_exit_before err_app_crash err_dir_exists err_truncated
+  cubin_variant nondet_atomic engine_standalone engine_c_abi err_unknown_kernel err_exit_before err_app_crash err_dir_exists err_truncated
   err_no_manifest err_newer_format err_cubin_lacks_kernel err_no_gpu
   continue_accumulate continue_globals continue_managed continue_driver_extra
   collide_vector_add collide_no_relocate collide_batched validate_x100
