@@ -15,7 +15,7 @@ __global__ void sumSquares(float* sums, const float* x, int n, int buckets) {
 int main() {
   const int n = 1 << 22, buckets = 64, launches = 4;
   std::vector<float> x(n);
-  for (int i = 0; i < n; ++i) x[i] = 0.001f * float((i * 7919) % 1000) + 1e-4f * float(i % 17);
+  for (int i = 0; i < n; ++i) x[i] = 0.001f * float((i % 1000) * 7 % 1000) + 1e-4f * float(i % 17);
   float *dx, *dsums;
   CK(cudaMalloc(&dx, n * sizeof(float)));
   CK(cudaMalloc(&dsums, buckets * sizeof(float)));
