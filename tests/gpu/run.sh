@@ -333,7 +333,7 @@ case_nondet_atomic() {
   do_validate "$CAP" || return
   local line
   line=$(grep -m1 '^Result:' "$STEP_OUT")
-  if [[ $line == *"nondeterministic kernel"* && $line == *"max abs error"* ]]; then note "${line:15:110}"
+  if [[ $line == *"nondeterministic kernel"* && $line == *"max abs error"* ]]; then note "${line:14:110}"
   else note "replays agreed this time: ${line:0:100}"; fi
   run_step validate_exact "$KC" validate "$CAP" --no-determinism-check
   note "byte-exact without the check: $(grep -m1 -o '^Result: [A-Z]*' "$STEP_OUT")"
