@@ -202,12 +202,12 @@ class Kerncap:
 
     def triton_reproducer(self, output: str, required: bool = True) -> Optional[dict]:
         """Writes kernel_variant.py / reproducer.py for a captured Triton kernel (see triton_repro)."""
-        from . import capture, triton_launch, triton_records, triton_repro
+        from . import engine, triton_launch, triton_records, triton_repro
         try:
             return triton_repro.generate(output, quiet=True)
-        except (triton_records.RecordError, capture.CaptureError, triton_launch.PlanError) as e:
+        except (triton_records.RecordError, engine.EngineError, triton_launch.PlanError) as e:
             if required:
-                raise KerncapError(str(e), 2, ["triton_repro", output]) from e
+                raise KerncapError(str(e), getattr(e, "exit_code", 2), ["triton_repro", output]) from e
             return {"error": str(e)}
 
     def run_reproducer(self, output: str, *args: str, python: str = sys.executable) -> dict:

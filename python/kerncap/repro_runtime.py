@@ -1,22 +1,24 @@
 """What OUT/reproducer.py runs (copied into OUT/kerncap_repro/runtime.py by the generator).
 
-1. BEFORE memory back at the captured addresses (cuda_vmm), before torch touches the GPU.
-2. The launch arguments rebuilt from params.bin with the launch plan (triton_launch):
-   pointers become torch tensors over the restored memory, scalars their captured values,
-   constexprs and compile options come from kernel_variant.CONFIG / OPTIONS (the pinned
-   configuration: no autotuning here).
-3. kernel_variant.KERNEL launched with kernel_variant.grid(meta) programs; its cubin is
-   written to OUT/candidate.cubin (+ candidate.json with its launch geometry).
-4. Every captured region compared with the application's result (BEFORE + AFTER): bytes
-   must match exactly except inside tensors the kernel was given, which compare by their
-   element type with its tolerance (max abs/rel error reported).
-5. Timing with CUDA events: the variant, then the captured kernel itself for reference.
-Exit codes: 0 PASS, 1 FAIL, 2 bad input or a variant that does not compile/launch, 3 device error.
+Everything that touches the captured state is done by kerncap's one replay engine
+(libkerncap_replay.so, through engine.py), the same code as `kerncap replay/validate`:
+1. The engine opens OUT (reserves and maps the captured addresses) and restores BEFORE,
+   before torch touches the GPU.
+2. This file builds the launch arguments with the launch plan (triton_launch): pointers are
+   the captured addresses translated by the engine (kc_translate), as torch tensors over the
+   restored memory; scalars are the captured values; constexprs and compile options come from
+   kernel_variant.CONFIG / OPTIONS (the pinned configuration: no autotuning here).
+3. kernel_variant.KERNEL is launched with kernel_variant.grid(meta) programs on the engine's
+   stream; its cubin is written to OUT/candidate.cubin (+ candidate.json, its launch geometry).
+4. The engine compares with the application's result, by OUT/compare.json (the element type
+   of every pointer argument's memory): the verdict `kerncap validate OUT` gives.
+5. The engine times the variant (launched from here, on its stream) and the captured kernel.
+Exit codes: 0 PASS, 1 FAIL, 2 bad input or a variant that does not compile/launch, 3 device
+error, 4 internal error.
 """
 from __future__ import annotations
 
 import argparse
-import ctypes
 import hashlib
 import importlib
 import importlib.util
@@ -26,9 +28,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import capture, cuda_vmm, triton_launch as tlaunch
-
-CHUNK = 256 << 20
+from . import capture, engine, triton_launch as tlaunch
 
 
 class InputError(Exception):
@@ -66,31 +66,25 @@ class Run:
         self.m = capture.load(out)
         with open(os.path.join(out, "triton", "launch.json")) as f:
             self.plan = tlaunch.plan_from_json(json.load(f))
-        self.regions = [r for r in self.m.regions if r.kind != "global"]
         self.result: Dict[str, Any] = {"kernel": self.plan.kernel}
+        self.session: Optional[engine.Session] = None
 
-    # -- 1. memory ---------------------------------------------------------------------------
+    # -- 1. memory (the engine) -----------------------------------------------------------------
     def restore(self) -> None:
         t0 = time.time()
-        self.space = cuda_vmm.AddressSpace(self.m.device_ordinal)
-        self.pl = self.space.reserve([(r.base, r.end) for r in self.regions], not self.opts.no_relocate)
-        self.space.map()
-        self.rewritten = 0
-        for r in self.regions:
-            data = bytearray(self.m.before(r))
-            self.rewritten += cuda_vmm.rewrite_words(data, r.base, self.pl.moves)
-            self.space.write(self.addr(r.base), data)
-        self.space.synchronize()
+        self.session = engine.Session(self.out, allow_relocate=not self.opts.no_relocate)
+        r = self.session.restore()
         import torch  # after the reservations: its allocator now keeps off the captured ranges
-        torch.cuda.set_device(self.space.ordinal)
-        total = sum(r.size for r in self.regions)
-        self.say(f"  memory: {len(self.regions)} regions ({_human(total)}) restored in {time.time() - t0:.2f} s; "
-                 f"{self.pl.blocks_at_hint} of {self.pl.blocks} 32 MiB blocks at their addresses, "
-                 f"{len(self.pl.moves)} ranges relocated, {self.rewritten} pointer words rewritten")
-        self.result.update(relocated_regions=len(self.pl.moves), rewritten_words=self.rewritten)
+        if self.m.device_ordinal < torch.cuda.device_count():
+            torch.cuda.set_device(self.m.device_ordinal)
+        moved = sum(1 for x in self.m.memory() if self.session.translate(x.base) != x.base)
+        words = int(r.get("rewritten_words", 0))
+        self.say(f"  memory: {len(self.m.regions)} regions ({_human(r.get('bytes', 0))}) restored in "
+                 f"{time.time() - t0:.2f} s; {moved} regions relocated, {words} pointer words rewritten")
+        self.result.update(relocated_regions=moved, rewritten_words=words)
 
     def addr(self, a: int) -> int:
-        return self.pl.translate(a)
+        return self.session.translate(a)
 
     # -- 2. arguments ------------------------------------------------------------------------
     def tensor_at(self, addr: int, elem: str):
@@ -99,7 +93,7 @@ class Run:
         if r is None:
             return None
         n = r.end - addr
-        size, tname, _ = tlaunch.ELEMENT.get(elem, (1, "uint8", "int"))
+        size, tname, _ = tlaunch.ELEMENT.get(elem, (1, "uint8", "bytes"))
         n -= n % size
         t = torch.as_tensor(_DeviceBytes(self.addr(addr), max(n, size)), device="cuda")
         return t.view(getattr(torch, tname)) if n else t[:0]
@@ -167,8 +161,10 @@ class Run:
         grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
         self.grid = grid
         self._scratch_allocator(torch, triton)
+        self.stream = self.session.stream()
         try:
-            kernel = jit.run(grid=grid, warmup=False, **self.values, **self.options)
+            with torch.cuda.stream(torch.cuda.ExternalStream(self.stream)):
+                kernel = jit.run(grid=grid, warmup=False, **self.values, **self.options)
         except Exception as e:
             raise InputError(f"the variant did not compile or launch: {type(e).__name__}: {e}") from e
         torch.cuda.synchronize()
@@ -183,7 +179,7 @@ class Run:
         n_rt = len(self.plan.runtime())
         captured = None
         if self.plan.extra_slots >= 1 and n_rt < len(slots):
-            off = slots[n_rt].offset
+            off = slots[n_rt][0]
             captured = int.from_bytes(self.m.params()[off:off + 8], "little") or None
 
         def alloc(size: int, align: int, stream):
@@ -219,71 +215,51 @@ class Run:
                  f"grid {self.grid} programs, block {geo['block'][0]}, shared {geo['shared_mem_bytes']} B"
                  + ("" if same_geo else " (launch geometry differs from the capture: see candidate.json)"))
 
-    # -- 4. compare ----------------------------------------------------------------------------
-    def owners(self, r) -> List[Tuple[int, str]]:
-        """(offset in region, element type) of each pointer argument into region r, sorted."""
-        seen: Dict[int, str] = {}
-        for a in self.plan.pointers():
-            if a.value and r.base <= a.value < r.end:
-                seen.setdefault(a.value - r.base, tlaunch.element_of(a.type))
-        return sorted(seen.items())
+    # -- 4. compare (the engine) ---------------------------------------------------------------
+    def compare_spec(self) -> Optional[dict]:
+        """None: the engine reads OUT/compare.json itself, as `kerncap validate` does. Only
+        --atol/--rtol change it: the same spans with the user's tolerances."""
+        if self.opts.atol is None and self.opts.rtol is None:
+            return None
+        try:
+            with open(os.path.join(self.out, tlaunch.COMPARE_FILE)) as f:
+                spec = json.load(f)
+        except FileNotFoundError:
+            spec = {"dtype": "bytes", "spans": []}
+        for s in spec.get("spans", []):
+            s.update({k: v for k, v in (("atol", self.opts.atol), ("rtol", self.opts.rtol)) if v is not None})
+        return spec
 
     def compare(self) -> bool:
-        import torch
-        torch.cuda.synchronize()
-        results = []
-        worst_abs = worst_rel = 0.0
-        for r in self.regions:
-            exp = self.m.expected(r)
-            cuda_vmm.rewrite_words(exp, r.base, self.pl.moves)
-            actual = torch.as_tensor(_DeviceBytes(self.addr(r.base), r.size), device="cuda")
-            expected = torch.frombuffer(exp, dtype=torch.uint8).to("cuda") if r.size else actual[:0]
-            res = {"id": r.id, "kind": r.kind, "base": hex(r.base), "size": r.size, "written": self.m.written(r),
-                   "pass": True, "exact": True, "mismatches": 0, "max_abs_error": 0.0, "max_rel_error": 0.0}
-            if not torch.equal(actual, expected):
-                res["exact"] = False
-                bounds = self.owners(r)
-                cuts = [0] + [o for o, _ in bounds if o > 0] + [r.size]
-                types = {o: t for o, t in bounds}
-                for s, e in zip(cuts, cuts[1:]):
-                    _compare_span(torch, actual[s:e], expected[s:e], types.get(s), s, res, self.opts)
-            worst_abs = max(worst_abs, res["max_abs_error"])
-            worst_rel = max(worst_rel, res["max_rel_error"])
-            results.append(res)
-            del expected
-        self.result.update(regions=results, max_abs_error=worst_abs, max_rel_error=worst_rel)
-        failing = [x for x in results if not x["pass"]]
-        for x in failing:
-            self.say(f"  region {x['id']} ({x['kind']} at {x['base']}, {_human(x['size'])}; launch wrote "
-                     f"{_human(x['written'])}): {x['summary']}")
+        v = self.session.compare(self.compare_spec())
+        regions = v.get("regions", [])
+        worst_abs = max((r.get("max_abs_error", 0.0) for r in regions), default=0.0)
+        worst_rel = max((r.get("max_rel_error", 0.0) for r in regions), default=0.0)
+        for x in regions:
+            if not x.get("pass", True):
+                self.say(f"  region {x.get('id')} ({x.get('kind')} at {x.get('base')}, {_human(x.get('size', 0))}; "
+                         f"launch wrote {_human(x.get('written', 0))}): {x.get('summary', '')}")
         self.say(f"  max abs error {worst_abs:.6g}, max rel error {worst_rel:.6g}")
-        exact = sum(1 for x in results if x["exact"])
-        written = sum(x["written"] for x in results)
-        if failing:
-            self.line = f"Result: FAIL ({len(failing)} of {len(results)} regions differ; max abs error " \
-                        f"{worst_abs:.6g}, max rel error {worst_rel:.6g})"
-        else:
-            how = "byte-exact" if exact == len(results) else "within tolerance"
-            self.line = f"Result: PASS ({how}, {exact} of {len(results)} regions identical; the launch wrote " \
-                        f"{_human(written)})"
-        self.result.update(result="FAIL" if failing else "PASS", line=self.line)
-        return not failing
+        self.line = v.get("line", f"Result: {v.get('result', 'FAIL')}")
+        self.result.update({k: x for k, x in v.items() if k != "kernel"})
+        self.result.update(max_abs_error=worst_abs, max_rel_error=worst_rel)
+        return v.get("result") == "PASS"
 
-    # -- 5. timing -----------------------------------------------------------------------------
+    # -- 5. timing (the engine) ----------------------------------------------------------------
     def time_variant(self) -> None:
-        import torch
         k = self.kernel
         args = self._bound_args()
-        stream = torch.cuda.current_stream().cuda_stream
         gx, gy, gz = self.grid
 
-        def launch():
+        def launch(stream: int) -> None:
             k.run(gx, gy, gz, stream, k.function, k.packed_metadata, None, None, None, *args)
 
-        ms = _time(torch, launch, self.opts.warmup, self.opts.iterations)
-        self.result.update(median_ms=_median(ms), min_ms=min(ms), max_ms=max(ms), times_ms=ms)
-        self.say(f"  variant: median {_median(ms):.4f} ms, min {min(ms):.4f} ms ({len(ms)} launches after "
-                 f"{self.opts.warmup} warm-up)")
+        t = self.session.time(launch, warmup=self.opts.warmup, iterations=self.opts.iterations)
+        self.result.update({k2: t[k2] for k2 in ("median_ms", "min_ms", "max_ms", "mean_ms", "stddev_ms", "times_ms")
+                            if k2 in t})
+        self.say(f"  variant: median {t['median_ms']:.4f} ms, min {t['min_ms']:.4f} ms "
+                 f"({t.get('iterations', self.opts.iterations)} launches after {t.get('warmup', self.opts.warmup)} "
+                 "warm-up)")
 
     def _bound_args(self) -> List[Any]:
         """Every parameter's value in order, defaults applied (what JITFunction.run passes)."""
@@ -294,39 +270,15 @@ class Run:
         return list(bound.values())
 
     def time_captured(self) -> None:
-        """The captured cubin launched with the captured parameters, timed the same way."""
-        import torch
-        m = self.m
-        if any(m.cluster) or self.plan.num_ctas > 1:
-            self.say("  captured kernel: cluster launch, time it with `kerncap replay OUT`")
-            return
-        d = self.space.d
-        for name, argtypes in (("cuModuleLoadData", [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p]),
-                               ("cuModuleGetFunction", [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
-                                                        ctypes.c_char_p]),
-                               ("cuFuncSetAttribute", [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
-                               ("cuLaunchKernel", [ctypes.c_void_p] + [ctypes.c_uint] * 7 +
-                                [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p])):
-            d._sig(name, argtypes)
-        mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
-        image = m.image()
-        d.call("cuModuleLoadData", ctypes.byref(mod), image)
-        d.call("cuModuleGetFunction", ctypes.byref(fn), mod, m.mangled.encode())
-        if m.shared_mem_bytes > 48 * 1024:
-            d.call("cuFuncSetAttribute", fn, 8, m.shared_mem_bytes)  # MAX_DYNAMIC_SHARED_SIZE_BYTES
-        params = bytearray(m.params())
-        cuda_vmm.rewrite_words(params, 0, self.pl.moves)
-        self._params = (ctypes.c_char * len(params)).from_buffer(params)
-        base = ctypes.addressof(self._params)
-        ptrs = (ctypes.c_void_p * max(1, len(m.slots)))(*[base + s.offset for s in m.slots])
-        stream = torch.cuda.current_stream().cuda_stream
+        """The captured cubin with the captured parameters, timed the same way by the engine."""
+        t = self.session.time(None, warmup=self.opts.warmup, iterations=self.opts.iterations)
+        self.result.update(captured_median_ms=t["median_ms"], captured_min_ms=t["min_ms"])
+        self.say(f"  captured kernel: median {t['median_ms']:.4f} ms, min {t['min_ms']:.4f} ms")
 
-        def launch():
-            d.call("cuLaunchKernel", fn, *m.grid, *m.block, m.shared_mem_bytes, stream, ptrs, None)
-
-        ms = _time(torch, launch, self.opts.warmup, self.opts.iterations)
-        self.result.update(captured_median_ms=_median(ms), captured_min_ms=min(ms))
-        self.say(f"  captured kernel: median {_median(ms):.4f} ms, min {min(ms):.4f} ms")
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
 
 
 def _assemble(items: List[Tuple[Tuple[int, ...], Any]]) -> Any:
@@ -337,74 +289,6 @@ def _assemble(items: List[Tuple[Tuple[int, ...], Any]]) -> Any:
     for path, v in items:
         groups.setdefault(path[0], []).append((path[1:], v))
     return tuple(_assemble(groups[k]) for k in sorted(groups))
-
-
-def _compare_span(torch, act, exp, elem: Optional[str], offset: int, res: dict, opts) -> None:
-    if torch.equal(act, exp):
-        return
-    info = tlaunch.ELEMENT.get(elem or "")
-    if info is None or info[2] != "float":
-        diff = (act != exp)
-        n = int(diff.sum())
-        first = int(diff.nonzero()[0]) if n else 0
-        unit = f"{elem} bytes" if elem else "bytes"
-        _fail(res, n, offset + first, f"{n} {unit} differ (first at offset {offset + first})")
-        return
-    size, tname, _ = info
-    n = act.numel() - act.numel() % size
-    if n != act.numel() and not torch.equal(act[n:], exp[n:]):
-        _fail(res, 1, offset + n, "trailing bytes differ")
-    dt = getattr(torch, tname)
-    wide = torch.float64 if tname == "float64" else torch.float32
-    a = act[:n].view(dt).to(wide)
-    e = exp[:n].view(dt).to(wide)
-    atol, rtol = tlaunch.tolerance(elem)
-    if opts.atol is not None:
-        atol = opts.atol
-    if opts.rtol is not None:
-        rtol = opts.rtol
-    both_nan = torch.isnan(a) & torch.isnan(e)
-    same = (a == e) | both_nan
-    err = (a - e).abs()
-    finite = torch.isfinite(err)
-    bad = ~same & ~(finite & (err <= atol + rtol * e.abs()))
-    if finite.any():
-        res["max_abs_error"] = max(res["max_abs_error"], float(err[finite].max()))
-        rel = err[finite] / e[finite].abs().clamp_min(torch.finfo(wide).tiny)
-        relv = rel[~same[finite]]
-        if relv.numel():
-            res["max_rel_error"] = max(res["max_rel_error"], float(relv.max()))
-    nbad = int(bad.sum())
-    if nbad:
-        first = int(bad.nonzero()[0])
-        _fail(res, nbad, offset + first * size,
-              f"{nbad} of {a.numel()} {elem} elements beyond atol {atol:g} rtol {rtol:g} (max abs "
-              f"{res['max_abs_error']:.6g}, max rel {res['max_rel_error']:.6g}, first at offset {offset + first * size})")
-
-
-def _fail(res: dict, n: int, first: int, text: str) -> None:
-    res["pass"] = False
-    res["mismatches"] += n
-    res.setdefault("first_bad_offset", first)
-    res["summary"] = (res.get("summary", "") + "; " if res.get("summary") else "") + text
-
-
-def _median(v: List[float]) -> float:
-    s = sorted(v)
-    k = len(s) // 2
-    return s[k] if len(s) % 2 else (s[k - 1] + s[k]) / 2
-
-
-def _time(torch, launch, warmup: int, iterations: int) -> List[float]:
-    for _ in range(warmup):
-        launch()
-    evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iterations)]
-    for s, e in evs:
-        s.record()
-        launch()
-        e.record()
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in evs]
 
 
 def add_app_paths(out: str, say) -> None:
@@ -437,8 +321,10 @@ def parse(argv):
     p.add_argument("--variant", help="the kernel module (default: kernel_variant.py next to reproducer.py)")
     p.add_argument("-n", "--iterations", type=int, default=20, help="timed launches (0: no timing)")
     p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--atol", type=float, help="absolute tolerance for floating-point outputs (default per dtype)")
-    p.add_argument("--rtol", type=float, help="relative tolerance for floating-point outputs (default per dtype)")
+    p.add_argument("--atol", type=float, help="absolute tolerance for the typed spans of compare.json (default: the "
+                                              "engine's per-dtype table, as `kerncap validate`)")
+    p.add_argument("--rtol", type=float, help="relative tolerance for the typed spans of compare.json (default: the "
+                                              "engine's per-dtype table, as `kerncap validate`)")
     p.add_argument("--no-baseline", action="store_true", help="do not time the captured kernel")
     p.add_argument("--no-relocate", action="store_true", help="fail instead of moving ranges that cannot come back")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout")
@@ -464,17 +350,21 @@ def main(out: str, argv=None) -> int:
                 run.time_captured()
         run.say(run.line)
         code = 0 if ok else 1
-    except (capture.CaptureError, tlaunch.PlanError, InputError, FileNotFoundError) as e:
+    except engine.EngineError as e:
+        code = e.exit_code if e.exit_code in (engine.E_INPUT, engine.E_DEVICE) else engine.E_INTERNAL
+        what = {engine.E_INPUT: "error", engine.E_DEVICE: "device error"}.get(code, "internal error")
+        print(f"kerncap: {what}: {e}", file=sys.stderr)
+    except (tlaunch.PlanError, InputError, FileNotFoundError) as e:
         print(f"kerncap: error: {e}", file=sys.stderr)
         code = 2
-    except cuda_vmm.CudaError as e:
-        print(f"kerncap: device error: {e}", file=sys.stderr)
-        code = 3
     except RuntimeError as e:
         if "CUDA" not in str(e) and "cuda" not in str(e):
             raise
         print(f"kerncap: device error: {e}", file=sys.stderr)
         code = 3
+    finally:
+        if run is not None:
+            run.close()
     if opts.json:
         res = dict(run.result) if run else {}
         res.setdefault("result", "ERROR")

@@ -1,5 +1,6 @@
 """The launch plan of a captured Triton kernel: which Python argument comes from which captured
-parameter slot, how its bytes decode, which values are pinned constexprs, how outputs compare.
+parameter slot, how its bytes decode, which values are pinned constexprs, and which element type each pointer argument gives the
+memory it points into (OUT/compare.json, read by the replay engine's comparison).
 
 Pure stdlib (no triton, no torch): unit tested without a GPU, and copied into each reproducer.
 
@@ -32,24 +33,18 @@ _SCALAR = {
     "fp16": "e", "bf16": "H", "fp32": "f", "f32": "f", "fp64": "d",
 }
 
-# Element types behind pointers: (bytes, torch dtype name, family).
+# Element types behind pointers: (bytes, torch dtype name, the replay engine's dtype name for
+# comparison — compare::dtype_from_string; its one tolerance table decides what passes).
+# Triton's AMD fp8 variants (fnuz) have no engine type: compared as bytes.
 ELEMENT = {
-    "fp64": (8, "float64", "float"), "fp32": (4, "float32", "float"), "f32": (4, "float32", "float"),
-    "fp16": (2, "float16", "float"), "bf16": (2, "bfloat16", "float"),
-    "fp8e4nv": (1, "float8_e4m3fn", "float"), "fp8e5": (1, "float8_e5m2", "float"),
-    "fp8e4b8": (1, "float8_e4m3fnuz", "float"), "fp8e5b16": (1, "float8_e5m2fnuz", "float"),
-    "i1": (1, "bool", "int"), "i8": (1, "int8", "int"), "i16": (2, "int16", "int"),
-    "i32": (4, "int32", "int"), "i64": (8, "int64", "int"),
-    "u8": (1, "uint8", "int"), "u16": (2, "uint16", "int"), "u32": (4, "uint32", "int"),
-    "u64": (8, "uint64", "int"),
-}
-
-# Default comparison tolerances (atol, rtol) per element type: loose enough for a variant that
-# reorders a reduction (a few ulp), tight enough that a wrong kernel fails. Integers are exact.
-TOLERANCE = {
-    "fp64": (1e-9, 1e-7), "fp32": (1e-5, 1e-4), "f32": (1e-5, 1e-4),
-    "fp16": (1e-3, 2e-3), "bf16": (1e-2, 1.6e-2),
-    "fp8e4nv": (0.125, 0.125), "fp8e5": (0.25, 0.25), "fp8e4b8": (0.125, 0.125), "fp8e5b16": (0.25, 0.25),
+    "fp64": (8, "float64", "fp64"), "fp32": (4, "float32", "fp32"), "f32": (4, "float32", "fp32"),
+    "fp16": (2, "float16", "fp16"), "bf16": (2, "bfloat16", "bf16"),
+    "fp8e4nv": (1, "float8_e4m3fn", "fp8e4m3"), "fp8e5": (1, "float8_e5m2", "fp8e5m2"),
+    "fp8e4b8": (1, "float8_e4m3fnuz", "bytes"), "fp8e5b16": (1, "float8_e5m2fnuz", "bytes"),
+    "i1": (1, "bool", "u8"), "i8": (1, "int8", "i8"), "i16": (2, "int16", "i16"),
+    "i32": (4, "int32", "i32"), "i64": (8, "int64", "i64"),
+    "u8": (1, "uint8", "u8"), "u16": (2, "uint16", "u16"), "u32": (4, "uint32", "u32"),
+    "u64": (8, "uint64", "u64"),
 }
 
 
@@ -63,10 +58,6 @@ def element_of(ty: str) -> str:
     if e.startswith("k") and e[1:] in ELEMENT:
         e = e[1:]
     return e
-
-
-def tolerance(elem: str) -> Tuple[float, float]:
-    return TOLERANCE.get(elem, (0.0, 0.0))
 
 
 def scalar_size(ty: str) -> int:
@@ -242,6 +233,30 @@ def build_plan(record: dict, slots: Sequence[Tuple[int, int]], params: bytes, gr
         notes.append(f"grid x {grid[0]} is not a multiple of num_ctas {num_ctas}")
     programs = (grid[0] // num_ctas, grid[1], grid[2])
     return Plan(record["name"], names, args, extra, options, programs, num_ctas, notes)
+
+
+# ---- comparison spans -----------------------------------------------------------------------
+COMPARE_FILE = "compare.json"  # OUT/compare.json: read by the engine's kc_compare and `kerncap validate`
+
+
+def compare_spec(plan: Plan, regions: Sequence[Tuple[int, int]]) -> dict:
+    """How the engine compares the memory the kernel was given (kc_compare's spec, written to
+    OUT/compare.json): inside each captured region (base, size), the bytes from one pointer
+    argument's address up to the next pointer argument's address (or the region's end) take
+    that argument's element type; the first argument in signature order names a shared
+    address. Everything else compares as bytes. Tolerances are left to the engine's table."""
+    spans = []
+    for base, size in sorted(regions):
+        owners: Dict[int, str] = {}
+        for a in plan.pointers():
+            if a.value and base <= a.value < base + size:
+                owners.setdefault(a.value - base, element_of(a.type))
+        cuts = sorted(owners) + [size]
+        for off, end in zip(cuts, cuts[1:]):
+            dtype = ELEMENT.get(owners[off], (1, "", "bytes"))[2]
+            if dtype != "bytes" and end > off:
+                spans.append({"base": base + off, "size": end - off, "dtype": dtype})
+    return {"dtype": "bytes", "spans": spans}
 
 
 # ---- grid ----------------------------------------------------------------------------------

@@ -8,9 +8,14 @@ record of the captured kernel (by the cubin's sha256), and writes:
                              autotuner's choice and its benchmarks (format kerncap-triton-map 1)
   OUT/triton/launch.json     the launch plan: arguments <-> parameter slots, constexprs, options
   OUT/kernel_variant.py      the kernel's source (from the recorded snapshot), CONFIG, grid()
-  OUT/reproducer.py          launches the variant on the captured inputs and compares
-  OUT/kerncap_repro/         the reproducer's runtime (copied: OUT works without kerncap)
-Exit codes: 0 written, 2 no usable record / bad capture.
+  OUT/compare.json           the element type of the memory behind each pointer argument: how
+                             the replay engine compares (reproducer.py and `kerncap validate`)
+  OUT/reproducer.py          launches the variant on the captured inputs; the engine compares
+  OUT/kerncap_repro/         the reproducer's runtime and a copy of the replay engine
+                             (libkerncap_replay.so), so OUT works without kerncap
+The capture is read through the replay engine (engine.capture_info), so the library must be
+built (or named by $KERNCAP_REPLAY_LIB).
+Exit codes: 0 written, 2 no usable record / bad capture / no engine library.
 """
 from __future__ import annotations
 
@@ -21,9 +26,10 @@ import shutil
 import sys
 from typing import List, Optional
 
-from . import capture, triton_launch as tlaunch, triton_records, triton_source
+from . import capture, engine, triton_launch as tlaunch, triton_records, triton_source
 
-_RUNTIME_FILES = {"capture.py": "capture.py", "cuda_vmm.py": "cuda_vmm.py", "triton_launch.py": "triton_launch.py",
+# python/kerncap file -> its name in OUT/kerncap_repro/ (the reproducer imports kerncap_repro.runtime)
+_RUNTIME_FILES = {"engine.py": "engine.py", "capture.py": "capture.py", "triton_launch.py": "triton_launch.py",
                   "repro_runtime.py": "runtime.py"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -186,9 +192,11 @@ def generate(out: str, quiet: bool = False) -> dict:
     if err is not None:
         raise err
     rec = found.record
-    plan = tlaunch.build_plan(rec, [(s.offset, s.size) for s in m.slots], m.params(), m.grid)
+    plan = tlaunch.build_plan(rec, m.slots, m.params(), m.grid)
     with open(os.path.join(tdir, "launch.json"), "w") as f:
         json.dump(plan.to_json(), f, indent=2)
+    with open(os.path.join(out, tlaunch.COMPARE_FILE), "w") as f:
+        json.dump(tlaunch.compare_spec(plan, [(r.base, r.size) for r in m.memory()]), f, indent=2)
     fn = rec.get("fn", {})
     src = variant_source(rec, plan, _read_source(tdir, fn.get("module_sha256")),
                          _read_source(tdir, fn.get("source_sha256")), found, autotune)
@@ -203,12 +211,15 @@ def generate(out: str, quiet: bool = False) -> dict:
     os.makedirs(rdir, exist_ok=True)
     for src_name, dst in _RUNTIME_FILES.items():
         shutil.copyfile(os.path.join(HERE, src_name), os.path.join(rdir, dst))
+    # The engine that read this capture: the reproducer finds it next to its engine.py.
+    shutil.copy2(engine.load().path, os.path.join(rdir, engine.LIBRARY_NAME))
     with open(os.path.join(rdir, "__init__.py"), "w") as f:
         f.write('"""The runtime of reproducer.py, copied from kerncap\'s python/kerncap by kerncap.triton_repro."""\n')
     summary = {"kernel": rec["name"], "matched_by": found.how, "warnings": found.warnings + plan.notes,
                "autotuned": autotune is not None, "config": {**plan.constexprs(), **plan.options},
                "programs": list(plan.programs), "kernel_variant": os.path.join(out, "kernel_variant.py"),
-               "reproducer": os.path.join(out, "reproducer.py"), "name_map": os.path.join(tdir, "name_map.json")}
+               "reproducer": os.path.join(out, "reproducer.py"), "name_map": os.path.join(tdir, "name_map.json"),
+               "compare": os.path.join(out, tlaunch.COMPARE_FILE)}
     if not quiet:
         print(f"Triton kernel {rec['name']} ({fn.get('file')}:{fn.get('line')}), matched by {found.how}")
         for w in summary["warnings"]:
@@ -231,7 +242,10 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     try:
         s = generate(a.out, quiet=a.quiet or a.json)
-    except (capture.CaptureError, triton_records.RecordError, tlaunch.PlanError) as e:
+    except engine.EngineError as e:
+        print(f"kerncap: error: {e}", file=sys.stderr)
+        return e.exit_code if e.exit_code in (engine.E_INPUT, engine.E_DEVICE) else engine.E_INTERNAL
+    except (triton_records.RecordError, tlaunch.PlanError) as e:
         print(f"kerncap: error: {e}", file=sys.stderr)
         return 2
     if a.json:

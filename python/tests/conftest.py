@@ -1,5 +1,9 @@
 """Shared helpers: python/ on sys.path, the shim loaded by file path (as sitecustomize does),
-and a fake capture directory writer."""
+a capture directory writer, and the replay engine library under test.
+
+The engine (libkerncap_replay.so) reads every capture. `--engine-lib PATH` (run.sh passes the
+build tree's when CTest runs it) makes a missing library a failure; without it, tests that
+need the engine skip when none is built."""
 import importlib.util
 import json
 import os
@@ -11,6 +15,29 @@ if PY not in sys.path:
     sys.path.insert(0, PY)
 
 import pytest  # noqa: E402
+
+from kerncap import engine  # noqa: E402
+
+
+def pytest_addoption(parser):
+    parser.addoption("--engine-lib", help="the libkerncap_replay.so to test; a missing one fails the tests")
+
+
+def pytest_configure(config):
+    lib = config.getoption("--engine-lib")
+    if lib:
+        os.environ[engine.ENV_LIBRARY] = os.path.abspath(lib)
+
+
+@pytest.fixture
+def engine_lib(request):
+    """The replay engine library (real, ABI checked)."""
+    try:
+        return engine.load()
+    except engine.EngineError as e:
+        if request.config.getoption("--engine-lib"):
+            pytest.fail(str(e))
+        pytest.skip(f"the replay engine is not built: {e}")
 
 
 def load_shim():
@@ -32,7 +59,8 @@ def shim(tmp_path):
 
 def write_capture(out, *, name="add_kernel", params=b"", slots=(), regions=(), after=(), grid=(4, 1, 1),
                   block=(128, 1, 1), shared=0, image=b"\x7fELF-fake-cubin", version=1):
-    """A minimal capture directory: regions = [(id, base, bytes)], after = [(region, offset, bytes)]."""
+    """A small complete capture directory (what the engine's reader accepts): regions =
+    [(id, base, bytes)] or [(id, base, bytes, "global", symbol)], after = [(region, offset, bytes)]."""
     cap = os.path.join(out, "capture")
     os.makedirs(os.path.join(cap, "mem"), exist_ok=True)
     os.makedirs(os.path.join(cap, "image"), exist_ok=True)
@@ -41,11 +69,13 @@ def write_capture(out, *, name="add_kernel", params=b"", slots=(), regions=(), a
     with open(os.path.join(cap, "image", "abc.cubin"), "wb") as f:
         f.write(image)
     regs = []
-    for rid, base, data in regions:
+    for rid, base, data, *glob in regions:
         with open(os.path.join(cap, "mem", f"{rid}.bin"), "wb") as f:
             f.write(data)
-        regs.append({"id": rid, "kind": "device", "base": hex(base), "size": len(data), "file": f"mem/{rid}.bin",
-                     "xxh64": "0x0"})
+        regs.append({"id": rid, "kind": glob[0] if glob else "device", "base": hex(base), "size": len(data),
+                     "file": f"mem/{rid}.bin", "xxh64": "0x0"})
+        if glob:
+            regs[-1]["global"] = glob[1]
     runs, blob = [], b""
     for rid, off, data in after:
         runs.append({"region": rid, "offset": off, "size": len(data), "file_offset": len(blob)})

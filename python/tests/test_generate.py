@@ -11,7 +11,9 @@ import sys
 import pytest
 from conftest import pack_params, write_capture
 
-from kerncap import triton_repro
+from kerncap import engine, triton_repro
+
+pytestmark = pytest.mark.usefixtures("engine_lib")
 
 MODULE = '''import torch
 import triton
@@ -90,9 +92,16 @@ def test_generates_the_reproducer(tmp_path):
     assert "def main" not in src and "__main__" not in src
     assert "0.0100 ms" in src  # the autotuner's timings, best first
     compile(src, "kernel_variant.py", "exec")
-    for f in ("reproducer.py", "kerncap_repro/runtime.py", "kerncap_repro/capture.py",
-              "kerncap_repro/cuda_vmm.py", "kerncap_repro/triton_launch.py", "kerncap_repro/__init__.py"):
+    for f in ("reproducer.py", "kerncap_repro/runtime.py", "kerncap_repro/capture.py", "kerncap_repro/engine.py",
+              "kerncap_repro/triton_launch.py", "kerncap_repro/__init__.py", "kerncap_repro/" + engine.LIBRARY_NAME):
         assert os.path.isfile(os.path.join(out, f)), f
+    assert sorted(os.listdir(os.path.join(out, "kerncap_repro"))) == sorted(
+        ["__init__.py", "runtime.py", "capture.py", "engine.py", "triton_launch.py", engine.LIBRARY_NAME])
+    # The three fp32 pointers into the one captured region each own their extent.
+    assert json.load(open(os.path.join(out, "compare.json"))) == {"dtype": "bytes", "spans": [
+        {"base": BASE, "size": 0x60000, "dtype": "fp32"}, {"base": BASE + 0x60000, "size": 0x60000, "dtype": "fp32"},
+        {"base": BASE + 0xC0000, "size": 0x60000, "dtype": "fp32"}]}
+    assert s["compare"] == os.path.join(out, "compare.json")
     assert "add_kernel" in open(os.path.join(out, "reproducer.py")).read()
 
 
@@ -112,16 +121,21 @@ def test_variant_imports_with_triton_and_grid_follows_block(tmp_path):
     assert tuple(mod.grid(meta)) == (192, 1, 1)
 
 
-def test_runtime_copy_is_importable_as_its_own_package(tmp_path):
+def test_runtime_copy_is_importable_as_its_own_package(tmp_path, monkeypatch):
     out = make(tmp_path)
     triton_repro.generate(out, quiet=True)
     sys.path.insert(0, out)
+    monkeypatch.delenv(engine.ENV_LIBRARY, raising=False)
     try:
+        import kerncap_repro.engine as eng2
         import kerncap_repro.runtime as rt
         import kerncap_repro.triton_launch as tl2
         opts = rt.parse(["--json", "-n", "5"])
         assert opts.json and opts.iterations == 5
         assert tl2.plan_from_json(json.load(open(os.path.join(out, "triton", "launch.json")))).kernel == "add_kernel"
+        # The copy finds the engine copied beside it first, and reads the capture with it.
+        assert eng2.locate() == os.path.join(out, "kerncap_repro", engine.LIBRARY_NAME)
+        assert rt.capture.load(out).mangled == "add_kernel"
     finally:
         sys.path.remove(out)
         for k in [k for k in sys.modules if k.startswith("kerncap_repro")]:

@@ -1,4 +1,7 @@
 """The launch plan: captured parameter bytes -> Triton arguments; grid inference."""
+import glob
+import os
+import re
 import struct
 
 import pytest
@@ -69,7 +72,6 @@ def test_values_and_literals():
     with pytest.raises(tl.PlanError):
         tl.decode_value({"repr": "<object>"})
     assert tl.element_of("*kfp16") == "fp16" and tl.element_of("*fp8e4nv") == "fp8e4nv"
-    assert tl.tolerance("i32") == (0.0, 0.0) and tl.tolerance("fp16")[1] > 0
 
 
 def test_grid_vector_kernel():
@@ -110,3 +112,37 @@ def test_add_app_paths(tmp_path):
     assert added == [str(root), str(extra)]
     assert tl.add_app_paths(str(root), [str(extra)], path) == []  # idempotent
     assert tl.add_app_paths(None, [], path) == [] and path == [str(root), "/here", str(extra)]
+
+
+def _plan(sig, values):
+    """A plan whose runtime arguments have these types and captured values."""
+    names = [f"a{i}" for i in range(len(sig))]
+    args = [tl.Arg((i,), n, t, slot=i, value=v) for i, (n, t, v) in enumerate(zip(names, sig, values))]
+    return tl.Plan("k", names, args, 2, {}, (1, 1, 1), 1)
+
+
+def test_compare_spec_types_each_pointer_extent():
+    base = 0x7f0000000000
+    plan = _plan(["*fp32", "*kfp16", "*fp32", "i32", "*i64", "*fp8e4nv", "*bf16", "*fp8e4b8", "*fp32"],
+                 [base + 0x100, base, base + 0x100, 7, base + 0x800, 0x7f0000100010, 0, 0x7f0000100000, 0x1234])
+    spec = tl.compare_spec(plan, [(0x7f0000100000, 0x40), (base, 0x1000)])
+    assert spec["dtype"] == "bytes"
+    assert spec["spans"] == [
+        # region at base: a1 (fp16) from 0, a0 (fp32; a2 shares its address) from 0x100, a4 (i64) from 0x800
+        {"base": base, "size": 0x100, "dtype": "fp16"},
+        {"base": base + 0x100, "size": 0x700, "dtype": "fp32"},
+        {"base": base + 0x800, "size": 0x800, "dtype": "i64"},
+        # region at 0x7f0000100000: a7 (AMD fp8: bytes) owns the first 16 bytes, a5 (fp8e4nv) the rest;
+        # a null pointer (a6) and one into no region (a8) type nothing
+        {"base": 0x7f0000100010, "size": 0x30, "dtype": "fp8e4m3"},
+    ]
+    assert tl.compare_spec(plan, [])["spans"] == []
+
+
+def test_engine_dtype_names_are_the_engines_spellings():
+    """Every dtype compare.json names is one compare::dtype_from_string knows."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    text = "".join(open(p).read() for p in glob.glob(os.path.join(repo, "src", "compare", "*.cpp")))
+    spellings = set(re.findall(r'Spelling\{"([^"]+)"', text))
+    assert spellings, "src/compare no longer spells its dtypes as Spelling{...}: update this test"
+    assert {e[2] for e in tl.ELEMENT.values()} <= spellings

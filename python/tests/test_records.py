@@ -7,6 +7,8 @@ from conftest import write_capture
 
 from kerncap import capture, triton_records as tr
 
+pytestmark = pytest.mark.usefixtures("engine_lib")
+
 IMAGE = b"\x7fELF the captured cubin"
 
 

@@ -1,0 +1,275 @@
+"""The replay engine from Python: ctypes over the C ABI of libkerncap_replay.so
+(include/kerncap/replay.h). This module holds no replay logic of its own: reading and checking
+a capture, reserving and restoring memory, relocation, launching, timing and comparing all
+happen in the one C++ engine that `kerncap replay/validate` use.
+
+    from kerncap import engine
+    info = engine.capture_info("iso/k0")           # the manifest, checked, no GPU needed
+    with engine.Session("iso/k0") as s:            # before anything else allocates device memory
+        s.restore()
+        s.launch()
+        print(s.compare()["line"], s.time()["median_ms"])
+
+Standard library only: a copy of this file runs inside every Triton reproducer (OUT/kerncap_repro/).
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import json
+import os
+from typing import Any, Callable, Dict, List, Optional
+
+# The ABI this binding speaks (KC_REPLAY_ABI_VERSION in include/kerncap/replay.h).
+ABI_VERSION = 1
+LIBRARY_NAME = "libkerncap_replay.so"
+# The one environment variable this binding reads: an explicit path of the library. Checked
+# against the C++ table of KERNCAP_* variables by python/tests/test_engine.py.
+ENV_LIBRARY = "KERNCAP_REPLAY_LIB"
+
+# Return codes of the C ABI (KC_OK, KC_E_*): the kerncap exit codes.
+OK, E_FAIL, E_INPUT, E_DEVICE, E_INTERNAL = 0, 1, 2, 3, 4
+_KIND = {E_FAIL: "fail", E_INPUT: "input", E_DEVICE: "device", E_INTERNAL: "internal"}
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class EngineError(Exception):
+    """A call into the engine failed: the engine's message and the kerncap exit code
+    (2 bad input, 3 device error, 4 internal)."""
+
+    def __init__(self, message: str, exit_code: int = E_INTERNAL, function: str = ""):
+        super().__init__(message)
+        self.exit_code, self.function = exit_code, function
+
+    @property
+    def kind(self) -> str:
+        return _KIND.get(self.exit_code, "internal")
+
+
+def candidates() -> List[str]:
+    """Where the library is looked for, in order: $KERNCAP_REPLAY_LIB; next to this file (the copy
+    in a reproducer's kerncap_repro/); the installed layout (PREFIX/share/kerncap/python/kerncap
+    -> PREFIX/lib); the source tree's build directories (build*/lib, newest first)."""
+    out = []
+    explicit = os.environ.get(ENV_LIBRARY)
+    if explicit:
+        return [explicit]  # explicit means explicit: no silent fallback to another build
+    out.append(os.path.join(HERE, LIBRARY_NAME))
+    out.append(os.path.normpath(os.path.join(HERE, "..", "..", "..", "..", "lib", LIBRARY_NAME)))
+    repo = os.path.dirname(os.path.dirname(HERE))
+    built = glob.glob(os.path.join(repo, "build*", "lib", LIBRARY_NAME))
+    out += sorted(built, key=lambda p: os.path.getmtime(p), reverse=True)
+    return out
+
+
+def locate() -> str:
+    tried = candidates()
+    for p in tried:
+        if os.path.isfile(p):
+            return os.path.abspath(p)
+    if os.environ.get(ENV_LIBRARY):
+        raise EngineError(f"{ENV_LIBRARY}={tried[0]}: no such file", E_INPUT)
+    raise EngineError(f"{LIBRARY_NAME} not found (looked in {', '.join(tried)}): build kerncap "
+                      f"(cmake --build build) or set {ENV_LIBRARY} to the library's path", E_INPUT)
+
+
+_u64, _vp, _cp = ctypes.c_uint64, ctypes.c_void_p, ctypes.c_char_p
+_SIGNATURES = {  # name: (restype, argtypes); JSON results come back as void* so that kc_free can free them
+    "kc_version": (_cp, []),
+    "kc_last_error": (_cp, []),
+    "kc_free": (None, [_vp]),
+    "kc_capture_info": (ctypes.c_int, [_cp, ctypes.POINTER(_vp)]),
+    "kc_open": (ctypes.c_int, [_cp, _cp, ctypes.POINTER(_vp)]),
+    "kc_close": (None, [_vp]),
+    "kc_restore": (ctypes.c_int, [_vp, ctypes.POINTER(_vp)]),
+    "kc_translate": (ctypes.c_int, [_vp, _u64, ctypes.POINTER(_u64)]),
+    "kc_params": (ctypes.c_int, [_vp, _vp, _u64, ctypes.POINTER(_u64)]),
+    "kc_stream": (ctypes.c_int, [_vp, ctypes.POINTER(_u64)]),
+    "kc_launch": (ctypes.c_int, [_vp]),
+    "kc_time": (ctypes.c_int, [_vp, _vp, _vp, _cp, ctypes.POINTER(_vp)]),
+    "kc_compare": (ctypes.c_int, [_vp, _cp, ctypes.POINTER(_vp)]),
+}
+
+# kc_launch_fn: int (*)(void* user, uint64_t stream)
+LaunchFn = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _u64)
+
+
+class Library:
+    """A loaded libkerncap_replay.so whose ABI version matched."""
+
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            raise EngineError(f"cannot load the replay engine {path}: {e}", E_INPUT) from None
+        try:
+            abi = lib.kc_abi_version
+        except AttributeError:
+            raise EngineError(f"{path} is not kerncap's replay engine (no kc_abi_version)", E_INPUT) from None
+        abi.restype, abi.argtypes = ctypes.c_int, []
+        found = abi()
+        if found != ABI_VERSION:
+            raise EngineError(
+                f"{path} implements replay ABI version {found}, this Python package speaks version {ABI_VERSION}: "
+                "use the kerncap/python/kerncap of the same build (or rebuild kerncap and generate the reproducer "
+                f"again; {ENV_LIBRARY} selects a library explicitly)", E_INPUT)
+        for name, (res, args) in _SIGNATURES.items():
+            try:
+                f = getattr(lib, name)
+            except AttributeError:
+                raise EngineError(f"{path} lacks {name} although it says ABI version {found}: a broken build",
+                                  E_INTERNAL) from None
+            f.restype, f.argtypes = res, args
+        self.lib = lib
+
+    def check(self, rc: int, function: str) -> None:
+        if rc == OK:
+            return
+        msg = self.lib.kc_last_error()
+        text = msg.decode("utf-8", "replace") if msg else ""
+        raise EngineError(text or f"{function} failed (code {rc})", rc if rc in _KIND else E_INTERNAL, function)
+
+    def take_json(self, p: _vp) -> Dict[str, Any]:
+        """A JSON string the library returned, parsed, and freed."""
+        if not p.value:
+            return {}
+        try:
+            return json.loads(ctypes.string_at(p.value).decode("utf-8", "replace"))
+        finally:
+            self.lib.kc_free(p)
+
+    def version(self) -> str:
+        v = self.lib.kc_version()
+        return v.decode() if v else ""
+
+
+_loaded: Dict[str, Library] = {}
+
+
+def load(path: Optional[str] = None) -> Library:
+    """The engine library at `path`, or the one locate() finds; loaded once per path."""
+    p = os.path.abspath(path) if path else locate()
+    if p not in _loaded:
+        _loaded[p] = Library(p)
+    return _loaded[p]
+
+
+def version() -> str:
+    return load().version()
+
+
+def capture_info(path: str, lib: Optional[Library] = None) -> Dict[str, Any]:
+    """The capture's manifest as the engine reads and checks it (no GPU): manifest.json's object
+    plus "directory". `path`: OUT or OUT/capture. Raises EngineError (exit code 2) when the
+    capture is missing, incomplete, damaged or newer than this kerncap."""
+    lib = lib or load()
+    out = _vp()
+    lib.check(lib.lib.kc_capture_info(os.fsencode(path), ctypes.byref(out)), "kc_capture_info")
+    return lib.take_json(out)
+
+
+def _opts(d: Dict[str, Any]) -> Optional[bytes]:
+    d = {k: v for k, v in d.items() if v is not None}
+    return json.dumps(d).encode() if d else None
+
+
+class Session:
+    """One capture opened for replay: its memory reserved and mapped at the captured addresses
+    (where the driver allows; relocated otherwise), the image loaded. Open it before anything
+    else in the process allocates device memory (importing torch is fine, using CUDA is not);
+    the engine keeps the device's primary context current on this thread, which Triton and
+    torch then share."""
+
+    def __init__(self, path: str, cubin: Optional[str] = None, allow_relocate: bool = True,
+                 progress: bool = False, lib: Optional[Library] = None):
+        self.path = path
+        self._lib = lib or load()
+        self._s = _vp()
+        opts = _opts({"cubin": cubin, "allow_relocate": allow_relocate, "progress": progress})
+        self._lib.check(self._lib.lib.kc_open(os.fsencode(path), opts, ctypes.byref(self._s)), "kc_open")
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _handle(self) -> _vp:
+        if not self._s.value:
+            raise EngineError("the replay session is closed", E_INTERNAL)
+        return self._s
+
+    def close(self) -> None:
+        if self._s.value:
+            self._lib.lib.kc_close(self._s)
+            self._s = _vp()
+
+    def restore(self) -> Dict[str, Any]:
+        """Every region and global back to BEFORE: {"bytes", "rewritten_words"}."""
+        out = _vp()
+        self._lib.check(self._lib.lib.kc_restore(self._handle(), ctypes.byref(out)), "kc_restore")
+        return self._lib.take_json(out)
+
+    def translate(self, captured_address: int) -> int:
+        """Where a captured device address lives in this replay (unchanged outside every region)."""
+        r = _u64()
+        self._lib.check(self._lib.lib.kc_translate(self._handle(), captured_address, ctypes.byref(r)),
+                        "kc_translate")
+        return r.value
+
+    def params(self) -> bytes:
+        """The captured parameter bytes with pointers into moved ranges rewritten."""
+        n = _u64()
+        self._lib.check(self._lib.lib.kc_params(self._handle(), None, 0, ctypes.byref(n)), "kc_params")
+        buf = ctypes.create_string_buffer(max(1, n.value))
+        self._lib.check(self._lib.lib.kc_params(self._handle(), buf, n.value, ctypes.byref(n)), "kc_params")
+        return buf.raw[:n.value]
+
+    def stream(self) -> int:
+        """The CUstream (as an integer) the engine launches and times on."""
+        r = _u64()
+        self._lib.check(self._lib.lib.kc_stream(self._handle(), ctypes.byref(r)), "kc_stream")
+        return r.value
+
+    def launch(self) -> None:
+        """The loaded image once, with the captured parameters and geometry; waits for it."""
+        self._lib.check(self._lib.lib.kc_launch(self._handle()), "kc_launch")
+
+    def time(self, launch: Optional[Callable[[int], None]] = None, warmup: Optional[int] = None,
+             iterations: Optional[int] = None, restore_each: Optional[bool] = None) -> Dict[str, Any]:
+        """Times launches. launch=None: the loaded image (kc_launch's kernel). Otherwise
+        launch(stream) is called for every launch and must enqueue one kernel on `stream`;
+        an exception it raises stops the timing and is raised here.
+        Returns {"method", "warmup", "iterations", "median_ms", "min_ms", "max_ms", "mean_ms",
+        "stddev_ms", "times_ms"}."""
+        opts = _opts({"warmup": warmup, "iterations": iterations, "restore_each": restore_each})
+        failures: List[BaseException] = []
+        cb = None
+        if launch is not None:
+            def trampoline(_user, stream):
+                try:
+                    launch(int(stream))
+                    return 0
+                except BaseException as e:  # never unwind through C frames
+                    failures.append(e)
+                    return 1
+            cb = LaunchFn(trampoline)
+        out = _vp()
+        rc = self._lib.lib.kc_time(self._handle(), ctypes.cast(cb, _vp) if cb else None, None, opts,
+                                   ctypes.byref(out))
+        if failures:
+            self._lib.take_json(out)
+            raise failures[0]
+        self._lib.check(rc, "kc_time")
+        return self._lib.take_json(out)
+
+    def compare(self, spec: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """Device memory vs the application's result. spec=None: the engine's own choice
+        (OUT/compare.json when the reproducer has one), exactly what `kerncap validate` uses.
+        Returns validate's JSON object; a FAIL is {"result": "FAIL", ...}, not an exception."""
+        out = _vp()
+        text = json.dumps(spec).encode() if spec is not None else None
+        self._lib.check(self._lib.lib.kc_compare(self._handle(), text, ctypes.byref(out)), "kc_compare")
+        return self._lib.take_json(out)
