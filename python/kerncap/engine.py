@@ -28,7 +28,7 @@ LIBRARY_NAME = "libkerncap_replay.so"
 ENV_LIBRARY = "KERNCAP_REPLAY_LIB"
 
 # Return codes of the C ABI (KC_OK, KC_E_*): the kerncap exit codes.
-OK, E_FAIL, E_INPUT, E_DEVICE, E_INTERNAL = 0, 1, 2, 3, 4
+OK, E_FAIL, E_INPUT, E_DEVICE, E_INTERNAL = 0, 1, 2, 3, 70
 _KIND = {E_FAIL: "fail", E_INPUT: "input", E_DEVICE: "device", E_INTERNAL: "internal"}
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 class EngineError(Exception):
     """A call into the engine failed: the engine's message and the kerncap exit code
-    (2 bad input, 3 device error, 4 internal)."""
+    (2 bad input, 3 device error, 70 internal)."""
 
     def __init__(self, message: str, exit_code: int = E_INTERNAL, function: str = ""):
         super().__init__(message)

@@ -173,6 +173,18 @@ def variant_source(record: dict, plan: tlaunch.Plan, module_text: Optional[str],
     return "\n".join(parts)
 
 
+def _place_engine(lib: str, dst: str) -> None:
+    """The engine that read this capture goes beside the reproducer's engine.py, where it finds
+    it first: a hard link when OUT shares the file system (a rebuild writes a new file, so the
+    link keeps this version), else a copy."""
+    if os.path.lexists(dst):
+        os.remove(dst)
+    try:
+        os.link(lib, dst)
+    except OSError:
+        shutil.copy2(lib, dst)
+
+
 def generate(out: str, quiet: bool = False) -> dict:
     m = capture.load(out)
     tdir = os.path.join(out, "triton")
@@ -211,8 +223,7 @@ def generate(out: str, quiet: bool = False) -> dict:
     os.makedirs(rdir, exist_ok=True)
     for src_name, dst in _RUNTIME_FILES.items():
         shutil.copyfile(os.path.join(HERE, src_name), os.path.join(rdir, dst))
-    # The engine that read this capture: the reproducer finds it next to its engine.py.
-    shutil.copy2(engine.load().path, os.path.join(rdir, engine.LIBRARY_NAME))
+    _place_engine(engine.load().path, os.path.join(rdir, engine.LIBRARY_NAME))
     with open(os.path.join(rdir, "__init__.py"), "w") as f:
         f.write('"""The runtime of reproducer.py, copied from kerncap\'s python/kerncap by kerncap.triton_repro."""\n')
     summary = {"kernel": rec["name"], "matched_by": found.how, "warnings": found.warnings + plan.notes,

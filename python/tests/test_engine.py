@@ -21,10 +21,12 @@ def test_loads_the_real_library_with_a_matching_abi(engine_lib):
     assert engine.load() is engine_lib  # loaded once
 
 
-def test_abi_version_matches_the_header():
+def test_versions_and_codes_match_the_header():
     with open(os.path.join(REPO, "include", "kerncap", "replay.h")) as f:
-        m = re.search(r"#define KC_REPLAY_ABI_VERSION (\d+)", f.read())
-    assert m and int(m.group(1)) == engine.ABI_VERSION
+        defs = dict(re.findall(r"#define (KC_\w+) (\d+)", f.read()))
+    assert int(defs["KC_REPLAY_ABI_VERSION"]) == engine.ABI_VERSION
+    for name in ("OK", "E_FAIL", "E_INPUT", "E_DEVICE", "E_INTERNAL"):
+        assert int(defs["KC_" + name]) == getattr(engine, name), name
 
 
 def test_capture_info_needs_no_gpu(engine_lib, tmp_path):
