@@ -255,7 +255,7 @@ def compare_spec(plan: Plan, regions: Sequence[Tuple[int, int]]) -> dict:
         for off, end in zip(cuts, cuts[1:]):
             dtype = ELEMENT.get(owners[off], (1, "", "bytes"))[2]
             if dtype != "bytes" and end > off:
-                spans.append({"base": base + off, "size": end - off, "dtype": dtype})
+                spans.append({"base": hex(base + off), "size": end - off, "dtype": dtype})
     return {"dtype": "bytes", "spans": spans}
 
 

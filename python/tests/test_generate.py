@@ -99,8 +99,9 @@ def test_generates_the_reproducer(tmp_path):
         ["__init__.py", "runtime.py", "capture.py", "engine.py", "triton_launch.py", engine.LIBRARY_NAME])
     # The three fp32 pointers into the one captured region each own their extent.
     assert json.load(open(os.path.join(out, "compare.json"))) == {"dtype": "bytes", "spans": [
-        {"base": BASE, "size": 0x60000, "dtype": "fp32"}, {"base": BASE + 0x60000, "size": 0x60000, "dtype": "fp32"},
-        {"base": BASE + 0xC0000, "size": 0x60000, "dtype": "fp32"}]}
+        {"base": hex(BASE), "size": 0x60000, "dtype": "fp32"},
+        {"base": hex(BASE + 0x60000), "size": 0x60000, "dtype": "fp32"},
+        {"base": hex(BASE + 0xC0000), "size": 0x60000, "dtype": "fp32"}]}
     assert s["compare"] == os.path.join(out, "compare.json")
     assert "add_kernel" in open(os.path.join(out, "reproducer.py")).read()
 

@@ -129,12 +129,12 @@ def test_compare_spec_types_each_pointer_extent():
     assert spec["dtype"] == "bytes"
     assert spec["spans"] == [
         # region at base: a1 (fp16) from 0, a0 (fp32; a2 shares its address) from 0x100, a4 (i64) from 0x800
-        {"base": base, "size": 0x100, "dtype": "fp16"},
-        {"base": base + 0x100, "size": 0x700, "dtype": "fp32"},
-        {"base": base + 0x800, "size": 0x800, "dtype": "i64"},
+        {"base": hex(base), "size": 0x100, "dtype": "fp16"},
+        {"base": hex(base + 0x100), "size": 0x700, "dtype": "fp32"},
+        {"base": hex(base + 0x800), "size": 0x800, "dtype": "i64"},
         # region at 0x7f0000100000: a7 (AMD fp8: bytes) owns the first 16 bytes, a5 (fp8e4nv) the rest;
         # a null pointer (a6) and one into no region (a8) type nothing
-        {"base": 0x7f0000100010, "size": 0x30, "dtype": "fp8e4m3"},
+        {"base": "0x7f0000100010", "size": 0x30, "dtype": "fp8e4m3"},
     ]
     assert tl.compare_spec(plan, [])["spans"] == []
 

@@ -5,7 +5,11 @@
 #     `kerncap validate --cubin`),
 #   - an autotuned kernel is reproduced with the configuration the application's autotuner chose,
 #   - a BLOCK / num_warps edit still PASSes and reports its time,
-#   - a wrong edit FAILs with a max abs/rel error.
+#   - a correct edit that keeps the launch geometry (a tl.debug_barrier() at the top of the
+#     kernel: a different cubin, the same results) PASSes,
+#   - a wrong edit FAILs with a max abs/rel error,
+#   - for the correct and the wrong edit, `kerncap validate OUT` (which picks up the fresh
+#     candidate.cubin) gives the reproducer's verdict: one engine, one OUT/compare.json.
 # Prints one table row per case and ends with "N passed, N failed".
 # Exit 0 all passed, 1 some failed, 77 skipped (no GPU, or no python3 with torch + triton).
 #
@@ -88,7 +92,7 @@ print(f"{v:.4g}" if isinstance(v, float) else v)
 PY
 }
 
-R_EXTRACT=- R_REPRO=- R_EDIT=- R_WRONG=- R_FAIL=0 R_SKIP=0 R_NOTE=""
+R_EXTRACT=- R_REPRO=- R_EDIT=- R_WRONG=- R_SAME=- R_FAIL=0 R_SKIP=0 R_NOTE=""
 note() { R_NOTE="${R_NOTE:+$R_NOTE; }$*"; }
 bad() { R_FAIL=1; note "$*"; }
 skip() { R_SKIP=1; note "$*"; }
@@ -200,6 +204,59 @@ PY
 }
 config_value() { "$PY" -c "import runpy,sys; print(runpy.run_path(sys.argv[1])['CONFIG'][sys.argv[2]])" "$1/kernel_variant.py" "$2" 2>/dev/null; }
 
+# same_verdict CAP LABEL: after a reproducer run ($REPRO_JSON, $REPRO_RC), `kerncap validate CAP`
+# must validate the candidate.cubin that run wrote and reach the same verdict and exit code.
+# Appends "LABEL R=R" to R_SAME.
+same_verdict() {
+  local cap=$1 label=$2 mine theirs rc image prev
+  mine=$(jget "$REPRO_JSON" 'j["result"]')
+  if [ "$(jget "$REPRO_JSON" 'j.get("same_geometry")')" != True ]; then
+    bad "$label: candidate.json changed the launch geometry: kerncap validate cannot run this candidate"
+    return 1
+  fi
+  run_step "validate_$label" "$KC" validate "$cap" --json
+  rc=$?
+  theirs=$(jget "$STEP_OUT" 'j["result"]')
+  image=$(jget "$STEP_OUT" 'j.get("image")')
+  prev=${R_SAME#-}
+  R_SAME="${prev:+$prev, }$label $mine=$theirs"
+  [[ $image == *candidate.cubin ]] || { bad "$label: kerncap validate used $image, not candidate.cubin"; return 1; }
+  if [ "$mine" != "$theirs" ] || [ "$rc" != "$REPRO_RC" ]; then
+    bad "$label: reproducer $mine (rc $REPRO_RC) but kerncap validate $theirs (rc $rc): $(jget "$STEP_OUT" 'j.get("line")')"
+    return 1
+  fi
+}
+# barrier_edit CAP: a tl.debug_barrier() as KERNEL's first statement: a correct edit for any
+# kernel (every thread reaches it) that changes the cubin and keeps grid, block and shared memory
+barrier_edit() {
+  "$PY" - "$1/kernel_variant.py" <<'PY'
+import ast, re, sys
+path = sys.argv[1]
+src = open(path).read()
+name = re.search(r"^KERNEL = (\w+)", src, re.M).group(1)
+fn = next(n for n in ast.parse(src).body if isinstance(n, ast.FunctionDef) and n.name == name)
+body = fn.body
+first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body[0]
+lines = src.splitlines(keepends=True)
+indent = re.match(r"\s*", lines[first.lineno - 1]).group(0)
+lines.insert(first.lineno - 1, indent + "tl.debug_barrier()  # kerncap test: a correct edit\n")
+open(path, "w").write("".join(lines))
+print("barrier before line", first.lineno, "of", name)
+PY
+}
+# correct_edit CAP: the barrier edit must PASS with a different cubin, with validate's verdict
+correct_edit() {
+  fresh_variant "$1"
+  barrier_edit "$1" >>"$LOG" 2>&1 || { bad "cannot make the barrier edit"; return 1; }
+  repro "$1" repro_correct
+  if [ "$REPRO_RC" -ne 0 ] || [ "$(jget "$REPRO_JSON" 'j["result"]')" != PASS ]; then
+    bad "correct (barrier) edit: rc $REPRO_RC $(jget "$REPRO_JSON" 'j.get("line")' || first_error)"
+    return 1
+  fi
+  [ "$(jget "$REPRO_JSON" 'j.get("candidate_identical")')" = False ] || note "barrier edit left the cubin identical"
+  same_verdict "$1" correct
+}
+
 # good_edit CAP DESCRIPTION: the edited variant must PASS and report a time
 good_edit() {
   repro "$1" repro_edit
@@ -220,6 +277,7 @@ wrong_edit() {
   rel=$(jget "$REPRO_JSON" 'j.get("max_rel_error")')
   if [ "$REPRO_RC" -eq 1 ] && [ "$res" = FAIL ] && [ "$abs" != 0 ] && [ -n "$abs" ]; then
     R_WRONG="FAIL (ok) abs $abs rel $rel"
+    same_verdict "$1" wrong
   else
     R_WRONG="rc=$REPRO_RC $res"
     bad "wrong edit was not caught (rc $REPRO_RC, $res, abs $abs)"
@@ -262,6 +320,7 @@ case_triton_vector() {
   local n
   n=$(jget "$cap/triton/launch.json" '[a["value"] for a in j["args"] if a["name"] == "n_elements"][0]')
   [ "$(jget "$REPRO_JSON" 'j["grid"][0]')" = "$(((n + 255) / 256))" ] || bad "grid did not follow BLOCK_SIZE (n=$n)"
+  correct_edit "$cap"
   fresh_variant "$cap"
   edit_source "$cap" "x + y" "x - y" >>"$LOG" 2>&1 || { bad "cannot make the wrong edit"; return; }
   wrong_edit "$cap"
@@ -277,6 +336,7 @@ case_triton_matmul() {
   [ -n "$bk" ] || { bad "CONFIG has no BLOCK_SIZE_K"; return; }
   edit_config "$cap" BLOCK_SIZE_K $((bk == 32 ? 64 : bk / 2)) >>"$LOG" 2>&1
   good_edit "$cap" "BLOCK_SIZE_K $bk->$((bk == 32 ? 64 : bk / 2))"
+  correct_edit "$cap"
   fresh_variant "$cap"
   edit_source "$cap" "c = accumulator.to(tl.float16)" "c = (accumulator * 1.01).to(tl.float16)" >>"$LOG" 2>&1 ||
     { bad "cannot make the wrong edit"; return; }
@@ -294,6 +354,7 @@ inductor_case() {  # inductor_case REGEX
   nw=$(config_value "$cap" num_warps)
   edit_config "$cap" num_warps $((nw >= 8 ? nw / 2 : nw * 2)) >>"$LOG" 2>&1 || { bad "cannot edit num_warps"; return; }
   good_edit "$cap" "num_warps $nw->$((nw >= 8 ? nw / 2 : nw * 2))"
+  correct_edit "$cap"
   fresh_variant "$cap"
   # A wrong edit that fits any Inductor kernel: its first store writes value + 1.
   wrong_store "$cap" >>"$LOG" 2>&1 || { bad "cannot make the wrong store edit"; return; }
@@ -311,6 +372,7 @@ case_triton_ptr_table() {
   baseline "$cap" || return
   edit_config "$cap" BLOCK_N 1024 >>"$LOG" 2>&1 || { bad "cannot edit BLOCK_N"; return; }
   good_edit "$cap" "BLOCK_N 256->1024"
+  correct_edit "$cap"
   fresh_variant "$cap"
   edit_source "$cap" "x * scale" "x * scale + 1.0" >>"$LOG" 2>&1 || { bad "cannot make the wrong edit"; return; }
   wrong_edit "$cap"
@@ -331,6 +393,7 @@ import liger_kernel.ops.dyt' >>"$LOG" 2>&1; then
   bn=$(config_value "$cap" BLOCK_N)
   edit_config "$cap" BLOCK_N $((bn == 1024 ? 2048 : 1024)) >>"$LOG" 2>&1 || { bad "cannot edit BLOCK_N"; return; }
   good_edit "$cap" "BLOCK_N $bn->$((bn == 1024 ? 2048 : 1024))"
+  correct_edit "$cap"
   fresh_variant "$cap"
   edit_source "$cap" "y = tanh_x * gamma" "y = tanh_x * gamma * 1.5" >>"$LOG" 2>&1 || { bad "cannot make the wrong edit"; return; }
   wrong_edit "$cap"
@@ -350,10 +413,10 @@ run_case() {
     result=PASS
     [ "$R_FAIL" = 1 ] && result=FAIL
     [ "$R_FAIL" = 0 ] && [ "$R_SKIP" = 1 ] && result=SKIP
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$result" "$R_EXTRACT" "$R_REPRO" "$R_EDIT" "$R_WRONG" \
-      "$(printf '%s' "$R_NOTE" | tr '\t\n' '  ')" >>"$ROWS"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$result" "$R_EXTRACT" "$R_REPRO" "$R_EDIT" "$R_WRONG" \
+      "$R_SAME" "$(printf '%s' "$R_NOTE" | tr '\t\n' '  ')" >>"$ROWS"
   )
-  grep -q "^$name	" "$ROWS" || printf '%s\tFAIL\t-\t-\t-\t-\tcase script died (see log)\n' "$name" >>"$ROWS"
+  grep -q "^$name	" "$ROWS" || printf '%s\tFAIL\t-\t-\t-\t-\t-\tcase script died (see log)\n' "$name" >>"$ROWS"
   result=$(awk -F'\t' -v n="$name" '$1 == n { print $2 }' "$ROWS")
   echo "[$result] $name ($(since "$t0")s)"
   [ "$result" = FAIL ] && { echo "---- $name: last lines of $LOG"; tail -n 12 "$LOG" | cut -c1-200; }
@@ -368,8 +431,8 @@ for c in "${CASES[@]}"; do
   run_case "$c"
 done
 echo
-awk -F'\t' 'BEGIN { printf "| %-26s | %-6s | %-12s | %-36s | %-16s | %-26s | %s\n", "case", "result", "extract", "reproducer (unedited)", "good edit", "wrong edit", "note" }
-  { printf "| %-26s | %-6s | %-12s | %-36s | %-16s | %-26s | %s\n", $1, $2, $3, $4, $5, $6, substr($7, 1, 200) }' "$ROWS" | tee "$LOGS/summary.md"
+awk -F'\t' 'BEGIN { printf "| %-26s | %-6s | %-12s | %-36s | %-16s | %-26s | %-32s | %s\n", "case", "result", "extract", "reproducer (unedited)", "good edit", "wrong edit", "reproducer=validate", "note" }
+  { printf "| %-26s | %-6s | %-12s | %-36s | %-16s | %-26s | %-32s | %s\n", $1, $2, $3, $4, $5, $6, $7, substr($8, 1, 200) }' "$ROWS" | tee "$LOGS/summary.md"
 passed=$(awk -F'\t' '$2 == "PASS"' "$ROWS" | wc -l)
 failed=$(awk -F'\t' '$2 == "FAIL"' "$ROWS" | wc -l)
 skipped=$(awk -F'\t' '$2 == "SKIP"' "$ROWS" | wc -l)
