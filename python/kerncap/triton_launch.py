@@ -1,6 +1,7 @@
 """The launch plan of a captured Triton kernel: which Python argument comes from which captured
-parameter slot, how its bytes decode, which values are pinned constexprs, and which element type each pointer argument gives the
-memory it points into (OUT/compare.json, read by the replay engine's comparison).
+parameter slot, how its bytes decode, which values are pinned constexprs, and which element
+type each pointer argument gives the memory it points into (OUT/compare.json, read by the
+replay engine's comparison).
 
 Pure stdlib (no triton, no torch): unit tested without a GPU, and copied into each reproducer.
 
