@@ -183,11 +183,14 @@ class Session:
     torch then share."""
 
     def __init__(self, path: str, cubin: Optional[str] = None, allow_relocate: bool = True,
-                 progress: bool = False, lib: Optional[Library] = None):
+                 progress: bool = False, verify: bool = False, lib: Optional[Library] = None):
+        """cubin: a variant image instead of the captured one; allow_relocate=False fails rather
+        than moving a range; progress: the engine's progress lines on stderr; verify: check
+        the blobs' hashes while restoring."""
         self.path = path
         self._lib = lib or load()
         self._s = _vp()
-        opts = _opts({"cubin": cubin, "allow_relocate": allow_relocate, "progress": progress})
+        opts = _opts({"cubin": cubin, "allow_relocate": allow_relocate, "progress": progress, "verify": verify})
         self._lib.check(self._lib.lib.kc_open(os.fsencode(path), opts, ctypes.byref(self._s)), "kc_open")
 
     def __enter__(self) -> "Session":

@@ -173,6 +173,24 @@ def variant_source(record: dict, plan: tlaunch.Plan, module_text: Optional[str],
     return "\n".join(parts)
 
 
+def _write_compare_spec(out: str, spec: dict) -> Optional[str]:
+    """OUT/compare.json; one that says something else (the user's tolerances, or another
+    capture's spans) is kept as compare.json.prev. Returns a note when it was."""
+    path = os.path.join(out, tlaunch.COMPARE_FILE)
+    note = None
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        old = spec
+    if old != spec:
+        os.replace(path, path + ".prev")
+        note = f"the previous {tlaunch.COMPARE_FILE} differs from this capture's: kept as {tlaunch.COMPARE_FILE}.prev"
+    with open(path, "w") as f:
+        json.dump(spec, f, indent=2)
+    return note
+
+
 def _place_engine(lib: str, dst: str) -> None:
     """The engine that read this capture goes beside the reproducer's engine.py, where it finds
     it first: a hard link when OUT shares the file system (a rebuild writes a new file, so the
@@ -207,8 +225,7 @@ def generate(out: str, quiet: bool = False) -> dict:
     plan = tlaunch.build_plan(rec, m.slots, m.params(), m.grid)
     with open(os.path.join(tdir, "launch.json"), "w") as f:
         json.dump(plan.to_json(), f, indent=2)
-    with open(os.path.join(out, tlaunch.COMPARE_FILE), "w") as f:
-        json.dump(tlaunch.compare_spec(plan, [(r.base, r.size) for r in m.memory()]), f, indent=2)
+    moved = _write_compare_spec(out, tlaunch.compare_spec(plan, [(r.base, r.size) for r in m.memory()]))
     fn = rec.get("fn", {})
     src = variant_source(rec, plan, _read_source(tdir, fn.get("module_sha256")),
                          _read_source(tdir, fn.get("source_sha256")), found, autotune)
@@ -226,7 +243,8 @@ def generate(out: str, quiet: bool = False) -> dict:
     _place_engine(engine.load().path, os.path.join(rdir, engine.LIBRARY_NAME))
     with open(os.path.join(rdir, "__init__.py"), "w") as f:
         f.write('"""The runtime of reproducer.py, copied from kerncap\'s python/kerncap by kerncap.triton_repro."""\n')
-    summary = {"kernel": rec["name"], "matched_by": found.how, "warnings": found.warnings + plan.notes,
+    summary = {"kernel": rec["name"], "matched_by": found.how,
+               "warnings": found.warnings + plan.notes + ([moved] if moved else []),
                "autotuned": autotune is not None, "config": {**plan.constexprs(), **plan.options},
                "programs": list(plan.programs), "kernel_variant": os.path.join(out, "kernel_variant.py"),
                "reproducer": os.path.join(out, "reproducer.py"), "name_map": os.path.join(tdir, "name_map.json"),

@@ -103,6 +103,14 @@ def test_generates_the_reproducer(tmp_path):
         {"base": hex(BASE + 0x60000), "size": 0x60000, "dtype": "fp32"},
         {"base": hex(BASE + 0xC0000), "size": 0x60000, "dtype": "fp32"}]}
     assert s["compare"] == os.path.join(out, "compare.json")
+    # Generating again leaves it be; an edited one is kept aside, never lost.
+    assert not any("compare.json" in w for w in triton_repro.generate(out, quiet=True)["warnings"])
+    spec = json.load(open(os.path.join(out, "compare.json")))
+    spec["spans"][0]["rtol"] = 0.5
+    json.dump(spec, open(os.path.join(out, "compare.json"), "w"))
+    assert any("compare.json.prev" in w for w in triton_repro.generate(out, quiet=True)["warnings"])
+    assert json.load(open(os.path.join(out, "compare.json.prev")))["spans"][0]["rtol"] == 0.5
+    assert "rtol" not in json.load(open(os.path.join(out, "compare.json")))["spans"][0]
     assert "add_kernel" in open(os.path.join(out, "reproducer.py")).read()
 
 
