@@ -28,7 +28,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import capture, engine, triton_launch as tlaunch
+from . import capture, engine, out_layout as L, triton_launch as tlaunch
 
 
 class InputError(Exception):
@@ -64,7 +64,7 @@ class Run:
         self.out, self.opts = out, opts
         self.say = (lambda *a: print(*a, file=sys.stderr)) if opts.json else print
         self.m = capture.load(out)
-        with open(os.path.join(out, "triton", "launch.json")) as f:
+        with open(os.path.join(out, L.TRITON, "launch.json")) as f:
             self.plan = tlaunch.plan_from_json(json.load(f))
         self.result: Dict[str, Any] = {"kernel": self.plan.kernel}
         self.session: Optional[engine.Session] = None
@@ -195,7 +195,7 @@ class Run:
         cubin = kernel.asm.get("cubin") if hasattr(kernel, "asm") else None
         if not cubin:
             return
-        path = os.path.join(self.out, "candidate.cubin")
+        path = os.path.join(self.out, L.CANDIDATE_CUBIN)
         with open(path, "wb") as f:
             f.write(cubin)
         md = kernel.metadata
@@ -204,7 +204,7 @@ class Run:
                "block": [32 * md.num_warps, 1, 1], "shared_mem_bytes": md.shared,
                "cluster": [num_ctas, 1, 1] if num_ctas > 1 else [0, 0, 0],
                "sha256": hashlib.sha256(cubin).hexdigest()}
-        with open(os.path.join(self.out, "candidate.json"), "w") as f:
+        with open(os.path.join(self.out, L.CANDIDATE_JSON), "w") as f:
             json.dump(geo, f, indent=2)
         same_geo = (tuple(geo["grid"]) == tuple(self.m.grid) and tuple(geo["block"]) == tuple(self.m.block)
                     and geo["shared_mem_bytes"] == self.m.shared_mem_bytes)
@@ -222,7 +222,7 @@ class Run:
         if self.opts.atol is None and self.opts.rtol is None:
             return None
         try:
-            with open(os.path.join(self.out, tlaunch.COMPARE_FILE)) as f:
+            with open(os.path.join(self.out, L.COMPARE_SPEC)) as f:
                 spec = json.load(f)
         except FileNotFoundError:
             spec = {"dtype": "bytes", "spans": []}
@@ -295,7 +295,7 @@ def add_app_paths(out: str, say) -> None:
     """The application's sys.path (from name_map.json), so that the variant's imports of the
     application's own packages resolve as they did there."""
     try:
-        with open(os.path.join(out, "triton", "name_map.json")) as f:
+        with open(os.path.join(out, L.TRITON, "name_map.json")) as f:
             pp = json.load(f).get("python_path") or {}
     except (OSError, ValueError):
         return
@@ -341,7 +341,7 @@ def main(out: str, argv=None) -> int:
         run.say(f"kerncap Triton reproducer: {run.plan.kernel} ({out})")
         run.restore()
         add_app_paths(out, run.say)
-        variant = load_variant(opts.variant or os.path.join(out, "kernel_variant.py"))
+        variant = load_variant(opts.variant or os.path.join(out, L.KERNEL_VARIANT_PY))
         run.launch(variant)
         ok = run.compare()
         if opts.iterations > 0:

@@ -237,9 +237,6 @@ def build_plan(record: dict, slots: Sequence[Tuple[int, int]], params: bytes, gr
 
 
 # ---- comparison spans -----------------------------------------------------------------------
-COMPARE_FILE = "compare.json"  # OUT/compare.json: read by the engine's kc_compare and `kerncap validate`
-
-
 def compare_spec(plan: Plan, regions: Sequence[Tuple[int, int]]) -> dict:
     """How the engine compares the memory the kernel was given (kc_compare's spec, written to
     OUT/compare.json): inside each captured region (base, size), the bytes from one pointer

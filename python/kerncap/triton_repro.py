@@ -26,11 +26,11 @@ import shutil
 import sys
 from typing import List, Optional
 
-from . import capture, engine, triton_launch as tlaunch, triton_records, triton_source
+from . import capture, engine, out_layout as L, triton_launch as tlaunch, triton_records, triton_source
 
 # python/kerncap file -> its name in OUT/kerncap_repro/ (the reproducer imports kerncap_repro.runtime)
 _RUNTIME_FILES = {"engine.py": "engine.py", "capture.py": "capture.py", "triton_launch.py": "triton_launch.py",
-                  "repro_runtime.py": "runtime.py"}
+                  "out_layout.py": "out_layout.py", "repro_runtime.py": "runtime.py"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -176,7 +176,7 @@ def variant_source(record: dict, plan: tlaunch.Plan, module_text: Optional[str],
 def _write_compare_spec(out: str, spec: dict) -> Optional[str]:
     """OUT/compare.json; one that says something else (the user's tolerances, or another
     capture's spans) is kept as compare.json.prev. Returns a note when it was."""
-    path = os.path.join(out, tlaunch.COMPARE_FILE)
+    path = os.path.join(out, L.COMPARE_SPEC)
     note = None
     try:
         with open(path) as f:
@@ -185,7 +185,7 @@ def _write_compare_spec(out: str, spec: dict) -> Optional[str]:
         old = spec
     if old != spec:
         os.replace(path, path + ".prev")
-        note = f"the previous {tlaunch.COMPARE_FILE} differs from this capture's: kept as {tlaunch.COMPARE_FILE}.prev"
+        note = f"the previous {L.COMPARE_SPEC} differs from this capture's: kept as {L.COMPARE_SPEC}.prev"
     with open(path, "w") as f:
         json.dump(spec, f, indent=2)
     return note
@@ -205,7 +205,7 @@ def _place_engine(lib: str, dst: str) -> None:
 
 def generate(out: str, quiet: bool = False) -> dict:
     m = capture.load(out)
-    tdir = os.path.join(out, "triton")
+    tdir = os.path.join(out, L.TRITON)
     records = triton_records.load(tdir)
     sha = m.image_sha256()
     found: Optional[triton_records.Match] = None
@@ -229,14 +229,14 @@ def generate(out: str, quiet: bool = False) -> dict:
     fn = rec.get("fn", {})
     src = variant_source(rec, plan, _read_source(tdir, fn.get("module_sha256")),
                          _read_source(tdir, fn.get("source_sha256")), found, autotune)
-    with open(os.path.join(out, "kernel_variant.py"), "w") as f:
+    with open(os.path.join(out, L.KERNEL_VARIANT_PY), "w") as f:
         f.write(src)
     with open(os.path.join(HERE, "templates", "reproducer.py")) as f:
         tpl = f.read()
-    with open(os.path.join(out, "reproducer.py"), "w") as f:
+    with open(os.path.join(out, L.REPRODUCER_PY), "w") as f:
         f.write(tpl.replace("@KERNEL@", rec["name"]).replace("@OUT@", out))
-    os.chmod(os.path.join(out, "reproducer.py"), 0o755)
-    rdir = os.path.join(out, "kerncap_repro")
+    os.chmod(os.path.join(out, L.REPRODUCER_PY), 0o755)
+    rdir = os.path.join(out, L.REPRO_RUNTIME)
     os.makedirs(rdir, exist_ok=True)
     for src_name, dst in _RUNTIME_FILES.items():
         shutil.copyfile(os.path.join(HERE, src_name), os.path.join(rdir, dst))
@@ -246,9 +246,9 @@ def generate(out: str, quiet: bool = False) -> dict:
     summary = {"kernel": rec["name"], "matched_by": found.how,
                "warnings": found.warnings + plan.notes + ([moved] if moved else []),
                "autotuned": autotune is not None, "config": {**plan.constexprs(), **plan.options},
-               "programs": list(plan.programs), "kernel_variant": os.path.join(out, "kernel_variant.py"),
-               "reproducer": os.path.join(out, "reproducer.py"), "name_map": os.path.join(tdir, "name_map.json"),
-               "compare": os.path.join(out, tlaunch.COMPARE_FILE)}
+               "programs": list(plan.programs), "kernel_variant": os.path.join(out, L.KERNEL_VARIANT_PY),
+               "reproducer": os.path.join(out, L.REPRODUCER_PY), "name_map": os.path.join(tdir, "name_map.json"),
+               "compare": os.path.join(out, L.COMPARE_SPEC)}
     if not quiet:
         print(f"Triton kernel {rec['name']} ({fn.get('file')}:{fn.get('line')}), matched by {found.how}")
         for w in summary["warnings"]:

@@ -96,7 +96,8 @@ def test_generates_the_reproducer(tmp_path):
               "kerncap_repro/triton_launch.py", "kerncap_repro/__init__.py", "kerncap_repro/" + engine.LIBRARY_NAME):
         assert os.path.isfile(os.path.join(out, f)), f
     assert sorted(os.listdir(os.path.join(out, "kerncap_repro"))) == sorted(
-        ["__init__.py", "runtime.py", "capture.py", "engine.py", "triton_launch.py", engine.LIBRARY_NAME])
+        ["__init__.py", "runtime.py", "capture.py", "engine.py", "triton_launch.py", "out_layout.py",
+         engine.LIBRARY_NAME])
     # The three fp32 pointers into the one captured region each own their extent.
     assert json.load(open(os.path.join(out, "compare.json"))) == {"dtype": "bytes", "spans": [
         {"base": hex(BASE), "size": 0x60000, "dtype": "fp32"},
