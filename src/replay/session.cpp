@@ -237,6 +237,7 @@ RestoreStats Session::restore() {
       in.read_at(off, staging_a_, n);
       if (hash) XXH64_update(hash.get(), staging_a_, n);
       st.rewritten_words += reloc.rewrite(staging_a_, n, r.base + off);
+      if (filter_) filter_(i, off, staging_a_, n);
       KC_CU(cuMemcpyHtoD(addresses_[i] + off, staging_a_, n));
       off += n;
       done += n;

@@ -4,6 +4,7 @@
 #include <cuda.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +40,12 @@ class Session {
 
   // Writes every region and global back to its BEFORE state.
   RestoreStats restore();
+  // Changes what restore() writes: called on every staged piece of region `index` (manifest
+  // order) at byte `offset`, after relocation and before the copy to the device. Strong
+  // validation poisons the bytes the launch writes without reading; fuzzing replaces inputs.
+  // An empty function restores BEFORE unchanged.
+  using RestoreFilter = std::function<void(size_t index, uint64_t offset, uint8_t* data, uint64_t n)>;
+  void set_restore_filter(RestoreFilter f) { filter_ = std::move(f); }
   // Launches once and waits; returns the elapsed milliseconds measured with events.
   float launch();
   // Enqueues one launch on stream() without waiting.
@@ -83,6 +90,7 @@ class Session {
   uint64_t staging_bytes_ = 64ull << 20;
   std::string image_desc_;
   bool verified_ = false;
+  RestoreFilter filter_;
 };
 
 }  // namespace kerncap::replay
