@@ -58,6 +58,8 @@ KC_API int kc_capture_info(const char* path, char** json_out);
  *   "cubin": path of a variant image to load instead of the captured one (null = captured)
  *   "allow_relocate": bool (default true)
  *   "progress": bool (default false)
+ *   "verify": bool (default false): check the image now and every BEFORE file on the first
+ *             kc_restore against the hashes recorded at capture (KC_E_INPUT naming the file)
  * Reserves the captured addresses, creates/retains the context, maps memory, loads the image.
  * Call before anything else in the process allocates device memory. */
 KC_API int kc_open(const char* path, const char* options_json, kc_session** out);
@@ -82,24 +84,30 @@ KC_API int kc_stream(kc_session* s, uint64_t* stream_out);
 KC_API int kc_launch(kc_session* s);
 
 /* A launch the caller makes itself (e.g. a Triton kernel launched from Python) on `stream`.
- * Return 0 on success, non-zero to stop timing with an error. */
+ * Return 0 on success, non-zero to stop timing: kc_time then returns KC_E_INPUT with the
+ * value in kc_last_error(). The callback must not throw or longjmp through the engine. */
 typedef int (*kc_launch_fn)(void* user, uint64_t stream);
 
 /* Times launches: `launch` == NULL times kc_launch's kernel; otherwise the callback.
  * `options_json` (may be NULL): {"warmup": 3, "iterations": 20, "restore_each": false}.
- * JSON: {"method", "warmup", "iterations", "median_ms", "min_ms", "max_ms", "mean_ms",
- *        "stddev_ms", "times_ms": [...]} */
+ * Each timed launch is bracketed by CUDA events on the engine's stream; warm-up launches
+ * come first; restore_each writes BEFORE back before every launch, warm-up included.
+ * JSON: {"method": "cuda-events", "warmup", "iterations", "restore_each", "median_ms",
+ *        "min_ms", "max_ms", "mean_ms", "stddev_ms", "times_ms": [...]} */
 KC_API int kc_time(kc_session* s, kc_launch_fn launch, void* user, const char* options_json, char** json_out);
 
 /* Compares device memory with the application's result (BEFORE overlaid with AFTER).
+ * Waits for the whole context first (the caller may have launched on a stream of its own).
  * `spec_json` (may be NULL):
- *   {"dtype": "bytes", "atol": null, "rtol": null,            default for every byte
+ *   {"dtype": "bytes", "atol": null, "rtol": null,            default for every other byte
  *    "spans": [{"base": <captured address>, "size": n, "dtype": "fp32",
  *               "atol": null, "rtol": null}]}                 typed spans inside regions
- * Tolerances left null come from the engine's one default table for the dtype
- * (compare::default_tolerance); bytes are exact. JSON: the object of
- * `kerncap validate --json` ({"result": "PASS"|"FAIL", "line", "regions": [...]}). A FAIL
- * is a successful call (KC_OK) with "result": "FAIL".
+ * "base" is an integer or a "0x..." string; each span must lie inside one captured region
+ * (KC_E_INPUT otherwise); where spans overlap, the lower base wins. Tolerances left null come
+ * from the engine's one default table for the dtype (compare::default_tolerance); bytes and
+ * integers are exact. JSON: the object of `kerncap validate --json` ({"result":
+ * "PASS"|"FAIL", "line", "spec", "regions": [{..., "pieces": [...]}]}, docs/engine.md). A
+ * FAIL is a successful call (KC_OK) with "result": "FAIL".
  * With spec_json NULL the engine uses OUT/compare.json when the capture lies in a reproducer
  * that has one (the Triton generator writes the kernel's pointer element types there), so
  * `kerncap validate` and a reproducer's own check give the same verdict. */

@@ -61,7 +61,7 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
                                  v.nondeterministic.end())
         continue;
       std::cout << fmt::format("  region {} ({} at {}, {}; launch wrote {}): {}\n", x.id, x.kind, hex_addr(x.base),
-                               human_bytes(x.size), human_bytes(x.written), compare::summary(x.result));
+                               human_bytes(x.size), human_bytes(x.written), x.summary());
     }
     std::cout << v.line() << "\n";
   }

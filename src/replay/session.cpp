@@ -47,6 +47,17 @@ bool settable_func_attr(int id) {
 }  // namespace
 
 Session::Session(const Options& options) : options_(options) {
+  // A failed open gives back what it took: the engine lives on in long-running processes
+  // (Python, kc_open), where a leaked context, module or pinned buffer would outlive it.
+  try {
+    open(options);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void Session::open(const Options& options) {
   capture_ = format::open_capture(options.capture);
   const format::Manifest& m = capture_.manifest;
 
@@ -143,8 +154,12 @@ Session::Session(const Options& options) : options_(options) {
   }
 }
 
-Session::~Session() {
-  // Destructors never throw: a failing release is logged and the rest still released.
+Session::~Session() { release(); }
+
+void Session::release() noexcept {
+  // Never throws: a failing release is logged and the rest still released. Without a
+  // context nothing of ours exists (the driver may not even have loaded).
+  if (!ctx_ && !space_) return;
   auto release = [](CUresult r, const char* what) {
     if (r != CUDA_SUCCESS) log::warn("{}", cu_error_text(r, what, __FILE__, __LINE__));
   };
@@ -157,6 +172,11 @@ Session::~Session() {
   if (staging_b_) release(d.cuMemFreeHost(staging_b_), "cuMemFreeHost");
   space_.reset();
   if (ctx_) release(d.cuDevicePrimaryCtxRelease(dev_), "cuDevicePrimaryCtxRelease");
+  ev_start_ = ev_stop_ = nullptr;
+  stream_ = nullptr;
+  module_ = nullptr;
+  staging_a_ = staging_b_ = nullptr;
+  ctx_ = nullptr;
 }
 
 void Session::load_module(const Options& options) {
@@ -169,6 +189,11 @@ void Session::load_module(const Options& options) {
   } else {
     image = format::read_file(capture_.path(m.image_file));
     image_desc_ = "the captured image";
+    // The capture names its image by this hash (XXH3 of the bytes the application loaded).
+    if (options.verify_hashes && m.image_hash != 0 && XXH3_64bits(image.data(), image.size()) != m.image_hash)
+      input_error(fmt::format("capture file {} (the kernel's code image) does not match the hash the capture "
+                              "recorded: the file was changed or damaged after the capture; extract again",
+                              m.image_file));
   }
   if (cubin::detect_kind(image) == cubin::ImageKind::Ptx) image.push_back(0);  // PTX text must be NUL-terminated
   CUresult r = KC_CU_TRY(cuModuleLoadData(&module_, image.data()));

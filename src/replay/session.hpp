@@ -21,7 +21,7 @@ struct Options {
   bool allow_relocate = true;
   std::optional<uint32_t> collide_region;    // test hook: force this region to collide
   bool progress = true;
-  bool verify_hashes = false;                // check each region's BEFORE hash while restoring
+  bool verify_hashes = false;  // check the image at load and each BEFORE file (first restore) against the capture's hashes
 };
 
 struct RestoreStats {
@@ -69,6 +69,8 @@ class Session {
   uint64_t staging_bytes() const { return staging_bytes_; }
 
  private:
+  void open(const Options& options);
+  void release() noexcept;
   void load_module(const Options& options);
   void check_variant_layout(const std::filesystem::path& cubin);
 

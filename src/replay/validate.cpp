@@ -11,44 +11,85 @@
 
 namespace kerncap::replay {
 
+namespace {
+
+// The expected bytes of region `r` in [off, off + n): BEFORE with the AFTER runs applied and
+// pointer words into moved spans rewritten. Read with the 8-byte-aligned words around it, so
+// a word that straddles a piece or chunk edge is rewritten exactly as restore() rewrote it.
+class Expected {
+ public:
+  Expected(const format::Capture& c, const format::Region& r, const RelocationMap& reloc, uint8_t* buffer)
+      : r_(r), reloc_(reloc), buffer_(buffer), before_(c.path(r.file)), after_(c.path(c.manifest.after_file)) {
+    for (const auto& a : c.manifest.after)
+      if (a.region == r.id) runs_.push_back(&a);
+  }
+  // Largest n for a buffer of `capacity` bytes (the window adds at most 7 bytes each side).
+  static uint64_t step(uint64_t capacity) { return (capacity - 16) / 64 * 64; }
+
+  const uint8_t* at(uint64_t off, uint64_t n) {
+    const uint64_t lo = std::max(r_.base, (r_.base + off) / 8 * 8) - r_.base;
+    const uint64_t hi = std::min(r_.base + r_.size, (r_.base + off + n + 7) / 8 * 8) - r_.base;
+    before_.read_at(lo, buffer_, hi - lo);
+    for (const auto* a : runs_) {
+      const uint64_t b = std::max(lo, a->offset), e = std::min(hi, a->offset + a->size);
+      if (b < e) after_.read_at(a->file_offset + (b - a->offset), buffer_ + (b - lo), e - b);
+    }
+    reloc_.rewrite(buffer_, hi - lo, r_.base + lo);
+    return buffer_ + (off - lo);
+  }
+
+ private:
+  const format::Region& r_;
+  const RelocationMap& reloc_;
+  uint8_t* buffer_;
+  format::BlobReader before_, after_;
+  std::vector<const format::AfterRun*> runs_;
+};
+
+}  // namespace
+
 Verdict compare_with_after(Session& session, const CompareSpec& spec) {
   const format::Manifest& m = session.capture().manifest;
-  const RelocationMap& reloc = session.relocations();
-  auto* expected = static_cast<uint8_t*>(session.staging(0));
   auto* actual = static_cast<uint8_t*>(session.staging(1));
-  const uint64_t step = session.staging_bytes() / 64 * 64;  // whole elements of every type
-  format::BlobReader after(session.capture().path(m.after_file));
+  const uint64_t step = Expected::step(session.staging_bytes());  // whole elements of every type
   Verdict v;
   v.spec_source = spec.source;
   for (size_t i = 0; i < m.regions.size(); ++i) {
     const format::Region& r = m.regions[i];
-    RegionVerdict rv{r.id, format::to_string(r.kind), r.base, r.size, 0, {}};
-    std::vector<const format::AfterRun*> runs;
+    RegionVerdict rv{r.id, format::to_string(r.kind), r.base, r.size, 0, {}, {}};
     for (const auto& a : m.after)
-      if (a.region == r.id) {
-        runs.push_back(&a);
-        rv.written += a.size;
-      }
-    format::BlobReader before(session.capture().path(r.file));
+      if (a.region == r.id) rv.written += a.size;
+    Expected expected(session.capture(), r, session.relocations(), static_cast<uint8_t*>(session.staging(0)));
     for (const Piece& p : pieces_of(r, spec)) {
+      // Offsets fed to the comparator are piece-relative: a piece may start anywhere in the
+      // region, and elements are counted from its start.
       compare::Comparator cmp(p.dtype, p.tol);
       for (uint64_t off = p.begin; off < p.end;) {
         const uint64_t n = std::min(step, p.end - off);
-        before.read_at(off, expected, n);
-        for (const auto* a : runs) {
-          uint64_t lo = std::max(off, a->offset), hi = std::min(off + n, a->offset + a->size);
-          if (lo < hi) after.read_at(a->file_offset + (lo - a->offset), expected + (lo - off), hi - lo);
-        }
-        reloc.rewrite(expected, n, r.base + off);
+        const uint8_t* e = expected.at(off, n);
         KC_CU(cuMemcpyDtoH(actual, session.address(i) + off, n));
-        cmp.feed(expected, actual, n, off);
+        cmp.feed(e, actual, n, off - p.begin);
         off += n;
       }
-      compare::merge(rv.result, cmp.result());
+      PieceVerdict pv{p, cmp.result()};
+      if (pv.result.first_bad_offset) *pv.result.first_bad_offset += p.begin;
+      compare::merge(rv.result, pv.result);
+      rv.pieces.push_back(std::move(pv));
     }
     v.regions.push_back(std::move(rv));
   }
   return v;
+}
+
+std::string RegionVerdict::summary() const {
+  if (pieces.size() <= 1) return compare::summary(result);
+  std::string s;
+  for (const auto& p : pieces) {
+    if (p.result.pass()) continue;
+    s += fmt::format("{}{} at +{:#x} ({}): {}", s.empty() ? "" : "; ", compare::to_string(p.piece.dtype),
+                     p.piece.begin, human_bytes(p.piece.end - p.piece.begin), compare::summary(p.result));
+  }
+  return s.empty() ? compare::summary(result) : s;
 }
 
 bool Verdict::pass() const { return failing() == 0; }
@@ -105,8 +146,28 @@ nlohmann::json Verdict::to_json() const {
                         {"mismatches", r.result.mismatches},
                         {"max_abs_error", r.result.max_abs_error},
                         {"max_rel_error", r.result.max_rel_error},
-                        {"summary", compare::summary(r.result)}};
+                        {"summary", r.summary()}};
     if (r.result.first_bad_offset) j["first_bad_offset"] = *r.result.first_bad_offset;
+    nlohmann::json pieces = nlohmann::json::array();
+    for (const auto& p : r.pieces) {
+      nlohmann::json pj = {{"offset", p.piece.begin},
+                           {"size", p.piece.end - p.piece.begin},
+                           {"dtype", compare::to_string(p.piece.dtype)},
+                           {"atol", p.piece.tol.atol},
+                           {"rtol", p.piece.tol.rtol},
+                           {"pass", p.result.pass()},
+                           {"exact", p.result.exact()},
+                           {"mismatches", p.result.mismatches},
+                           {"elements", p.result.elements},
+                           {"max_abs_error", p.result.max_abs_error},
+                           {"max_rel_error", p.result.max_rel_error},
+                           {"nan_expected", p.result.nan_expected},
+                           {"nan_actual", p.result.nan_actual},
+                           {"summary", compare::summary(p.result)}};
+      if (p.result.first_bad_offset) pj["first_bad_offset"] = *p.result.first_bad_offset;
+      pieces.push_back(std::move(pj));
+    }
+    j["pieces"] = std::move(pieces);
     regs.push_back(j);
   }
   return {{"result", pass() ? "PASS" : "FAIL"}, {"regions", regs}, {"line", line()},

@@ -13,12 +13,22 @@
 
 namespace kerncap::replay {
 
+// One typed piece of a region (pieces_of) and what its comparison found; offsets in the
+// piece's result are region-relative.
+struct PieceVerdict {
+  Piece piece;
+  compare::Result result;
+};
+
 struct RegionVerdict {
   uint32_t id = 0;
   std::string kind;
   uint64_t base = 0, size = 0;
   uint64_t written = 0;  // bytes the application's launch changed in it
-  compare::Result result;
+  compare::Result result;           // all pieces together
+  std::vector<PieceVerdict> pieces;  // in address order; one piece when the spec has no span here
+  // compare::summary of the region, or of each failing piece when spans type it.
+  std::string summary() const;
 };
 
 struct Verdict {

@@ -397,6 +397,18 @@ case_err_truncated() {
   expect_error validate 2 'truncat|size|short|incomplete|damaged|corrupt' "$KC" validate "$CASE_DIR/cap"
   expect_error replay 2 'truncat|size|short|incomplete|damaged|corrupt' "$KC" replay "$CASE_DIR/cap" --iterations 1
 }
+# A BEFORE file changed after capture but still the right size: only --verify can tell.
+case_err_verify() {
+  base_capture || return
+  cp -r "$BASE" "$CASE_DIR/cap"
+  local big
+  big=$(find "$CASE_DIR/cap/capture/mem" -type f -size +0 -printf '%s %p\n' | sort -n | tail -n1 | cut -d' ' -f2-)
+  printf '\xa5' | dd of="$big" bs=1 seek=0 conv=notrunc status=none
+  cmp -s "$big" "$BASE/capture/mem/$(basename "$big")" && printf '\x5a' | dd of="$big" bs=1 seek=0 conv=notrunc status=none
+  note "changed the first byte of ${big#"$CASE_DIR/cap/"}"
+  expect_error validate 2 'does not match the hash' "$KC" validate "$CASE_DIR/cap" --verify
+  expect_error replay_tool 2 'does not match the hash' "$BUILD/bin/kerncap-replay" "$CASE_DIR/cap" --verify -n 1
+}
 case_err_no_manifest() {
   base_capture || return
   cp -r "$BASE" "$CASE_DIR/cap"
@@ -525,7 +537,7 @@ case_torch_gemm_bf16() { torch_case gemm_bf16 'nvjet|gemm|xmma|cutlass' --regex;
 CASES=(
   vector_add accumulate batched_ptrs struct_ptrs globals big_smem templated dispatch
   async_stream managed mapped_host cluster_launch cooperative driver_extra graph_capture
-  cubin_variant nondet_atomic engine_standalone engine_c_abi err_unknown_kernel err_exit_before err_app_crash err_dir_exists err_truncated
+  cubin_variant nondet_atomic engine_standalone engine_c_abi err_unknown_kernel err_exit_before err_app_crash err_dir_exists err_truncated err_verify
   err_no_manifest err_newer_format err_cubin_lacks_kernel err_no_gpu
   continue_accumulate continue_globals continue_managed continue_driver_extra
   collide_vector_add collide_no_relocate collide_batched validate_x100

@@ -1,4 +1,5 @@
-// What the result line says: how strong a PASS is, and when the kernel was nondeterministic.
+// What the result line says: how strong a PASS is, and when the kernel was nondeterministic;
+// per-piece summaries when typed spans cut a region.
 #include <gtest/gtest.h>
 
 #include "replay/validate.hpp"
@@ -41,6 +42,55 @@ TEST(VerdictLine, NondeterministicKernelsSaySoWithTheError) {
   EXPECT_NE(v.line().find("within tolerance"), std::string::npos) << v.line();
   v.regions = {region(0, 1024, 3, 1.0)};
   EXPECT_EQ(v.line().rfind("Result: FAIL (nondeterministic kernel", 0), 0u) << v.line();
+}
+
+compare::Result result(compare::DType t, uint64_t bytes, uint64_t bad, std::optional<uint64_t> first = {}) {
+  compare::Result r;
+  r.dtype = t;
+  r.bytes = bytes;
+  r.elements = bytes / compare::dtype_size(t);
+  r.mismatches = bad;
+  r.differing_bytes = bad * compare::dtype_size(t);
+  r.first_bad_offset = first;
+  return r;
+}
+
+TEST(VerdictPieces, TypedPiecesAreReportedOneByOne) {
+  RegionVerdict rv{3, "device", 0x1000, 0x100, 0x40, {}, {}};
+  rv.pieces.push_back({{0, 0x40, compare::DType::Bytes, {}}, result(compare::DType::Bytes, 0x40, 0)});
+  rv.pieces.push_back({{0x40, 0x100, compare::DType::F32, compare::default_tolerance(compare::DType::F32)},
+                       result(compare::DType::F32, 0xc0, 2, 0x48)});
+  for (const auto& p : rv.pieces) compare::merge(rv.result, p.result);
+  EXPECT_FALSE(rv.result.pass());
+  EXPECT_EQ(rv.result.first_bad_offset, 0x48u);
+  const std::string s = rv.summary();
+  EXPECT_NE(s.find("fp32 at +0x40"), std::string::npos) << s;
+  EXPECT_NE(s.find("2 of 48 fp32 elements differ, first at byte offset 72"), std::string::npos) << s;
+
+  Verdict v;
+  v.spec_source = "OUT/compare.json";
+  v.regions.push_back(rv);
+  EXPECT_FALSE(v.pass());
+  EXPECT_EQ(v.line(), "Result: FAIL (1 of 1 regions differ)");
+  const auto j = v.to_json();
+  EXPECT_EQ(j["result"], "FAIL");
+  EXPECT_EQ(j["spec"], "OUT/compare.json");
+  ASSERT_EQ(j["regions"][0]["pieces"].size(), 2u);
+  EXPECT_EQ(j["regions"][0]["pieces"][1]["dtype"], "fp32");
+  EXPECT_EQ(j["regions"][0]["pieces"][1]["offset"], 0x40);
+  EXPECT_EQ(j["regions"][0]["pieces"][1]["first_bad_offset"], 0x48);
+  EXPECT_EQ(j["regions"][0]["pieces"][0]["pass"], true);
+}
+
+TEST(VerdictPieces, OnePieceKeepsThePlainSummary) {
+  RegionVerdict rv{0, "device", 0x1000, 16, 16, {}, {}};
+  rv.pieces.push_back({{0, 16, compare::DType::Bytes, {}}, result(compare::DType::Bytes, 16, 0)});
+  rv.result = rv.pieces[0].result;
+  EXPECT_EQ(rv.summary(), "byte-exact");
+  Verdict v;
+  v.regions.push_back(rv);
+  EXPECT_TRUE(v.pass());
+  EXPECT_NE(v.line().find("Result: PASS (byte-exact"), std::string::npos) << v.line();
 }
 
 }  // namespace

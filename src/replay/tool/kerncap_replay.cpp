@@ -17,13 +17,20 @@
 
 namespace {
 
-int run(const std::string& dir, const std::string& cubin, bool validate, const kerncap::replay::TimingOptions& t,
-        bool json) {
+struct Args {
+  std::string dir, cubin;
+  bool validate = false, json = false, verify = false;
+  kerncap::replay::TimingOptions timing;
+};
+
+int run(const Args& a) {
   using namespace kerncap::replay;
+  const auto& [dir, cubin, validate, json, verify, t] = a;
   Options o;
   o.capture = dir;
   if (!cubin.empty()) o.cubin = cubin;
   o.progress = !json;
+  o.verify_hashes = verify;
   if (json) kerncap::log::set_level(kerncap::log::Level::Quiet);
   check(t);
   nlohmann::json out;
@@ -32,7 +39,11 @@ int run(const std::string& dir, const std::string& cubin, bool validate, const k
     ValidateReport r = kerncap::replay::validate({.session = o});
     out["validate"] = r.verdict.to_json();
     code = r.verdict.pass() ? 0 : 1;
-    if (!json) std::cout << r.verdict.line() << "\n";
+    if (!json) {
+      for (const auto& x : r.verdict.regions)
+        if (!x.result.pass()) std::cout << fmt::format("  region {} ({}): {}\n", x.id, x.kind, x.summary());
+      std::cout << r.verdict.line() << "\n";
+    }
   }
   Session s(o);
   s.restore();
@@ -53,23 +64,26 @@ int run(const std::string& dir, const std::string& cubin, bool validate, const k
 
 int main(int argc, char** argv) {
   CLI::App app{"Replay (and optionally validate) one kerncap capture with the replay engine alone"};
-  std::string dir, cubin;
-  bool validate = false, json = false;
-  kerncap::replay::TimingOptions t;
-  app.add_option("dir", dir, "Reproducer directory (OUT) or its capture/ folder")->required();
-  app.add_option("--cubin", cubin, "Load this image instead of the captured one");
-  app.add_flag("--validate", validate, "Compare with the application's result first (exit 1 on FAIL)");
-  app.add_option("-n,--iterations", t.iterations, "Timed launches")->default_val(20);
-  app.add_option("--warmup", t.warmup, "Untimed launches first")->default_val(3);
-  app.add_flag("--restore-each", t.restore_each, "Restore memory before every launch");
-  app.add_flag("--json", json, "One JSON object on stdout");
+  Args a;
+  app.add_option("dir", a.dir, "Reproducer directory (OUT) or its capture/ folder")->required();
+  app.add_option("--cubin", a.cubin, "Load this image instead of the captured one");
+  app.add_flag("--validate", a.validate,
+               "Compare with the application's result first (OUT/compare.json's typed spans when the reproducer "
+               "has one, else byte-exact; exit 1 on FAIL)");
+  app.add_option("-n,--iterations", a.timing.iterations, "Timed launches")->default_val(20);
+  app.add_option("--warmup", a.timing.warmup, "Untimed launches first")->default_val(3);
+  app.add_flag("--restore-each", a.timing.restore_each, "Restore memory before every launch");
+  app.add_flag("--verify", a.verify, "Check the capture's files against the hashes recorded at capture");
+  app.add_flag("--json", a.json, "One JSON object on stdout");
+  app.footer("Exit codes: 0 ok (PASS), 1 FAIL, 2 bad input or usage, 3 device error (no GPU, CUDA error, the\n"
+             "kernel faulted), 70 internal error.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
-    return run(dir, cubin, validate, t, json);
+    return run(a);
   } catch (const kerncap::Error& e) {
     std::cerr << "kerncap-replay: error: " << e.what() << "\n";
     return kerncap::exit_code(e.kind());
