@@ -14,7 +14,7 @@ Everything that touches the captured state is done by kerncap's one replay engin
    of every pointer argument's memory): the verdict `kerncap validate OUT` gives.
 5. The engine times the variant (launched from here, on its stream) and the captured kernel.
 Exit codes: 0 PASS, 1 FAIL, 2 bad input or a variant that does not compile/launch, 3 device
-error, 4 internal error.
+error, 70 internal error.
 """
 from __future__ import annotations
 

@@ -42,6 +42,8 @@ if ! "$PY" -c 'import torch, triton, sys; sys.exit(0 if torch.cuda.is_available(
 fi
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 KC=$BUILD/bin/kerncap
+# The engine the Python side (generator, reproducer) loads: this build's, wherever it was carried.
+export KERNCAP_REPLAY_LIB=${KERNCAP_REPLAY_LIB:-$BUILD/lib/libkerncap_replay.so}
 [ -x "$KC" ] || { echo "kerncap is not built: $KC missing"; exit 1; }
 
 if [ -n "${OUT:-}" ]; then
