@@ -1,43 +1,29 @@
 #pragma once
-// Capture mode: watch every launch, and at the Nth one matching the pattern take BEFORE
-// at API entry (after a synchronise), let the launch run, take AFTER at API exit, and
-// publish the capture directory.
+// Capture mode's work at the target launch (LaunchWatcher decides which launch that is):
+// take BEFORE at API entry (after a synchronise), let the launch run, take AFTER at API
+// exit, and publish the capture directory. Every driver call here is checked.
 #include <cupti.h>
 
-#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <memory>
-#include <mutex>
-#include <thread>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "capture/config.hpp"
-#include "capture/image_store.hpp"
-#include "capture/matcher.hpp"
+#include "capture/inventory.hpp"
+#include "capture/seams.hpp"
 #include "capture/snapshot.hpp"
-#include "capture/tracker.hpp"
 #include "format/manifest.hpp"
 
 namespace kerncap::capture {
 
-// Launches made while the depth is above zero are not counted (the Triton shim brackets
-// autotuner benchmarks with kerncap_ignore_begin/end, exported from injection.cpp).
-int ignore_depth();
-void ignore_begin();
-void ignore_end();
-
-class Capturer {
+class Capturer final : public TargetCapture {
  public:
-  explicit Capturer(Config config);
-  // Every CUPTI callback lands here (through the trampoline in injection.cpp).
-  void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
-  static std::vector<CUpti_CallbackId> driver_callback_ids();
+  Capturer(Config config, const Inventory& inventory);
+  bool begin(const TargetLaunch& target) override;
+  void finish(const CUpti_CallbackData& exit) override;
 
  private:
   struct Pending {
-    uint32_t correlation = 0;
-    std::thread::id thread;
     format::Manifest manifest;
     std::vector<RegionState> regions;
     std::filesystem::path partial;
@@ -45,24 +31,13 @@ class Capturer {
     std::chrono::steady_clock::time_point start;
   };
 
-  void on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
-  bool is_target(const CUpti_CallbackData* cb, const std::string& mangled, CUstream stream);
-  void begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, const std::string& mangled);
+  void begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, const std::string& mangled,
+                     uint64_t launch_index);
   void finish_capture(const CUpti_CallbackData* cb);
   void abandon(const std::string& why);
-  bool claim();
 
   Config config_;
-  Matcher matcher_;
-  Tracker tracker_;
-  ImageStore images_;
-  std::atomic<bool> done_{false};
-  std::mutex mu_;  // guards the fields below
-  std::unordered_map<std::string, bool> name_matches_;
-  std::unordered_set<std::string> ignored_names_;
-  uint64_t matched_ = 0;
-  uint64_t launches_ = 0;
-  bool graph_note_ = false;
+  const Inventory& inventory_;
   std::unique_ptr<Pending> pending_;
 };
 

@@ -9,6 +9,7 @@
 #include "common/log.hpp"
 #include "cubin/cubin.hpp"
 #include "format/capture_dir.hpp"
+#include "names/demangle.hpp"
 
 namespace kerncap::capture {
 
@@ -42,7 +43,7 @@ uint64_t ImageStore::on_module_loaded(const void* data, size_t size) {
   if (readable && kernels.empty()) readable = false;
   if (readable) {
     bool relevant = std::any_of(kernels.begin(), kernels.end(),
-                                [&](const std::string& k) { return matcher_.matches(k, demangle(k)); });
+                                [&](const std::string& k) { return matcher_.matches(k, names::demangle(k)); });
     if (!relevant) return hash;
   } else {
     if (unknown_bytes_ + size > kUnknownBudget) {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/matcher.hpp"
+#include "names/match.hpp"
 
 namespace kerncap::capture {
 
@@ -20,7 +20,7 @@ struct KeptImage {
 
 class ImageStore {
  public:
-  ImageStore(const Matcher& matcher, std::string dump_dir) : matcher_(matcher), dump_dir_(std::move(dump_dir)) {}
+  ImageStore(const names::Matcher& matcher, std::string dump_dir) : matcher_(matcher), dump_dir_(std::move(dump_dir)) {}
   // Returns the image's content hash (0 for no image).
   uint64_t on_module_loaded(const void* data, size_t size);
   // cuModuleLoadData* returned `module` for the image with `hash`: lets find() be exact
@@ -33,7 +33,7 @@ class ImageStore {
   size_t loaded() const { return loaded_; }
 
  private:
-  const Matcher& matcher_;
+  const names::Matcher& matcher_;
   std::string dump_dir_;  // non-empty: save every image here (KERNCAP_DUMP_IMAGES)
   mutable std::mutex mu_;
   std::vector<KeptImage> images_;

@@ -11,6 +11,10 @@
 //  5. One configuration, read from KERNCAP_* in config.cpp and nowhere else.
 //  6. Quiet unless asked: warnings and the capture summary only (KERNCAP_VERBOSE for more).
 //  7. Our own driver calls fire callbacks too: everything runs inside a ToolScope.
+//
+// CUPTI reaches kerncap only through one-line C trampolines (here and in profiler.cpp)
+// that forward to a C++ object and catch everything; the objects take plain callback data
+// and records (seams.hpp), which is how the unit tests drive them without a GPU.
 #include <cupti.h>
 #include <unistd.h>
 
@@ -22,18 +26,31 @@
 #include "capture/config.hpp"
 #include "capture/cupti_check.hpp"
 #include "capture/events.hpp"
+#include "capture/launch_info.hpp"
 #include "capture/profiler.hpp"
 #include "capture/tool_scope.hpp"
+#include "capture/watcher.hpp"
 #include "common/log.hpp"
 
 namespace kerncap::capture {
 namespace {
 
-Capturer* g_capturer = nullptr;  // leaked on purpose: callbacks may fire during exit
+// Capture mode's objects, wired once: the watcher decides, the capturer does the work at
+// the target launch. Leaked on purpose: callbacks may fire during exit.
+struct CaptureMode {
+  explicit CaptureMode(Config c)
+      : config(std::move(c)), inventory(config), capturer(config, inventory),
+        watcher(config, inventory, queries, capturer) {}
+  Config config;
+  Inventory inventory;
+  DriverLaunchQueries queries;
+  Capturer capturer;
+  LaunchWatcher watcher;
+};
 
 void CUPTIAPI trampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   try {
-    static_cast<Capturer*>(userdata)->on_callback(domain, cbid, data);
+    static_cast<LaunchWatcher*>(userdata)->on_callback(domain, cbid, data);
   } catch (const std::exception& e) {
     log::warn("internal error in a callback (ignored): {}", e.what());
   } catch (...) {
@@ -52,10 +69,10 @@ bool started(CuptiStatus st, const char* what) {
 }
 
 void start_capture(const Config& config) {
-  g_capturer = new Capturer(config);
+  auto* mode = new CaptureMode(config);
   CUpti_SubscriberHandle sub = nullptr;
-  if (!started(KC_CUPTI(cuptiSubscribe(&sub, trampoline, g_capturer)), "cuptiSubscribe")) return;
-  for (CUpti_CallbackId id : Capturer::driver_callback_ids())
+  if (!started(KC_CUPTI(cuptiSubscribe(&sub, trampoline, &mode->watcher)), "cuptiSubscribe")) return;
+  for (CUpti_CallbackId id : LaunchWatcher::driver_callback_ids())
     started(KC_CUPTI(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id)), "cuptiEnableCallback");
   started(KC_CUPTI(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED)),
           "cuptiEnableCallback");

@@ -27,6 +27,20 @@ bool is_launch_cbid(CUpti_CallbackId cbid) {
   return std::find(ids.begin(), ids.end(), cbid) != ids.end();
 }
 
+std::string DriverLaunchQueries::kernel_name(CUfunction f) {
+  const char* n = nullptr;
+  // Runtime launches pass a CUkernel where a CUfunction is expected: cuFuncGetName fails
+  // cleanly on one, and cuKernelGetName answers instead.
+  if (KC_CU_TRY(cuFuncGetName(&n, f)) != CUDA_SUCCESS) KC_CU_TRY(cuKernelGetName(&n, reinterpret_cast<CUkernel>(f)));
+  return n ? n : "";
+}
+
+bool DriverLaunchQueries::stream_is_capturing(CUstream stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  // A stream the driver cannot answer for is treated as not capturing, as before a query existed.
+  return KC_CU_TRY(cuStreamIsCapturing(stream, &status)) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 namespace {
 // cuLaunchKernel and cuLaunchCooperativeKernel share these argument names.
 template <typename P>
@@ -86,16 +100,16 @@ ResolvedFunction resolve_function(CUfunction f) {
   // Runtime launches pass a CUkernel where a CUfunction is expected. cuFuncGetName is
   // known to fail cleanly on a CUkernel (other function queries are not), so it decides.
   const char* name = nullptr;
-  if (d.cuFuncGetName && d.cuFuncGetName(&name, f) == CUDA_SUCCESS) {
+  if (d.cuFuncGetName && KC_CU_TRY(cuFuncGetName(&name, f)) == CUDA_SUCCESS) {
     r.function = f;
-    if (d.cuFuncGetModule && d.cuFuncGetModule(&mod, f) == CUDA_SUCCESS) r.module = mod;
+    if (d.cuFuncGetModule && KC_CU_TRY(cuFuncGetModule(&mod, f)) == CUDA_SUCCESS) r.module = mod;
     return r;
   }
   CUfunction fn = nullptr;
   r.was_kernel_handle = true;
-  if (d.cuKernelGetFunction && d.cuKernelGetFunction(&fn, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS) {
+  if (d.cuKernelGetFunction && KC_CU_TRY(cuKernelGetFunction(&fn, reinterpret_cast<CUkernel>(f))) == CUDA_SUCCESS) {
     r.function = fn;
-    if (d.cuFuncGetModule && d.cuFuncGetModule(&mod, fn) == CUDA_SUCCESS) r.module = mod;
+    if (d.cuFuncGetModule && KC_CU_TRY(cuFuncGetModule(&mod, fn)) == CUDA_SUCCESS) r.module = mod;
   }
   return r;
 }
@@ -107,9 +121,9 @@ std::vector<format::ParamSlot> driver_param_layout(CUfunction f, bool kernel_han
     size_t off = 0, size = 0;
     CUresult r = CUDA_ERROR_NOT_SUPPORTED;
     if (kernel_handle && d.cuKernelGetParamInfo)
-      r = d.cuKernelGetParamInfo(reinterpret_cast<CUkernel>(f), i, &off, &size);
+      r = KC_CU_TRY(cuKernelGetParamInfo(reinterpret_cast<CUkernel>(f), i, &off, &size));
     else if (!kernel_handle && d.cuFuncGetParamInfo)
-      r = d.cuFuncGetParamInfo(f, i, &off, &size);
+      r = KC_CU_TRY(cuFuncGetParamInfo(f, i, &off, &size));
     if (r != CUDA_SUCCESS) break;  // past the last parameter
     slots.push_back({static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
   }
@@ -216,7 +230,7 @@ void describe_attributes(const LaunchArgs& a, CUfunction fn, format::Manifest* m
   };
   for (const auto& [id, name] : attrs) {
     int v = 0;
-    if (d.cuFuncGetAttribute && d.cuFuncGetAttribute(&v, id, fn) == CUDA_SUCCESS)
+    if (d.cuFuncGetAttribute && KC_CU_TRY(cuFuncGetAttribute(&v, id, fn)) == CUDA_SUCCESS)
       m->func_attrs.push_back({static_cast<int>(id), name, v});
   }
 }
@@ -226,13 +240,13 @@ std::vector<std::string> module_function_names(CUmodule mod) {
   std::vector<std::string> names;
   unsigned count = 0;
   if (!mod || !d.cuModuleGetFunctionCount || !d.cuModuleEnumerateFunctions ||
-      d.cuModuleGetFunctionCount(&count, mod) != CUDA_SUCCESS || count == 0)
+      KC_CU_TRY(cuModuleGetFunctionCount(&count, mod)) != CUDA_SUCCESS || count == 0)
     return names;
   std::vector<CUfunction> fns(count);
-  if (d.cuModuleEnumerateFunctions(fns.data(), count, mod) != CUDA_SUCCESS) return names;
+  if (KC_CU_TRY(cuModuleEnumerateFunctions(fns.data(), count, mod)) != CUDA_SUCCESS) return names;
   for (CUfunction f : fns) {
     const char* n = nullptr;
-    if (d.cuFuncGetName && d.cuFuncGetName(&n, f) == CUDA_SUCCESS && n) names.emplace_back(n);
+    if (d.cuFuncGetName && KC_CU_TRY(cuFuncGetName(&n, f)) == CUDA_SUCCESS && n) names.emplace_back(n);
   }
   return names;
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/seams.hpp"
 #include "format/manifest.hpp"
 
 namespace kerncap::capture {
@@ -25,6 +26,13 @@ struct LaunchArgs {
   void** extra = nullptr;
   const CUlaunchConfig* config = nullptr;  // cuLaunchKernelEx only
   bool cooperative = false;
+};
+
+// The driver's answers to LaunchQueries (the watcher's only driver calls).
+class DriverLaunchQueries final : public LaunchQueries {
+ public:
+  std::string kernel_name(CUfunction f) override;
+  bool stream_is_capturing(CUstream stream) override;
 };
 
 // The launch CBIDs kerncap watches.

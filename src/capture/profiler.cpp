@@ -9,7 +9,8 @@
 //  - The state is allocated once and never freed: CUPTI's thread may hand us a buffer
 //    while the process is exiting and static destructors run.
 //  - Only the activity API: no per-launch callback, so the application thread pays only
-//    CUPTI's own record-keeping; all formatting happens on CUPTI's buffer thread.
+//    CUPTI's own record-keeping; all formatting happens on CUPTI's buffer thread, in
+//    ActivityRecorder (activity.cpp, unit tested with fake records).
 //  - exit() from any thread runs our atexit handler, which forces CUPTI to flush. fork():
 //    the child cannot use CUDA, drops the parent's unwritten bytes and writes its own
 //    (empty) file; a child that execs is a new process and loads us afresh.
@@ -26,6 +27,7 @@
 
 #include <cupti.h>
 
+#include "capture/activity.hpp"
 #include "capture/cupti_check.hpp"
 #include "common/log.hpp"
 #include "profile/records.hpp"
@@ -44,80 +46,25 @@ struct Profiler {
 };
 Profiler* g_profiler = nullptr;  // set once in start_profiler, never freed
 
-const char* copy_kind(uint8_t k) {
-  switch (k) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "AtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "AtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "AtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "DtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
-    default: return "unknown";
+// The CUPTI side of ActivityBuffer: one completed buffer.
+class CuptiActivityBuffer final : public ActivityBuffer {
+ public:
+  CuptiActivityBuffer(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t valid)
+      : ctx_(ctx), stream_(stream), buffer_(buffer), valid_(valid) {}
+  bool next(CUpti_Activity** record) override {
+    return valid_ && KC_CUPTI(cuptiActivityGetNextRecord(buffer_, valid_, record), CUPTI_ERROR_MAX_LIMIT_REACHED);
   }
-}
+  size_t dropped() override {
+    size_t n = 0;
+    return KC_CUPTI(cuptiActivityGetNumDroppedRecords(ctx_, stream_, &n)) ? n : 0;
+  }
 
-// CUDA 13's CUPTI delivers the newest record layouts: Kernel10, Memcpy6, Memset4, Device5.
-void record_kernel(const CUpti_ActivityKernel10& r) {
-  profile::KernelRecord k;
-  k.start_ns = r.start;
-  k.end_ns = r.end;
-  k.grid = {r.gridX, r.gridY, r.gridZ};
-  k.block = {r.blockX, r.blockY, r.blockZ};
-  k.cluster = {r.clusterX, r.clusterY, r.clusterZ};
-  k.registers = r.registersPerThread;
-  k.static_shared = r.staticSharedMemory;
-  k.dynamic_shared = r.dynamicSharedMemory;
-  k.local_per_thread = r.localMemoryPerThread;
-  k.stream = r.streamId;
-  k.device = r.deviceId;
-  k.context = r.contextId;
-  k.correlation = r.correlationId;
-  k.graph_id = r.graphId;
-  k.device_launched = r.isDeviceLaunched != 0;
-  g_profiler->writer.kernel(r.name ? r.name : "<unnamed kernel>", k);
-}
-
-// Memcpy and memset records share these fields.
-template <typename R>
-profile::MemRecord mem_record(const R& r) {
-  profile::MemRecord m;
-  m.bytes = r.bytes;
-  m.start_ns = r.start;
-  m.end_ns = r.end;
-  m.stream = r.streamId;
-  m.device = r.deviceId;
-  m.context = r.contextId;
-  m.correlation = r.correlationId;
-  m.graph_id = r.graphId;
-  return m;
-}
-
-void record_memcpy(const CUpti_ActivityMemcpy6& r) {
-  profile::MemRecord m = mem_record(r);
-  m.copy_kind = copy_kind(r.copyKind);
-  g_profiler->writer.memop(m);
-}
-
-void record_memset(const CUpti_ActivityMemset4& r) {
-  profile::MemRecord m = mem_record(r);
-  m.memset = true;
-  g_profiler->writer.memop(m);
-}
-
-void record_device(const CUpti_ActivityDevice5& r) {
-  profile::DeviceInfo d;
-  d.id = r.id;
-  d.name = r.name ? r.name : "";
-  d.cc_major = static_cast<int>(r.computeCapabilityMajor);
-  d.cc_minor = static_cast<int>(r.computeCapabilityMinor);
-  d.sms = r.numMultiprocessors;
-  d.memory = r.globalMemorySize;
-  g_profiler->writer.device(d);
-}
+ private:
+  CUcontext ctx_;
+  uint32_t stream_;
+  uint8_t* buffer_;
+  size_t valid_;
+};
 
 void buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) noexcept {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
@@ -126,28 +73,8 @@ void buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) noexc
 }
 
 void buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t valid) noexcept {
-  try {
-    CUpti_Activity* rec = nullptr;
-    while (valid && KC_CUPTI(cuptiActivityGetNextRecord(buffer, valid, &rec), CUPTI_ERROR_MAX_LIMIT_REACHED)) {
-      switch (rec->kind) {
-        case CUPTI_ACTIVITY_KIND_KERNEL:
-        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-          record_kernel(*reinterpret_cast<const CUpti_ActivityKernel10*>(rec));
-          break;
-        case CUPTI_ACTIVITY_KIND_MEMCPY: record_memcpy(*reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec)); break;
-        case CUPTI_ACTIVITY_KIND_MEMSET: record_memset(*reinterpret_cast<const CUpti_ActivityMemset4*>(rec)); break;
-        case CUPTI_ACTIVITY_KIND_DEVICE: record_device(*reinterpret_cast<const CUpti_ActivityDevice5*>(rec)); break;
-        default: break;
-      }
-    }
-    size_t dropped = 0;
-    if (KC_CUPTI(cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped)) && dropped) {
-      log::warn("profile: CUPTI dropped {} activity records (buffers full); kernel totals will be low", dropped);
-      g_profiler->writer.add_dropped(dropped);
-    }
-  } catch (...) {
-    // Out of memory while formatting: lose this buffer's records, never the application.
-  }
+  CuptiActivityBuffer records(ctx, stream, buffer, valid);
+  ActivityRecorder(g_profiler->writer).drain(records);
   std::free(buffer);
 }
 

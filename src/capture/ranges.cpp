@@ -47,6 +47,17 @@ std::vector<TrackedRange> RangeSet::all() const {
   return out;
 }
 
+std::vector<TrackedRange> coalesce(std::vector<TrackedRange> ranges, int kind) {
+  std::vector<TrackedRange> out;
+  for (const auto& r : ranges) {
+    if (!out.empty() && out.back().kind == kind && r.kind == kind && out.back().end() == r.base)
+      out.back().size += r.size;
+    else
+      out.push_back(r);
+  }
+  return out;
+}
+
 uint64_t RangeSet::total_bytes() const {
   uint64_t n = 0;
   for (const auto& [b, r] : ranges_) n += r.size;

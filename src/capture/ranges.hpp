@@ -17,8 +17,9 @@ struct TrackedRange {
 
 class RangeSet {
  public:
-  // Adds [base, base+size). Anything it overlaps is dropped first (a stale range whose
-  // free we never saw cannot coexist with a live allocation at the same address).
+  // Adds [base, base+size). The bytes of older ranges it overlaps are dropped first (a
+  // stale range whose free we never saw cannot coexist with a live allocation at the same
+  // address); their remainders on either side stay.
   void add(uint64_t base, uint64_t size, int kind);
   // Removes the range starting exactly at `base` (cuMemFree and friends). Returns it.
   std::optional<TrackedRange> erase_at(uint64_t base);
@@ -32,5 +33,10 @@ class RangeSet {
  private:
   std::map<uint64_t, TrackedRange> ranges_;
 };
+
+// Merges ranges of `kind` that touch end to start into one (ranges sorted by base, as
+// RangeSet::all gives them): PyTorch's expandable segments map a VMM range piece by piece,
+// and the capture should see one region. Other kinds stay as they are.
+std::vector<TrackedRange> coalesce(std::vector<TrackedRange> ranges, int kind);
 
 }  // namespace kerncap::capture

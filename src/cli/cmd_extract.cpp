@@ -8,12 +8,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "capture/matcher.hpp"
 #include "cli/commands.hpp"
 #include "cli/launcher.hpp"
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "format/capture_dir.hpp"
+#include "names/closest.hpp"
 #include "reproducer/extract_step.hpp"
 
 namespace kerncap::cli {
@@ -117,7 +117,7 @@ std::string diagnose(const ExtractArgs& a, const std::vector<nlohmann::json>& ev
                        app_state);
   if (seen.empty()) msg = fmt::format("{} without launching any kernel", app_state);
   else if (matches.empty()) {
-    auto close = capture::closest_names(a.kernel, seen, 8);
+    auto close = names::closest_names(a.kernel, seen, 8);
     msg = fmt::format("no launched kernel matches '{}'; {} ({} distinct kernels seen). Closest names:", a.kernel,
                       app_state, seen.size());
     for (const auto& n : close) msg += "\n  " + n;

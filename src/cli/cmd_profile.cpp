@@ -17,8 +17,8 @@
 #include "cli/commands.hpp"
 #include "cli/launcher.hpp"
 #include "common/error.hpp"
+#include "names/demangle.hpp"
 #include "profile/aggregate.hpp"
-#include "profile/names.hpp"
 #include "profile/report_json.hpp"
 #include "profile/table.hpp"
 #include "profile/trace.hpp"
@@ -132,7 +132,7 @@ std::string explain_empty(const std::vector<ProcessRecords>& records, const AppE
 
 // A directory name for a kernel's capture: the last name component, identifier chars only.
 std::string capture_dir_name(const KernelStats& k) {
-  std::string f = function_name(k.demangled);
+  std::string f = names::function_name(k.demangled);
   if (size_t p = f.rfind("::"); p != std::string::npos) f = f.substr(p + 2);
   std::string out;
   for (char c : f)

@@ -7,7 +7,8 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "profile/names.hpp"
+#include "names/demangle.hpp"
+#include "names/match.hpp"
 
 namespace kerncap::profile {
 namespace {
@@ -23,13 +24,14 @@ struct Accumulator {
 
 // For each name in one process, the names (ids) whose extract pattern it matches: the
 // pattern is a kernel's mangled name, matched as a substring of either form of a name.
-std::vector<std::vector<uint32_t>> pattern_matches(const std::vector<std::string>& names,
+std::vector<std::vector<uint32_t>> pattern_matches(const std::vector<std::string>& mangled,
                                                    const std::vector<std::string>& demangled) {
-  std::vector<std::vector<uint32_t>> out(names.size());
-  for (size_t n = 0; n < names.size(); ++n)
-    for (size_t m = 0; m < names.size(); ++m)
-      if (names[n].find(names[m]) != std::string::npos || demangled[n].find(names[m]) != std::string::npos)
-        out[n].push_back(static_cast<uint32_t>(m));
+  std::vector<std::vector<uint32_t>> out(mangled.size());
+  for (size_t m = 0; m < mangled.size(); ++m) {
+    const names::Matcher pattern(mangled[m], false);
+    for (size_t n = 0; n < mangled.size(); ++n)
+      if (pattern.matches(mangled[n], demangled[n])) out[n].push_back(static_cast<uint32_t>(m));
+  }
   return out;
 }
 
@@ -122,8 +124,8 @@ Summary aggregate(const std::vector<ProcessRecords>& processes) {
     if (inserted) {
       KernelStats ks;
       ks.mangled = mangled;
-      ks.demangled = demangle(mangled);
-      ks.cls = classify(ks.mangled, ks.demangled);
+      ks.demangled = names::demangle(mangled);
+      ks.cls = names::classify(ks.mangled, ks.demangled);
       s.kernels.push_back(std::move(ks));
       accs.emplace_back();
     }

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "profile/classify.hpp"
+#include "names/classify.hpp"
 #include "profile/records.hpp"
 
 namespace kerncap::profile {
@@ -28,7 +28,7 @@ struct KernelInProcess {
 
 struct KernelStats {
   std::string mangled, demangled;
-  Classification cls;
+  names::Classification cls;
   uint64_t calls = 0, total_ns = 0, min_ns = 0, max_ns = 0;
   double avg_ns = 0, median_ns = 0, stddev_ns = 0, percent = 0;
   // The most common launch configuration among its calls.

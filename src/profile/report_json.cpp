@@ -1,6 +1,7 @@
 #include "profile/report_json.hpp"
 
-#include "profile/names.hpp"
+#include "names/classify.hpp"
+#include "names/shorten.hpp"
 
 namespace kerncap::profile {
 using nlohmann::json;
@@ -45,9 +46,9 @@ json kernel_json(const KernelStats& k, size_t rank) {
   return {{"rank", rank},
           {"name", k.mangled},
           {"demangled", k.demangled},
-          {"short", shorten(k.demangled, 100)},
-          {"kind", to_string(k.cls.kind)},
-          {"category", to_string(k.cls.category)},
+          {"short", names::shorten(k.demangled, 100)},
+          {"kind", names::to_string(k.cls.kind)},
+          {"category", names::to_string(k.cls.category)},
           {"source_expected", k.cls.source_expected},
           {"calls", k.calls},
           {"total_ns", k.total_ns},

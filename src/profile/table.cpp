@@ -1,12 +1,15 @@
 #include "profile/table.hpp"
 
 #include <iterator>
+#include <optional>
 #include <regex>
 
 #include <fmt/format.h>
 
 #include "common/error.hpp"
-#include "profile/names.hpp"
+#include "names/classify.hpp"
+#include "names/match.hpp"
+#include "names/shorten.hpp"
 
 namespace kerncap::profile {
 namespace {
@@ -15,9 +18,9 @@ namespace {
 constexpr size_t kFixed = 4 + 9 + 11 + 10 + 10 + 7 + 12 + 12;
 constexpr size_t kMinName = 24;
 
-std::regex compile_filter(const std::string& f) {
+names::Matcher compile_filter(const std::string& f) {
   try {
-    return std::regex(f, std::regex::ECMAScript);
+    return names::Matcher(f, true);
   } catch (const std::regex_error& e) {
     usage_error(fmt::format("--filter '{}' is not a valid regular expression: {}", f, e.what()));
   }
@@ -44,9 +47,8 @@ std::string command_of(const ProcessInfo& p) {
 }  // namespace
 
 std::string format_table(const Summary& s, const TableOptions& opt) {
-  const bool filtered = !opt.filter.empty();
-  std::regex re;
-  if (filtered) re = compile_filter(opt.filter);
+  std::optional<names::Matcher> filter;
+  if (!opt.filter.empty()) filter = compile_filter(opt.filter);
   const size_t name_w = opt.width > kFixed + kMinName ? opt.width - kFixed : kMinName;
 
   std::string out = fmt::format("{:>3} {:<{}} {:>8} {:>10} {:>9} {:>9} {:>6}  {:<11} {}\n", "#", "Kernel", name_w,
@@ -55,19 +57,19 @@ std::string format_table(const Summary& s, const TableOptions& opt) {
   double shown_pct = 0;
   for (size_t i = 0; i < s.kernels.size(); ++i) {
     const KernelStats& k = s.kernels[i];
-    if (filtered && !std::regex_search(k.mangled, re) && !std::regex_search(k.demangled, re)) continue;
+    if (filter && !filter->matches(k.mangled, k.demangled)) continue;
     ++matched;
     if (opt.top && shown >= opt.top) continue;
     ++shown;
     shown_pct += k.percent;
     out += fmt::format("{:>3} {:<{}} {:>8} {:>10.3f} {:>9.2f} {:>9.2f} {:>6.2f}  {:<11} {}\n", i + 1,
-                       shorten(k.demangled, name_w), name_w, k.calls, static_cast<double>(k.total_ns) / 1e6,
-                       k.avg_ns / 1e3, k.median_ns / 1e3, k.percent, to_string(k.cls.kind),
-                       to_string(k.cls.category));
+                       names::shorten(k.demangled, name_w), name_w, k.calls, static_cast<double>(k.total_ns) / 1e6,
+                       k.avg_ns / 1e3, k.median_ns / 1e3, k.percent, names::to_string(k.cls.kind),
+                       names::to_string(k.cls.category));
   }
-  if (filtered && matched == 0) out += fmt::format("    (no kernel name matches --filter '{}')\n", opt.filter);
+  if (filter && matched == 0) out += fmt::format("    (no kernel name matches --filter '{}')\n", opt.filter);
   out += fmt::format("\nShown: {} of {} kernels{}, {:.2f}% of GPU kernel time", shown, s.kernels.size(),
-                     filtered ? fmt::format(" ({} match the filter)", matched) : std::string(), shown_pct);
+                     filter ? fmt::format(" ({} match the filter)", matched) : std::string(), shown_pct);
   if (shown < s.kernels.size()) out += fmt::format(" (the rest: {:.2f}%)", 100.0 - shown_pct);
   out += fmt::format("\nTotal: {} launches, {:.3f} ms of kernel time in {} process{}\n", s.launches,
                      static_cast<double>(s.total_kernel_ns) / 1e6, s.processes.size(),

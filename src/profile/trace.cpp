@@ -8,7 +8,8 @@
 
 #include "common/error.hpp"
 #include "profile/aggregate.hpp"
-#include "profile/names.hpp"
+#include "names/demangle.hpp"
+#include "names/shorten.hpp"
 
 namespace kerncap::profile {
 namespace {
@@ -60,8 +61,8 @@ void write_trace(const std::vector<ProcessRecords>& processes, std::ostream& out
 
     std::vector<std::string> demangled, labels;
     for (const auto& n : p.names) {
-      demangled.push_back(demangle(n));
-      labels.push_back(json_quote(shorten(demangled.back(), 160)));
+      demangled.push_back(names::demangle(n));
+      labels.push_back(json_quote(names::shorten(demangled.back(), 160)));
     }
     const std::vector<int64_t> dispatch = dispatch_indices(p, demangled);
     for (size_t i = 0; i < p.kernels.size(); ++i) {

@@ -58,7 +58,7 @@ std::vector<std::string> describe(const Outcome& r, const fs::path& out) {
   const auto& g = r.generated;
   std::vector<std::string> lines;
   lines.push_back(fmt::format("  source: {} ({}): {}", source::to_string(f.status),
-                              profile::to_string(f.classification.kind), f.summary));
+                              names::to_string(f.classification.kind), f.summary));
   if (!f.source_found())
     for (size_t start = 0; start < f.detail.size();) {
       size_t nl = f.detail.find('\n', start);
@@ -84,7 +84,7 @@ nlohmann::json to_json(const Outcome& r, const fs::path& out) {
   const auto& f = r.found;
   const auto& g = r.generated;
   nlohmann::json j = {{"status", std::string(source::to_string(f.status))},
-                      {"classification", std::string(profile::to_string(f.classification.kind))},
+                      {"classification", std::string(names::to_string(f.classification.kind))},
                       {"summary", f.summary},
                       {"detail", f.detail},
                       {"how", f.how},

@@ -8,7 +8,7 @@
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "cubin/cubin.hpp"
-#include "profile/names.hpp"
+#include "names/shorten.hpp"
 #include "reproducer/render.hpp"
 #include "reproducer/templates_embedded.hpp"
 #include "source/args.hpp"
@@ -95,7 +95,7 @@ std::string readme(const Generated& g, const source::Result& f, const format::Ma
       g.mirror ? fmt::format("`{}` (the kernel is at line {})", g.mirror->edit_file, g.mirror->edit_line)
                : "the kernel (no source was found: see Source)";
   return render(tpl::k_README_md,
-                {{"KERNEL_SHORT", profile::shorten(m.demangled_name, 80)},
+                {{"KERNEL_SHORT", names::shorten(m.demangled_name, 80)},
                  {"KERNEL", m.demangled_name},
                  {"VERSION", KERNCAP_VERSION},
                  {"COMMAND", m.command.empty() ? "(unknown)" : m.command},
@@ -130,7 +130,7 @@ std::string makefile(const Generated& g, const source::Result& f, const format::
                                   {"CUDA_BIN", make_word(cuda_bin(g), true)},
                                   {"MANGLED", make_word(m.mangled_name, true)},
                                   {"IMAGE", make_word(m.image_file, true)},
-                                  {"TITLE", make_word("kerncap reproducer for " + profile::shorten(m.demangled_name, 60), false)},
+                                  {"TITLE", make_word("kerncap reproducer for " + names::shorten(m.demangled_name, 60), false)},
                                   {"EDIT_HINT", make_word(hint, false)},
                                   {"RECOMPILE", recompile_rules(g, f)}});
 }
@@ -141,7 +141,7 @@ nlohmann::json compile_json(const Generated& g, const source::Result& f, const f
   j["source"] = {{"status", std::string(source::to_string(f.status))},
                  {"summary", f.summary},
                  {"detail", f.detail},
-                 {"classification", std::string(profile::to_string(f.classification.kind))},
+                 {"classification", std::string(names::to_string(f.classification.kind))},
                  {"tree", f.tree.string()},
                  {"definition", f.definition.string()},
                  {"line", f.line},

@@ -75,7 +75,7 @@ void not_found(const Request& q, const TreeScan& scan, Result& r) {
   const bool runtime_strings = std::any_of(scan.strings.begin(), scan.strings.end(), [](auto& h) { return h.with_global; }) ||
                                (!scan.strings.empty() && scan.mentions_nvrtc);
   if (q.image_kind == "ptx" || runtime_strings) return classify_runtime(q, scan, r);
-  if (r.classification.kind == profile::Kind::Triton && q.language == Language::Auto) return classify_triton(r, false);
+  if (r.classification.kind == names::Kind::Triton && q.language == Language::Auto) return classify_triton(r, false);
   classify_not_in_tree(scan, r);
 }
 
@@ -84,7 +84,7 @@ void not_found(const Request& q, const TreeScan& scan, Result& r) {
 Result find_source(const Request& q) {
   Result r;
   r.name = parse_kernel_name(q.mangled, q.demangled);
-  r.classification = profile::classify(q.mangled, r.name.demangled);
+  r.classification = names::classify(q.mangled, r.name.demangled);
   std::error_code ec;
   if (q.source_dir && !fs::is_directory(*q.source_dir, ec))
     usage_error(fmt::format("--source-dir {}: no such directory", q.source_dir->string()));
@@ -105,7 +105,7 @@ Result find_source(const Request& q) {
   }
   if (q.source_dir) r.tree = canonical_or_self(*q.source_dir);
   else if (db) r.tree = common_root(*db);
-  else if (r.classification.kind == profile::Kind::Triton) {
+  else if (r.classification.kind == names::Kind::Triton) {
     classify_triton(r, false);
     return r;
   } else {

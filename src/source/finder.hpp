@@ -3,7 +3,7 @@
 // unit that compiled it, that unit's exact compile command and its local includes, or a
 // classified reason why there is no source to recompile (never a generic warning).
 //
-//   name -> parse (kernel_name) -> library/Triton classification (profile/classify)
+//   name -> parse (kernel_name) -> library/Triton classification (names/classify)
 //        -> definitions named like it in --source-dir (tree_search, definitions)
 //        -> translation units that contain each (compile_commands.json + include tracing)
 //        -> one candidate, decided by object-file symbols, the captured image's other
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "profile/classify.hpp"
+#include "names/classify.hpp"
 #include "source/compile_db.hpp"
 #include "source/includes.hpp"
 #include "source/kernel_name.hpp"
@@ -58,7 +58,7 @@ struct Result {
   std::string summary;  // one line for the terminal
   std::string detail;   // what it means and what to do (may be several lines)
   KernelName name;
-  profile::Classification classification;
+  names::Classification classification;
   fs::path tree;        // the source tree searched (canonical)
   fs::path definition;  // file with the kernel's definition
   uint32_t line = 0;

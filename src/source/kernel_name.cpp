@@ -3,7 +3,7 @@
 #include <cctype>
 #include <regex>
 
-#include "profile/names.hpp"
+#include "names/demangle.hpp"
 
 namespace kerncap::source {
 namespace {
@@ -115,10 +115,10 @@ std::string KernelName::qualified() const {
 KernelName parse_kernel_name(std::string_view mangled, std::string_view demangled) {
   KernelName k;
   k.mangled = std::string(mangled);
-  k.demangled = demangled.empty() ? profile::demangle(mangled) : std::string(demangled);
+  k.demangled = demangled.empty() ? names::demangle(mangled) : std::string(demangled);
   // Without a mangled name, a demangled one still says it is C++ by its parameter list.
   k.cxx = mangled.empty() ? k.demangled.ends_with(")")
-                          : profile::is_mangled(mangled) && k.demangled != k.mangled;
+                          : names::is_mangled(mangled) && k.demangled != k.mangled;
   if (!k.cxx) {
     k.base = trim(k.demangled.empty() ? k.mangled : k.demangled);
     return k;

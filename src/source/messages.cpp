@@ -25,7 +25,7 @@ void classify_triton(Result& r, bool forced) {
 
 void classify_library(Result& r) {
   r.status = Status::LibraryKernel;
-  const std::string kind(profile::to_string(r.classification.kind));
+  const std::string kind(names::to_string(r.classification.kind));
   r.summary = fmt::format("{} library kernel: precompiled inside a library binary, no source to recompile", kind);
   r.detail = fmt::format(
       "'{}' comes precompiled in a {} binary (closed source, or built outside this application), so there is\n"

@@ -52,3 +52,25 @@ TEST(CaptureRanges, NewAllocationReplacesStaleOverlap) {
   s.add(0x5000, 0, 1);  // empty allocations are ignored
   EXPECT_EQ(s.count(), 2u);
 }
+
+TEST(CaptureRanges, CoalesceMergesTouchingRangesOfOneKindOnly) {
+  using kerncap::capture::coalesce;
+  using kerncap::capture::TrackedRange;
+  const int vmm = 7, device = 1;
+  // Expandable segments: three VMM pieces mapped back to back, then a gap, then one more.
+  std::vector<TrackedRange> in = {{0x1000, 0x1000, vmm},   {0x2000, 0x1000, vmm}, {0x3000, 0x800, vmm},
+                                  {0x4000, 0x1000, vmm},   // not touching (gap at 0x3800)
+                                  {0x5000, 0x1000, device}, {0x6000, 0x1000, device}};
+  auto out = coalesce(in, vmm);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].base, 0x1000u);
+  EXPECT_EQ(out[0].size, 0x2800u);
+  EXPECT_EQ(out[1].base, 0x4000u);
+  // Other kinds stay separate even when they touch (two allocations are two regions).
+  EXPECT_EQ(out[2].base, 0x5000u);
+  EXPECT_EQ(out[3].base, 0x6000u);
+  // A device range followed by a touching VMM range is not merged either.
+  auto mixed = coalesce({{0x1000, 0x1000, device}, {0x2000, 0x1000, vmm}}, vmm);
+  EXPECT_EQ(mixed.size(), 2u);
+  EXPECT_TRUE(coalesce({}, vmm).empty());
+}

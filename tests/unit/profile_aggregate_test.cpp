@@ -7,9 +7,11 @@
 #include <numeric>
 
 #include "profile/aggregate.hpp"
-#include "profile/names.hpp"
+#include "names/classify.hpp"
 
 using namespace kerncap::profile;
+using kerncap::names::Category;
+using kerncap::names::Kind;
 
 namespace {
 

@@ -4,15 +4,15 @@
 // thrust::complex, vLLM kernels c10::BFloat16) unless they say Full. Category rows look at
 // the full demangled name, because what an ATen kernel does is in its functor argument
 // (vectorized_elementwise_kernel<4, FillFunctor<float>, ...> is a memset).
-#include "profile/classify.hpp"
+#include "names/classify.hpp"
 
 #include <optional>
 #include <regex>
 #include <vector>
 
-#include "profile/names.hpp"
+#include "names/demangle.hpp"
 
-namespace kerncap::profile {
+namespace kerncap::names {
 namespace {
 
 enum class Field { Base, Full };
@@ -219,4 +219,4 @@ std::string_view to_string(Category c) {
   return "?";
 }
 
-}  // namespace kerncap::profile
+}  // namespace kerncap::names

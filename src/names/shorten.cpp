@@ -1,19 +1,12 @@
-#include "profile/names.hpp"
-
-#include <cxxabi.h>
+#include "names/shorten.hpp"
 
 #include <cctype>
-#include <cstdlib>
-#include <memory>
 #include <regex>
 
-namespace kerncap::profile {
-namespace {
+#include "names/text.hpp"
 
-void replace_all(std::string& s, std::string_view from, std::string_view to) {
-  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
-    s.replace(pos, from.size(), to);
-}
+namespace kerncap::names {
+namespace {
 
 bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
@@ -27,10 +20,6 @@ void drop_namespace(std::string& s, std::string_view ns) {
     }
     s.erase(pos, ns.size());
   }
-}
-
-std::string_view strip_void(std::string_view s) {
-  return s.starts_with("void ") ? s.substr(5) : s;
 }
 
 // Removes the trailing parameter list "(...)" (balanced, so lambdas inside stay intact).
@@ -65,24 +54,6 @@ std::string collapse_templates(std::string_view s, int keep) {
 
 }  // namespace
 
-bool is_mangled(std::string_view name) { return name.starts_with("_Z"); }
-
-std::string demangle(std::string_view mangled) {
-  if (!is_mangled(mangled)) return std::string(mangled);
-  int status = 0;
-  std::string in(mangled);
-  std::unique_ptr<char, decltype(&std::free)> d(abi::__cxa_demangle(in.c_str(), nullptr, nullptr, &status),
-                                                 &std::free);
-  return (status == 0 && d) ? std::string(d.get()) : in;
-}
-
-std::string function_name(std::string_view demangled) {
-  std::string s(strip_void(demangled));
-  replace_all(s, "(anonymous namespace)", "{anon}");
-  size_t end = s.find_first_of("<(");
-  return end == std::string::npos ? s : s.substr(0, end);
-}
-
 std::string shorten(std::string_view demangled, size_t width) {
   std::string s(strip_void(demangled));
   replace_all(s, "(anonymous namespace)::", "");
@@ -97,4 +68,4 @@ std::string shorten(std::string_view demangled, size_t width) {
   return s;
 }
 
-}  // namespace kerncap::profile
+}  // namespace kerncap::names

@@ -1,32 +1,9 @@
-#include "capture/matcher.hpp"
-
-#include <cxxabi.h>
+#include "names/closest.hpp"
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 
-namespace kerncap::capture {
-
-std::string demangle(const std::string& mangled) {
-  if (!mangled.starts_with("_Z")) return mangled;
-  int status = 0;
-  char* out = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || !out) return mangled;
-  std::string s(out);
-  std::free(out);
-  return s;
-}
-
-Matcher::Matcher(std::string pattern, bool regex) : pattern_(std::move(pattern)) {
-  if (regex) regex_ = std::make_unique<std::regex>(pattern_, std::regex::ECMAScript);
-}
-
-bool Matcher::matches(const std::string& mangled, const std::string& demangled) const {
-  if (regex_) return std::regex_search(demangled, *regex_) || std::regex_search(mangled, *regex_);
-  return demangled.find(pattern_) != std::string::npos || mangled.find(pattern_) != std::string::npos;
-}
-
+namespace kerncap::names {
 namespace {
 
 std::string lower(std::string s) {
@@ -68,4 +45,4 @@ std::vector<std::string> closest_names(const std::string& pattern, const std::ve
   return out;
 }
 
-}  // namespace kerncap::capture
+}  // namespace kerncap::names

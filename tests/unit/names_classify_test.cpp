@@ -2,10 +2,10 @@
 // Triton/Inductor, flash-attention, vLLM and NCCL traces (demangled as c++filt shows them).
 #include <gtest/gtest.h>
 
-#include "profile/classify.hpp"
-#include "profile/names.hpp"
+#include "names/classify.hpp"
+#include "names/demangle.hpp"
 
-using namespace kerncap::profile;
+using namespace kerncap::names;
 
 namespace {
 
@@ -118,7 +118,7 @@ const Case kCases[] = {
     {Y, "void copy_kernel<float>(float*, float const*, unsigned long)", K::User, C::Copy, Y},
 };
 
-TEST(ProfileClassify, RealKernelNames) {
+TEST(NamesClassify, RealKernelNames) {
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.name);
     Classification got = run(c);
@@ -128,7 +128,7 @@ TEST(ProfileClassify, RealKernelNames) {
   }
 }
 
-TEST(ProfileClassify, WorksOnRealMangledNames) {
+TEST(NamesClassify, WorksOnRealMangledNames) {
   const std::string m = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_";
   Classification c = classify(m, demangle(m));
   EXPECT_EQ(c.kind, Kind::Aten);
@@ -138,7 +138,7 @@ TEST(ProfileClassify, WorksOnRealMangledNames) {
   EXPECT_TRUE(c.source_expected);
 }
 
-TEST(ProfileClassify, AmbiguityOfPlainNamesIsResolvedAsTriton) {
+TEST(NamesClassify, AmbiguityOfPlainNamesIsResolvedAsTriton) {
   // An extern "C" CUDA kernel and a @triton.jit kernel both appear as plain symbols;
   // the name cannot tell them apart (docs/profile.md says so). A name that is not even an
   // identifier (PTX from another front end) is not called Triton.
@@ -146,7 +146,7 @@ TEST(ProfileClassify, AmbiguityOfPlainNamesIsResolvedAsTriton) {
   EXPECT_EQ(classify("weird.name$1", "weird.name$1").kind, Kind::User);
 }
 
-TEST(ProfileClassify, EveryEnumHasAName) {
+TEST(NamesClassify, EveryEnumHasAName) {
   for (int k = 0; k <= static_cast<int>(Kind::User); ++k) EXPECT_NE(to_string(static_cast<Kind>(k)), "?");
   for (int c = 0; c <= static_cast<int>(Category::Other); ++c) EXPECT_NE(to_string(static_cast<Category>(c)), "?");
 }

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace kerncap::profile {
+namespace kerncap::names {
 
 enum class Kind {
   Triton,          // @triton.jit kernels and Inductor's triton_poi_/per_/red_/tem_
@@ -42,4 +42,4 @@ Classification classify(std::string_view mangled, std::string_view demangled);
 std::string_view to_string(Kind k);
 std::string_view to_string(Category c);
 
-}  // namespace kerncap::profile
+}  // namespace kerncap::names

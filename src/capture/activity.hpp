@@ -1,0 +1,43 @@
+#pragma once
+// Profile mode's record handling: CUPTI activity records (kernels, copies, sets, devices)
+// turned into the profile record file. CUPTI hands over whole buffers on its own thread
+// (profiler.cpp's trampolines); walking a buffer and asking for the dropped count are the
+// only CUPTI calls involved, and they go through ActivityBuffer so that a unit test can
+// feed fake records without a GPU (tests/unit/capture_activity_test.cpp).
+#include <cupti.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "profile/records.hpp"
+
+namespace kerncap::capture {
+
+// The CUPTI calls made while draining one completed buffer. Real implementation:
+// CuptiActivityBuffer in profiler.cpp (cuptiActivityGetNextRecord and friends).
+class ActivityBuffer {
+ public:
+  virtual ~ActivityBuffer() = default;
+  // Advances `*record` (nullptr: before the first) to the next record; false at the end.
+  virtual bool next(CUpti_Activity** record) = 0;
+  // Records CUPTI had to drop (its buffers were full) since the last call.
+  virtual size_t dropped() = 0;
+};
+
+class ActivityRecorder {
+ public:
+  explicit ActivityRecorder(profile::RecordWriter& writer) : writer_(writer) {}
+  // One record; kinds other than kernels, memcpy, memset and devices are ignored.
+  void record(const CUpti_Activity& rec);
+  // Every record of one buffer, then the dropped count. Never throws: on failure (out of
+  // memory while formatting) the rest of the buffer is lost, never the application.
+  void drain(ActivityBuffer& buffer) noexcept;
+
+ private:
+  profile::RecordWriter& writer_;
+};
+
+// "HtoD", "DtoH", ... for CUpti_ActivityMemcpyKind.
+const char* copy_kind_name(uint8_t kind);
+
+}  // namespace kerncap::capture

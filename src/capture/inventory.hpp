@@ -1,0 +1,25 @@
+#pragma once
+// What the application holds that a capture needs, gathered from CUPTI callbacks while it
+// runs: the pattern naming the target, the live allocations, and the code images that may
+// hold the target. Filled by LaunchWatcher, read by Capturer at the target launch.
+#include "capture/config.hpp"
+#include "capture/image_store.hpp"
+#include "capture/tracker.hpp"
+#include "names/match.hpp"
+
+namespace kerncap::capture {
+
+struct Inventory {
+  // Throws std::regex_error on a bad KERNCAP_REGEX pattern (the launcher checks it first).
+  explicit Inventory(const Config& config)
+      : matcher(config.kernel, config.regex),
+        images(matcher, config.dump_images ? config.output + "/.kerncap/images" : "") {}
+  Inventory(const Inventory&) = delete;
+  Inventory& operator=(const Inventory&) = delete;
+
+  names::Matcher matcher;
+  Tracker tracker;
+  ImageStore images;  // refers to `matcher`
+};
+
+}  // namespace kerncap::capture

@@ -1,0 +1,72 @@
+#pragma once
+// Capture mode's decisions, made on every CUPTI callback: track allocations and code
+// images, and for each kernel launch decide whether it is the target — the pattern
+// matches, it is the Nth match (KERNCAP_DISPATCH), its stream is not capturing a graph,
+// no autotuner benchmark is running (the ignore window), and no other process of the
+// application claimed the capture first (OUT/.kerncap/claim). At the target it hands over
+// to TargetCapture, at entry and again at the same launch's exit.
+//
+// No CUDA call is made here: the driver is reached through LaunchQueries, so a unit test
+// drives this class with fake CUpti_CallbackData (tests/unit/capture_watcher_test.cpp).
+#include <cupti.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "capture/config.hpp"
+#include "capture/inventory.hpp"
+#include "capture/seams.hpp"
+
+namespace kerncap::capture {
+
+// The ignore window: launches made while the depth is above zero are not counted. The
+// Triton shim brackets autotuner benchmarks with kerncap_ignore_begin/end, exported by
+// libkerncap.so (injection.cpp). Process-wide, any thread.
+int ignore_depth();
+void ignore_begin();
+void ignore_end();  // never below zero
+
+class LaunchWatcher {
+ public:
+  LaunchWatcher(const Config& config, Inventory& inventory, LaunchQueries& driver, TargetCapture& target);
+  // Every CUPTI callback lands here (through the trampoline in injection.cpp). Callbacks
+  // made while this thread is inside kerncap (ToolScope) are ignored, except module loads.
+  void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  // The driver-API callback ids to enable.
+  static std::vector<CUpti_CallbackId> driver_callback_ids();
+
+  bool done() const { return done_; }  // the target was taken, or another process claimed it
+  uint64_t launches() const;            // kernel launches seen (counted or not)
+
+ private:
+  void on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+  bool is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index);
+  bool claim();
+
+  const Config& config_;
+  Inventory& inventory_;
+  LaunchQueries& driver_;
+  TargetCapture& target_;
+  std::atomic<bool> done_{false};
+  // The target launch between its entry and its exit.
+  struct Pending {
+    uint32_t correlation = 0;
+    std::thread::id thread;
+  };
+  std::optional<Pending> pending_;
+  mutable std::mutex mu_;  // guards the fields below
+  std::unordered_map<std::string, bool> name_matches_;
+  std::unordered_set<std::string> ignored_names_;
+  uint64_t matched_ = 0;
+  uint64_t launches_ = 0;
+  bool graph_note_ = false;
+};
+
+}  // namespace kerncap::capture

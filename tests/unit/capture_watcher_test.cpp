@@ -1,0 +1,277 @@
+// Capture mode's decisions, driven by fake CUPTI callbacks: which launch is the target
+// (pattern, regex, dispatch index), claiming across processes, the autotuner ignore
+// window, launches into a capturing stream, entry/exit pairing, and what reaches the
+// allocation tracker and the image store. No GPU, no driver: LaunchQueries is faked.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "capture/events.hpp"
+#include "capture/tool_scope.hpp"
+#include "capture/watcher.hpp"
+#include "capture_fakes.hpp"
+
+using namespace kerncap::capture;
+using namespace kerncap::capture::testing;
+
+namespace {
+
+constexpr const char* kScale = "_Z5scalePfi";                        // scale(float*, int)
+constexpr const char* kScaleD = "_Z5scaleIdEvPT_i";                  // void scale<double>(double*, int)
+constexpr const char* kAdd = "_Z3addPfS_i";                          // add(float*, float*, int)
+constexpr const char* kTriton = "triton_poi_fused_add_0";
+
+// One process's capture mode, with the driver and the capture work faked.
+struct Harness {
+  TempDir dir;
+  Config config;
+  std::unique_ptr<Inventory> inventory;
+  FakeQueries driver;
+  FakeTarget target;
+  std::unique_ptr<LaunchWatcher> watcher;
+  uint32_t next_correlation = 1;
+
+  Harness(std::string kernel, uint64_t dispatch = 0, bool regex = false, const std::filesystem::path* shared = nullptr)
+      : dir("watcher") {
+    config.mode = Mode::Capture;
+    config.output = (shared ? *shared : dir.path()).string();
+    config.kernel = std::move(kernel);
+    config.regex = regex;
+    config.dispatch = dispatch;
+    events_open(config.output);
+    inventory = std::make_unique<Inventory>(config);
+    watcher = std::make_unique<LaunchWatcher>(config, *inventory, driver, target);
+  }
+  // One launch, entry then exit, as the driver reports it on this thread.
+  void launch(const char* symbol, CUstream stream = nullptr) {
+    FakeLaunch l(symbol, next_correlation++, stream);
+    watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.entry());
+    watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.exit());
+  }
+  std::vector<nlohmann::json> events(const std::string& kind) const { return events_of(config.output, kind); }
+};
+
+}  // namespace
+
+TEST(CaptureWatcher, SubstringPatternAndDispatchIndex) {
+  Harness h("scale", 2);
+  h.launch(kScale);   // launch 0, match 0
+  h.launch(kAdd);     // launch 1
+  h.launch(kScaleD);  // launch 2, match 1 (the pattern is a substring of both)
+  EXPECT_TRUE(h.target.begun.empty());
+  h.launch(kScale);  // launch 3, match 2: the target
+  ASSERT_EQ(h.target.begun.size(), 1u);
+  EXPECT_EQ(h.target.begun[0].mangled, kScale);
+  EXPECT_EQ(h.target.begun[0].launch_index, 3u);
+  EXPECT_EQ(h.target.begun[0].cbid, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+  EXPECT_EQ(h.target.finished, std::vector<uint32_t>{h.target.begun[0].correlation});
+  EXPECT_TRUE(h.watcher->done());
+  h.launch(kScale);  // after the capture nothing more is taken or counted
+  EXPECT_EQ(h.target.begun.size(), 1u);
+  EXPECT_EQ(h.watcher->launches(), 4u);
+
+  // Each name is reported once, with whether it matches; each counted match up to the target.
+  auto seen = h.events("seen");
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0]["mangled"], kScale);
+  EXPECT_EQ(seen[0]["demangled"], "scale(float*, int)");
+  EXPECT_EQ(seen[0]["matches"], true);
+  EXPECT_EQ(seen[1]["matches"], false);
+  auto matches = h.events("match");
+  ASSERT_EQ(matches.size(), 3u);
+  EXPECT_EQ(matches[2]["index"], 2);
+}
+
+TEST(CaptureWatcher, RegexOnEitherForm) {
+  Harness h(R"(^void scale<double>|^_Z3add)", 1, true);
+  h.launch(kScale);   // matches neither alternative
+  h.launch(kAdd);     // match 0 through its mangled name
+  h.launch(kScaleD);  // match 1 through its demangled name: the target
+  ASSERT_EQ(h.target.begun.size(), 1u);
+  EXPECT_EQ(h.target.begun[0].mangled, kScaleD);
+  EXPECT_EQ(h.target.begun[0].launch_index, 2u);
+}
+
+TEST(CaptureWatcher, NameFromTheDriverWhenCuptiGivesNone) {
+  Harness h("triton_poi");
+  CUfunction f = reinterpret_cast<CUfunction>(0x1234);
+  h.driver.names[f] = kTriton;
+  FakeLaunch l(nullptr, 7, nullptr, f);
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.entry());
+  ASSERT_EQ(h.target.begun.size(), 1u);
+  EXPECT_EQ(h.target.begun[0].mangled, kTriton);
+  // A handle the driver cannot name is not counted at all.
+  Harness g("anything");
+  FakeLaunch unnamed(nullptr, 8, nullptr, reinterpret_cast<CUfunction>(0x999));
+  g.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, unnamed.entry());
+  EXPECT_EQ(g.watcher->launches(), 0u);
+}
+
+TEST(CaptureWatcher, EveryLaunchEntryPointIsWatched) {
+  for (CUpti_CallbackId cbid : {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+                                CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+                                CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz}) {
+    Harness h("scale");
+    FakeLaunch l(kScale, 1);  // cuLaunchCooperativeKernel's parameters share cuLaunchKernel's layout
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, cbid, l.entry());
+    ASSERT_EQ(h.target.begun.size(), 1u) << cbid;
+    EXPECT_EQ(h.target.begun[0].cbid, cbid);
+  }
+  for (CUpti_CallbackId cbid : {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz}) {
+    Harness h("scale");
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+    FakeCall<cuLaunchKernelEx_params> l(cuLaunchKernelEx_params{&cfg, nullptr, nullptr, nullptr}, CUPTI_API_ENTER, 1);
+    l.cb.symbolName = kScale;
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &l.cb);
+    ASSERT_EQ(h.target.begun.size(), 1u) << cbid;
+    // Without a launch config there is nothing to decode: not counted.
+    Harness g("scale");
+    FakeCall<cuLaunchKernelEx_params> bad(cuLaunchKernelEx_params{nullptr, nullptr, nullptr, nullptr}, CUPTI_API_ENTER);
+    bad.cb.symbolName = kScale;
+    g.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &bad.cb);
+    EXPECT_EQ(g.watcher->launches(), 0u);
+  }
+}
+
+TEST(CaptureWatcher, AfterIsTakenAtTheSameLaunchsExitOnTheSameThread) {
+  Harness h("scale");
+  FakeLaunch target(kScale, 42);
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, target.entry());
+  ASSERT_EQ(h.target.begun.size(), 1u);
+  // Another launch's exit (another thread launched meanwhile) is not the target's.
+  FakeLaunch other(kAdd, 43);
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, other.exit());
+  // The same correlation id seen on another thread is not it either.
+  std::thread([&] {
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, target.exit());
+  }).join();
+  EXPECT_TRUE(h.target.finished.empty());
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, target.exit());
+  EXPECT_EQ(h.target.finished, std::vector<uint32_t>{42});
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, target.exit());
+  EXPECT_EQ(h.target.finished.size(), 1u);  // handed over once
+}
+
+TEST(CaptureWatcher, AFailedBeforeOwesNoAfterAndEndsTheSearch) {
+  Harness h("scale");
+  h.target.accept = false;
+  h.launch(kScale);
+  EXPECT_EQ(h.target.begun.size(), 1u);
+  EXPECT_TRUE(h.target.finished.empty());
+  EXPECT_TRUE(h.watcher->done());
+  h.launch(kScale);
+  EXPECT_EQ(h.target.begun.size(), 1u);
+}
+
+TEST(CaptureWatcher, OneCaptureAcrossProcesses) {
+  TempDir shared("claim");
+  Harness first("scale", 0, false, &shared.path());
+  Harness second("scale", 0, false, &shared.path());  // another process of the same application
+  first.launch(kScale);
+  ASSERT_EQ(first.target.begun.size(), 1u);
+  std::ifstream claim(shared.path() / ".kerncap" / "claim");
+  std::string pid;
+  claim >> pid;
+  EXPECT_EQ(pid, std::to_string(::getpid()));
+  second.launch(kScale);
+  EXPECT_TRUE(second.target.begun.empty());
+  EXPECT_TRUE(second.watcher->done());  // it stops looking
+  second.launch(kScale);
+  EXPECT_TRUE(second.target.begun.empty());
+}
+
+TEST(CaptureWatcher, AutotunerBenchmarksAreNotCounted) {
+  Harness h("scale", 1);
+  ignore_begin();
+  ignore_begin();  // nested windows
+  h.launch(kScale);
+  h.launch(kScale);
+  ignore_end();
+  h.launch(kScale);  // still inside the outer window
+  ignore_end();
+  EXPECT_EQ(ignore_depth(), 0);
+  ignore_end();  // an unmatched end never goes below zero
+  EXPECT_EQ(ignore_depth(), 0);
+  EXPECT_TRUE(h.target.begun.empty());
+  EXPECT_TRUE(h.events("match").empty());
+  auto ignored = h.events("ignored");
+  ASSERT_EQ(ignored.size(), 1u);  // once per name
+  EXPECT_EQ(ignored[0]["why"], "autotuner benchmark");
+  h.launch(kScale);  // match 0
+  h.launch(kScale);  // match 1: the target
+  ASSERT_EQ(h.target.begun.size(), 1u);
+  EXPECT_EQ(h.target.begun[0].launch_index, 4u);  // ignored launches are still launches
+}
+
+TEST(CaptureWatcher, LaunchesIntoACapturingStreamAreSkipped) {
+  Harness h("scale");
+  CUstream graph_stream = reinterpret_cast<CUstream>(0x50);
+  h.driver.capturing.insert(graph_stream);
+  h.launch(kScale, graph_stream);
+  h.launch(kScale, graph_stream);
+  EXPECT_TRUE(h.target.begun.empty());
+  auto skipped = h.events("skipped");
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_EQ(skipped[0]["why"], "stream is capturing a CUDA graph");
+  h.launch(kScale);  // the direct launch afterwards is dispatch 0
+  ASSERT_EQ(h.target.begun.size(), 1u);
+  EXPECT_EQ(h.target.begun[0].launch_index, 2u);
+}
+
+TEST(CaptureWatcher, GraphLaunchesAreReportedOnce) {
+  Harness h("scale");
+  FakeCall<int> g(0, CUPTI_API_ENTER);
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &g.cb);
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, &g.cb);
+  EXPECT_EQ(h.events("graph_launch").size(), 1u);
+}
+
+TEST(CaptureWatcher, KerncapsOwnCallsAreNotTheApplications) {
+  Harness h("scale");
+  {
+    ToolScope inside;  // as while kerncap itself calls the driver
+    h.launch(kScale);
+    CUdeviceptr d = 0x4000;
+    FakeCall<cuMemAlloc_v2_params> alloc(cuMemAlloc_v2_params{&d, 64});
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &alloc.cb);
+  }
+  EXPECT_EQ(h.watcher->launches(), 0u);
+  EXPECT_TRUE(h.inventory->tracker.live().empty());
+}
+
+TEST(CaptureWatcher, AllocationsReachTheTracker) {
+  Harness h("scale");
+  CUdeviceptr d = 0x7f0000001000;
+  FakeCall<cuMemAlloc_v2_params> alloc(cuMemAlloc_v2_params{&d, 4096});
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &alloc.cb);
+  ASSERT_EQ(h.inventory->tracker.live().size(), 1u);
+  FakeCall<cuMemFree_v2_params> free_(cuMemFree_v2_params{d});
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &free_.cb);
+  EXPECT_TRUE(h.inventory->tracker.live().empty());
+}
+
+TEST(CaptureWatcher, ModuleLoadsBindTheirImage) {
+  Harness h("scale");
+  // An image kerncap cannot read (not a cubin): kept, since it might hold the target.
+  const std::string bytes(256, 'x');
+  CUpti_ModuleResourceData mod{};
+  mod.pCubin = bytes.data();
+  mod.cubinSize = bytes.size();
+  CUpti_ResourceData rd{};
+  rd.resourceDescriptor = &mod;
+  CUmodule handle = reinterpret_cast<CUmodule>(0x77);
+  FakeCall<cuModuleLoadData_params> load(cuModuleLoadData_params{&handle, bytes.data()}, CUPTI_API_ENTER);
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, &load.cb);
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
+  load.cb.callbackSite = CUPTI_API_EXIT;
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, &load.cb);
+  EXPECT_EQ(h.inventory->images.loaded(), 1u);
+  const KeptImage* img = h.inventory->images.find(kScale, {}, handle);
+  ASSERT_NE(img, nullptr);
+  EXPECT_EQ(img->bytes.size(), bytes.size());
+  // Module loads count even inside kerncap's own calls (lazy loading happens there).
+  ToolScope inside;
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
+  EXPECT_EQ(h.inventory->images.loaded(), 2u);
+}
