@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Edit-loop benchmark (issue 4): how long one "edit the kernel, check it" iteration takes
+# Edit-loop benchmark: how long one "edit the kernel, check it" iteration takes
 #   kerncap:     edit the reproducer's copy of the kernel; make recompile && make validate-variant
 #   traditional: edit the kernel in the application's tree; rebuild the application (the
 #                units that include the edited header, then link) and rerun it

@@ -33,7 +33,7 @@ struct ExtractArgs {
   int verbose = 1;
   bool quiet = false;
   bool json = false;
-  // Source finder and reproducer (issue 4).
+  // Source finder and reproducer.
   std::string source_dir;
   std::string compile_commands;
   std::vector<std::string> defines;

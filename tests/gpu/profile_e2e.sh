@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU end-to-end checks of `kerncap profile` (issue 3 acceptance): our own examples and
+# GPU end-to-end checks of `kerncap profile`: our own examples and
 # bench/profile_overhead_app (exit from a thread, fork, a spawned child, several streams,
 # no kernels, a failing exit code, a CUPTI conflict), a PyTorch transformer block fwd+bwd,
 # a torch.compile'd model and torch.multiprocessing workers. For each: the ranking, the

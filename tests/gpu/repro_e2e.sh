@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproducer end-to-end suite (issue 4 acceptance) on our multi-file fixture project
+# Reproducer end-to-end suite on our multi-file fixture project
 # (examples/multifile, built by the kerncap build with its compile_commands.json):
 #   for three kernels (a templated kernel in a header, a .cu kernel over three include
 #   directories, an extern "C" kernel in a header included by a relative path):

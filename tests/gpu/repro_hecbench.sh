@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reproducer on real public CUDA code (issue 4): HeCBench's lulesh (several units,
+# The reproducer on real public CUDA code: HeCBench's lulesh (several units,
 # kernels launched every iteration) and convolution1D (templated kernels, a __constant__
 # variable template). HeCBench is fetched for testing and never committed: point the script
 # at a directory holding lulesh-cuda/ and convolution1D-cuda/ (HeCBench's src/).

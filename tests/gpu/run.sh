@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU end-to-end suite (issue 2 acceptance): extract, replay and validate our own example
+# GPU end-to-end suite: extract, replay and validate our own example
 # applications (examples/) and PyTorch ops on a real GPU, plus forced relocation, repeated
 # replays, --continue and the error cases. Prints one table row per case and ends with the
 # line "N passed, N failed". Exit 0 all passed, 1 some failed, 77 skipped (no GPU).

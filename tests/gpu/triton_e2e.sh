@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Triton end-to-end suite (issue 5 acceptance): capture Triton kernels from Python applications
+# Triton end-to-end suite: capture Triton kernels from Python applications
 # with the compile-metadata shim, generate kernel_variant.py + reproducer.py, and check that
 #   - the reproducer PASSes on the unedited variant (and its candidate.cubin passes
 #     `kerncap validate --cubin`),
