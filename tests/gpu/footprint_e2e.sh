@@ -246,10 +246,9 @@ else
 fi
 
 echo
-{
-  printf 'case\tresult\tmeasured\tproblems\n'
-  cat "$ROWS"
-} | column -t -s $'\t' 2>/dev/null || cat "$ROWS"
+echo "| case | result | measured | problems |"
+echo "| --- | --- | --- | --- |"
+while IFS=$'\t' read -r c r d p; do echo "| $c | $r | $d | ${p:-} |"; done <"$ROWS"
 echo
 echo "$PASSED passed, $FAILED failed (log: $LOG)"
 [ "$FAILED" = 0 ] || trap - EXIT  # keep the captures and the log of a failed run
