@@ -16,3 +16,25 @@ if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "install-deps: the CUDA 13 toolkit (nvcc, cuda.h, CUPTI) was not found under /usr/local/cuda" >&2
   exit 1
 fi
+
+# The Compute Sanitizer API (`kerncap footprint`): the wheel matching the CUDA 13.0 toolkit,
+# unpacked with pip --target into .deps/ (project-local, no system or user site touched;
+# Debian's python3 is externally managed). CMake looks there by default
+# (KERNCAP_SANITIZER_ROOT). KERNCAP_DEPS_DIR moves it, e.g. to a shared cache.
+SANITIZER_VERSION=13.0.85
+deps_dir=${KERNCAP_DEPS_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.deps}
+sanitizer_dir=$deps_dir/sanitizer-api
+if [ ! -f "$sanitizer_dir/nvidia/cu13/lib/libsanitizer-public.so" ] ||
+   ! grep -qs "^Version: $SANITIZER_VERSION\$" "$sanitizer_dir"/nvidia_cuda_sanitizer_api-*.dist-info/METADATA; then
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pip
+  fi
+  rm -rf "$sanitizer_dir"
+  python3 -m pip install --quiet --no-deps --disable-pip-version-check --target "$sanitizer_dir" \
+    "nvidia-cuda-sanitizer-api==$SANITIZER_VERSION"
+fi
+echo "install-deps: Compute Sanitizer API $SANITIZER_VERSION in $sanitizer_dir/nvidia/cu13"
+if [ -n "${KERNCAP_DEPS_DIR:-}" ]; then
+  echo "install-deps: configure with -DKERNCAP_SANITIZER_ROOT=$sanitizer_dir/nvidia/cu13"
+fi

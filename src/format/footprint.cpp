@@ -1,0 +1,339 @@
+#include "format/footprint.hpp"
+
+#include <xxhash.h>
+
+#include <bit>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "common/hex.hpp"
+#include "format/capture_dir.hpp"
+
+namespace kerncap::format {
+namespace {
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
+
+[[noreturn]] void corrupt(const std::string& what) {
+  input_error(fmt::format("the capture's footprint is damaged ({}); measure it again with `kerncap footprint "
+                          "OUT --force`",
+                          what));
+}
+
+void put_varint(std::vector<uint8_t>& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<uint8_t>(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<uint8_t>(v));
+}
+
+uint64_t get_varint(std::span<const uint8_t> data, size_t& pos) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (pos >= data.size()) corrupt("a run list ends in the middle of a number");
+    uint8_t b = data[pos++];
+    v |= uint64_t{b & 0x7fu} << shift;
+    if (!(b & 0x80)) return v;
+  }
+  corrupt("a run list holds a number longer than 64 bits");
+}
+
+}  // namespace
+
+Bitmap::Bitmap(uint32_t granule, uint64_t region_size)
+    : granule_(granule), region_size_(region_size), bits_(ceil_div(region_size, granule)),
+      words_(ceil_div(bits_, 64), 0) {}
+
+Bitmap Bitmap::from_words32(uint32_t granule, uint64_t region_size, std::span<const uint32_t> words) {
+  Bitmap b(granule, region_size);
+  if (words.size() < ceil_div(b.bits_, 32))
+    fail(ErrorKind::Internal, fmt::format("{} bitmap words for {} bits", words.size(), b.bits_));
+  for (size_t i = 0; i < b.words_.size(); ++i) {
+    uint64_t lo = words[2 * i];
+    uint64_t hi = 2 * i + 1 < words.size() ? words[2 * i + 1] : 0;
+    b.words_[i] = lo | (hi << 32);
+  }
+  // Bits past the region's last granule are never set by a correct device, but keep the
+  // invariant (padding is zero) whatever came back.
+  if (b.bits_ % 64) b.words_.back() &= (uint64_t{1} << (b.bits_ % 64)) - 1;
+  return b;
+}
+
+void Bitmap::set(uint64_t i) { words_[i >> 6] |= uint64_t{1} << (i & 63); }
+
+void Bitmap::set_range(uint64_t first, uint64_t count) {
+  uint64_t i = first;
+  const uint64_t end = first + count;
+  for (; i < end && (i & 63); ++i) set(i);
+  for (; i + 64 <= end; i += 64) words_[i >> 6] = ~uint64_t{0};
+  for (; i < end; ++i) set(i);
+}
+
+uint64_t Bitmap::count() const {
+  uint64_t n = 0;
+  for (uint64_t w : words_) n += static_cast<uint64_t>(std::popcount(w));
+  return n;
+}
+
+uint64_t Bitmap::bytes() const {
+  uint64_t n = count() * granule_;
+  // The last granule may hang over the region's end.
+  if (bits_ && test(bits_ - 1)) n -= bits_ * granule_ - region_size_;
+  return n;
+}
+
+std::string to_string(BitmapEncoding e) { return e == BitmapEncoding::Runs ? "runs" : "raw"; }
+
+std::vector<uint8_t> encode_bitmap(const Bitmap& b, BitmapEncoding* chosen) {
+  std::vector<uint8_t> runs, body;
+  uint64_t n = 0, prev_end = 0;
+  b.for_each_run([&](uint64_t first, uint64_t count) {
+    put_varint(body, first - prev_end);
+    put_varint(body, count);
+    prev_end = first + count;
+    ++n;
+  });
+  put_varint(runs, n);
+  runs.insert(runs.end(), body.begin(), body.end());
+  const uint64_t raw_size = ceil_div(b.bits(), 8);
+  if (runs.size() <= raw_size) {
+    *chosen = BitmapEncoding::Runs;
+    return runs;
+  }
+  *chosen = BitmapEncoding::Raw;
+  std::vector<uint8_t> raw(raw_size);
+  for (uint64_t i = 0; i < raw_size; ++i) raw[i] = static_cast<uint8_t>(b.words()[i / 8] >> (8 * (i % 8)));
+  return raw;
+}
+
+Bitmap decode_bitmap(std::span<const uint8_t> data, BitmapEncoding enc, uint32_t granule, uint64_t region_size,
+                     uint64_t count) {
+  Bitmap b(granule, region_size);
+  if (enc == BitmapEncoding::Raw) {
+    if (data.size() != ceil_div(b.bits(), 8))
+      corrupt(fmt::format("a plain bitmap of {} bits has {} bytes", b.bits(), data.size()));
+    if (b.bits() % 8 && (data.back() >> (b.bits() % 8)))
+      corrupt("a plain bitmap has bits set past its region's end");
+    for (size_t i = 0; i < data.size(); ++i)
+      for (unsigned k = 0; data[i] >> k; ++k)
+        if ((data[i] >> k) & 1) b.set(8 * i + k);
+  } else {
+    size_t pos = 0;
+    const uint64_t n = get_varint(data, pos);
+    uint64_t end = 0;
+    for (uint64_t k = 0; k < n; ++k) {
+      const uint64_t gap = get_varint(data, pos), len = get_varint(data, pos);
+      if (len == 0 || (k > 0 && gap == 0)) corrupt("a run list has an empty or unmerged run");
+      if (gap > b.bits() - end || len > b.bits() - end - gap)
+        corrupt(fmt::format("a run reaches past its region's {} granules", b.bits()));
+      b.set_range(end + gap, len);
+      end += gap + len;
+    }
+    if (pos != data.size()) corrupt("a run list has trailing bytes");
+  }
+  if (b.count() != count) corrupt(fmt::format("a bitmap holds {} granules, the summary says {}", b.count(), count));
+  return b;
+}
+
+Bitmap RegionFootprint::write_only() const {
+  Bitmap out(1, size);
+  // Bytes 4k..4k+3 share rbw granule k; a 64-bit word of `written` covers 16 rbw granules.
+  for (size_t w = 0; w < written.words().size(); ++w) {
+    uint64_t bits = written.words()[w];
+    if (!bits) continue;
+    for (uint64_t j = 0; j < 64; ++j) {
+      const uint64_t byte = w * 64 + j;
+      if (((bits >> j) & 1) && !rbw.test(byte / 4)) out.set(byte);
+    }
+  }
+  return out;
+}
+
+uint64_t RegionFootprint::write_only_bytes() const { return write_only().count(); }
+
+// ---- files -------------------------------------------------------------------------------
+
+namespace {
+
+struct BitmapEntry {
+  const char* name;
+  uint32_t granule;
+  Bitmap RegionFootprint::*member;
+};
+constexpr BitmapEntry kBitmaps[] = {{"read", 4, &RegionFootprint::read},
+                                    {"written", 1, &RegionFootprint::written},
+                                    {"rbw", 4, &RegionFootprint::rbw}};
+
+nlohmann::json escape_json(const Escape& e) {
+  return {{"address", hex_addr(e.address)}, {"pc", hex_addr(e.pc)}, {"size", e.size},   {"read", e.read},
+          {"write", e.write},               {"atomic", e.atomic},   {"nearest", e.nearest}};
+}
+
+nlohmann::json region_summary(const RegionFootprint& r) {
+  return {{"id", r.id},
+          {"kind", to_string(r.kind)},
+          {"base", hex_addr(r.base)},
+          {"size", r.size},
+          {"global", r.global},
+          {"read_bytes", r.read_bytes()},
+          {"written_bytes", r.written_bytes()},
+          {"rbw_bytes", r.rbw_bytes()},
+          {"write_only_bytes", r.write_only_bytes()}};
+}
+
+template <typename T>
+T field(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key)) corrupt(fmt::format("footprint.json lacks \"{}\"", key));
+  try {
+    return j.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    corrupt(fmt::format("footprint.json has a \"{}\" of the wrong type", key));
+  }
+}
+
+void write_bytes_atomic(const fs::path& p, const std::vector<uint8_t>& data) {
+  fs::path tmp = p;
+  tmp += ".tmp";
+  write_file(tmp, data.data(), data.size());
+  fs::rename(tmp, p);
+}
+
+}  // namespace
+
+nlohmann::json summary_json(const Footprint& f) {
+  nlohmann::json regions = nlohmann::json::array(), escapes = nlohmann::json::array();
+  for (const auto& r : f.regions) regions.push_back(region_summary(r));
+  for (const auto& e : f.escapes) escapes.push_back(escape_json(e));
+  return {{"format", kFootprintName},
+          {"format_version", f.version},
+          {"tool_version", f.tool_version},
+          {"kernel", f.kernel},
+          {"image_hash", hex_addr(f.image_hash)},
+          {"device", f.device_name},
+          {"regions", regions},
+          {"escape_count", f.escape_count},
+          {"escapes", escapes},
+          {"accesses", f.accesses},
+          {"kernel_pc", hex_addr(f.kernel_pc)},
+          {"instrumented_ms", f.instrumented_ms},
+          {"plain_ms", f.plain_ms},
+          {"seconds", f.seconds},
+          {"sanitizer_library", f.sanitizer_library}};
+}
+
+void write_footprint(const fs::path& dir, const Footprint& f) {
+  std::vector<uint8_t> bin;
+  nlohmann::json j = summary_json(f);
+  for (size_t i = 0; i < f.regions.size(); ++i) {
+    nlohmann::json maps;
+    for (const auto& e : kBitmaps) {
+      const Bitmap& b = f.regions[i].*e.member;
+      BitmapEncoding enc{};
+      std::vector<uint8_t> data = encode_bitmap(b, &enc);
+      maps[e.name] = {{"granule", b.granule()}, {"encoding", to_string(enc)}, {"offset", bin.size()},
+                      {"length", data.size()},  {"count", b.count()}};
+      bin.insert(bin.end(), data.begin(), data.end());
+    }
+    j["regions"][i]["bitmaps"] = maps;
+  }
+  j["bin"] = {{"file", kFootprintBin}, {"size", bin.size()}, {"xxh64", hex_addr(XXH64(bin.data(), bin.size(), 0))}};
+  write_bytes_atomic(dir / kFootprintBin, bin);
+  write_json_atomic(dir / kFootprintJson, j);
+}
+
+bool footprint_exists(const fs::path& dir) { return fs::exists(dir / kFootprintJson); }
+
+Footprint read_footprint(const fs::path& dir) {
+  nlohmann::json j;
+  try {
+    std::ifstream in(dir / kFootprintJson);
+    if (!in) corrupt(fmt::format("cannot open {}", (dir / kFootprintJson).string()));
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    corrupt(fmt::format("footprint.json is not valid JSON: {}", e.what()));
+  }
+  if (field<std::string>(j, "format") != kFootprintName) corrupt("footprint.json is not a kerncap footprint");
+  Footprint f;
+  f.version = field<int>(j, "format_version");
+  if (f.version != kFootprintVersion)
+    input_error(fmt::format("the capture's footprint has format version {}, this kerncap reads version {}; measure "
+                            "it again with `kerncap footprint OUT --force`",
+                            f.version, kFootprintVersion));
+  f.tool_version = field<std::string>(j, "tool_version");
+  f.kernel = field<std::string>(j, "kernel");
+  f.device_name = field<std::string>(j, "device");
+  f.escape_count = field<uint64_t>(j, "escape_count");
+  f.accesses = field<uint64_t>(j, "accesses");
+  f.instrumented_ms = field<double>(j, "instrumented_ms");
+  f.plain_ms = field<double>(j, "plain_ms");
+  f.seconds = field<double>(j, "seconds");
+  f.sanitizer_library = field<std::string>(j, "sanitizer_library");
+  try {
+    f.image_hash = parse_hex_addr(field<std::string>(j, "image_hash"));
+    f.kernel_pc = parse_hex_addr(field<std::string>(j, "kernel_pc"));
+  } catch (const Error&) {
+    corrupt("footprint.json has a malformed image_hash or kernel_pc");
+  }
+
+  const nlohmann::json bin_j = field<nlohmann::json>(j, "bin");
+  if (field<std::string>(bin_j, "file") != kFootprintBin) corrupt("footprint.json names another bitmap file");
+  std::error_code ec;
+  const uint64_t bin_size = fs::file_size(dir / kFootprintBin, ec);
+  if (ec) corrupt("footprint.bin is missing");
+  if (bin_size != field<uint64_t>(bin_j, "size"))
+    corrupt(fmt::format("footprint.bin has {} bytes, footprint.json says {}", bin_size, field<uint64_t>(bin_j, "size")));
+  const std::vector<uint8_t> bin = read_file(dir / kFootprintBin);
+  if (hex_addr(XXH64(bin.data(), bin.size(), 0)) != field<std::string>(bin_j, "xxh64"))
+    corrupt("footprint.bin does not match the hash footprint.json records");
+
+  for (const auto& rj : field<nlohmann::json>(j, "regions")) {
+    RegionFootprint r;
+    r.id = field<uint32_t>(rj, "id");
+    r.kind = mem_kind_from_string(field<std::string>(rj, "kind"));
+    r.size = field<uint64_t>(rj, "size");
+    r.global = field<std::string>(rj, "global");
+    try {
+      r.base = parse_hex_addr(field<std::string>(rj, "base"));
+    } catch (const Error&) {
+      corrupt("footprint.json has a malformed region base");
+    }
+    const nlohmann::json maps = field<nlohmann::json>(rj, "bitmaps");
+    for (const auto& e : kBitmaps) {
+      const nlohmann::json m = field<nlohmann::json>(maps, e.name);
+      if (field<uint32_t>(m, "granule") != e.granule)
+        corrupt(fmt::format("region {}'s {} bitmap has granule {}, expected {}", r.id, e.name,
+                            field<uint32_t>(m, "granule"), e.granule));
+      const std::string enc = field<std::string>(m, "encoding");
+      if (enc != "runs" && enc != "raw") corrupt(fmt::format("unknown bitmap encoding \"{}\"", enc));
+      const uint64_t off = field<uint64_t>(m, "offset"), len = field<uint64_t>(m, "length");
+      if (off > bin.size() || len > bin.size() - off)
+        corrupt(fmt::format("region {}'s {} bitmap lies outside footprint.bin", r.id, e.name));
+      r.*e.member = decode_bitmap(std::span<const uint8_t>(bin.data() + off, len),
+                                  enc == "runs" ? BitmapEncoding::Runs : BitmapEncoding::Raw, e.granule, r.size,
+                                  field<uint64_t>(m, "count"));
+    }
+    f.regions.push_back(std::move(r));
+  }
+  for (const auto& ej : field<nlohmann::json>(j, "escapes")) {
+    Escape e;
+    try {
+      e.address = parse_hex_addr(field<std::string>(ej, "address"));
+      e.pc = parse_hex_addr(field<std::string>(ej, "pc"));
+    } catch (const Error&) {
+      corrupt("footprint.json has a malformed escape address");
+    }
+    e.size = field<uint32_t>(ej, "size");
+    e.read = field<bool>(ej, "read");
+    e.write = field<bool>(ej, "write");
+    e.atomic = field<bool>(ej, "atomic");
+    e.nearest = field<std::string>(ej, "nearest");
+    f.escapes.push_back(std::move(e));
+  }
+  if (f.escapes.size() > f.escape_count) corrupt("footprint.json lists more escapes than it counts");
+  return f;
+}
+
+}  // namespace kerncap::format

@@ -1,0 +1,147 @@
+#pragma once
+// The footprint of a captured launch: which bytes of each captured region the kernel read,
+// wrote, and read before writing them, measured by `kerncap footprint` (an instrumented
+// replay) and kept in the capture directory beside the manifest:
+//   footprint.json  version, the capture it belongs to, per-region summaries and the
+//                   location of each region's three bitmaps in footprint.bin, escapes
+//   footprint.bin   the bitmaps, each run-length or plain encoded (whichever is smaller)
+// Both are untrusted input on read: version, sizes, bounds and the bin's hash are checked.
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "format/manifest.hpp"
+
+namespace kerncap::format {
+
+inline constexpr int kFootprintVersion = 1;
+inline constexpr const char* kFootprintName = "kerncap-footprint";
+inline constexpr const char* kFootprintJson = "footprint.json";
+inline constexpr const char* kFootprintBin = "footprint.bin";
+
+// Granules of one region: bit i stands for bytes [i*granule, (i+1)*granule) of the region.
+// The last granule may reach past the region's end; bytes() clamps it.
+class Bitmap {
+ public:
+  Bitmap() = default;
+  Bitmap(uint32_t granule, uint64_t region_size);
+  // From the device's 32-bit words (bit i of the set is bit i%32 of word i/32).
+  static Bitmap from_words32(uint32_t granule, uint64_t region_size, std::span<const uint32_t> words);
+
+  uint32_t granule() const { return granule_; }
+  uint64_t region_size() const { return region_size_; }
+  uint64_t bits() const { return bits_; }
+  void set(uint64_t i);
+  void set_range(uint64_t first, uint64_t count);
+  bool test(uint64_t i) const { return (words_[i >> 6] >> (i & 63)) & 1; }
+  uint64_t count() const;
+  uint64_t bytes() const;  // region bytes covered by set granules
+  // Calls f(first, count) for each maximal run of set bits, in order.
+  template <typename F>
+  void for_each_run(F&& f) const;
+  const std::vector<uint64_t>& words() const { return words_; }
+  bool operator==(const Bitmap& o) const = default;
+
+ private:
+  uint32_t granule_ = 4;
+  uint64_t region_size_ = 0;
+  uint64_t bits_ = 0;
+  std::vector<uint64_t> words_;
+};
+
+enum class BitmapEncoding { Runs, Raw };
+std::string to_string(BitmapEncoding e);
+// The smaller of the two encodings: "runs" is a LEB128 count followed by (gap, length) pairs
+// (gap from the end of the previous run); "raw" is the bitset, little-endian, bits() bits.
+std::vector<uint8_t> encode_bitmap(const Bitmap& b, BitmapEncoding* chosen);
+// Throws Error(Input) when the bytes do not decode to exactly `count` bits inside the region.
+Bitmap decode_bitmap(std::span<const uint8_t> data, BitmapEncoding enc, uint32_t granule, uint64_t region_size,
+                     uint64_t count);
+
+struct RegionFootprint {
+  uint32_t id = 0;  // the manifest's region id
+  MemKind kind = MemKind::Device;
+  uint64_t base = 0;  // captured address
+  uint64_t size = 0;
+  std::string global;  // symbol, for module globals
+  Bitmap read;         // 4-byte granules loaded (atomics count as loads)
+  Bitmap written;      // bytes stored (1-byte granules, so a partial-word store names its bytes)
+  Bitmap rbw;          // 4-byte granules loaded while some of the loaded bytes were not yet stored
+
+  uint64_t read_bytes() const { return read.bytes(); }
+  uint64_t written_bytes() const { return written.bytes(); }
+  uint64_t rbw_bytes() const { return rbw.bytes(); }
+  // Bytes written whose granule was never read before written: their BEFORE value cannot
+  // reach the output, so strong validation may poison them.
+  uint64_t write_only_bytes() const;
+  Bitmap write_only() const;  // those bytes, 1-byte granules
+};
+
+// An access that fell (partly) outside every captured region.
+struct Escape {
+  uint64_t address = 0;  // as the replayed kernel saw it
+  uint64_t pc = 0;       // of the instruction
+  uint32_t size = 0;
+  bool read = false;
+  bool write = false;
+  bool atomic = false;
+  std::string nearest;  // "64 B past the end of region 3 (device 0x7f..)", for the message
+};
+
+struct Footprint {
+  int version = kFootprintVersion;
+  std::string tool_version;
+  // The capture it was measured on (checked against the manifest by the footprint library).
+  std::string kernel;
+  uint64_t image_hash = 0;
+  std::string device_name;
+
+  std::vector<RegionFootprint> regions;  // manifest order
+  std::vector<Escape> escapes;           // the first ones, bounded
+  uint64_t escape_count = 0;             // all of them
+  uint64_t accesses = 0;                 // instrumented global accesses executed
+  uint64_t kernel_pc = 0;                // the kernel's first instruction (0: unknown); escape
+                                         // pc - kernel_pc is the offset nvdisasm shows
+
+  double instrumented_ms = 0;  // the instrumented launch
+  double plain_ms = -1;        // the same launch uninstrumented (< 0: not measured)
+  double seconds = 0;          // the whole measurement, restore included
+  std::string sanitizer_library;
+};
+
+// Writes footprint.bin then footprint.json, each through a temporary file and a rename:
+// a reader sees the old pair or the new one (the json names the bin's size and hash).
+void write_footprint(const std::filesystem::path& capture_dir, const Footprint& f);
+bool footprint_exists(const std::filesystem::path& capture_dir);
+// Throws Error(Input) saying what is wrong and to re-measure with `kerncap footprint --force`.
+Footprint read_footprint(const std::filesystem::path& capture_dir);
+nlohmann::json summary_json(const Footprint& f);  // everything but the bitmaps
+
+template <typename F>
+void Bitmap::for_each_run(F&& f) const {
+  uint64_t i = 0;
+  while (i < bits_) {
+    uint64_t w = words_[i >> 6] >> (i & 63);
+    if (w == 0) {
+      i = (i | 63) + 1;
+      continue;
+    }
+    i += static_cast<uint64_t>(__builtin_ctzll(w));
+    const uint64_t start = i;
+    while (i < bits_) {
+      uint64_t inv = ~words_[i >> 6] >> (i & 63);
+      if (inv == 0) {
+        i = (i | 63) + 1;
+        continue;
+      }
+      i += static_cast<uint64_t>(__builtin_ctzll(inv));
+      break;
+    }
+    if (i > bits_) i = bits_;
+    f(start, i - start);
+  }
+}
+
+}  // namespace kerncap::format

@@ -1,0 +1,144 @@
+// `kerncap footprint` without a GPU: clear errors and exit codes for a missing capture, a
+// missing sanitizer library and a missing driver; a footprint already in the capture is
+// printed (table and --json) without measuring.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+
+#include "common/driver.hpp"
+#include "footprint/footprint.hpp"
+#include "format/capture_dir.hpp"
+#include "format/footprint.hpp"
+
+namespace kerncap::format {
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+};
+
+Result kerncap(const std::string& args) {
+  const std::string cmd = std::string(KERNCAP_BINARY_DIR) + "/bin/kerncap " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class FootprintCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static std::atomic<int> counter{0};
+    out_ = fs::temp_directory_path() /
+           ("kerncap-footprint-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::remove_all(out_);
+    const fs::path dir = out_ / kCaptureDirName;
+    fs::create_directories(dir / "mem");
+    fs::create_directories(dir / "image");
+    m_.tool_version = "test";
+    m_.mangled_name = "_Z6kernelPf";
+    m_.demangled_name = "kernel(float*)";
+    m_.params_size = 8;
+    m_.params = {{0, 8}};
+    m_.image_file = "image/00000000000000ab.cubin";
+    m_.image_kind = "cubin";
+    m_.image_hash = 0xab;
+    m_.regions = {{0, MemKind::Device, 0x7f0000000000ull, 256, "mem/0.bin", 0, ""}};
+    const std::vector<uint8_t> params(8, 0), image(100, 0x7f), r0(256, 1);
+    write_file(dir / m_.params_file, params.data(), params.size());
+    write_file(dir / m_.image_file, image.data(), image.size());
+    write_file(dir / "mem/0.bin", r0.data(), r0.size());
+    write_file(dir / m_.after_file, nullptr, 0);
+    write_json_atomic(dir / kManifestName, to_json(m_));
+  }
+  void TearDown() override { fs::remove_all(out_); }
+
+  Footprint measured() const {
+    Footprint f;
+    f.tool_version = "test";
+    f.kernel = m_.mangled_name;
+    f.image_hash = m_.image_hash;
+    f.device_name = "NVIDIA H100 80GB HBM3";
+    RegionFootprint r;
+    r.id = 0;
+    r.base = m_.regions[0].base;
+    r.size = 256;
+    r.read = Bitmap(4, 256);
+    r.written = Bitmap(1, 256);
+    r.rbw = Bitmap(4, 256);
+    r.written.set_range(0, 256);
+    f.regions.push_back(r);
+    f.escapes.push_back({0x1234, 0x7000000040ull, 4, true, false, false, "4 B before region 0"});
+    f.escape_count = 1;
+    f.kernel_pc = 0x7000000000ull;
+    f.accesses = 64;
+    f.instrumented_ms = 1.0;
+    f.plain_ms = 0.01;
+    return f;
+  }
+
+  fs::path out_;
+  Manifest m_;
+};
+
+TEST_F(FootprintCliTest, MissingCaptureIsAnInputError) {
+  Result r = kerncap("footprint " + (out_ / "nope").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("no such directory"), std::string::npos) << r.out;
+}
+
+TEST_F(FootprintCliTest, MissingSanitizerLibrarySaysSo) {
+  Result r = kerncap("footprint " + out_.string() + " --sanitizer-lib /nonexistent/libsanitizer-public.so");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("footprint needs libsanitizer-public.so"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out_ / "capture" / kFootprintJson));
+}
+
+TEST_F(FootprintCliTest, NoDriverIsADeviceError) {
+  if (!footprint::built_with_sanitizer()) GTEST_SKIP() << "built without the sanitizer API (tested above)";
+  if (driver_load_error().empty()) GTEST_SKIP() << "this machine has an NVIDIA driver";
+  Result r = kerncap("footprint " + out_.string());
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("libcuda.so.1"), std::string::npos) << r.out;
+}
+
+TEST_F(FootprintCliTest, AnExistingFootprintIsPrintedWithoutAGpu) {
+  write_footprint(out_ / "capture", measured());
+  Result r = kerncap("footprint " + out_.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("measured earlier"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("256 B"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("escaped: 1 access"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("at pc +0x40"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(100x slower"), std::string::npos) << r.out;
+
+  r = kerncap("footprint " + out_.string() + " --json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["cached"], true);
+  EXPECT_EQ(j["regions"][0]["written_bytes"], 256);
+  EXPECT_EQ(j["regions"][0]["write_only_bytes"], 256);
+  EXPECT_EQ(j["escape_count"], 1);
+}
+
+TEST_F(FootprintCliTest, AStaleFootprintAsksForForce) {
+  Footprint f = measured();
+  f.image_hash = 0xcd;
+  write_footprint(out_ / "capture", f);
+  Result r = kerncap("footprint " + out_.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--force"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace kerncap::format
