@@ -1,6 +1,9 @@
 // Case 1: the plainest launch. c = a + b, once.
 // `vector_add --abort-before-launch` aborts after allocating, before the kernel runs:
-// the GPU suite uses it for "application crashes before the target".
+// the GPU suite uses it for "application crashes before the target". `--repeat K` launches
+// it K times on the same inputs, so a later launch rewrites bytes that are already equal
+// (what benchmark loops do). Built a second time as two broken variants for strong
+// validation: KC_VARIANT_NOOP writes nothing, KC_VARIANT_TAIL skips the last partial block.
 #include <cstring>
 #include <vector>
 
@@ -8,14 +11,22 @@
 
 __global__ void vectorAdd(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
+#if defined(KC_VARIANT_NOOP)
+  (void)i;
+#elif defined(KC_VARIANT_TAIL)
+  if (i < n / blockDim.x * blockDim.x) c[i] = a[i] + b[i];
+#else
   if (i < n) c[i] = a[i] + b[i];
+#endif
 }
 
 int main(int argc, char** argv) {
   int n = 1 << 20;
+  int repeat = 1;
   bool abort_before = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--abort-before-launch") == 0) abort_before = true;
+    else if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = std::atoi(argv[++i]);
     else n = std::atoi(argv[i]);
   }
   std::vector<float> a(n), b(n), c(n);
@@ -35,8 +46,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vector_add: aborting before the launch, as asked\n");
     std::abort();
   }
-  vectorAdd<<<(n + 255) / 256, 256>>>(da, db, dc, n);
-  CK_LAUNCH();
+  for (int k = 0; k < repeat; ++k) {
+    vectorAdd<<<(n + 255) / 256, 256>>>(da, db, dc, n);
+    CK_LAUNCH();
+  }
   CK(cudaDeviceSynchronize());
   CK(cudaMemcpy(c.data(), dc, bytes, cudaMemcpyDeviceToHost));
   for (int i = 0; i < n; ++i) expect(c[i] == a[i] + b[i], "c == a + b");

@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
+#include "cli/strong.hpp"
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "replay/compare_spec.hpp"
@@ -22,6 +23,7 @@ struct ValidateArgs {
   std::string dtype;
   std::optional<double> atol, rtol;
   bool no_determinism = false;
+  std::string footprint = "auto";
 };
 
 // Flags force a spec; without any, the engine's default (OUT/compare.json or byte-exact).
@@ -42,6 +44,8 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
   req.session = with_fresh_variant(c, "validating").options();
   req.spec = forced_spec(a);
   req.check_determinism = !a.no_determinism;
+  const auto fp = footprint_for(c.dir, footprint_use_from(a.footprint), c.quiet || c.json);
+  if (fp) req.footprint = &*fp;
   const replay::ValidateReport r = replay::validate(req);
   const replay::Verdict& v = r.verdict;
   if (c.json) {
@@ -77,6 +81,9 @@ void add_validate(CLI::App& app, int& exit_code) {
   cmd->footer("Every captured region is compared with what the application's launch left in it (BEFORE with\n"
               "the AFTER bytes applied). Prints failing regions and a final 'Result: PASS (...)' or\n"
               "'Result: FAIL (...)'. Exit code 0 on PASS, 1 on FAIL.\n\n"
+              "Strong validation (with a footprint, see `kerncap footprint`): every byte the launch writes without\n"
+              "reading it first is poisoned before the replay, so a replay that skips writes fails even where the\n"
+              "application's launch rewrote equal bytes. Without a footprint the result says 'weak'.\n\n"
               "When the comparison fails and no --dtype/--atol/--rtol was given, the captured image is replayed twice:\n"
               "regions where the two replays differ belong to a nondeterministic kernel (float atomics, reordered\n"
               "reductions) and are compared again as the element types of the kernel's pointer parameters with\n"
@@ -87,6 +94,10 @@ void add_validate(CLI::App& app, int& exit_code) {
                   "typed spans when the reproducer has one, else byte-exact");
   cmd->add_option("--atol", a->atol, "Absolute tolerance (default: the dtype's entry in the default table)");
   cmd->add_option("--rtol", a->rtol, "Relative tolerance (default: the dtype's entry in the default table)");
+  cmd->add_option("--footprint", a->footprint,
+                  "auto: strong validation with the capture's footprint, measured once now if missing (needs the "
+                  "Compute Sanitizer API); never: weak; require: fail without one")
+      ->default_val("auto");
   cmd->add_flag("--no-determinism-check", a->no_determinism,
                 "On a mismatch, do not replay the captured image twice to find out whether it is nondeterministic");
   cmd->callback([c, a, &exit_code] { run_validate(*c, *a, exit_code); });

@@ -124,6 +124,11 @@ std::string Verdict::line() const {
                          nondeterministic.size(), worst_abs, worst_rel);
   if (!pass()) return fmt::format("Result: FAIL ({}{} of {} regions differ)", nondet, failing(), regions.size());
   const std::string how = exact() == regions.size() ? "byte-exact" : "within tolerance";
+  if (strong)
+    return fmt::format("Result: PASS ({}strong: {} written by the replay verified in {} region(s), {} of it poisoned "
+                       "first; {}, {} of {} regions identical)",
+                       nondet, human_bytes(footprint_written), footprint_regions, human_bytes(poisoned), how, exact(),
+                       regions.size());
   if (written() == 0)
     return fmt::format("Result: PASS ({}weak: the application's launch left every byte as it was, so a replay that "
                        "writes nothing would pass too; {}, {} of {} regions identical)",
@@ -173,7 +178,9 @@ nlohmann::json Verdict::to_json() const {
   return {{"result", pass() ? "PASS" : "FAIL"}, {"regions", regs}, {"line", line()},
           {"spec", spec_source},
           {"written_bytes", written()},
-          {"strength", written() ? "weak-no-footprint" : "none: the launch changed no byte"},
+          {"strength", strong ? "strong" : written() ? "weak-no-footprint" : "none: the launch changed no byte"},
+          {"footprint_written_bytes", footprint_written},
+          {"poisoned_bytes", poisoned},
           {"nondeterministic_regions", nondeterministic}};
 }
 

@@ -38,6 +38,10 @@ struct Verdict {
   // nondeterministic there and was compared with tolerances); set by the caller.
   std::vector<uint32_t> nondeterministic;
   uint64_t written() const;  // bytes the application's launch changed, all regions
+  // Strong validation (a footprint existed): the bytes the kernel writes, over how many
+  // regions, and how many of them were poisoned before the replay.
+  bool strong = false;
+  uint64_t footprint_written = 0, footprint_regions = 0, poisoned = 0;
   bool pass() const;
   uint64_t failing() const;
   uint64_t exact() const;

@@ -1,19 +1,29 @@
 #include "replay/validate_flow.hpp"
 
 #include <memory>
+#include <optional>
 
 #include "common/log.hpp"
 #include "replay/determinism.hpp"
+#include "replay/poison.hpp"
 #include "replay/signature.hpp"
 
 namespace kerncap::replay {
 
 namespace {
 
-Verdict run_once(Session& s, const CompareSpec& spec, ValidateReport& report) {
+Verdict run_once(Session& s, const CompareSpec& spec, const PoisonPlan* poison, ValidateReport& report) {
+  if (poison) poison_restores(s, *poison);
   report.restore = s.restore();
   s.launch();
-  return compare_with_after(s, spec);
+  Verdict v = compare_with_after(s, spec);
+  if (poison) {
+    v.strong = true;
+    v.footprint_written = poison->written_bytes;
+    v.footprint_regions = poison->written_regions;
+    v.poisoned = poison->bytes;
+  }
+  return v;
 }
 
 }  // namespace
@@ -21,11 +31,14 @@ Verdict run_once(Session& s, const CompareSpec& spec, ValidateReport& report) {
 ValidateReport validate(const ValidateRequest& request) {
   ValidateReport report;
   auto s = std::make_unique<Session>(request.session);
+  std::optional<PoisonPlan> plan;
+  if (request.footprint) plan = plan_poison(*request.footprint, s->capture().manifest);
+  const PoisonPlan* poison = plan ? &*plan : nullptr;
   report.kernel = s->capture().manifest.demangled_name;
   report.image = s->image_description();
   report.placement = s->address_space().stats();
   report.spec = request.spec ? *request.spec : default_spec(s->capture().dir, s->capture().manifest);
-  report.verdict = run_once(*s, report.spec, report);
+  report.verdict = run_once(*s, report.spec, poison, report);
   if (report.verdict.pass() || request.spec || !request.check_determinism) return report;
 
   // Did the captured image itself disagree with itself? (A variant is judged against the
@@ -39,6 +52,7 @@ ValidateReport validate(const ValidateRequest& request) {
     Options captured = request.session;
     captured.cubin.reset();
     Session c(captured);
+    if (poison) poison_restores(c, *poison);
     ids = nondeterministic_regions(c);
   } else {
     ids = nondeterministic_regions(*s);
@@ -48,7 +62,7 @@ ValidateReport validate(const ValidateRequest& request) {
   const auto& m = s->capture().manifest;
   const auto raw_params = format::read_file(s->capture().path(m.params_file));
   report.spec = tolerant_spec(report.spec, signature_spans(m, raw_params), ids, m);
-  report.verdict = run_once(*s, report.spec, report);
+  report.verdict = run_once(*s, report.spec, poison, report);
   report.verdict.nondeterministic = ids;
   report.placement = s->address_space().stats();
   return report;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "replay/address_space.hpp"
+#include "format/footprint.hpp"
 #include "replay/compare_spec.hpp"
 #include "replay/session.hpp"
 #include "replay/validate.hpp"
@@ -17,6 +18,8 @@ struct ValidateRequest {
   Options session;
   std::optional<CompareSpec> spec;  // forced by the user; else default_spec
   bool check_determinism = true;
+  // The capture's measured footprint: validation is strong (write-only bytes poisoned).
+  const format::Footprint* footprint = nullptr;
 };
 
 struct ValidateReport {

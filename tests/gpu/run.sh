@@ -339,6 +339,27 @@ case_nondet_atomic() {
   note "byte-exact without the check: $(grep -m1 -o '^Result: [A-Z]*' "$STEP_OUT")"
 }
 
+# Strong validation where the application's launch rewrote identical bytes (dispatch 2 of 4
+# launches on the same inputs): weak validation cannot tell a no-op from the kernel; with the
+# footprint the captured image passes strongly and a no-op or tail-skipping variant fails.
+case_strong_identical() {
+  need_example vector_add || return
+  CAP=$CASE_DIR/cap
+  do_extract "$CAP" vectorAdd --dispatch 2 -- "$EX/vector_add" 1000000 --repeat 4 || return
+  mcheck 'len(m["after"]["runs"]) == 0' "AFTER empty (identical rewrite)"
+  run_step weak_noop "$KC" validate "$CAP" --cubin "$EX/vector_add_noop.cubin" --footprint never
+  note "weak no-op: $(grep -m1 -o '^Result: [A-Z]*' "$STEP_OUT")"
+  run_step footprint "$KC" footprint "$CAP" || { bad "footprint: $(first_error)"; return; }
+  do_validate "$CAP" || return
+  grep -q '^Result: PASS (strong' "$STEP_OUT" || bad "captured image not strongly validated: $(grep -m1 '^Result' "$STEP_OUT")"
+  local v rc
+  for v in noop tail; do
+    run_step "strong_$v" "$KC" validate "$CAP" --cubin "$EX/vector_add_$v.cubin"
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q '^Result: FAIL' "$STEP_OUT"; then note "$v variant FAILs"; else bad "$v variant: rc $rc $(grep -m1 '^Result' "$STEP_OUT")"; fi
+  done
+}
+
 # ---- cases: the engine outside the CLI ----------------------------------------------------------
 # kerncap-replay (the engine alone) validates and times the base capture.
 case_engine_standalone() {
@@ -537,7 +558,7 @@ case_torch_gemm_bf16() { torch_case gemm_bf16 'nvjet|gemm|xmma|cutlass' --regex;
 CASES=(
   vector_add accumulate batched_ptrs struct_ptrs globals big_smem templated dispatch
   async_stream managed mapped_host cluster_launch cooperative driver_extra graph_capture
-  cubin_variant nondet_atomic engine_standalone engine_c_abi err_unknown_kernel err_exit_before err_app_crash err_dir_exists err_truncated err_verify
+  cubin_variant strong_identical nondet_atomic engine_standalone engine_c_abi err_unknown_kernel err_exit_before err_app_crash err_dir_exists err_truncated err_verify
   err_no_manifest err_newer_format err_cubin_lacks_kernel err_no_gpu
   continue_accumulate continue_globals continue_managed continue_driver_extra
   collide_vector_add collide_no_relocate collide_batched validate_x100
