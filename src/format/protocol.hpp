@@ -50,12 +50,12 @@ inline constexpr unsigned kLibrary = 1, kCli = 2, kTritonShim = 4, kPythonApi = 
 
 struct EnvVar {
   Var id;
-  const char* name;
-  unsigned readers;
-  bool set_by_launcher;  // `kerncap extract/profile` set it for the application
-  const char* syntax;
-  std::string_view default_text;  // empty: unset
-  const char* meaning;
+  std::string_view name;
+  unsigned readers;              // the k* bits above
+  bool set_by_launcher;          // `kerncap extract/profile` set it for the application
+  std::string_view syntax;       // "capture, profile", "0, 1", "count", "path", ...
+  std::string_view default_text; // empty: unset
+  std::string_view meaning;
   // Library variables: parse into a Config (returns the problem, or ""), and print back.
   std::string (*parse)(std::string_view value, Config& c);
   std::optional<std::string> (*print)(const Config& c);
