@@ -6,7 +6,7 @@
 //   .kerncap/                the launcher's and the library's working state:
 //     claim                  the pid of the one process that took the capture
 //     events-<pid>.jsonl     the library's live report (format/events.hpp)
-//     images/                every loaded code image (KERNCAP_DUMP_IMAGES, debugging)
+//     images/                every loaded code image (Config::dump_images, debugging)
 //   triton/                  what the Triton shim recorded (records/, sources/)
 //   kernel_variant.py        Triton: the editable kernel        (python/kerncap/triton_repro)
 //   reproducer.py            Triton: re-JITs the variant, writes candidate.cubin
