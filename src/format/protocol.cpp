@@ -84,7 +84,7 @@ const Config kDefaults{};
 constexpr unsigned kLibShim = kLibrary | kTritonShim;
 constexpr unsigned kShimApi = kTritonShim | kPythonApi;
 
-const std::array<EnvVar, 15> kVars = {{
+const std::array<EnvVar, 16> kVars = {{
     {Var::Mode, "KERNCAP_MODE", kLibrary, true, "capture, profile", "",
      "what the injected library does; unset: it stays inert", parse_mode,
      [](const Config& c) -> std::optional<std::string> { return std::string(to_string(c.mode)); }},
@@ -136,6 +136,10 @@ const std::array<EnvVar, 15> kVars = {{
      "Python interpreter that writes the Triton reproducer (also used by the test scripts)", nullptr, nullptr},
     {Var::Bin, "KERNCAP_BIN", kPythonApi, false, "path", "",
      "the kerncap executable the Python API runs (default: PATH, then the build tree)", nullptr, nullptr},
+    {Var::ReplayLib, "KERNCAP_REPLAY_LIB", kPythonApi, false, "path", "",
+     "the replay engine (libkerncap_replay.so) that the Python package and Triton reproducers load (default: "
+     "beside the module, then the build's lib/)",
+     nullptr, nullptr},
 }};
 
 std::string readers_text(unsigned r) {

@@ -43,7 +43,7 @@ struct Config {
 };
 
 enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Verbose, ChunkBytes, StagingBytes, DumpImages,
-                 TritonOut, Library, PythonDir, Python, Bin };
+                 TritonOut, Library, PythonDir, Python, Bin, ReplayLib };
 
 // Who reads a variable (bits).
 inline constexpr unsigned kLibrary = 1, kCli = 2, kTritonShim = 4, kPythonApi = 8;
