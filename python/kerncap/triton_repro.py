@@ -14,7 +14,7 @@ record of the captured kernel (by the cubin's sha256), and writes:
   OUT/kerncap_repro/         the reproducer's runtime and a copy of the replay engine
                              (libkerncap_replay.so), so OUT works without kerncap
 The capture is read through the replay engine (engine.capture_info), so the library must be
-built (or named by $KERNCAP_REPLAY_LIB).
+built (or named by the variable engine.ENV_LIBRARY names).
 Exit codes: 0 written, 2 no usable record / bad capture / no engine library.
 """
 from __future__ import annotations

@@ -6,8 +6,8 @@ namespace kerncap::capture {
 namespace {
 
 // CUDA 13's CUPTI delivers the newest record layouts: Kernel10, Memcpy6, Memset4, Device5.
-profile::KernelRecord kernel_record(const CUpti_ActivityKernel10& r) {
-  profile::KernelRecord k;
+format::KernelRecord kernel_record(const CUpti_ActivityKernel10& r) {
+  format::KernelRecord k;
   k.start_ns = r.start;
   k.end_ns = r.end;
   k.grid = {r.gridX, r.gridY, r.gridZ};
@@ -28,8 +28,8 @@ profile::KernelRecord kernel_record(const CUpti_ActivityKernel10& r) {
 
 // Memcpy and memset records share these fields.
 template <typename R>
-profile::MemRecord mem_record(const R& r) {
-  profile::MemRecord m;
+format::MemRecord mem_record(const R& r) {
+  format::MemRecord m;
   m.bytes = r.bytes;
   m.start_ns = r.start;
   m.end_ns = r.end;
@@ -41,8 +41,8 @@ profile::MemRecord mem_record(const R& r) {
   return m;
 }
 
-profile::DeviceInfo device_info(const CUpti_ActivityDevice5& r) {
-  profile::DeviceInfo d;
+format::DeviceInfo device_info(const CUpti_ActivityDevice5& r) {
+  format::DeviceInfo d;
   d.id = r.id;
   d.name = r.name ? r.name : "";
   d.cc_major = static_cast<int>(r.computeCapabilityMajor);
@@ -80,13 +80,13 @@ void ActivityRecorder::record(const CUpti_Activity& rec) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto& r = reinterpret_cast<const CUpti_ActivityMemcpy6&>(rec);
-      profile::MemRecord m = mem_record(r);
+      format::MemRecord m = mem_record(r);
       m.copy_kind = copy_kind_name(r.copyKind);
       writer_.memop(m);
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
-      profile::MemRecord m = mem_record(reinterpret_cast<const CUpti_ActivityMemset4&>(rec));
+      format::MemRecord m = mem_record(reinterpret_cast<const CUpti_ActivityMemset4&>(rec));
       m.memset = true;
       writer_.memop(m);
       break;

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "profile/records.hpp"
+#include "format/profile_records.hpp"
 
 namespace kerncap::capture {
 
@@ -26,7 +26,7 @@ class ActivityBuffer {
 
 class ActivityRecorder {
  public:
-  explicit ActivityRecorder(profile::RecordWriter& writer) : writer_(writer) {}
+  explicit ActivityRecorder(format::RecordWriter& writer) : writer_(writer) {}
   // One record; kinds other than kernels, memcpy, memset and devices are ignored.
   void record(const CUpti_Activity& rec);
   // Every record of one buffer, then the dropped count. Never throws: on failure (out of
@@ -34,7 +34,7 @@ class ActivityRecorder {
   void drain(ActivityBuffer& buffer) noexcept;
 
  private:
-  profile::RecordWriter& writer_;
+  format::RecordWriter& writer_;
 };
 
 // "HtoD", "DtoH", ... for CUpti_ActivityMemcpyKind.

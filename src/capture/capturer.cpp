@@ -15,6 +15,9 @@
 #include "cubin/cubin.hpp"
 #include "format/capture_dir.hpp"
 #include "names/demangle.hpp"
+#include "format/capture_writer.hpp"
+#include "format/events.hpp"
+#include "format/out_layout.hpp"
 
 namespace kerncap::capture {
 namespace fs = std::filesystem;
@@ -94,10 +97,7 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
   ContextScope ctx(cb->context);
   auto p = std::make_unique<Pending>();
   p->start = std::chrono::steady_clock::now();
-  p->partial = fs::path(config_.output) / fmt::format("capture.partial-{}", ::getpid());
-  fs::remove_all(p->partial);
-  fs::create_directories(p->partial / "mem");
-  fs::create_directories(p->partial / "image");
+  p->writer = std::make_unique<format::CaptureWriter>(config_.output, ::getpid());
   format::Manifest& m = p->manifest;
   m.tool_version = KERNCAP_VERSION;
   m.config = config_.to_json();
@@ -130,10 +130,8 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
     device_error("the code image holding this kernel was not seen at module load (was the module loaded "
                  "before kerncap was injected?)");
   cubin::ImageKind kind = cubin::detect_kind(image->bytes);
-  m.image_kind = kind == cubin::ImageKind::Unknown ? "cubin" : cubin::to_string(kind);
-  m.image_hash = image->hash;
-  m.image_file = fmt::format("image/{:016x}.{}", image->hash, m.image_kind);
-  format::write_file(p->partial / m.image_file, image->bytes.data(), image->bytes.size());
+  p->writer->write_image(m, image->bytes.data(), image->bytes.size(), image->hash,
+                         kind == cubin::ImageKind::Unknown ? "cubin" : cubin::to_string(kind));
   cubin::Image parsed;
   bool have_parsed = false;
   try {
@@ -153,14 +151,13 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
   std::string why;
   if (!pack_params(args, m.params, &param_bytes, &m.params_source, &why))
     device_error("cannot read the launch's parameters: " + why);
-  m.params_size = param_bytes.size();
-  format::write_file(p->partial / m.params_file, param_bytes.data(), param_bytes.size());
+  p->writer->write_params(m, param_bytes.data(), param_bytes.size());
 
   // Regions: every live allocation, then the module's globals.
   uint32_t id = 0;
   for (const auto& r : coalesce(inventory_.tracker.live(), static_cast<int>(MemKind::Vmm))) {
     RegionState st;
-    st.region = {id, static_cast<MemKind>(r.kind), r.base, r.size, fmt::format("mem/{}.bin", id), 0, ""};
+    st.region = {id, static_cast<MemKind>(r.kind), r.base, r.size, format::CaptureWriter::region_file(id), 0, ""};
     st.address = r.base;
     p->regions.push_back(std::move(st));
     ++id;
@@ -172,7 +169,7 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
       // A global the image lists but the driver does not know (optimised out) is no error.
       if (KC_CU_TRY(cuModuleGetGlobal(&addr, &size, fn.module, g.name.c_str())) != CUDA_SUCCESS || size == 0) continue;
       RegionState st;
-      st.region = {id, MemKind::Global, addr, size, fmt::format("mem/{}.bin", id), 0, g.name};
+      st.region = {id, MemKind::Global, addr, size, format::CaptureWriter::region_file(id), 0, g.name};
       st.address = addr;
       p->regions.push_back(std::move(st));
       ++id;
@@ -184,7 +181,7 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
   log::info("snapshot BEFORE: {} regions, {}", p->regions.size(), human_bytes(total));
   p->stager = std::make_unique<Stager>(config_.staging_bytes);
   Progress progress("snapshot BEFORE", total, config_.verbose >= 1);
-  for (auto& st : p->regions) snapshot_before(*p->stager, st, p->partial, config_.chunk_bytes, progress);
+  for (auto& st : p->regions) snapshot_before(*p->stager, st, p->writer->dir(), config_.chunk_bytes, progress);
   progress.done();
   for (const auto& st : p->regions) m.regions.push_back(st.region);
   pending_ = std::move(p);
@@ -200,7 +197,7 @@ void Capturer::finish_capture(const CUpti_CallbackData* cb) {
     KC_CU(cuCtxSynchronize());
     format::Manifest& m = p->manifest;
     Progress progress("snapshot AFTER", m.before_bytes, config_.verbose >= 1);
-    format::BlobWriter after(p->partial / m.after_file);
+    format::BlobWriter after = p->writer->open_after(m);
     for (const auto& st : p->regions)
       snapshot_after(*p->stager, st, after, config_.chunk_bytes, m.after, progress);
     after.close();
@@ -208,14 +205,11 @@ void Capturer::finish_capture(const CUpti_CallbackData* cb) {
     m.after_bytes = 0;
     for (const auto& r : m.after) m.after_bytes += r.size;
     m.capture_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - p->start).count();
-    format::write_json_atomic(p->partial / format::kManifestName, format::to_json(m));
     p->stager.reset();
-    fs::path final_dir = fs::path(config_.output) / format::kCaptureDirName;
-    fs::remove_all(final_dir);
-    fs::rename(p->partial, final_dir);
+    const fs::path final_dir = p->writer->publish(m);
     log::info("captured {} -> {} (BEFORE {}, AFTER {} in {} runs, {:.2f} s)", m.demangled_name, final_dir.string(),
               human_bytes(m.before_bytes), human_bytes(m.after_bytes), m.after.size(), m.capture_seconds);
-    emit({{"event", "captured"}, {"dir", final_dir.string()}, {"continue", config_.keep_running}});
+    emit(format::events::captured(final_dir.string(), config_.keep_running));
   } catch (const std::exception& e) {
     pending_ = std::move(p);
     abandon(e.what());
@@ -223,7 +217,7 @@ void Capturer::finish_capture(const CUpti_CallbackData* cb) {
   }
   if (!config_.keep_running) {
     log::info("stopping the application now that the capture is complete (--continue lets it run on)");
-    emit({{"event", "stopping"}});
+    emit(format::events::stopping());
     std::fflush(nullptr);
     ::_exit(0);
   }
@@ -231,12 +225,8 @@ void Capturer::finish_capture(const CUpti_CallbackData* cb) {
 
 void Capturer::abandon(const std::string& why) {
   log::warn("capture failed: {}", why);
-  emit({{"event", "error"}, {"what", why}});
-  if (pending_) {
-    std::error_code ec;
-    fs::remove_all(pending_->partial, ec);
-    pending_.reset();
-  }
+  emit(format::events::error(why));
+  pending_.reset();  // its writer removes the partial directory
 }
 
 }  // namespace kerncap::capture

@@ -12,6 +12,7 @@
 #include "capture/inventory.hpp"
 #include "capture/seams.hpp"
 #include "capture/snapshot.hpp"
+#include "format/capture_writer.hpp"
 #include "format/manifest.hpp"
 
 namespace kerncap::capture {
@@ -26,7 +27,7 @@ class Capturer final : public TargetCapture {
   struct Pending {
     format::Manifest manifest;
     std::vector<RegionState> regions;
-    std::filesystem::path partial;
+    std::unique_ptr<format::CaptureWriter> writer;  // the capture directory being written
     std::unique_ptr<Stager> stager;
     std::chrono::steady_clock::time_point start;
   };

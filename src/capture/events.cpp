@@ -6,6 +6,8 @@
 
 #include <mutex>
 
+#include "format/out_layout.hpp"
+
 namespace kerncap::capture {
 namespace {
 std::mutex g_mu;
@@ -14,9 +16,8 @@ int g_fd = -1;
 
 void events_open(const std::string& output_dir) {
   std::lock_guard lk(g_mu);
-  std::string dir = output_dir + "/.kerncap";
-  ::mkdir(dir.c_str(), 0755);
-  std::string path = dir + "/events-" + std::to_string(::getpid()) + ".jsonl";
+  ::mkdir(format::out::state_dir(output_dir).c_str(), 0755);
+  const std::string path = format::out::events_file(output_dir, ::getpid()).string();
   if (g_fd >= 0) ::close(g_fd);
   g_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 }

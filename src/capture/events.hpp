@@ -1,14 +1,15 @@
 #pragma once
-// The library's report to the launcher: OUT/.kerncap/events-<pid>.jsonl, one JSON object
-// per line, appended with O_APPEND so a crash loses at most the line being written.
-// Events: start, seen (a kernel name seen for the first time), skipped, error, captured.
+// The library's side of the events file (format/events.hpp: the kinds, their fields and
+// the file's place): opening it once and appending lines built by format::events.
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "format/events.hpp"
+
 namespace kerncap::capture {
 
 void events_open(const std::string& output_dir);
-void emit(nlohmann::json event);  // never throws
+void emit(nlohmann::json event);  // adds "pid"; never throws
 
 }  // namespace kerncap::capture

@@ -34,7 +34,7 @@ class ImageStore {
 
  private:
   const names::Matcher& matcher_;
-  std::string dump_dir_;  // non-empty: save every image here (KERNCAP_DUMP_IMAGES)
+  std::string dump_dir_;  // non-empty: save every image here (Config::dump_images)
   mutable std::mutex mu_;
   std::vector<KeptImage> images_;
   std::vector<std::pair<const void*, uint64_t>> modules_;  // CUmodule -> image hash

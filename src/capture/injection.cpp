@@ -6,10 +6,10 @@
 //  2. Never change the application's results: read its memory, never write it; never
 //     launch work on its streams; synchronise only at the target launch.
 //  3. Never block except at the target launch (and only for as long as the snapshot takes).
-//  4. Inert unless asked: with KERNCAP_MODE unset, do nothing at all; processes that never
+//  4. Inert unless asked: with no mode set (kerncap env), do nothing at all; processes that never
 //     call cuInit never load us.
-//  5. One configuration, read from KERNCAP_* in config.cpp and nowhere else.
-//  6. Quiet unless asked: warnings and the capture summary only (KERNCAP_VERBOSE for more).
+//  5. One configuration, read from the environment in config.cpp and nowhere else.
+//  6. Quiet unless asked: warnings and the capture summary only (Config::verbose for more).
 //  7. Our own driver calls fire callbacks too: everything runs inside a ToolScope.
 //
 // CUPTI reaches kerncap only through one-line C trampolines (here and in profiler.cpp)
@@ -64,7 +64,7 @@ bool started(CuptiStatus st, const char* what) {
   if (st.result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
     log::warn("another CUPTI client (nsys, ncu, the PyTorch profiler...) is active in this process; "
               "kerncap cannot run beside it: stop the other tool");
-  emit({{"event", "error"}, {"what", fmt::format("{} failed: {}", what, cupti_error_text(st.result))}});
+  emit(format::events::error(fmt::format("{} failed: {}", what, cupti_error_text(st.result))));
   return false;
 }
 
@@ -95,7 +95,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     for (const auto& p : problems) kerncap::log::warn("configuration: {}", p);
     if (config.mode == Mode::Off) return 1;
     events_open(config.output);
-    emit({{"event", "start"}, {"mode", config.mode == Mode::Capture ? "capture" : "profile"}});
+    emit(kerncap::format::events::start(kerncap::format::to_string(config.mode)));
     if (config.mode == Mode::Profile) start_profiler(config);
     else start_capture(config);
   } catch (const std::exception& e) {

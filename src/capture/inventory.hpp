@@ -6,14 +6,15 @@
 #include "capture/image_store.hpp"
 #include "capture/tracker.hpp"
 #include "names/match.hpp"
+#include "format/out_layout.hpp"
 
 namespace kerncap::capture {
 
 struct Inventory {
-  // Throws std::regex_error on a bad KERNCAP_REGEX pattern (the launcher checks it first).
+  // Throws std::regex_error on a bad regex pattern (Config::regex) (the launcher checks it first).
   explicit Inventory(const Config& config)
       : matcher(config.kernel, config.regex),
-        images(matcher, config.dump_images ? config.output + "/.kerncap/images" : "") {}
+        images(matcher, config.dump_images ? format::out::image_dump_dir(config.output).string() : "") {}
   Inventory(const Inventory&) = delete;
   Inventory& operator=(const Inventory&) = delete;
 

@@ -1,5 +1,5 @@
 // Profile mode of libkerncap.so: CUPTI activity records of every kernel (and memcpy/
-// memset), written to KERNCAP_OUTPUT/profile-<pid>.jsonl (format: src/profile/records.hpp).
+// memset), written to OUTPUT/profile-<pid>.jsonl (format: src/format/profile_records.hpp).
 //
 // Rules for this file (it runs inside the application):
 //  - Nothing throws out of start_profiler, a CUPTI callback, the atexit or the atfork
@@ -30,7 +30,7 @@
 #include "capture/activity.hpp"
 #include "capture/cupti_check.hpp"
 #include "common/log.hpp"
-#include "profile/records.hpp"
+#include "format/profile_records.hpp"
 
 namespace kerncap::capture {
 namespace {
@@ -39,7 +39,7 @@ constexpr size_t kBufferBytes = 8u << 20;  // CUPTI fills these; few, large buff
 constexpr size_t kBufferAlign = 8;         // CUPTI requires 8-byte aligned buffers
 
 struct Profiler {
-  profile::RecordWriter writer;
+  format::RecordWriter writer;
   CUpti_SubscriberHandle subscriber = nullptr;
   std::atomic<bool> collecting{false};
   std::atomic<bool> forked_child{false};
@@ -101,8 +101,8 @@ void after_fork_child() noexcept {
   g_profiler->writer.reset_in_child();
 }
 
-profile::ProcessInfo self_info() {
-  profile::ProcessInfo info;
+format::ProcessInfo self_info() {
+  format::ProcessInfo info;
   info.pid = ::getpid();
   info.ppid = ::getppid();
   std::error_code ec;

@@ -7,6 +7,7 @@
 #include "capture/launch_info.hpp"
 #include "capture/tool_scope.hpp"
 #include "common/log.hpp"
+#include "format/out_layout.hpp"
 #include "names/demangle.hpp"
 
 namespace kerncap::capture {
@@ -85,7 +86,7 @@ void LaunchWatcher::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     std::lock_guard lk(mu_);
     if (!graph_note_ && !done_) {
       graph_note_ = true;
-      emit({{"event", "graph_launch"}});
+      emit(format::events::graph_launch());
     }
     return;
   }
@@ -125,25 +126,25 @@ bool LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint6
     std::string dem = names::demangle(mangled);
     bool m = inventory_.matcher.matches(mangled, dem);
     it = name_matches_.emplace(mangled, m).first;
-    emit({{"event", "seen"}, {"mangled", mangled}, {"demangled", dem}, {"matches", m}});
+    emit(format::events::seen(mangled, dem, m));
   }
   if (!it->second || done_) return false;
   if (driver_.stream_is_capturing(stream)) {
     log::warn("skipping a launch of {}: its stream is being captured into a CUDA graph, so the kernel does "
               "not run now (launches inside graphs cannot be captured yet)",
               names::demangle(mangled));
-    emit({{"event", "skipped"}, {"mangled", mangled}, {"why", "stream is capturing a CUDA graph"}});
+    emit(format::events::skipped(mangled, "stream is capturing a CUDA graph"));
     return false;
   }
   if (ignore_depth() > 0) {
     // An autotuner is benchmarking configurations (the Triton shim says so): these launches
     // are not the application's, so they are not counted.
     if (ignored_names_.insert(mangled).second)
-      emit({{"event", "ignored"}, {"mangled", mangled}, {"why", "autotuner benchmark"}});
+      emit(format::events::ignored(mangled, "autotuner benchmark"));
     return false;
   }
   const uint64_t index = matched_++;
-  if (index <= config_.dispatch) emit({{"event", "match"}, {"index", index}, {"mangled", mangled}});
+  if (index <= config_.dispatch) emit(format::events::match(index, mangled));
   if (index != config_.dispatch) return false;
   if (!claim()) {
     done_ = true;  // another process of this application took the capture
@@ -155,7 +156,7 @@ bool LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint6
 bool LaunchWatcher::claim() {
   // One capture per extract, even when several processes of the application use CUDA:
   // the first to create the file takes it (O_EXCL is atomic across processes).
-  std::string path = config_.output + "/.kerncap/claim";
+  std::string path = format::out::claim_file(config_.output).string();
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return false;
   std::string pid = std::to_string(::getpid());

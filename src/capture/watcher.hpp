@@ -1,7 +1,7 @@
 #pragma once
 // Capture mode's decisions, made on every CUPTI callback: track allocations and code
 // images, and for each kernel launch decide whether it is the target — the pattern
-// matches, it is the Nth match (KERNCAP_DISPATCH), its stream is not capturing a graph,
+// matches, it is the Nth match (Config::dispatch), its stream is not capturing a graph,
 // no autotuner benchmark is running (the ignore window), and no other process of the
 // application claimed the capture first (OUT/.kerncap/claim). At the target it hands over
 // to TargetCapture, at entry and again at the same launch's exit.

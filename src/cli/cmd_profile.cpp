@@ -1,10 +1,10 @@
 // `kerncap profile`: run the application with libkerncap.so in profile mode, then rank
-// its kernels by GPU time. The work lives in src/profile; this file parses, runs, prints.
+// its kernels by GPU time. The work lives in src/extract (running) and src/profile
+// (aggregating); this file parses and prints.
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,9 +15,9 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
-#include "cli/launcher.hpp"
 #include "common/error.hpp"
-#include "names/demangle.hpp"
+#include "extract/environment.hpp"
+#include "extract/profile_run.hpp"
 #include "profile/aggregate.hpp"
 #include "profile/report_json.hpp"
 #include "profile/table.hpp"
@@ -69,100 +69,6 @@ size_t terminal_width() {
   return 140;
 }
 
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") ==
-                        std::string::npos)
-    return s;
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// The records directory: --records DIR (kept), or a temporary one removed at the end.
-struct RecordsDir {
-  fs::path path;
-  bool temporary = false;
-  ~RecordsDir() {
-    std::error_code ec;
-    if (temporary) fs::remove_all(path, ec);
-  }
-};
-
-void prepare_records_dir(const ProfileArgs& a, RecordsDir& dir) {
-  if (!a.records.empty()) {
-    dir.path = fs::absolute(a.records);
-    if (fs::exists(dir.path) && (!fs::is_directory(dir.path) || !fs::is_empty(dir.path)))
-      usage_error(fmt::format("--records {} exists and is not an empty directory; choose a new one", a.records));
-    fs::create_directories(dir.path);
-    return;
-  }
-  std::string tmpl = (fs::temp_directory_path() / "kerncap-profile-XXXXXX").string();
-  if (!mkdtemp(tmpl.data()))
-    usage_error(fmt::format("cannot create a temporary directory under {}: set TMPDIR to a writable place",
-                            fs::temp_directory_path().string()));
-  dir.path = tmpl;
-  dir.temporary = true;
-}
-
-// How the application itself ended, as an exit status for us to pass on (0 = fine).
-int app_status(const AppExit& app) { return app.exited ? app.code : 128 + app.code; }
-
-// Why there is nothing to show, as precisely as the records allow.
-std::string explain_empty(const std::vector<ProcessRecords>& records, const AppExit* app) {
-  if (records.empty()) {
-    if (app && app->exited && app->code == 127)
-      return "the application could not be started (see the message above)";
-    return fmt::format(
-        "no process of the application initialised CUDA with kerncap attached{}: it may not use the GPU, it may "
-        "have failed before initialising CUDA, or another tool replaced CUDA_INJECTION64_PATH",
-        app ? " (it " + app->describe() + ")" : "");
-  }
-  for (const auto& p : records)
-    for (const auto& e : p.errors)
-      if (e.code == "multiple_subscribers")
-        return fmt::format("nothing was recorded: in pid {} {}", p.info.pid, e.message);
-  for (const auto& p : records)
-    if (!p.errors.empty())
-      return fmt::format("nothing was recorded: in pid {}: {}. CUPTI from CUDA 13 needs a driver that supports CUDA "
-                         "13 (nvidia-smi shows \"CUDA Version: 13.x\"); run with -v for details",
-                         p.info.pid, p.errors[0].message);
-  return fmt::format("the application launched no kernels ({} process{} initialised CUDA{})", records.size(),
-                     records.size() == 1 ? "" : "es", app ? " and " + app->describe() : "");
-}
-
-// A directory name for a kernel's capture: the last name component, identifier chars only.
-std::string capture_dir_name(const KernelStats& k) {
-  std::string f = names::function_name(k.demangled);
-  if (size_t p = f.rfind("::"); p != std::string::npos) f = f.substr(p + 2);
-  std::string out;
-  for (char c : f)
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') out += c;
-  return out.empty() ? "kernel" : out.substr(0, 40);
-}
-
-// "next: kerncap extract ..." for the first row of the table.
-std::string next_step(const Summary& s, const ProfileArgs& a, const std::regex* filter) {
-  for (const auto& k : s.kernels) {
-    if (filter && !std::regex_search(k.mangled, *filter) && !std::regex_search(k.demangled, *filter)) continue;
-    for (const auto& p : k.processes) {
-      if (p.dispatch.empty()) continue;
-      std::string app = "-- APP ARGS";
-      if (!a.cmd.empty()) {
-        app = "--cmd " + shell_quote(a.cmd);
-      } else if (!a.argv.empty()) {
-        app = "--";
-        for (const auto& arg : a.argv) app += " " + shell_quote(arg);
-      }
-      std::string where = s.processes.size() > 1 ? fmt::format(" (its first launch in pid {})", p.pid) : "";
-      return fmt::format("Next: capture the top kernel{} with\n  kerncap extract {} --dispatch {} -o iso/{} {}\n",
-                         where, shell_quote(k.mangled), p.dispatch.front(),
-                         capture_dir_name(k), app);
-    }
-    return "The top kernel ran only inside CUDA graphs, which `extract --dispatch` cannot target.\n";
-  }
-  return "";
-}
-
 void write_json_file(const nlohmann::json& doc, const std::string& file) {
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   if (!out) usage_error(fmt::format("cannot write {}: check the directory exists and is writable", file));
@@ -185,34 +91,23 @@ void run_profile(const ProfileArgs& a, int& exit_code) {
     }
   }
 
-  RecordsDir dir;
-  std::unique_ptr<AppExit> app;
+  std::unique_ptr<extract::RecordsDir> kept;
+  fs::path dir;
+  std::unique_ptr<extract::AppExit> app;
   RunInfo run;
+  const extract::AppCommand command{a.cmd, a.argv};
   if (from) {
-    dir.path = a.from;
+    dir = a.from;
   } else {
-    if (const char* other = std::getenv("CUDA_INJECTION64_PATH"))
-      usage_error(fmt::format("CUDA_INJECTION64_PATH is already set ({}): another CUDA tool (nsys, ncu...) is "
-                              "attached; kerncap cannot profile beside it. Run kerncap outside that tool",
-                              other));
-    prepare_records_dir(a, dir);
-    std::map<std::string, std::string> env = {
-        {"CUDA_INJECTION64_PATH", find_injection_library().string()},
-        {"KERNCAP_MODE", "profile"},
-        {"KERNCAP_OUTPUT", dir.path.string()},
-        {"KERNCAP_VERBOSE", std::to_string(a.verbose)},
-    };
-    if (!a.json) std::fprintf(stderr, "kerncap: profiling the application (records in %s)\n", dir.path.c_str());
-    app = std::make_unique<AppExit>(a.cmd.empty() ? run_application(a.argv, false, env)
-                                                  : run_application({a.cmd}, true, env));
-    run.ran = true;
-    run.command = a.cmd.empty() ? a.argv : std::vector<std::string>{"/bin/sh", "-c", a.cmd};
-    run.exited = app->exited;
-    run.code = app->code;
-    run.description = app->describe();
+    extract::refuse_other_tool(extract::read_host_env(), "profile");  // before making the records folder
+    kept = std::make_unique<extract::RecordsDir>(a.records);
+    dir = kept->path();
+    if (!a.json) std::fprintf(stderr, "kerncap: profiling the application (records in %s)\n", dir.c_str());
+    app = std::make_unique<extract::AppExit>(extract::run_profiled(command, dir, a.verbose));
+    run = extract::run_info(command, *app);
   }
 
-  const std::vector<ProcessRecords> records = read_records(dir.path);
+  const std::vector<ProcessRecords> records = read_records(dir);
   const Summary s = aggregate(records);
   const nlohmann::json doc = report_json(s, run);
   if (!a.output.empty()) write_json_file(doc, a.output);
@@ -229,23 +124,23 @@ void run_profile(const ProfileArgs& a, int& exit_code) {
     std::string procs = format_processes(s);
     bool trouble = procs.find("\n      ") != std::string::npos;
     if (s.processes.size() > 1 || trouble) std::cout << "\nProcesses:\n" << procs;
-    std::cout << '\n' << next_step(s, a, filter.get());
+    std::cout << '\n' << extract::next_step(s, command, filter.get());
   }
   if (!a.json) {
     if (!a.output.empty()) std::fprintf(stderr, "kerncap: wrote %s\n", a.output.c_str());
     if (!a.trace.empty()) std::fprintf(stderr, "kerncap: wrote %s (open it in https://ui.perfetto.dev)\n", a.trace.c_str());
-    if (!a.records.empty()) std::fprintf(stderr, "kerncap: records kept in %s\n", dir.path.c_str());
+    if (!a.records.empty()) std::fprintf(stderr, "kerncap: records kept in %s\n", dir.c_str());
   }
 
   exit_code = 0;
   if (!s.launches) {
-    std::fprintf(stderr, "kerncap: error: %s\n", explain_empty(records, app.get()).c_str());
+    std::fprintf(stderr, "kerncap: error: %s\n", extract::explain_empty(records, app.get()).c_str());
     exit_code = ::kerncap::exit_code(ErrorKind::Input);
   }
-  if (app && app_status(*app) != 0) {
+  if (app && extract::app_status(*app) != 0) {
     std::fprintf(stderr, "kerncap: the application %s; %s\n", app->describe().c_str(),
                  s.launches ? "the profile above covers what ran until then" : "nothing was profiled");
-    exit_code = app_status(*app);
+    exit_code = extract::app_status(*app);
   }
 }
 

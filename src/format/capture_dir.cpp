@@ -15,7 +15,7 @@ fs::path resolve_capture_dir(const fs::path& dir) {
   if (fs::exists(dir / kCaptureDirName / kManifestName)) return dir / kCaptureDirName;
   if (!fs::exists(dir)) input_error(fmt::format("{}: no such directory", dir.string()));
   for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().starts_with("capture.partial-"))
+    if (out::is_partial(e.path().filename().string()))
       input_error(fmt::format("{}: the capture in it never completed ({} is partial: the application "
                               "stopped or crashed while it was written); extract again",
                               dir.string(), e.path().filename().string()));

@@ -1,7 +1,7 @@
 #pragma once
-// Reading and writing a capture directory on disk. The writer builds everything under
-// "<out>/capture.partial-<pid>" and renames it to "<out>/capture" only when complete, so
-// an interrupted capture never looks valid.
+// Reading a capture directory, and the file helpers its writer (capture_writer.hpp) uses.
+// The writer builds everything under OUT/capture.partial-<pid> and renames it to
+// OUT/capture only when complete, so an interrupted capture never looks valid.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -9,12 +9,13 @@
 #include <vector>
 
 #include "format/manifest.hpp"
+#include "format/out_layout.hpp"
 
 namespace kerncap::format {
 
 namespace fs = std::filesystem;
 
-inline constexpr const char* kCaptureDirName = "capture";
+inline constexpr std::string_view kCaptureDirName = out::kCapture;
 inline constexpr const char* kManifestName = "manifest.json";
 
 // Accepts either the reproducer directory (OUT) or OUT/capture itself.

@@ -7,10 +7,21 @@
 #include <string>
 #include <vector>
 
+#include "format/profile_records.hpp"
 #include "names/classify.hpp"
-#include "profile/records.hpp"
 
 namespace kerncap::profile {
+
+// The record files are a cross-process contract (format/profile_records.hpp); this folder
+// only reads them.
+using format::DeviceInfo;
+using format::KernelRecord;
+using format::MemRecord;
+using format::ProcessInfo;
+using format::ProcessRecords;
+using format::read_record_file;
+using format::read_records;
+using format::RecordError;
 
 // One process's launches of one kernel.
 struct KernelInProcess {

@@ -14,6 +14,8 @@
 namespace kerncap::profile {
 namespace {
 
+using format::json_quote;
+
 uint64_t first_timestamp(const std::vector<ProcessRecords>& processes) {
   uint64_t first = UINT64_MAX;
   for (const auto& p : processes) {

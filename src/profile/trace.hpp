@@ -7,12 +7,12 @@
 #include <ostream>
 #include <vector>
 
-#include "profile/records.hpp"
+#include "format/profile_records.hpp"
 
 namespace kerncap::profile {
 
-void write_trace(const std::vector<ProcessRecords>& processes, std::ostream& out);
+void write_trace(const std::vector<format::ProcessRecords>& processes, std::ostream& out);
 // Throws Error(Usage) when the file cannot be written.
-void write_trace_file(const std::vector<ProcessRecords>& processes, const std::filesystem::path& file);
+void write_trace_file(const std::vector<format::ProcessRecords>& processes, const std::filesystem::path& file);
 
 }  // namespace kerncap::profile

@@ -182,7 +182,7 @@ nlohmann::json compile_json(const Generated& g, const source::Result& f, const f
 std::string set_aside_other_kernel(const fs::path& out, const std::string& mangled) {
   if (!fs::exists(out / kVariantSource)) return "";
   try {
-    std::ifstream in(out / "compile.json");
+    std::ifstream in(out / format::out::kCompileJson);
     if (nlohmann::json::parse(in).at("kernel").at("mangled").get<std::string>() == mangled) return "";
   } catch (const std::exception&) {
     // No readable compile.json: the files cannot be tied to this kernel; set them aside too.
@@ -235,9 +235,9 @@ Generated generate_reproducer(const GenerateRequest& q) {
     g.unavailable_reason = f.summary;
   }
   for (const auto& d : q.defines) (void)define_flag(d);  // a bad -D is an error even without source
-  write_text(q.out / "Makefile", makefile(g, f, m, q.kerncap));
-  write_text(q.out / "README.md", readme(g, f, m, q.kerncap));
-  format::write_json_atomic(q.out / "compile.json", compile_json(g, f, m));
+  write_text(q.out / format::out::kMakefile, makefile(g, f, m, q.kerncap));
+  write_text(q.out / format::out::kReadme, readme(g, f, m, q.kerncap));
+  format::write_json_atomic(q.out / format::out::kCompileJson, compile_json(g, f, m));
   return g;
 }
 

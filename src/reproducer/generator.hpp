@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "format/capture_dir.hpp"
+#include "format/out_layout.hpp"
 #include "reproducer/mirror.hpp"
 #include "reproducer/rewrite.hpp"
 #include "source/finder.hpp"
@@ -23,7 +24,7 @@ namespace fs = std::filesystem;
 
 inline constexpr const char* kCompileJsonFormat = "kerncap-compile";
 inline constexpr int kCompileJsonVersion = 1;
-inline constexpr const char* kVariantCubin = "optimized.cubin";
+inline constexpr const char* kVariantCubin = format::out::kOptimizedCubin.data();
 
 struct GenerateRequest {
   fs::path out;                      // OUT; the capture must be complete in OUT/capture

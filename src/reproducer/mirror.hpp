@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "format/out_layout.hpp"
 #include "source/finder.hpp"
 
 namespace kerncap::reproducer {
@@ -32,8 +33,8 @@ struct Mirror {
   bool kept_existing = false;       // kernel_variant.cu was there already: nothing rewritten
 };
 
-inline constexpr const char* kVariantSource = "kernel_variant.cu";
-inline constexpr const char* kMirrorDir = "src";
+inline constexpr const char* kVariantSource = format::out::kKernelVariantCu.data();
+inline constexpr const char* kMirrorDir = format::out::kMirrorDir.data();
 
 // Rewrites the includes of one file's text (exposed for tests). `self` is the file's
 // original path, `is_unit` selects the kernel_variant.cu rules.

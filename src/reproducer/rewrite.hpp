@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "format/out_layout.hpp"
 #include "source/compile_db.hpp"
 
 namespace kerncap::reproducer {
@@ -23,11 +24,11 @@ namespace fs = std::filesystem;
 
 struct RewriteInputs {
   fs::path tree;                      // canonical source tree (what is mirrored)
-  std::string mirror_dir = "src";     // mirror root, relative to the reproducer directory
+  std::string mirror_dir{format::out::kMirrorDir};     // mirror root, relative to the reproducer directory
   std::string arch = "sm_90";         // the captured GPU's SM (sm_90a for arch-specific images)
   std::vector<std::string> defines;   // "NAME" or "NAME=VALUE" (a leading -D is accepted)
-  std::string source = "kernel_variant.cu";
-  std::string output = "optimized.cubin";
+  std::string source{format::out::kKernelVariantCu};
+  std::string output{format::out::kOptimizedCubin};
 };
 
 struct CompileSpec {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/capture_dir.hpp"
+#include "format/out_layout.hpp"
 #include "reproducer/generator.hpp"
 
 namespace kerncap::reproducer {
@@ -32,7 +33,7 @@ std::optional<fs::path> newer_source(const std::vector<fs::path>& sources, fs::f
 // candidate.json from the Triton reproducer: the geometry the candidate needs.
 bool same_geometry(const fs::path& out, std::string& why) {
   try {
-    std::ifstream in(out / "candidate.json");
+    std::ifstream in(out / format::out::kCandidateJson);
     const auto geo = nlohmann::json::parse(in);
     std::ifstream min(out / format::kCaptureDirName / format::kManifestName);
     const format::Manifest m = format::from_json(nlohmann::json::parse(min));
@@ -74,8 +75,9 @@ VariantChoice fresh_variant(const fs::path& dir_in) {
   if (fs::is_regular_file(out / kVariantCubin, ec))
     return check(out, kVariantCubin, kVariantSource, {out / kVariantSource, out / kMirrorDir},
                  "kernel_variant.cu and src/");
-  if (fs::is_regular_file(out / "candidate.cubin", ec)) {
-    VariantChoice v = check(out, "candidate.cubin", "kernel_variant.py", {out / "kernel_variant.py"}, "kernel_variant.py");
+  if (fs::is_regular_file(out / format::out::kCandidateCubin, ec)) {
+    const char* unit = format::out::kKernelVariantPy.data();
+    VariantChoice v = check(out, format::out::kCandidateCubin.data(), unit, {out / unit}, unit);
     std::string why;
     if (v.cubin && !same_geometry(out, why)) return {std::nullopt, why};
     return v;

@@ -11,8 +11,8 @@
 
 using namespace kerncap::capture;
 using kerncap::capture::testing::TempDir;
-using kerncap::profile::ProcessRecords;
-using kerncap::profile::RecordWriter;
+using kerncap::format::ProcessRecords;
+using kerncap::format::RecordWriter;
 
 namespace {
 
@@ -41,12 +41,12 @@ R zeroed(CUpti_ActivityKind kind) {
 
 ProcessRecords write_and_read(const TempDir& dir, FakeBuffer& buffer) {
   RecordWriter w;
-  kerncap::profile::ProcessInfo info;
+  kerncap::format::ProcessInfo info;
   info.pid = 4321;
   EXPECT_TRUE(w.open(dir.path(), info));
   ActivityRecorder(w).drain(buffer);
   w.finish("exit");
-  auto all = kerncap::profile::read_records(dir.path());
+  auto all = kerncap::format::read_records(dir.path());
   EXPECT_EQ(all.size(), 1u);
   return all.empty() ? ProcessRecords{} : all[0];
 }

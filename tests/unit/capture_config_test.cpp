@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "capture/config.hpp"
 
@@ -8,7 +9,7 @@ using namespace kerncap::capture;
 
 namespace {
 void clear_env() {
-  for (const auto& v : env_vars()) unsetenv(v.name);
+  for (const auto& v : kerncap::format::env_vars()) unsetenv(std::string(v.name).c_str());
 }
 }  // namespace
 

@@ -1,16 +1,18 @@
 #pragma once
 // Starting the application under kerncap: the injection library is handed to the CUDA
-// driver through CUDA_INJECTION64_PATH, its configuration through KERNCAP_* variables.
-// Shared by `extract` and `profile`.
+// driver through CUDA_INJECTION64_PATH, its configuration through the protocol's variables
+// (environment.hpp). Shared by `extract` and `profile`.
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
-namespace kerncap::cli {
+namespace kerncap::extract {
 
-// libkerncap.so next to this executable (../lib or the build tree), or $KERNCAP_LIBRARY.
-std::filesystem::path find_injection_library();
+// The library the user named (HostEnv::library), else libkerncap.so next to this
+// executable (../lib or the build tree). Throws Error(Usage) saying what to set.
+std::filesystem::path find_injection_library(const std::optional<std::string>& named);
 
 struct AppExit {
   bool exited = false;  // normal exit (else killed by a signal)
@@ -23,4 +25,4 @@ struct AppExit {
 AppExit run_application(const std::vector<std::string>& argv, bool shell,
                         const std::map<std::string, std::string>& env);
 
-}  // namespace kerncap::cli
+}  // namespace kerncap::extract

@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
-#include "profile/records.hpp"
+#include "format/profile_records.hpp"
 
-namespace kerncap::profile {
+namespace kerncap::format {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -169,4 +169,4 @@ std::vector<ProcessRecords> read_records(const fs::path& dir) {
   return all;
 }
 
-}  // namespace kerncap::profile
+}  // namespace kerncap::format

@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace kerncap::profile {
+namespace kerncap::format {
 
 inline constexpr std::string_view kRecordsFormat = "kerncap-profile-records";
 inline constexpr int kRecordsVersion = 1;
@@ -138,4 +138,4 @@ class RecordWriter {
 // JSON string literal (quotes included) for `s`; used by the writers in this folder.
 std::string json_quote(std::string_view s);
 
-}  // namespace kerncap::profile
+}  // namespace kerncap::format

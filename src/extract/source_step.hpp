@@ -11,7 +11,7 @@
 #include "reproducer/generator.hpp"
 #include "source/finder.hpp"
 
-namespace kerncap::reproducer {
+namespace kerncap::extract {
 
 namespace fs = std::filesystem;
 
@@ -30,7 +30,7 @@ source::Language language_from_string(const std::string& s);  // auto | cuda | t
 
 struct Outcome {
   source::Result found;
-  Generated generated;
+  reproducer::Generated generated;
 };
 
 // `out` holds a complete capture. `kerncap` is the binary the Makefile will call.
@@ -40,4 +40,4 @@ Outcome make_reproducer(const fs::path& out, const SourceOptions& o, const fs::p
 std::vector<std::string> describe(const Outcome& r, const fs::path& out);
 nlohmann::json to_json(const Outcome& r, const fs::path& out);
 
-}  // namespace kerncap::reproducer
+}  // namespace kerncap::extract

@@ -1,4 +1,4 @@
-#include "cli/launcher.hpp"
+#include "extract/launcher.hpp"
 
 #include <dlfcn.h>
 
@@ -11,16 +11,18 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "format/protocol.hpp"
 
 extern char** environ;
 
-namespace kerncap::cli {
+namespace kerncap::extract {
 namespace fs = std::filesystem;
 
-fs::path find_injection_library() {
-  if (const char* p = std::getenv("KERNCAP_LIBRARY")) {
-    if (!fs::exists(p)) usage_error(fmt::format("KERNCAP_LIBRARY={} does not exist", p));
-    return fs::absolute(p);
+fs::path find_injection_library(const std::optional<std::string>& named) {
+  const auto var = format::env_name(format::Var::Library);
+  if (named) {
+    if (!fs::exists(*named)) usage_error(fmt::format("{}={} does not exist", var, *named));
+    return fs::absolute(*named);
   }
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
@@ -41,8 +43,8 @@ fs::path find_injection_library() {
     return fs::canonical(cand);
   }
   fail(ErrorKind::Usage, fmt::format("cannot find libkerncap.so next to {} (looked in ../lib and .); "
-                                     "set KERNCAP_LIBRARY to its path",
-                                     exe.string()));
+                                     "set {} to its path",
+                                     exe.string(), var));
 }
 
 std::string AppExit::describe() const {
@@ -95,4 +97,4 @@ AppExit run_application(const std::vector<std::string>& argv, bool shell,
   return r;
 }
 
-}  // namespace kerncap::cli
+}  // namespace kerncap::extract

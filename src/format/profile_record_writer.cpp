@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 
 #include "common/log.hpp"
-#include "profile/records.hpp"
+#include "format/profile_records.hpp"
 
-namespace kerncap::profile {
+namespace kerncap::format {
 namespace fs = std::filesystem;
 
 namespace {
@@ -196,4 +196,4 @@ void RecordWriter::reset_in_child() {
   mu_.unlock();
 }
 
-}  // namespace kerncap::profile
+}  // namespace kerncap::format

@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
-#include "profile/records.hpp"
+#include "format/profile_records.hpp"
 
-using namespace kerncap::profile;
+using namespace kerncap::format;
 namespace fs = std::filesystem;
 
 namespace {

@@ -1,4 +1,4 @@
-#include "reproducer/extract_step.hpp"
+#include "extract/source_step.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include "format/capture_dir.hpp"
 #include "source/compile_db.hpp"
 
-namespace kerncap::reproducer {
+namespace kerncap::extract {
 
 void check_source_options(const SourceOptions& o) {
   std::error_code ec;
@@ -18,7 +18,7 @@ void check_source_options(const SourceOptions& o) {
       usage_error(fmt::format("--compile-commands {}: no such file", o.compile_commands->string()));
     (void)source::load_compile_db(*o.compile_commands);  // malformed: fail before the application runs
   }
-  for (const auto& d : o.defines) (void)define_flag(d);
+  for (const auto& d : o.defines) (void)reproducer::define_flag(d);
 }
 
 source::Language language_from_string(const std::string& s) {
@@ -29,7 +29,7 @@ source::Language language_from_string(const std::string& s) {
 }
 
 Outcome make_reproducer(const fs::path& out, const SourceOptions& o, const fs::path& kerncap) {
-  const format::Capture c = format::open_capture(out / format::kCaptureDirName);
+  const format::Capture c = format::open_capture(out / format::out::kCapture);
   source::Request q;
   q.mangled = c.manifest.mangled_name;
   q.demangled = c.manifest.demangled_name;
@@ -45,10 +45,10 @@ Outcome make_reproducer(const fs::path& out, const SourceOptions& o, const fs::p
   Outcome r;
   r.found = source::find_source(q);
   try {
-    r.generated = generate_reproducer({out, r.found, o.defines, kerncap});
+    r.generated = reproducer::generate_reproducer({out, r.found, o.defines, kerncap});
   } catch (const Error& e) {
     fail(e.kind(), fmt::format("the capture in {} is complete, but writing the reproducer next to it failed: {}",
-                               (out / format::kCaptureDirName).string(), e.what()));
+                               (out / format::out::kCapture).string(), e.what()));
   }
   return r;
 }
@@ -100,4 +100,4 @@ nlohmann::json to_json(const Outcome& r, const fs::path& out) {
   return {{"source", j}, {"reproducer", rep}};
 }
 
-}  // namespace kerncap::reproducer
+}  // namespace kerncap::extract

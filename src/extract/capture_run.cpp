@@ -1,0 +1,85 @@
+#include "extract/capture_run.hpp"
+
+#include <cstdio>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "extract/diagnose.hpp"
+#include "extract/environment.hpp"
+#include "extract/triton_step.hpp"
+#include "format/events.hpp"
+#include "format/out_layout.hpp"
+
+namespace kerncap::extract {
+
+void prepare_output(const fs::path& out, bool force) {
+  if (fs::exists(out) && !fs::is_directory(out)) usage_error(fmt::format("{} exists and is not a directory", out.string()));
+  if (fs::exists(out) && !fs::is_empty(out)) {
+    if (!force)
+      usage_error(fmt::format("output directory {} already exists; pass --force to replace the capture in it "
+                              "(files kerncap did not write are kept)",
+                              out.string()));
+    for (const auto& e : fs::directory_iterator(out))
+      if (format::out::force_replaced(e.path().filename().string())) fs::remove_all(e.path());
+  }
+  fs::create_directories(format::out::state_dir(out));
+}
+
+namespace {
+
+void check_request(const Request& r) {
+  if (r.cmd.empty() == r.argv.empty())
+    usage_error("give the application either as --cmd \"./app args\" or after -- (but not both)");
+  if (r.regex) {
+    try {
+      std::regex re(r.kernel);
+    } catch (const std::regex_error& e) {
+      usage_error(fmt::format("--regex '{}' is not a valid regular expression: {}", r.kernel, e.what()));
+    }
+  }
+}
+
+format::Config library_config(const Request& r, const fs::path& out) {
+  format::Config c;
+  c.mode = format::Mode::Capture;
+  c.output = out.string();
+  c.kernel = r.kernel;
+  c.regex = r.regex;
+  c.dispatch = r.dispatch;
+  c.keep_running = r.keep_running;
+  c.verbose = r.quiet ? 0 : r.verbose;
+  return c;
+}
+
+}  // namespace
+
+Result run_capture(const Request& r) {
+  check_request(r);
+  const HostEnv host = read_host_env();
+  refuse_other_tool(host, "capture");
+  check_source_options(r.source);  // before the application runs
+  Result res;
+  res.out = fs::absolute(r.output);
+  prepare_output(res.out, r.force);
+  const fs::path lib = find_injection_library(host.library);
+  auto env = app_environment(library_config(r, res.out), lib);
+  add_triton_shim(env, res.out, host);
+  if (!r.quiet)
+    std::fprintf(stderr, "kerncap: running the application to capture '%s' (dispatch %llu)\n", r.kernel.c_str(),
+                 static_cast<unsigned long long>(r.dispatch));
+  res.app = r.cmd.empty() ? run_application(r.argv, false, env) : run_application({r.cmd}, true, env);
+  const auto log = format::events::read_dir(format::out::state_dir(res.out));
+  check_protocol(log, lib);
+  const fs::path cap = format::out::capture_dir(res.out);
+  if (!fs::exists(cap / format::kManifestName))
+    fail(ErrorKind::Input, diagnose({r.kernel, r.dispatch}, log, res.app));
+  res.capture = format::open_capture(cap);
+  res.stopped = log.stopping;
+  write_triton_reproducer(res.out, r.quiet || r.terse, host);
+  res.reproducer = make_reproducer(res.out, r.source, r.kerncap);
+  return res;
+}
+
+}  // namespace kerncap::extract

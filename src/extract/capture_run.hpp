@@ -1,0 +1,48 @@
+#pragma once
+// `kerncap extract` without the printing: check the request, prepare OUT, run the
+// application with the library injected, refuse a library of another protocol, explain
+// a missing capture, then write the Triton and C++ reproducers.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "extract/launcher.hpp"
+#include "extract/source_step.hpp"
+#include "format/capture_dir.hpp"
+
+namespace kerncap::extract {
+
+struct Request {
+  std::string kernel;
+  std::string cmd;                // the application as one shell command line, or
+  std::vector<std::string> argv;  // as an argument vector (exactly one of the two)
+  fs::path output;
+  uint64_t dispatch = 0;
+  bool regex = false;
+  bool keep_running = false;
+  bool force = false;
+  int verbose = 1;  // the library's verbosity
+  bool quiet = false;  // only errors
+  bool terse = false;  // no success notes on stderr (stdout carries JSON)
+  SourceOptions source;
+  fs::path kerncap;  // the binary the reproducer's Makefile calls
+};
+
+struct Result {
+  fs::path out;
+  format::Capture capture;
+  AppExit app;
+  bool stopped = false;  // the library ended the application after the capture
+  Outcome reproducer;
+};
+
+// OUT must be new or empty, or `force` removes what an earlier extract wrote there
+// (format::out::force_replaced) and keeps everything else. Throws Error(Usage).
+void prepare_output(const fs::path& out, bool force);
+
+// Throws Error(Usage) for a bad request, Error(Input) when nothing was captured (with
+// diagnose()'s message) or the library speaks another protocol.
+Result run_capture(const Request& r);
+
+}  // namespace kerncap::extract

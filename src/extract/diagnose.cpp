@@ -1,0 +1,65 @@
+#include "extract/diagnose.hpp"
+
+#include <fmt/format.h>
+
+#include "names/closest.hpp"
+#include "common/error.hpp"
+#include "format/protocol.hpp"
+
+namespace kerncap::extract {
+
+std::string diagnose(const Target& t, const format::events::Log& log, const AppExit& app) {
+  std::string app_state = fmt::format("the application {}", app.describe());
+  if (!app.exited && app.code) app_state += " before the target launch";
+  if (!log.errors.empty()) {
+    std::string msg = fmt::format("the capture failed inside the application: {}", log.errors.front());
+    for (size_t i = 1; i < log.errors.size(); ++i) msg += "\n  also: " + log.errors[i];
+    return msg + fmt::format("\n({})", app_state);
+  }
+  if (log.starts.empty()) {
+    if (app.exited && app.code == 127) return "the application could not be started (see the message above)";
+    return fmt::format("{} and never initialised CUDA with kerncap attached (it may not use the GPU, may have "
+                       "failed to start, or CUDA_INJECTION64_PATH was overridden)",
+                       app_state);
+  }
+  std::string msg;
+  if (log.seen.empty()) {
+    msg = fmt::format("{} without launching any kernel", app_state);
+  } else if (log.matches.empty()) {
+    auto close = names::closest_names(t.kernel, log.seen, 8);
+    msg = fmt::format("no launched kernel matches '{}'; {} ({} distinct kernels seen). Closest names:", t.kernel,
+                      app_state, log.seen.size());
+    for (const auto& n : close) msg += "\n  " + n;
+  } else if (log.matches.count(t.dispatch)) {
+    msg = fmt::format("the target launch of '{}' was reached but the capture did not complete: {}", t.kernel,
+                      app_state);
+  } else {
+    msg = fmt::format("'{}' matched only {} launch(es) but --dispatch {} asks for launch #{} (counting from 0); {}",
+                      t.kernel, log.matches.size(), t.dispatch, t.dispatch, app_state);
+  }
+  if (!log.skipped.empty())
+    msg += fmt::format("\n{} matching launch(es) were skipped because their stream was capturing a CUDA graph",
+                       log.skipped.size());
+  if (log.graph_launch) msg += "\nnote: the application launched CUDA graphs; kernels inside graph launches are not seen";
+  return msg;
+}
+
+std::optional<std::string> protocol_mismatch(const format::events::Log& log, const std::filesystem::path& library) {
+  for (const auto& s : log.starts) {
+    if (s.protocol == format::kProtocolVersion) continue;
+    std::string theirs = s.tool.empty() ? "an older kerncap, before versioned events" : "kerncap " + s.tool;
+    return fmt::format(
+        "libkerncap.so at {} speaks protocol {} ({}), this kerncap speaks {} (kerncap {}); the library and the "
+        "command come from different builds, so their variables and events may mean different things. Use the "
+        "library of this build (set {} to it, or reinstall both together) and run again",
+        library.string(), s.protocol, theirs, format::kProtocolVersion, KERNCAP_VERSION,
+        format::env_name(format::Var::Library));
+  }
+  return std::nullopt;
+}
+
+void check_protocol(const format::events::Log& log, const std::filesystem::path& library) {
+  if (auto why = protocol_mismatch(log, library)) input_error(*why);
+}
+
+}  // namespace kerncap::extract

@@ -1,0 +1,57 @@
+#pragma once
+// `kerncap profile` without the printing: the records directory, running the application
+// with the library in profile mode (refusing a library of another protocol), and the
+// messages that tell the user why the profile is empty and what to run next.
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "extract/launcher.hpp"
+#include "format/profile_records.hpp"
+#include "profile/aggregate.hpp"
+#include "profile/report_json.hpp"
+
+namespace kerncap::extract {
+
+namespace fs = std::filesystem;
+
+// The records directory: a kept one (--records DIR, new or empty) or a temporary one
+// removed when this object goes.
+class RecordsDir {
+ public:
+  explicit RecordsDir(const std::string& keep);  // "" = temporary; throws Error(Usage)
+  ~RecordsDir();
+  RecordsDir(const RecordsDir&) = delete;
+  RecordsDir& operator=(const RecordsDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+  bool temporary_ = false;
+};
+
+struct AppCommand {
+  std::string cmd;                // one shell command line, or
+  std::vector<std::string> argv;  // an argument vector
+  std::vector<std::string> as_argv() const;  // what actually runs
+};
+
+// Runs the application with the library writing its records into `records`; throws
+// Error(Input) when the library speaks another protocol.
+AppExit run_profiled(const AppCommand& app, const fs::path& records, int verbose);
+profile::RunInfo run_info(const AppCommand& app, const AppExit& exit);
+
+// How the application ended, as an exit status for us to pass on (0 = fine).
+int app_status(const AppExit& app);
+
+// Why there is nothing to show, as precisely as the records allow (`app` null with --from).
+std::string explain_empty(const std::vector<format::ProcessRecords>& records, const AppExit* app);
+
+// "Next: capture the top kernel with\n  kerncap extract ..." for the first row that passes
+// `filter` (may be null); "" when there is none.
+std::string next_step(const profile::Summary& s, const AppCommand& app, const std::regex* filter);
+
+std::string shell_quote(const std::string& s);
+
+}  // namespace kerncap::extract

@@ -1,0 +1,55 @@
+#include "format/capture_writer.hpp"
+
+#include <fmt/format.h>
+
+#include "format/out_layout.hpp"
+
+namespace kerncap::format {
+
+namespace {
+constexpr const char* kMemDir = "mem";
+constexpr const char* kImageDir = "image";
+}  // namespace
+
+CaptureWriter::CaptureWriter(const fs::path& out, long pid) : out_(out), partial_(out::partial_dir(out, pid)) {
+  fs::remove_all(partial_);
+  fs::create_directories(partial_ / kMemDir);
+  fs::create_directories(partial_ / kImageDir);
+}
+
+CaptureWriter::~CaptureWriter() {
+  if (published_) return;
+  std::error_code ec;
+  fs::remove_all(partial_, ec);
+}
+
+std::string CaptureWriter::region_file(uint32_t id) { return fmt::format("{}/{}.bin", kMemDir, id); }
+
+std::string CaptureWriter::image_file(uint64_t hash, std::string_view kind) {
+  return fmt::format("{}/{:016x}.{}", kImageDir, hash, kind);
+}
+
+void CaptureWriter::write_image(Manifest& m, const void* data, size_t size, uint64_t hash, std::string_view kind) {
+  m.image_kind = kind;
+  m.image_hash = hash;
+  m.image_file = image_file(hash, kind);
+  write_file(partial_ / m.image_file, data, size);
+}
+
+void CaptureWriter::write_params(Manifest& m, const void* data, size_t size) {
+  m.params_size = size;
+  write_file(partial_ / m.params_file, data, size);
+}
+
+BlobWriter CaptureWriter::open_after(const Manifest& m) const { return BlobWriter(partial_ / m.after_file); }
+
+fs::path CaptureWriter::publish(const Manifest& m) {
+  write_json_atomic(partial_ / kManifestName, to_json(m));
+  fs::path final_dir = out::capture_dir(out_);
+  fs::remove_all(final_dir);
+  fs::rename(partial_, final_dir);
+  published_ = true;
+  return final_dir;
+}
+
+}  // namespace kerncap::format

@@ -1,0 +1,50 @@
+#pragma once
+// Writing a capture directory: the layout (mem/, image/, params, after, manifest) and the
+// publish step live here; the capturer only decides what to write. Everything goes under
+// OUT/capture.partial-<pid> and is renamed to OUT/capture by publish(), so a capture cut
+// short (the process died, a step failed) never looks complete. Throws Error(Device) when
+// a write fails (disk full, permissions); inside the application the caller logs it.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "format/capture_dir.hpp"
+#include "format/manifest.hpp"
+
+namespace kerncap::format {
+
+class CaptureWriter {
+ public:
+  // Starts OUT/capture.partial-<pid> afresh (a stale one from an earlier attempt goes).
+  CaptureWriter(const fs::path& out, long pid);
+  // A writer destroyed before publish() removes its partial directory.
+  ~CaptureWriter();
+  CaptureWriter(const CaptureWriter&) = delete;
+  CaptureWriter& operator=(const CaptureWriter&) = delete;
+
+  // Where the files go until publish(); region blobs are streamed to dir() / region.file.
+  const fs::path& dir() const { return partial_; }
+
+  // Names inside the capture directory (the manifest records them).
+  static std::string region_file(uint32_t id);                                // mem/<id>.bin
+  static std::string image_file(uint64_t hash, std::string_view kind);       // image/<hash>.<kind>
+
+  // Sets m.image_kind/hash/file and writes the image.
+  void write_image(Manifest& m, const void* data, size_t size, uint64_t hash, std::string_view kind);
+  // Sets m.params_size and writes the parameter buffer to m.params_file.
+  void write_params(Manifest& m, const void* data, size_t size);
+  // The AFTER blob, streamed while the runs are appended to m.after.
+  BlobWriter open_after(const Manifest& m) const;
+
+  // Writes the manifest and renames the directory to OUT/capture (replacing an older
+  // capture); returns the published path.
+  fs::path publish(const Manifest& m);
+
+ private:
+  fs::path out_;
+  fs::path partial_;
+  bool published_ = false;
+};
+
+}  // namespace kerncap::format

@@ -1,0 +1,147 @@
+#include "format/events.hpp"
+
+#include <algorithm>
+#include <fstream>
+
+#include "format/out_layout.hpp"
+#include "format/protocol.hpp"
+
+namespace kerncap::format::events {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kNames[] = {"start", "seen",  "ignored",  "skipped", "graph_launch",
+                                       "match", "error", "captured", "stopping"};
+
+json line(Kind k) { return {{"event", name(k)}}; }
+
+}  // namespace
+
+std::string_view name(Kind k) { return kNames[static_cast<size_t>(k)]; }
+
+std::optional<Kind> kind_from_name(std::string_view s) {
+  for (Kind k : kAllKinds)
+    if (name(k) == s) return k;
+  return std::nullopt;
+}
+
+json start(std::string_view mode) {
+  json j = line(Kind::Start);
+  j["mode"] = mode;
+  j["tool"] = KERNCAP_VERSION;
+  j["protocol"] = kProtocolVersion;
+  return j;
+}
+
+json seen(const std::string& mangled, const std::string& demangled, bool matches) {
+  json j = line(Kind::Seen);
+  j["mangled"] = mangled;
+  j["demangled"] = demangled;
+  j["matches"] = matches;
+  return j;
+}
+
+json ignored(const std::string& mangled, std::string_view why) {
+  json j = line(Kind::Ignored);
+  j["mangled"] = mangled;
+  j["why"] = why;
+  return j;
+}
+
+json skipped(const std::string& mangled, std::string_view why) {
+  json j = line(Kind::Skipped);
+  j["mangled"] = mangled;
+  j["why"] = why;
+  return j;
+}
+
+json graph_launch() { return line(Kind::GraphLaunch); }
+
+json match(uint64_t index, const std::string& mangled) {
+  json j = line(Kind::Match);
+  j["index"] = index;
+  j["mangled"] = mangled;
+  return j;
+}
+
+json error(const std::string& what) {
+  json j = line(Kind::Error);
+  j["what"] = what;
+  return j;
+}
+
+json captured(const std::string& dir, bool keep_running) {
+  json j = line(Kind::Captured);
+  j["dir"] = dir;
+  j["continue"] = keep_running;
+  return j;
+}
+
+json stopping() { return line(Kind::Stopping); }
+
+void add_line(Log& log, std::string_view text) {
+  json e = json::parse(text, nullptr, false);
+  if (e.is_discarded() || !e.is_object()) {
+    ++log.unreadable_lines;
+    return;
+  }
+  auto kind = kind_from_name(e.value("event", ""));
+  if (!kind) return;
+  auto str = [&](const char* key) {
+    auto it = e.find(key);
+    return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  switch (*kind) {
+    case Kind::Start: {
+      Start s;
+      s.pid = e.value("pid", int64_t{0});
+      s.mode = str("mode");
+      s.tool = str("tool");
+      auto p = e.find("protocol");
+      s.protocol = p != e.end() && p->is_number_integer() ? p->get<int>() : 0;
+      log.starts.push_back(std::move(s));
+      break;
+    }
+    case Kind::Seen: {
+      std::string n = str("demangled");
+      if (n.empty()) n = str("mangled");
+      if (!n.empty() && std::find(log.seen.begin(), log.seen.end(), n) == log.seen.end()) log.seen.push_back(n);
+      break;
+    }
+    case Kind::Ignored: log.ignored.push_back(str("mangled")); break;
+    case Kind::Skipped: log.skipped.push_back(str("mangled")); break;
+    case Kind::GraphLaunch: log.graph_launch = true; break;
+    case Kind::Match: {
+      auto i = e.find("index");
+      if (i != e.end() && i->is_number_unsigned()) log.matches.insert(i->get<uint64_t>());
+      break;
+    }
+    case Kind::Error: log.errors.push_back(str("what")); break;
+    case Kind::Captured: log.captured = true; break;
+    case Kind::Stopping: log.stopping = true; break;
+  }
+}
+
+void add_stream(Log& log, std::istream& in) {
+  std::string text;
+  while (std::getline(in, text))
+    if (!text.empty()) add_line(log, text);
+}
+
+Log read_dir(const std::filesystem::path& state_dir) {
+  Log log;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(state_dir, ec)) return log;
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(state_dir, ec))
+    if (out::is_events_file(e.path().filename().string())) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    add_stream(log, in);
+  }
+  return log;
+}
+
+}  // namespace kerncap::format::events

@@ -1,0 +1,82 @@
+#pragma once
+// The live events file: how the injected library reports to the launcher while the
+// application runs. OUT/.kerncap/events-<pid>.jsonl (out_layout.hpp), one JSON object per
+// line, appended with O_APPEND so a crash loses at most the line being written. Every line
+// has "event" (its kind) and "pid". The kinds, in the order they can appear:
+//
+//   start         always first: mode ("capture" | "profile"), tool (kerncap version),
+//                 protocol (kProtocolVersion; the launcher refuses another one)
+//   seen          a kernel name launched for the first time in this process: mangled,
+//                 demangled, matches (whether the pattern matches it)
+//   ignored       first launch of a name inside an autotuner benchmark (not counted):
+//                 mangled, why
+//   skipped       a matching launch on a stream capturing a CUDA graph (not counted):
+//                 mangled, why
+//   graph_launch  the application launched a CUDA graph (its kernels are not seen); once
+//   match         a matching launch was counted: index (from 0), mangled; written up to
+//                 the target dispatch
+//   error         the capture (or CUPTI start-up) failed: what
+//   captured      the capture directory was published: dir, continue
+//   stopping      the library ends the application now that the capture is complete
+//
+// Writers build lines with the functions below; readers fold a file into an EventLog.
+// Unknown kinds and fields are ignored by readers (additions need no protocol bump;
+// changed meanings do).
+#include <cstdint>
+#include <filesystem>
+#include <istream>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kerncap::format::events {
+
+enum class Kind { Start, Seen, Ignored, Skipped, GraphLaunch, Match, Error, Captured, Stopping };
+inline constexpr Kind kAllKinds[] = {Kind::Start,       Kind::Seen,  Kind::Ignored, Kind::Skipped, Kind::GraphLaunch,
+                                     Kind::Match,       Kind::Error, Kind::Captured, Kind::Stopping};
+std::string_view name(Kind k);
+std::optional<Kind> kind_from_name(std::string_view s);
+
+// Line builders ("pid" is added by the writer).
+nlohmann::json start(std::string_view mode);  // carries this build's tool and protocol versions
+nlohmann::json seen(const std::string& mangled, const std::string& demangled, bool matches);
+nlohmann::json ignored(const std::string& mangled, std::string_view why);
+nlohmann::json skipped(const std::string& mangled, std::string_view why);
+nlohmann::json graph_launch();
+nlohmann::json match(uint64_t index, const std::string& mangled);
+nlohmann::json error(const std::string& what);
+nlohmann::json captured(const std::string& dir, bool keep_running);
+nlohmann::json stopping();
+
+// One process's "start" line.
+struct Start {
+  int64_t pid = 0;
+  std::string mode;
+  std::string tool;  // "" when the library predates versioned events
+  int protocol = 0;  // 0 when the library predates versioned events
+};
+
+// Everything the launcher learns from the events of all processes.
+struct Log {
+  std::vector<Start> starts;
+  std::vector<std::string> seen;     // distinct kernel names (demangled when known), first-seen order
+  std::set<uint64_t> matches;        // match indices
+  std::vector<std::string> ignored;  // mangled names
+  std::vector<std::string> skipped;  // mangled names, one per skipped launch
+  std::vector<std::string> errors;
+  bool graph_launch = false;
+  bool captured = false;
+  bool stopping = false;
+  size_t unreadable_lines = 0;  // not JSON (a line cut by a crash) or not an object
+};
+
+void add_line(Log& log, std::string_view line);
+void add_stream(Log& log, std::istream& in);
+// Every events-*.jsonl in `state_dir` (OUT/.kerncap); a missing folder gives an empty log.
+Log read_dir(const std::filesystem::path& state_dir);
+
+}  // namespace kerncap::format::events

@@ -1,0 +1,264 @@
+// The one place where the KERNCAP_* names are spelled (see protocol.hpp).
+#include "format/protocol.hpp"
+
+#include <array>
+#include <charconv>
+
+#include <fmt/format.h>
+
+namespace kerncap::format {
+namespace {
+
+std::optional<uint64_t> parse_u64(std::string_view s) {
+  int base = 10;
+  if (s.starts_with("0x") || s.starts_with("0X")) {
+    s.remove_prefix(2);
+    base = 16;
+  }
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<bool> parse_flag(std::string_view v) {
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  return std::nullopt;
+}
+
+std::string flag(bool b) { return b ? "1" : "0"; }
+
+// The parse/print pairs of the library's variables. Each returns the problem text, or "".
+std::string parse_mode(std::string_view v, Config& c) {
+  if (v == "capture") c.mode = Mode::Capture;
+  else if (v == "profile") c.mode = Mode::Profile;
+  else if (v == "off") c.mode = Mode::Off;
+  else return "must be 'capture' or 'profile'";
+  return "";
+}
+std::string parse_output(std::string_view v, Config& c) {
+  c.output = v;
+  return "";
+}
+std::string parse_kernel(std::string_view v, Config& c) {
+  c.kernel = v;
+  return "";
+}
+std::string parse_flag_into(std::string_view v, bool& out) {
+  auto b = parse_flag(v);
+  if (!b) return "must be 1 or 0";
+  out = *b;
+  return "";
+}
+std::string parse_regex(std::string_view v, Config& c) { return parse_flag_into(v, c.regex); }
+std::string parse_continue(std::string_view v, Config& c) { return parse_flag_into(v, c.keep_running); }
+std::string parse_dump(std::string_view v, Config& c) { return parse_flag_into(v, c.dump_images); }
+std::string parse_dispatch(std::string_view v, Config& c) {
+  auto n = parse_u64(v);
+  if (!n) return "is not a number";
+  c.dispatch = *n;
+  return "";
+}
+std::string parse_verbose(std::string_view v, Config& c) {
+  auto n = parse_u64(v);
+  if (!n || *n > 9) return "must be 0, 1 or 2";
+  c.verbose = static_cast<int>(*n);
+  return "";
+}
+std::string parse_chunk(std::string_view v, Config& c) {
+  auto n = parse_u64(v);
+  if (!n || *n < 256 || *n > (1u << 30) || (*n & (*n - 1)) != 0) return "must be a power of two >= 256";
+  c.chunk_bytes = static_cast<uint32_t>(*n);
+  return "";
+}
+std::string parse_staging(std::string_view v, Config& c) {
+  auto n = parse_u64(v);
+  if (!n || *n < (1u << 20)) return "must be at least 1 MiB";
+  c.staging_bytes = *n & ~uint64_t{4095};
+  return "";
+}
+
+const Config kDefaults{};
+
+constexpr unsigned kLibShim = kLibrary | kTritonShim;
+constexpr unsigned kShimApi = kTritonShim | kPythonApi;
+
+const std::array<EnvVar, 16> kVars = {{
+    {Var::Mode, "KERNCAP_MODE", kLibrary, true, "capture, profile", "",
+     "what the injected library does; unset: it stays inert", parse_mode,
+     [](const Config& c) -> std::optional<std::string> { return std::string(to_string(c.mode)); }},
+    {Var::Output, "KERNCAP_OUTPUT", kLibrary, true, "path", "",
+     "directory for the capture or the profile records (created by the launcher)", parse_output,
+     [](const Config& c) -> std::optional<std::string> { return c.output; }},
+    {Var::Kernel, "KERNCAP_KERNEL", kLibrary, true, "text", "",
+     "kernel name pattern: substring of the demangled or mangled name", parse_kernel,
+     [](const Config& c) -> std::optional<std::string> { return c.kernel; }},
+    {Var::Regex, "KERNCAP_REGEX", kLibrary, true, "0, 1", "0", "1: the kernel pattern is an ECMAScript regex",
+     parse_regex, [](const Config& c) -> std::optional<std::string> { return flag(c.regex); }},
+    {Var::Dispatch, "KERNCAP_DISPATCH", kLibrary, true, "count", "0",
+     "capture the Nth launch that matches, counting from 0", parse_dispatch,
+     [](const Config& c) -> std::optional<std::string> { return std::to_string(c.dispatch); }},
+    {Var::Continue, "KERNCAP_CONTINUE", kLibrary, true, "0, 1", "0",
+     "1: let the application run on after the capture (0: stop it)", parse_continue,
+     [](const Config& c) -> std::optional<std::string> { return flag(c.keep_running); }},
+    {Var::Verbose, "KERNCAP_VERBOSE", kLibShim, true, "0, 1, 2", "0", "0 quiet, 1 progress, 2 debug",
+     parse_verbose, [](const Config& c) -> std::optional<std::string> { return std::to_string(c.verbose); }},
+    {Var::ChunkBytes, "KERNCAP_CHUNK_BYTES", kLibrary, false, "bytes, a power of two >= 256", "4096",
+     "granularity of AFTER change detection", parse_chunk,
+     [](const Config& c) -> std::optional<std::string> {
+       if (c.chunk_bytes == kDefaults.chunk_bytes) return std::nullopt;
+       return std::to_string(c.chunk_bytes);
+     }},
+    {Var::StagingBytes, "KERNCAP_STAGING_BYTES", kLibrary, false, "bytes, >= 1 MiB", "67108864",
+     "size of the pinned staging buffer the snapshots stream through", parse_staging,
+     [](const Config& c) -> std::optional<std::string> {
+       if (c.staging_bytes == kDefaults.staging_bytes) return std::nullopt;
+       return std::to_string(c.staging_bytes);
+     }},
+    {Var::DumpImages, "KERNCAP_DUMP_IMAGES", kLibrary, false, "0, 1", "0",
+     "1: save every code image the application loads under OUT/.kerncap/images (debugging)", parse_dump,
+     [](const Config& c) -> std::optional<std::string> {
+       if (!c.dump_images) return std::nullopt;
+       return flag(c.dump_images);
+     }},
+    {Var::TritonOut, "KERNCAP_TRITON_OUT", kShimApi, true, "path", "",
+     "where the Triton shim records compiled kernels and their sources (OUT/triton); unset: the shim is "
+     "inert",
+     nullptr, nullptr},
+    {Var::Library, "KERNCAP_LIBRARY", kCli, false, "path", "",
+     "the libkerncap.so to inject (default: ../lib or the build tree next to the kerncap binary)", nullptr,
+     nullptr},
+    {Var::PythonDir, "KERNCAP_PYTHON_DIR", kCli, false, "path", "",
+     "folder holding the kerncap Python package (default: share/kerncap/python, else the source tree)",
+     nullptr, nullptr},
+    {Var::Python, "KERNCAP_PYTHON", kCli, false, "path", "python3",
+     "Python interpreter that writes the Triton reproducer (also used by the test scripts)", nullptr, nullptr},
+    {Var::Bin, "KERNCAP_BIN", kPythonApi, false, "path", "",
+     "the kerncap executable the Python API runs (default: PATH, then the build tree)", nullptr, nullptr},
+    {Var::ReplayLib, "KERNCAP_REPLAY_LIB", kPythonApi, false, "path", "",
+     "the replay engine (libkerncap_replay.so) that the Python package and Triton reproducers load (default: "
+     "beside the module, then the build's lib/)",
+     nullptr, nullptr},
+}};
+
+std::string readers_text(unsigned r) {
+  std::string s;
+  for (const auto& n : reader_names(r)) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+}  // namespace
+
+std::string_view to_string(Mode m) {
+  switch (m) {
+    case Mode::Capture: return "capture";
+    case Mode::Profile: return "profile";
+    case Mode::Off: break;
+  }
+  return "off";
+}
+
+std::span<const EnvVar> env_vars() { return kVars; }
+
+const EnvVar& env_var(Var v) {
+  for (const auto& e : kVars)
+    if (e.id == v) return e;
+  return kVars[0];  // unreachable: every Var has a row (a unit test checks)
+}
+
+std::string_view env_name(Var v) { return env_var(v).name; }
+
+std::vector<std::string> reader_names(unsigned r) {
+  std::vector<std::string> out;
+  if (r & kLibrary) out.push_back("library");
+  if (r & kCli) out.push_back("cli");
+  if (r & kTritonShim) out.push_back("triton-shim");
+  if (r & kPythonApi) out.push_back("python-api");
+  return out;
+}
+
+Config config_from_env(const EnvLookup& lookup, std::vector<std::string>* problems) {
+  Config c;
+  auto problem = [&](std::string p) {
+    if (problems) problems->push_back(std::move(p));
+  };
+  for (const auto& v : kVars) {
+    if (!v.parse) continue;
+    const char* value = lookup(v.name);
+    if (!value || !*value) continue;
+    if (std::string why = v.parse(value, c); !why.empty()) problem(fmt::format("{} {}", v.name, why));
+  }
+  if (c.mode != Mode::Off && c.output.empty()) {
+    problem(fmt::format("{} is not set", env_name(Var::Output)));
+    c.mode = Mode::Off;
+  }
+  if (c.mode == Mode::Capture && c.kernel.empty()) {
+    problem(fmt::format("{} is not set", env_name(Var::Kernel)));
+    c.mode = Mode::Off;
+  }
+  return c;
+}
+
+std::map<std::string, std::string> Config::to_env() const {
+  std::map<std::string, std::string> env;
+  for (const auto& v : kVars)
+    if (v.print)
+      if (auto value = v.print(*this)) env.emplace(v.name, *value);
+  return env;
+}
+
+nlohmann::json Config::to_json() const {
+  return {{"mode", std::string(to_string(mode))},
+          {"kernel", kernel},
+          {"regex", regex},
+          {"dispatch", dispatch},
+          {"continue", keep_running},
+          {"chunk_bytes", chunk_bytes},
+          {"staging_bytes", staging_bytes}};
+}
+
+std::string env_text() {
+  std::string s = fmt::format("KERNCAP_* variables (protocol {}; docs/env.md has the full table)\n", kProtocolVersion);
+  for (const auto& v : kVars) {
+    s += fmt::format("{:<24} {}", v.name, v.meaning);
+    if (!v.default_text.empty()) s += fmt::format(" (default {})", v.default_text);
+    s += fmt::format(" [{}]\n", readers_text(v.readers));
+  }
+  return s;
+}
+
+nlohmann::json env_json() {
+  nlohmann::json vars = nlohmann::json::array();
+  for (const auto& v : kVars)
+    vars.push_back({{"name", v.name},
+                    {"readers", reader_names(v.readers)},
+                    {"set_by_launcher", v.set_by_launcher},
+                    {"values", v.syntax},
+                    {"default", v.default_text},
+                    {"meaning", v.meaning}});
+  return {{"protocol", kProtocolVersion}, {"variables", vars}};
+}
+
+std::string env_markdown() {
+  std::string s =
+      "# Environment variables\n\n"
+      "<!-- Generated by `kerncap env --markdown` from src/format/protocol.cpp; a unit test fails when this\n"
+      "     file differs. Edit the table there, then regenerate. -->\n\n"
+      "`kerncap extract` and `kerncap profile` start the application with these variables set\n"
+      "(\"set by kerncap\"); the others are for you to set. The injected library reads its own\n"
+      "in one place (src/capture/config.cpp); malformed values are reported and keep their\n"
+      "default. " +
+      fmt::format("Protocol version {} (the first event the library writes carries it; `kerncap`\n",
+                  kProtocolVersion) +
+      "refuses a library of another protocol).\n\n"
+      "| variable | read by | set by | values | default | meaning |\n"
+      "| --- | --- | --- | --- | --- | --- |\n";
+  for (const auto& v : kVars)
+    s += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", v.name, readers_text(v.readers),
+                     v.set_by_launcher ? "kerncap" : "you", v.syntax,
+                     v.default_text.empty() ? "unset" : fmt::format("`{}`", v.default_text), v.meaning);
+  return s;
+}
+
+}  // namespace kerncap::format

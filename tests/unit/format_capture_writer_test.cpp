@@ -1,0 +1,98 @@
+// The capture writer: the layout it produces is what the reader accepts, nothing looks
+// like a capture before publish(), and an abandoned writer leaves no partial directory.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+
+#include "format/capture_writer.hpp"
+#include "format/out_layout.hpp"
+
+namespace kerncap::format {
+namespace {
+
+class CaptureWriterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static std::atomic<int> counter{0};
+    out_ = fs::temp_directory_path() /
+           ("kerncap-writer-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::remove_all(out_);
+    fs::create_directories(out_);
+  }
+  void TearDown() override { fs::remove_all(out_); }
+
+  // Writes one region, the image, params and one AFTER run, as the capturer does.
+  Manifest fill(CaptureWriter& w) {
+    Manifest m;
+    m.tool_version = "test";
+    m.mangled_name = "_Z1kPf";
+    const std::vector<uint8_t> image(64, 0x7f), params(8, 1), region(128, 2), changed(16, 3);
+    w.write_image(m, image.data(), image.size(), 0xabcdef, "cubin");
+    m.params = {{0, 8}};
+    w.write_params(m, params.data(), params.size());
+    m.regions.push_back({0, MemKind::Device, 0x7f0000000000ull, region.size(), CaptureWriter::region_file(0), 0, ""});
+    write_file(w.dir() / m.regions[0].file, region.data(), region.size());
+    BlobWriter after = w.open_after(m);
+    after.write(changed.data(), changed.size());
+    after.close();
+    m.after = {{0, 32, 16, 0}};
+    return m;
+  }
+
+  fs::path out_;
+};
+
+TEST_F(CaptureWriterTest, PublishesTheLayoutTheReaderAccepts) {
+  CaptureWriter w(out_, 1234);
+  EXPECT_EQ(w.dir(), out_ / "capture.partial-1234");
+  Manifest m = fill(w);
+  EXPECT_EQ(m.image_file, "image/0000000000abcdef.cubin");  // unchanged on-disk names
+  EXPECT_EQ(m.regions[0].file, "mem/0.bin");
+  EXPECT_EQ(m.params_size, 8u);
+  EXPECT_FALSE(fs::exists(out_ / "capture"));  // nothing looks complete before publish
+  EXPECT_EQ(w.publish(m), out_ / "capture");
+  EXPECT_FALSE(fs::exists(out_ / "capture.partial-1234"));
+  Capture c = open_capture(out_);
+  EXPECT_EQ(c.manifest.mangled_name, "_Z1kPf");
+  EXPECT_EQ(c.manifest.image_kind, "cubin");
+  EXPECT_TRUE(fs::exists(out_ / "capture" / "params.bin"));
+  EXPECT_TRUE(fs::exists(out_ / "capture" / "after.bin"));
+}
+
+TEST_F(CaptureWriterTest, AnAbandonedWriterLeavesNothing) {
+  {
+    CaptureWriter w(out_, 77);
+    fill(w);
+    EXPECT_TRUE(fs::exists(out_ / "capture.partial-77" / "mem" / "0.bin"));
+  }
+  EXPECT_TRUE(fs::is_empty(out_));
+}
+
+TEST_F(CaptureWriterTest, ReplacesAnOlderCaptureAndAStalePartial) {
+  fs::create_directories(out_ / "capture" / "old");
+  fs::create_directories(out_ / "capture.partial-5" / "junk");
+  CaptureWriter w(out_, 5);
+  EXPECT_FALSE(fs::exists(out_ / "capture.partial-5" / "junk"));
+  w.publish(fill(w));
+  EXPECT_FALSE(fs::exists(out_ / "capture" / "old"));
+}
+
+TEST(FormatOutLayout, NamesAndWhatForceReplaces) {
+  const fs::path out = "/o";
+  EXPECT_EQ(out::events_file(out, 9), fs::path("/o/.kerncap/events-9.jsonl"));
+  EXPECT_EQ(out::claim_file(out), fs::path("/o/.kerncap/claim"));
+  EXPECT_EQ(out::partial_dir(out, 9), fs::path("/o/capture.partial-9"));
+  EXPECT_TRUE(out::is_events_file("events-12.jsonl"));
+  EXPECT_FALSE(out::is_events_file("profile-12.jsonl"));
+  for (const char* n : {"capture", ".kerncap", "capture.partial-3", "triton", "kernel_variant.py", "reproducer.py",
+                        "kerncap_repro", "candidate.cubin", "candidate.json", "compare.json"})
+    EXPECT_TRUE(out::force_replaced(n)) << n;  // compare.json: its spans name the old capture's addresses
+  // The user's work and files kerncap never wrote survive --force.
+  for (const char* n : {"kernel_variant.cu", "src", "optimized.cubin", "notes.txt", "Makefile"})
+    EXPECT_FALSE(out::force_replaced(n)) << n;
+}
+
+}  // namespace
+}  // namespace kerncap::format

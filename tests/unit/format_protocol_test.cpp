@@ -1,0 +1,124 @@
+// The KERNCAP_* table: every variable has one row, the library's reader and the
+// launcher's Config::to_env() agree, and docs/env.md is the table's own output.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "format/protocol.hpp"
+
+using namespace kerncap::format;
+
+namespace {
+
+Config from_map(const std::map<std::string, std::string>& env, std::vector<std::string>* problems) {
+  return config_from_env(
+      [&](std::string_view name) -> const char* {
+        auto it = env.find(std::string(name));
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      problems);
+}
+
+}  // namespace
+
+TEST(FormatProtocol, EveryVariableHasOneRowAndAName) {
+  std::set<std::string_view> names;
+  std::set<Var> ids;
+  for (const auto& v : env_vars()) {
+    EXPECT_TRUE(v.name.starts_with("KERNCAP_")) << v.name;
+    EXPECT_TRUE(names.insert(v.name).second) << "duplicate " << v.name;
+    EXPECT_TRUE(ids.insert(v.id).second) << v.name;
+    EXPECT_FALSE(v.meaning.empty()) << v.name;
+    EXPECT_NE(v.readers, 0u) << v.name;
+    EXPECT_EQ(env_var(v.id).name, v.name);
+    // The library's variables, and only those, parse into and print from Config.
+    EXPECT_EQ(v.parse != nullptr, (v.readers & kLibrary) != 0) << v.name;
+    EXPECT_EQ(v.print != nullptr, v.parse != nullptr) << v.name;
+  }
+  EXPECT_EQ(ids.size(), static_cast<size_t>(Var::ReplayLib) + 1);  // no Var without a row
+  EXPECT_EQ(env_name(Var::Dispatch), "KERNCAP_DISPATCH");
+}
+
+TEST(FormatProtocol, ToEnvRoundTripsThroughTheLibrarysReader) {
+  Config c;
+  c.mode = Mode::Capture;
+  c.output = "/tmp/out";
+  c.kernel = "gemm<float>";
+  c.regex = true;
+  c.dispatch = 12;
+  c.keep_running = true;
+  c.verbose = 2;
+  c.chunk_bytes = 65536;
+  c.staging_bytes = 8u << 20;
+  c.dump_images = true;
+  std::vector<std::string> problems;
+  Config back = from_map(c.to_env(), &problems);
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  EXPECT_EQ(back.to_json(), c.to_json());
+  EXPECT_EQ(back.verbose, 2);
+  EXPECT_TRUE(back.dump_images);
+}
+
+TEST(FormatProtocol, TunablesAtTheirDefaultsAreLeftToTheUser) {
+  Config c;
+  c.mode = Mode::Profile;
+  c.output = "/tmp/records";
+  auto env = c.to_env();
+  EXPECT_EQ(env.at("KERNCAP_MODE"), "profile");
+  EXPECT_EQ(env.at("KERNCAP_OUTPUT"), "/tmp/records");
+  EXPECT_EQ(env.at("KERNCAP_KERNEL"), "");  // a stale pattern in the user's shell is overridden
+  EXPECT_FALSE(env.contains("KERNCAP_CHUNK_BYTES"));
+  EXPECT_FALSE(env.contains("KERNCAP_STAGING_BYTES"));
+  EXPECT_FALSE(env.contains("KERNCAP_DUMP_IMAGES"));
+  for (const auto& [name, value] : env) EXPECT_TRUE(env_var(Var::Mode).name == name || !name.empty());
+}
+
+TEST(FormatProtocol, MalformedValuesAreReportedByName) {
+  std::vector<std::string> problems;
+  Config c = from_map({{"KERNCAP_MODE", "capture"},
+                       {"KERNCAP_OUTPUT", "/x"},
+                       {"KERNCAP_KERNEL", "k"},
+                       {"KERNCAP_DISPATCH", "three"},
+                       {"KERNCAP_REGEX", "maybe"},
+                       {"KERNCAP_STAGING_BYTES", "1000"}},
+                      &problems);
+  ASSERT_EQ(problems.size(), 3u);
+  EXPECT_EQ(problems[0], "KERNCAP_REGEX must be 1 or 0");
+  EXPECT_EQ(problems[1], "KERNCAP_DISPATCH is not a number");
+  EXPECT_EQ(problems[2], "KERNCAP_STAGING_BYTES must be at least 1 MiB");
+  EXPECT_EQ(c.mode, Mode::Capture);  // a bad tunable keeps its default, the capture goes on
+  EXPECT_EQ(c.dispatch, 0u);
+  EXPECT_EQ(c.staging_bytes, Config{}.staging_bytes);
+}
+
+TEST(FormatProtocol, ModeWithoutOutputOrKernelTurnsTheLibraryOff) {
+  std::vector<std::string> problems;
+  EXPECT_EQ(from_map({{"KERNCAP_MODE", "profile"}}, &problems).mode, Mode::Off);
+  EXPECT_EQ(problems, std::vector<std::string>{"KERNCAP_OUTPUT is not set"});
+  problems.clear();
+  EXPECT_EQ(from_map({{"KERNCAP_MODE", "capture"}, {"KERNCAP_OUTPUT", "/x"}}, &problems).mode, Mode::Off);
+  EXPECT_EQ(problems, std::vector<std::string>{"KERNCAP_KERNEL is not set"});
+  problems.clear();
+  EXPECT_EQ(from_map({}, &problems).mode, Mode::Off);
+  EXPECT_TRUE(problems.empty());
+}
+
+TEST(FormatProtocol, JsonListsEveryVariableWithItsReaders) {
+  auto j = env_json();
+  EXPECT_EQ(j["protocol"], kProtocolVersion);
+  ASSERT_EQ(j["variables"].size(), env_vars().size());
+  EXPECT_EQ(j["variables"][0]["name"], "KERNCAP_MODE");
+  EXPECT_EQ(j["variables"][0]["readers"], nlohmann::json::array({"library"}));
+}
+
+TEST(FormatProtocol, DocsEnvMdIsTheTablesOutput) {
+  std::ifstream in(std::string(KERNCAP_FIXTURES) + "/../../docs/env.md");
+  ASSERT_TRUE(in) << "docs/env.md is missing: kerncap env --markdown > docs/env.md";
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), env_markdown())
+      << "docs/env.md differs from the table in src/format/protocol.cpp: run kerncap env --markdown > docs/env.md";
+}
