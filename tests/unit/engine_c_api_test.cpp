@@ -13,40 +13,18 @@
 
 #include "format/capture_dir.hpp"
 #include "kerncap/replay.h"
+#include "scratch_capture.hpp"
 
 namespace {
 namespace fs = std::filesystem;
 using namespace kerncap::format;
 
-class EngineCApi : public ::testing::Test {
+class EngineCApi : public kerncap::testing::ScratchDir {
  protected:
   void SetUp() override {
-    static std::atomic<int> counter{0};
-    out_ = fs::temp_directory_path() /
-           ("kerncap-engine-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(out_);
-    const fs::path dir = out_ / kCaptureDirName;
-    fs::create_directories(dir / "mem");
-    fs::create_directories(dir / "image");
-    Manifest m;
-    m.tool_version = "test";
-    m.mangled_name = "_Z6kernelPf";
-    m.demangled_name = "kernel(float*)";
-    m.params_size = 8;
-    m.params = {{0, 8}};
-    m.image_file = "image/00000000000000ab.cubin";
-    m.image_kind = "cubin";
-    m.image_hash = 0xab;
-    m.regions = {{0, MemKind::Device, 0x7f0000000000ull, 256, "mem/0.bin", 0, ""}};
-    const std::vector<uint8_t> params(8, 0x11), image(100, 0x7f), r0(256, 1);
-    write_file(dir / m.params_file, params.data(), params.size());
-    write_file(dir / m.image_file, image.data(), image.size());
-    write_file(dir / "mem/0.bin", r0.data(), r0.size());
-    write_file(dir / m.after_file, nullptr, 0);
-    write_json_atomic(dir / kManifestName, to_json(m));
+    ScratchDir::SetUp();
+    kerncap::testing::write_small_capture(out_);
   }
-  void TearDown() override { fs::remove_all(out_); }
-  fs::path out_;
 };
 
 TEST_F(EngineCApi, VersionIsTheHeaders) {

@@ -14,6 +14,7 @@
 #include "footprint/footprint.hpp"
 #include "format/capture_dir.hpp"
 #include "format/footprint.hpp"
+#include "scratch_capture.hpp"
 
 namespace kerncap::format {
 namespace {
@@ -35,33 +36,12 @@ Result kerncap(const std::string& args) {
   return r;
 }
 
-class FootprintCliTest : public ::testing::Test {
+class FootprintCliTest : public kerncap::testing::ScratchDir {
  protected:
   void SetUp() override {
-    static std::atomic<int> counter{0};
-    out_ = fs::temp_directory_path() /
-           ("kerncap-footprint-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(out_);
-    const fs::path dir = out_ / kCaptureDirName;
-    fs::create_directories(dir / "mem");
-    fs::create_directories(dir / "image");
-    m_.tool_version = "test";
-    m_.mangled_name = "_Z6kernelPf";
-    m_.demangled_name = "kernel(float*)";
-    m_.params_size = 8;
-    m_.params = {{0, 8}};
-    m_.image_file = "image/00000000000000ab.cubin";
-    m_.image_kind = "cubin";
-    m_.image_hash = 0xab;
-    m_.regions = {{0, MemKind::Device, 0x7f0000000000ull, 256, "mem/0.bin", 0, ""}};
-    const std::vector<uint8_t> params(8, 0), image(100, 0x7f), r0(256, 1);
-    write_file(dir / m_.params_file, params.data(), params.size());
-    write_file(dir / m_.image_file, image.data(), image.size());
-    write_file(dir / "mem/0.bin", r0.data(), r0.size());
-    write_file(dir / m_.after_file, nullptr, 0);
-    write_json_atomic(dir / kManifestName, to_json(m_));
+    ScratchDir::SetUp();
+    m_ = kerncap::testing::write_small_capture(out_, 1);
   }
-  void TearDown() override { fs::remove_all(out_); }
 
   Footprint measured() const {
     Footprint f;
@@ -87,7 +67,6 @@ class FootprintCliTest : public ::testing::Test {
     return f;
   }
 
-  fs::path out_;
   Manifest m_;
 };
 

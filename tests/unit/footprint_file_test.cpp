@@ -7,6 +7,7 @@
 #include <atomic>
 #include <fstream>
 
+#include "scratch_capture.hpp"
 #include "common/error.hpp"
 #include "footprint/footprint.hpp"
 #include "format/footprint.hpp"
@@ -14,16 +15,8 @@
 namespace kerncap::format {
 namespace {
 
-class FootprintFileTest : public ::testing::Test {
+class FootprintFileTest : public kerncap::testing::ScratchDir {
  protected:
-  void SetUp() override {
-    static std::atomic<int> counter{0};
-    dir_ = fs::temp_directory_path() /
-           ("kerncap-footprint-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
 
   static Footprint sample() {
     Footprint f;
@@ -71,7 +64,7 @@ class FootprintFileTest : public ::testing::Test {
 
   std::string refusal() {
     try {
-      read_footprint(dir_);
+      read_footprint(out_);
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::Input) << e.what();
       return e.what();
@@ -79,18 +72,17 @@ class FootprintFileTest : public ::testing::Test {
     return "";
   }
 
-  nlohmann::json json() { return nlohmann::json::parse(std::ifstream(dir_ / kFootprintJson)); }
-  void put_json(const nlohmann::json& j) { std::ofstream(dir_ / kFootprintJson) << j.dump(); }
+  nlohmann::json json() { return nlohmann::json::parse(std::ifstream(out_ / kFootprintJson)); }
+  void put_json(const nlohmann::json& j) { std::ofstream(out_ / kFootprintJson) << j.dump(); }
 
-  fs::path dir_;
 };
 
 TEST_F(FootprintFileTest, RoundTripsEverything) {
   const Footprint f = sample();
-  write_footprint(dir_, f);
-  EXPECT_FALSE(fs::exists(dir_ / "footprint.json.tmp"));
-  EXPECT_FALSE(fs::exists(dir_ / "footprint.bin.tmp"));
-  const Footprint g = read_footprint(dir_);
+  write_footprint(out_, f);
+  EXPECT_FALSE(fs::exists(out_ / "footprint.json.tmp"));
+  EXPECT_FALSE(fs::exists(out_ / "footprint.bin.tmp"));
+  const Footprint g = read_footprint(out_);
   ASSERT_EQ(g.regions.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(g.regions[i].read, f.regions[i].read);
@@ -116,12 +108,12 @@ TEST_F(FootprintFileTest, RoundTripsEverything) {
 }
 
 TEST_F(FootprintFileTest, BitmapsAreCompact) {
-  write_footprint(dir_, sample());
-  EXPECT_LT(fs::file_size(dir_ / kFootprintBin), 64u);  // 9 bitmaps, mostly single runs
+  write_footprint(out_, sample());
+  EXPECT_LT(fs::file_size(out_ / kFootprintBin), 64u);  // 9 bitmaps, mostly single runs
 }
 
 TEST_F(FootprintFileTest, RefusesANewerVersion) {
-  write_footprint(dir_, sample());
+  write_footprint(out_, sample());
   auto j = json();
   j["format_version"] = 99;
   put_json(j);
@@ -129,10 +121,10 @@ TEST_F(FootprintFileTest, RefusesANewerVersion) {
 }
 
 TEST_F(FootprintFileTest, RefusesBrokenJsonAndMissingFields) {
-  write_footprint(dir_, sample());
-  std::ofstream(dir_ / kFootprintJson) << "{\"format\": ";
+  write_footprint(out_, sample());
+  std::ofstream(out_ / kFootprintJson) << "{\"format\": ";
   EXPECT_NE(refusal().find("not valid JSON"), std::string::npos);
-  write_footprint(dir_, sample());
+  write_footprint(out_, sample());
   auto j = json();
   j["regions"][1].erase("bitmaps");
   put_json(j);
@@ -140,23 +132,23 @@ TEST_F(FootprintFileTest, RefusesBrokenJsonAndMissingFields) {
 }
 
 TEST_F(FootprintFileTest, RefusesATruncatedOrAlteredBin) {
-  write_footprint(dir_, sample());
-  fs::resize_file(dir_ / kFootprintBin, fs::file_size(dir_ / kFootprintBin) - 1);
+  write_footprint(out_, sample());
+  fs::resize_file(out_ / kFootprintBin, fs::file_size(out_ / kFootprintBin) - 1);
   EXPECT_NE(refusal().find("footprint.bin has"), std::string::npos);
-  write_footprint(dir_, sample());
+  write_footprint(out_, sample());
   {
-    std::fstream bin(dir_ / kFootprintBin, std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream bin(out_ / kFootprintBin, std::ios::in | std::ios::out | std::ios::binary);
     bin.seekp(1);
     bin.put('\x55');
   }
   EXPECT_NE(refusal().find("hash"), std::string::npos);
-  write_footprint(dir_, sample());
-  fs::remove(dir_ / kFootprintBin);
+  write_footprint(out_, sample());
+  fs::remove(out_ / kFootprintBin);
   EXPECT_NE(refusal().find("missing"), std::string::npos);
 }
 
 TEST_F(FootprintFileTest, RefusesBitmapsOutsideTheBinOrOfTheWrongShape) {
-  write_footprint(dir_, sample());
+  write_footprint(out_, sample());
   auto j = json();
   j["regions"][0]["bitmaps"]["read"]["offset"] = 1u << 30;
   put_json(j);
@@ -205,10 +197,10 @@ TEST_F(FootprintFileTest, DecoderRefusesGarbage) {
 TEST_F(FootprintFileTest, LoadOrNoneFindsNothingThenTheFootprintThenRefusesAStaleOne) {
   const Footprint f = sample();
   Capture c;
-  c.dir = dir_;
+  c.dir = out_;
   c.manifest = manifest_for(f);
   EXPECT_FALSE(footprint::load_or_none(c).has_value());
-  write_footprint(dir_, f);
+  write_footprint(out_, f);
   auto got = footprint::load_or_none(c);
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->regions[2].written_bytes(), 128u);

@@ -7,22 +7,15 @@
 #include <atomic>
 #include <fstream>
 
+#include "scratch_capture.hpp"
 #include "common/error.hpp"
 #include "format/capture_dir.hpp"
 
 namespace kerncap::format {
 namespace {
 
-class CaptureDirTest : public ::testing::Test {
+class CaptureDirTest : public kerncap::testing::ScratchDir {
  protected:
-  void SetUp() override {
-    static std::atomic<int> counter{0};
-    out_ = fs::temp_directory_path() /
-           ("kerncap-format-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(out_);
-    fs::create_directories(out_);
-  }
-  void TearDown() override { fs::remove_all(out_); }
 
   // A small but complete capture in OUT/capture: params, image, two regions, AFTER runs.
   Manifest write_complete() {
@@ -61,7 +54,6 @@ class CaptureDirTest : public ::testing::Test {
     return "";
   }
 
-  fs::path out_;
 };
 
 TEST_F(CaptureDirTest, CompleteCaptureOpens) {

@@ -6,22 +6,15 @@
 
 #include <atomic>
 
+#include "scratch_capture.hpp"
 #include "format/capture_writer.hpp"
 #include "format/out_layout.hpp"
 
 namespace kerncap::format {
 namespace {
 
-class CaptureWriterTest : public ::testing::Test {
+class CaptureWriterTest : public kerncap::testing::ScratchDir {
  protected:
-  void SetUp() override {
-    static std::atomic<int> counter{0};
-    out_ = fs::temp_directory_path() /
-           ("kerncap-writer-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(out_);
-    fs::create_directories(out_);
-  }
-  void TearDown() override { fs::remove_all(out_); }
 
   // Writes one region, the image, params and one AFTER run, as the capturer does.
   Manifest fill(CaptureWriter& w) {
@@ -41,7 +34,6 @@ class CaptureWriterTest : public ::testing::Test {
     return m;
   }
 
-  fs::path out_;
 };
 
 TEST_F(CaptureWriterTest, PublishesTheLayoutTheReaderAccepts) {
