@@ -3,7 +3,9 @@
 // the GPU suite uses it for "application crashes before the target". `--repeat K` launches
 // it K times on the same inputs, so a later launch rewrites bytes that are already equal
 // (what benchmark loops do). Built a second time as two broken variants for strong
-// validation: KC_VARIANT_NOOP writes nothing, KC_VARIANT_TAIL skips the last partial block.
+// validation: KC_VARIANT_NOOP writes nothing, KC_VARIANT_TAIL skips the last partial block;
+// and KC_VARIANT_CLAMP clamps b at 0, right only for the captured inputs (b >= 0): plain
+// validation passes it, `--fuzz` must not.
 #include <cstring>
 #include <vector>
 
@@ -13,6 +15,8 @@ __global__ void vectorAdd(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
 #if defined(KC_VARIANT_NOOP)
   (void)i;
+#elif defined(KC_VARIANT_CLAMP)
+  if (i < n) c[i] = a[i] + fmaxf(b[i], 0.0f);
 #elif defined(KC_VARIANT_TAIL)
   if (i < n / blockDim.x * blockDim.x) c[i] = a[i] + b[i];
 #else

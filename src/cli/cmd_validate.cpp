@@ -14,6 +14,7 @@
 #include "common/hex.hpp"
 #include "replay/compare_spec.hpp"
 #include "replay/validate.hpp"
+#include "replay/fuzz.hpp"
 #include "replay/validate_flow.hpp"
 
 namespace kerncap::cli {
@@ -24,6 +25,8 @@ struct ValidateArgs {
   std::optional<double> atol, rtol;
   bool no_determinism = false;
   std::string footprint = "auto";
+  uint64_t fuzz = 0;
+  uint64_t seed = 1;
 };
 
 // Flags force a spec; without any, the engine's default (OUT/compare.json or byte-exact).
@@ -46,8 +49,19 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
   req.check_determinism = !a.no_determinism;
   const auto fp = footprint_for(c.dir, footprint_use_from(a.footprint), c.quiet || c.json);
   if (fp) req.footprint = &*fp;
+  if (a.fuzz && !fp)
+    usage_error("--fuzz needs the launch's footprint (which inputs are read-only, which outputs are written): run "
+                "`kerncap footprint " + c.dir + "` first (it needs the Compute Sanitizer API)");
   const replay::ValidateReport r = replay::validate(req);
   const replay::Verdict& v = r.verdict;
+  std::optional<replay::FuzzReport> fz;
+  if (a.fuzz) {
+    replay::Options captured = req.session;
+    captured.cubin.reset();
+    if (!req.session.cubin && !c.quiet && !c.json)
+      std::fprintf(stderr, "kerncap: note: --fuzz without a variant compares the captured image with itself\n");
+    fz = replay::fuzz(captured, req.session, *fp, a.fuzz, a.seed);
+  }
   if (c.json) {
     nlohmann::json j = v.to_json();
     j["kernel"] = r.kernel;
@@ -55,6 +69,7 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
     j["relocated_regions"] = r.placement.runs_relocated;
     j["rewritten_words"] = r.restore.rewritten_words;
     j["determinism_checked"] = r.determinism_checked;
+    if (fz) j["fuzz"] = fz->to_json();
     std::cout << j.dump(2) << std::endl;
   } else {
     std::cout << r.kernel << "\n  image: " << r.image << "\n  " << placement_line(r.placement, r.restore.rewritten_words)
@@ -67,9 +82,10 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
       std::cout << fmt::format("  region {} ({} at {}, {}; launch wrote {}): {}\n", x.id, x.kind, hex_addr(x.base),
                                human_bytes(x.size), human_bytes(x.written), x.summary());
     }
+    if (fz) std::cout << fz->line() << "\n";
     std::cout << v.line() << "\n";
   }
-  exit_code = v.pass() ? 0 : 1;
+  exit_code = v.pass() && (!fz || fz->pass()) ? 0 : 1;
 }
 
 }  // namespace
@@ -98,6 +114,12 @@ void add_validate(CLI::App& app, int& exit_code) {
                   "auto: strong validation with the capture's footprint, measured once now if missing (needs the "
                   "Compute Sanitizer API); never: weak; require: fail without one")
       ->default_val("auto");
+  cmd->add_option("--fuzz", a->fuzz,
+                  "Also run N trials with random float inputs (zeros, large, denormal values): the variant must match "
+                  "the captured kernel within tolerance and write every byte it writes (needs a footprint)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{100000}));
+  cmd->add_option("--seed", a->seed, "Seed of the --fuzz inputs (a failure names the trial; same seed, same inputs)")
+      ->default_val(1);
   cmd->add_flag("--no-determinism-check", a->no_determinism,
                 "On a mismatch, do not replay the captured image twice to find out whether it is nondeterministic");
   cmd->callback([c, a, &exit_code] { run_validate(*c, *a, exit_code); });

@@ -360,6 +360,34 @@ case_strong_identical() {
   done
 }
 
+# Fuzzing: a variant right only for the captured inputs (b clamped at 0; the captured b >= 0)
+# passes plain strong validation and must fail --fuzz 20, naming the seed and trial; the
+# kernel's own image passes the same fuzzing. A capture without float inputs is refused.
+case_fuzz_clamp() {
+  need_example vector_add || return
+  CAP=$CASE_DIR/cap
+  do_extract "$CAP" vectorAdd -- "$EX/vector_add" 100000 || return
+  run_step footprint "$KC" footprint "$CAP" || { bad "footprint: $(first_error)"; return; }
+  do_validate "$CAP" --cubin "$EX/vector_add_clamp.cubin" || return
+  note "plain: $(grep -m1 -o '^Result: [A-Z]* ([a-z]*' "$STEP_OUT")"
+  local rc
+  run_step fuzz_clamp "$KC" validate "$CAP" --cubin "$EX/vector_add_clamp.cubin" --fuzz 20 --seed 7
+  rc=$?
+  if [ $rc -eq 1 ] && grep -q '^Fuzz: FAIL' "$STEP_OUT"; then note "$(grep -m1 '^Fuzz' "$STEP_OUT" | cut -c1-90)"
+  else bad "clamp variant under --fuzz: rc $rc $(grep -m1 -E '^(Fuzz|Result)' "$STEP_OUT")"; fi
+  run_step fuzz_same "$KC" validate "$CAP" --cubin "$EX/vector_add.cubin" --fuzz 5
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q '^Fuzz: PASS' "$STEP_OUT"; then note "correct variant fuzz PASS"
+  else bad "correct variant under --fuzz: rc $rc $(grep -m1 -E '^(Fuzz|Result)' "$STEP_OUT") $(first_error)"; fi
+}
+case_err_fuzz_no_float() {
+  need_example struct_ptrs || return
+  CAP=$CASE_DIR/cap
+  do_extract "$CAP" stepParticles --dispatch 1 -- "$EX/struct_ptrs" || return
+  run_step footprint "$KC" footprint "$CAP" || { bad "footprint: $(first_error)"; return; }
+  expect_error validate 2 'floating-point inputs' "$KC" validate "$CAP" --fuzz 3
+}
+
 # ---- cases: the engine outside the CLI ----------------------------------------------------------
 # kerncap-replay (the engine alone) validates and times the base capture.
 case_engine_standalone() {
@@ -558,7 +586,7 @@ case_torch_gemm_bf16() { torch_case gemm_bf16 'nvjet|gemm|xmma|cutlass' --regex;
 CASES=(
   vector_add accumulate batched_ptrs struct_ptrs globals big_smem templated dispatch
   async_stream managed mapped_host cluster_launch cooperative driver_extra graph_capture
-  cubin_variant strong_identical nondet_atomic engine_standalone engine_c_abi err_unknown_kernel err_exit_before err_app_crash err_dir_exists err_truncated err_verify
+  cubin_variant strong_identical fuzz_clamp err_fuzz_no_float nondet_atomic engine_standalone engine_c_abi err_unknown_kernel err_exit_before err_app_crash err_dir_exists err_truncated err_verify
   err_no_manifest err_newer_format err_cubin_lacks_kernel err_no_gpu
   continue_accumulate continue_globals continue_managed continue_driver_extra
   collide_vector_add collide_no_relocate collide_batched validate_x100

@@ -1,0 +1,239 @@
+#include "replay/fuzz.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "common/driver.hpp"
+#include "common/error.hpp"
+#include "common/hex.hpp"
+#include "common/log.hpp"
+#include "replay/poison.hpp"
+#include "replay/signature.hpp"
+
+namespace kerncap::replay {
+namespace fs = std::filesystem;
+using compare::DType;
+
+namespace {
+
+uint64_t mix(uint64_t x) {  // splitmix64
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+bool fuzzable(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16; }
+
+uint16_t to_bf16(float f) { return static_cast<uint16_t>(std::bit_cast<uint32_t>(f) >> 16); }
+
+uint16_t to_half(float f) {  // round toward zero; enough for test inputs
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const int exp = static_cast<int>((x >> 23) & 0xff) - 127 + 15;
+  const uint32_t man = x & 0x7fffffu;
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7bffu);  // largest finite
+  if (exp <= 0) {                                               // denormal or zero
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    return static_cast<uint16_t>(sign | ((man | 0x800000u) >> (14 - exp)));
+  }
+  return static_cast<uint16_t>(sign | static_cast<uint32_t>(exp) << 10 | man >> 13);
+}
+
+void store(DType t, double v, uint8_t* p) {
+  switch (t) {
+    case DType::F64: std::memcpy(p, &v, 8); break;
+    case DType::F32: {
+      float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+      break;
+    }
+    case DType::F16: {
+      uint16_t h = to_half(static_cast<float>(v));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case DType::BF16: {
+      uint16_t h = to_bf16(static_cast<float>(v));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    default: break;
+  }
+}
+
+}  // namespace
+
+std::vector<FuzzInput> fuzz_inputs(const format::Footprint& f, const format::Manifest& m,
+                                   const std::vector<TypedSpan>& signature) {
+  std::vector<FuzzInput> out;
+  for (const auto& s : signature) {
+    if (!fuzzable(s.dtype)) continue;
+    for (size_t i = 0; i < m.regions.size() && i < f.regions.size(); ++i) {
+      const auto& r = m.regions[i];
+      if (s.base < r.base || s.base >= r.base + r.size) continue;
+      const auto& fp = f.regions[i];
+      // An input: some of it is read, none of it written (an in-place buffer is an output).
+      const uint64_t b = s.base - r.base, e = std::min(r.size, b + s.size);
+      bool read = false, written = false;
+      for (uint64_t g = b / fp.read.granule(); g * fp.read.granule() < e && g < fp.read.bits() && !read; ++g)
+        read = fp.read.test(g);
+      for (uint64_t k = b; k < e && k < fp.written.bits() && !written; ++k) written = fp.written.test(k);
+      if (read && !written) out.push_back({i, b, e, s.dtype});
+    }
+  }
+  if (out.empty())
+    input_error("--fuzz needs floating-point inputs the kernel reads and does not write (pointer parameters of "
+                "type float*, double*, __half*, __nv_bfloat16* whose memory the footprint shows as read-only); "
+                "this capture has none");
+  return out;
+}
+
+double fuzz_value(uint64_t seed, uint64_t trial, uint64_t region, uint64_t index) {
+  const uint64_t h = mix(mix(mix(seed) ^ trial) ^ (region << 48) ^ index);
+  const double u = static_cast<double>(h >> 11) * 0x1.0p-53;  // [0, 1)
+  const double sign = (h & 1) ? -1.0 : 1.0;
+  switch ((h >> 1) % 20) {
+    case 0:
+    case 1: return 0.0;
+    case 2: return sign * (1e3 + u * 3e4);                                 // large (fits fp16)
+    case 3: return sign * std::numeric_limits<float>::denorm_min() * (1 + u * 1000);  // denormal
+    default: return sign * u * 4.0;                                        // ordinary
+  }
+}
+
+void apply_fuzz(const std::vector<FuzzInput>& inputs, const format::RegionFootprint& /*fp*/, uint64_t seed,
+                uint64_t trial, size_t region, uint64_t offset, uint8_t* data, uint64_t n) {
+  for (const auto& in : inputs) {
+    if (in.region != region || in.end <= offset || in.begin >= offset + n) continue;
+    const unsigned es = compare::dtype_size(in.dtype);
+    // Whole elements of the input that lie inside this piece.
+    uint64_t first = in.begin + (std::max(offset, in.begin) - in.begin + es - 1) / es * es;
+    for (uint64_t at = first; at + es <= std::min(in.end, offset + n); at += es)
+      store(in.dtype, fuzz_value(seed, trial, region, (at - in.begin) / es), data + (at - offset));
+  }
+}
+
+std::string FuzzReport::line() const {
+  if (pass())
+    return fmt::format("Fuzz: PASS ({} trials, seed {}: {} float input(s), {} randomised per trial; the variant "
+                       "matched the captured kernel within tolerance and wrote every byte it writes)",
+                       trials, seed, inputs, human_bytes(input_bytes));
+  const auto& f = failures.front();
+  return fmt::format("Fuzz: FAIL ({} of {} trials; first: trial {} (seed {}), region {}{}: {})", failures.size(),
+                     trials, f.trial, seed, f.region_id,
+                     f.first_bad_offset ? fmt::format(", first bad byte offset {}", *f.first_bad_offset) : "",
+                     f.summary);
+}
+
+nlohmann::json FuzzReport::to_json() const {
+  nlohmann::json fails = nlohmann::json::array();
+  for (const auto& f : failures) {
+    nlohmann::json j = {{"trial", f.trial}, {"region", f.region_id}, {"summary", f.summary}};
+    if (f.first_bad_offset) j["first_bad_offset"] = *f.first_bad_offset;
+    fails.push_back(j);
+  }
+  return {{"result", pass() ? "PASS" : "FAIL"}, {"seed", seed},        {"trials", trials},
+          {"inputs", inputs},                   {"input_bytes", input_bytes}, {"failures", fails},
+          {"line", line()}};
+}
+
+FuzzReport fuzz(const Options& captured, const Options& variant, const format::Footprint& f, uint64_t trials,
+                uint64_t seed) {
+  FuzzReport rep;
+  rep.seed = seed;
+  rep.trials = trials;
+  const fs::path tmp = fs::temp_directory_path() / fmt::format("kerncap-fuzz-{}.bin", ::getpid());
+  struct Remove {
+    fs::path p;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove(p, ec);
+    }
+  } cleanup{tmp};
+
+  std::vector<FuzzInput> inputs;
+  std::vector<TypedSpan> typed;
+  std::vector<size_t> outputs;  // regions the kernel writes
+  {
+    Session s(captured);
+    const auto& m = s.capture().manifest;
+    typed = signature_spans(m, format::read_file(s.capture().path(m.params_file)));
+    inputs = fuzz_inputs(f, m, typed);
+    for (const auto& in : inputs) rep.input_bytes += in.end - in.begin;
+    rep.inputs = inputs.size();
+    for (size_t i = 0; i < f.regions.size(); ++i)
+      if (f.regions[i].written_bytes()) outputs.push_back(i);
+    const PoisonPlan plan = plan_poison(f, m);
+    uint64_t trial = 0;
+    s.set_restore_filter([&](size_t i, uint64_t off, uint8_t* d, uint64_t n) {
+      apply_poison(plan, i, off, d, n, 0xA5);
+      apply_fuzz(inputs, f.regions[i], seed, trial, i, off, d, n);
+    });
+    format::BlobWriter out(tmp);
+    auto* buf = static_cast<uint8_t*>(s.staging(0));
+    for (trial = 0; trial < trials; ++trial) {
+      s.restore();
+      s.launch();
+      for (size_t i : outputs)
+        for (uint64_t off = 0; off < m.regions[i].size;) {
+          const uint64_t n = std::min(s.staging_bytes(), m.regions[i].size - off);
+          KC_CU(cuMemcpyDtoH(buf, s.address(i) + off, n));
+          out.write(buf, n);
+          off += n;
+        }
+    }
+    out.close();
+  }
+  Session v(variant);
+  const auto& m = v.capture().manifest;
+  const PoisonPlan plan = plan_poison(f, m);
+  CompareSpec spec{.source = "fuzz"};
+  spec.spans = typed;  // every typed span with its dtype's default tolerance
+  uint64_t trial = 0;
+  v.set_restore_filter([&](size_t i, uint64_t off, uint8_t* d, uint64_t n) {
+    apply_poison(plan, i, off, d, n, 0x5A);  // another poison: outputs must not depend on it
+    apply_fuzz(inputs, f.regions[i], seed, trial, i, off, d, n);
+  });
+  format::BlobReader expected_file(tmp);
+  auto* expected = static_cast<uint8_t*>(v.staging(0));
+  auto* actual = static_cast<uint8_t*>(v.staging(1));
+  uint64_t file_off = 0;
+  for (trial = 0; trial < trials; ++trial) {
+    v.restore();
+    v.launch();
+    bool failed = false;
+    for (size_t i : outputs) {
+      const auto& r = m.regions[i];
+      for (const Piece& p : pieces_of(r, spec)) {
+        compare::Comparator cmp(p.dtype, p.tol);
+        for (uint64_t off = p.begin; off < p.end;) {
+          const uint64_t n = std::min(v.staging_bytes() / 64 * 64, p.end - off);
+          expected_file.read_at(file_off + off, expected, n);
+          KC_CU(cuMemcpyDtoH(actual, v.address(i) + off, n));
+          cmp.feed(expected, actual, n, off - p.begin);
+          off += n;
+        }
+        const auto& res = cmp.result();
+        if (!res.pass() && !failed) {
+          failed = true;
+          FuzzTrialResult t{trial, false, r.id, std::nullopt, compare::summary(res)};
+          if (res.first_bad_offset) t.first_bad_offset = *res.first_bad_offset + p.begin;
+          rep.failures.push_back(t);
+        }
+      }
+      file_off += r.size;
+    }
+    log::info("fuzz trial {} of {}: {}", trial + 1, trials, failed ? "FAIL" : "ok");
+  }
+  return rep;
+}
+
+}  // namespace kerncap::replay
