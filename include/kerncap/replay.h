@@ -60,12 +60,16 @@ KC_API int kc_capture_info(const char* path, char** json_out);
  *   "progress": bool (default false)
  *   "verify": bool (default false): check the image now and every BEFORE file on the first
  *             kc_restore against the hashes recorded at capture (KC_E_INPUT naming the file)
+ *   "strong": bool (default true): when the capture has a footprint (`kerncap footprint`),
+ *             every kc_restore poisons the bytes the launch writes without reading them, and
+ *             kc_compare's verdict is strong (a launch that skips writes fails)
  * Reserves the captured addresses, creates/retains the context, maps memory, loads the image.
  * Call before anything else in the process allocates device memory. */
 KC_API int kc_open(const char* path, const char* options_json, kc_session** out);
 KC_API void kc_close(kc_session* s);
 
-/* Writes every region and global back to its BEFORE state; JSON: {"bytes", "rewritten_words"}. */
+/* Writes every region and global back to its BEFORE state (write-only bytes poisoned in a
+ * strong session); returns after the copies completed. JSON: {"bytes", "rewritten_words"}. */
 KC_API int kc_restore(kc_session* s, char** json_out);
 
 /* Where a captured device address lives in this replay (relocation applied); an address in

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -15,13 +16,18 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "format/capture_dir.hpp"
+#include "format/footprint.hpp"
 #include "replay/compare_spec.hpp"
+#include "replay/poison.hpp"
 #include "replay/session.hpp"
 #include "replay/timing.hpp"
 #include "replay/validate.hpp"
 
 struct kc_session {
   std::unique_ptr<kerncap::replay::Session> session;
+  // Strong validation: the capture's footprint says which bytes the launch writes without
+  // reading; every restore poisons them (the filter keeps a reference to `poison`).
+  std::optional<kerncap::replay::PoisonPlan> poison;
 };
 
 namespace {
@@ -119,6 +125,11 @@ int kc_open(const char* path, const char* options_json, kc_session** out) {
     if (!opt.progress) kerncap::log::set_level(kerncap::log::Level::Quiet);
     auto s = std::make_unique<kc_session>();
     s->session = std::make_unique<replay::Session>(opt);
+    const auto& cap = s->session->capture();
+    if (option<bool>(o, "strong", true) && kerncap::format::footprint_exists(cap.dir)) {
+      s->poison = replay::plan_poison(kerncap::format::read_footprint(cap.dir), cap.manifest);
+      replay::poison_restores(*s->session, *s->poison);
+    }
     *out = s.release();
   });
 }
@@ -198,6 +209,12 @@ int kc_compare(kc_session* s, const char* spec_json, char** json_out) {
     // The caller may have launched on a stream of its own (a Triton kernel on torch's).
     KC_CU(cuCtxSynchronize());
     replay::Verdict v = replay::compare_with_after(session, spec);
+    if (s->poison) {
+      v.strong = true;
+      v.footprint_written = s->poison->written_bytes;
+      v.footprint_regions = s->poison->written_regions;
+      v.poisoned = s->poison->bytes;
+    }
     if (json_out) *json_out = dup(v.to_json().dump());
   });
 }
