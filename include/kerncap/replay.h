@@ -77,7 +77,8 @@ KC_API int kc_restore(kc_session* s, char** json_out);
 KC_API int kc_translate(kc_session* s, uint64_t captured_address, uint64_t* replay_address);
 
 /* The captured parameter buffer with pointers into moved ranges rewritten (what kc_launch
- * passes). Copies min(size, capacity) bytes; *size_out gets the full size. */
+ * passes); the rewriting happens in kc_restore, so call it after kc_restore.
+ * Copies min(size, capacity) bytes; *size_out gets the full size. */
 KC_API int kc_params(kc_session* s, uint8_t* buffer, uint64_t capacity, uint64_t* size_out);
 
 /* The CUstream the engine launches and times on (as an integer handle). */

@@ -28,13 +28,17 @@ AddressSpace::AddressSpace(CUdevice dev, bool allow_relocate) : dev_(dev), allow
 }
 
 AddressSpace::~AddressSpace() {
+  // Never throws: a failed release is logged and the rest are still released.
+  auto release = [](CUresult r, const char* what) {
+    if (r != CUDA_SUCCESS) log::warn("{}", cu_error_text(r, what, __FILE__, __LINE__));
+  };
   const Driver& d = driver();
   for (auto& m : mappings_) {
-    d.cuMemUnmap(m.addr, m.size);
-    d.cuMemRelease(m.handle);
+    release(d.cuMemUnmap(m.addr, m.size), "cuMemUnmap");
+    release(d.cuMemRelease(m.handle), "cuMemRelease");
   }
-  for (auto& r : reservations_) d.cuMemAddressFree(r.addr, r.size);
-  for (auto& r : occupiers_) d.cuMemAddressFree(r.addr, r.size);
+  for (auto& r : reservations_) release(d.cuMemAddressFree(r.addr, r.size), "cuMemAddressFree");
+  for (auto& r : occupiers_) release(d.cuMemAddressFree(r.addr, r.size), "cuMemAddressFree");
 }
 
 // Reserves `size` bytes at `hint`. Returns the address when it landed at the hint; when it

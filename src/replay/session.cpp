@@ -306,6 +306,10 @@ void Session::enqueue() {
   KC_CU(cuLaunchKernelEx(&cfg, function_, use_extra ? nullptr : param_ptrs_.data(), use_extra ? extra : nullptr));
 }
 
+void Session::make_current() const {
+  if (ctx_) KC_CU(cuCtxSetCurrent(ctx_));
+}
+
 void Session::synchronize() {
   CUresult r = KC_CU_TRY(cuStreamSynchronize(stream_));
   if (r != CUDA_SUCCESS)

@@ -53,6 +53,9 @@ class Session {
   // Waits for stream(); a fault becomes Error(Device) that says the kernel faulted.
   void synchronize();
   CUstream stream() const { return stream_; }
+  // Makes the session's context current on the calling thread (C ABI calls may come from
+  // another thread than the one that opened the session).
+  void make_current() const;
   CUfunction function() const { return function_; }
   // Where a captured address lives in this replay (relocation applied).
   uint64_t translate(uint64_t captured) const { return space_->relocations().translate(captured); }

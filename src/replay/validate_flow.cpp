@@ -30,6 +30,11 @@ Verdict run_once(Session& s, const CompareSpec& spec, const PoisonPlan* poison, 
 
 ValidateReport validate(const ValidateRequest& request) {
   ValidateReport report;
+  // A bad comparison spec is bad input: refuse it before any GPU work (and without a GPU).
+  {
+    const format::Capture cap = format::open_capture(request.session.capture);
+    report.spec = request.spec ? *request.spec : default_spec(cap.dir, cap.manifest);
+  }
   auto s = std::make_unique<Session>(request.session);
   std::optional<PoisonPlan> plan;
   if (request.footprint) plan = plan_poison(*request.footprint, s->capture().manifest);
@@ -37,7 +42,6 @@ ValidateReport validate(const ValidateRequest& request) {
   report.kernel = s->capture().manifest.demangled_name;
   report.image = s->image_description();
   report.placement = s->address_space().stats();
-  report.spec = request.spec ? *request.spec : default_spec(s->capture().dir, s->capture().manifest);
   report.verdict = run_once(*s, report.spec, poison, report);
   if (report.verdict.pass() || request.spec || !request.check_determinism) return report;
 

@@ -83,6 +83,7 @@ T option(const json& j, const char* key, T fallback) {
 
 replay::Session& live(kc_session* s) {
   if (!s || !s->session) kerncap::usage_error("no open session (kc_open failed or kc_close was called)");
+  s->session->make_current();  // the caller may be on another thread than kc_open's
   return *s->session;
 }
 
@@ -135,7 +136,10 @@ int kc_open(const char* path, const char* options_json, kc_session** out) {
 }
 
 void kc_close(kc_session* s) {
-  guarded([&] { delete s; });
+  guarded([&] {
+    if (s && s->session) s->session->make_current();
+    delete s;
+  });
 }
 
 int kc_restore(kc_session* s, char** json_out) {
