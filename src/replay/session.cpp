@@ -259,6 +259,9 @@ RestoreStats Session::restore() {
     if (hash) XXH64_reset(hash.get(), 0);
     for (uint64_t off = 0; off < r.size;) {
       uint64_t n = std::min(staging_bytes_, r.size - off);
+      // Pieces end on 8-byte device addresses, so no pointer word straddles two of them and
+      // relocation rewrites every word (regions of unaligned base included).
+      if (off + n < r.size && (r.base + off + n) % 8 != 0) n -= (r.base + off + n) % 8;
       in.read_at(off, staging_a_, n);
       if (hash) XXH64_update(hash.get(), staging_a_, n);
       st.rewritten_words += reloc.rewrite(staging_a_, n, r.base + off);
