@@ -171,6 +171,12 @@ do_validate() {
   res=$(cat "$STEP_OUT" "$STEP_ERR" | grep -m1 '^Result:')
   if [ $rc -eq 0 ] && [[ $res == "$want"* ]] && [[ $res != "Result: FAIL"* ]]; then
     R_VALIDATE=PASS
+    # How strong, and whether the footprint saw accesses outside the capture (a capture gap).
+    case $res in *"strong:"*) R_VALIDATE="PASS strong" ;; *weak*) R_VALIDATE="PASS weak" ;; esac
+    local esc
+    if [ -f "$dir/capture/footprint.json" ] && esc=$(json_get "$dir/capture/footprint.json" escape_count); then
+      [ "$esc" = 0 ] || note "footprint: $esc escaped access(es)"
+    fi
     return 0
   fi
   R_VALIDATE="FAIL rc=$rc"
