@@ -124,6 +124,11 @@ void Session::open(const Options& options) {
     for (auto& g : variant.globals) variant_globals.push_back(std::move(g.name));
     if (variant.code_kind == cubin::ImageKind::Cubin)  // PTX lists no globals: names stay as captured
       bound = bind_globals(captured_globals, variant_globals, image_desc_);
+    size_t renamed = 0;
+    for (size_t k = 0; k < bound.size(); ++k) renamed += bound[k] && *bound[k] != captured_globals[k];
+    if (renamed)
+      log::info("{} of the module's globals are bound to {}'s by name without the translation-unit prefix",
+                renamed, image_desc_);
   }
   for (size_t i = 0, g = 0; i < m.regions.size(); ++i) {
     const format::Region& r = m.regions[i];
@@ -141,8 +146,6 @@ void Session::open(const Options& options) {
       input_error(fmt::format("{} has no module global '{}' that the captured kernel's module had; a variant "
                               "must keep the module's __device__/__constant__ variables",
                               image_desc_, *name));
-    } else if (*name != r.global) {
-      log::info("module global '{}' of {} stands for the captured '{}'", *name, image_desc_, r.global);
     }
     if (size != r.size)
       input_error(fmt::format("module global '{}' has {} bytes in {} but {} in the capture", name.value_or(r.global), size,
