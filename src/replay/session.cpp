@@ -10,6 +10,7 @@
 #include "common/hex.hpp"
 #include "common/log.hpp"
 #include "cubin/cubin.hpp"
+#include "replay/global_match.hpp"
 
 #include <xxhash.h>
 
@@ -110,18 +111,44 @@ void Session::open(const Options& options) {
 
   // 3. The code, its globals (the driver picks their addresses: they always move).
   load_module(options);
-  for (size_t i = 0; i < m.regions.size(); ++i) {
+  // A variant recompiled from an edited copy names internal-linkage globals differently
+  // (global_match.hpp): bind them by normalised name. One the variant lacks entirely cannot
+  // be used by its code; it gets scratch memory so restore and compare treat it as before.
+  std::vector<std::string> captured_globals;
+  for (const auto& r : m.regions)
+    if (r.kind == MemKind::Global) captured_globals.push_back(r.global);
+  std::vector<std::optional<std::string>> bound(captured_globals.begin(), captured_globals.end());
+  if (options.cubin) {
+    cubin::Image variant = cubin::parse_image(format::read_file(*options.cubin), m.cc_major * 10 + m.cc_minor);
+    std::vector<std::string> variant_globals;
+    for (auto& g : variant.globals) variant_globals.push_back(std::move(g.name));
+    if (variant.code_kind == cubin::ImageKind::Cubin)  // PTX lists no globals: names stay as captured
+      bound = bind_globals(captured_globals, variant_globals, image_desc_);
+    size_t renamed = 0;
+    for (size_t k = 0; k < bound.size(); ++k) renamed += bound[k] && *bound[k] != captured_globals[k];
+    if (renamed)
+      log::info("{} of the module's globals are bound to {}'s by name without the translation-unit prefix",
+                renamed, image_desc_);
+  }
+  for (size_t i = 0, g = 0; i < m.regions.size(); ++i) {
     const format::Region& r = m.regions[i];
     if (r.kind != MemKind::Global) continue;
+    const std::optional<std::string>& name = bound[g++];
     CUdeviceptr addr = 0;
-    size_t size = 0;
-    CUresult res = KC_CU_TRY(cuModuleGetGlobal(&addr, &size, module_, r.global.c_str()));
-    if (res != CUDA_SUCCESS)
+    size_t size = r.size;
+    if (!name) {
+      log::warn("{} has no module global '{}' (not even under another translation unit's prefix), so its code "
+                "cannot use it; its captured bytes are restored to scratch memory and compared as usual",
+                image_desc_, r.global);
+      KC_CU(cuMemAlloc(&addr, r.size));
+      scratch_.push_back(addr);
+    } else if (KC_CU_TRY(cuModuleGetGlobal(&addr, &size, module_, name->c_str())) != CUDA_SUCCESS) {
       input_error(fmt::format("{} has no module global '{}' that the captured kernel's module had; a variant "
                               "must keep the module's __device__/__constant__ variables",
-                              image_desc_, r.global));
+                              image_desc_, *name));
+    }
     if (size != r.size)
-      input_error(fmt::format("module global '{}' has {} bytes in {} but {} in the capture", r.global, size,
+      input_error(fmt::format("module global '{}' has {} bytes in {} but {} in the capture", name.value_or(r.global), size,
                               image_desc_, r.size));
     addresses_[i] = addr;
     space_->relocations().add({r.base, r.base + r.size, addr, true});
@@ -168,6 +195,8 @@ void Session::release() noexcept {
   if (ev_stop_) release(d.cuEventDestroy(ev_stop_), "cuEventDestroy");
   if (stream_) release(d.cuStreamDestroy(stream_), "cuStreamDestroy");
   if (module_) release(d.cuModuleUnload(module_), "cuModuleUnload");
+  for (CUdeviceptr p : scratch_) release(d.cuMemFree(p), "cuMemFree");
+  scratch_.clear();
   if (staging_a_) release(d.cuMemFreeHost(staging_a_), "cuMemFreeHost");
   if (staging_b_) release(d.cuMemFreeHost(staging_b_), "cuMemFreeHost");
   space_.reset();

@@ -87,6 +87,7 @@ class Session {
   CUstream stream_ = nullptr;
   CUevent ev_start_ = nullptr, ev_stop_ = nullptr;
   std::vector<uint64_t> addresses_;
+  std::vector<CUdeviceptr> scratch_;  // module globals a variant lacks (see open())
   std::vector<uint8_t> params_;
   std::vector<void*> param_ptrs_;
   std::vector<CUlaunchAttribute> attrs_;

@@ -365,6 +365,35 @@ inductor_case() {  # inductor_case REGEX
 case_triton_inductor_pointwise() { inductor_case 'triton_poi_'; }
 case_triton_inductor_reduction() { inductor_case 'triton_(per|red)_'; }
 
+# max-autotune benchmarks templates and fusions while compiling, launching the pointwise
+# kernel before the model does: with the ignore window those launches are not counted, so
+# --dispatch 0 is the model's first call (its launch has the model's size, and the generator
+# finds the compilation whose image was launched).
+case_triton_inductor_max_autotune() {
+  local cap=$CASE_DIR/cap xnumel want grid xblock ignored
+  extract "$cap" 'triton_poi_' --regex --dispatch 0 -- "$PY" "$APPS/autotuned_mlp.py" || return
+  cp "$cap/kernel_variant.py" "$cap/kernel_variant.py.orig"
+  want=$(grep -m1 '^MODEL xnumel ' "$CASE_DIR/app.out" | awk '{print $3}')
+  xnumel=$(jget "$cap/triton/launch.json" '[a["value"] for a in j["args"] if a["name"] == "xnumel"][0]')
+  [ -n "$want" ] && [ "$xnumel" = "$want" ] || bad "captured xnumel $xnumel, the model's is $want"
+  grid=$(jget "$cap/triton/launch.json" 'j["grid"][0] * j["grid"][1] * j["grid"][2]')
+  xblock=$(config_value "$cap" XBLOCK)
+  if [ -n "$xblock" ] && [ -n "$grid" ] && [ -n "$xnumel" ]; then
+    [ "$grid" -eq $(((xnumel + xblock - 1) / xblock)) ] || bad "grid $grid does not cover xnumel $xnumel with XBLOCK $xblock"
+  fi
+  ignored=$(jget "$cap/triton/name_map.json" 'sum(v["benchmarks"] for v in (j.get("benchmarks") or {}).values())')
+  note "$ignored benchmark windows ($(jget "$cap/triton/name_map.json" 'len(j.get("benchmarks") or {})') functions)"
+  [ "$(jget "$cap/triton/name_map.json" 'j.get("ignore_handshake")')" = True ] ||
+    bad "libkerncap did not offer the ignore handshake: benchmark launches were counted"
+  [ "${ignored:-0}" -gt 0 ] || note "no benchmark window recorded (Inductor did not benchmark?)"
+  baseline "$cap" || return
+  edit_config "$cap" XBLOCK $((xblock >= 512 ? xblock / 2 : xblock * 2)) >>"$LOG" 2>&1 || { bad "cannot edit XBLOCK"; return; }
+  good_edit "$cap" "XBLOCK $xblock->$((xblock >= 512 ? xblock / 2 : xblock * 2))"
+  fresh_variant "$cap"
+  wrong_store "$cap" >>"$LOG" 2>&1 || { bad "cannot make the wrong store edit"; return; }
+  wrong_edit "$cap"
+}
+
 case_triton_ptr_table() {
   local cap=$CASE_DIR/cap
   extract "$cap" gather_rows_kernel --dispatch 1 -- "$PY" "$APPS/ptr_table.py" || return
@@ -402,7 +431,8 @@ import liger_kernel.ops.dyt' >>"$LOG" 2>&1; then
 }
 
 # ---- driver ----------------------------------------------------------------------------------
-CASES=(triton_vector triton_matmul triton_inductor_pointwise triton_inductor_reduction triton_ptr_table triton_liger_dyt)
+CASES=(triton_vector triton_matmul triton_inductor_pointwise triton_inductor_reduction triton_inductor_max_autotune
+       triton_ptr_table triton_liger_dyt)
 run_case() {
   local name=$1 t0 result
   CASE_DIR=$WORK/$name LOG=$LOGS/$name.log

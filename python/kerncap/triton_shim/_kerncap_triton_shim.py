@@ -19,13 +19,16 @@ What it records, in $KERNCAP_TRITON_OUT/records/<pid>.jsonl (format below, versi
   launch that uses it, with the benchmark timings and the compiled kernel's hash.
 - "bench": per autotuner benchmark, how many launches it made and whether libkerncap was told
   to ignore them.
-- "shim": start, and whether libkerncap offers the ignore handshake.
+- "shim": start, whether libkerncap offers the ignore handshake, and which benchmarking
+  functions each watched module had wrapped ("ignore_window").
 
-Autotuner benchmark launches must not become the captured launch. libkerncap (loaded by the
+Benchmark launches must not become the captured launch. libkerncap (loaded by the
 CUDA driver from CUDA_INJECTION64_PATH) exports kerncap_ignore_begin()/kerncap_ignore_end();
 while the count is above zero it neither counts nor captures matching launches. The shim
-calls them around Autotuner._bench and Inductor's CachingAutotuner.bench, through ctypes with
-RTLD_NOLOAD (never loading the library itself).
+calls them around Autotuner._bench, Inductor's CachingAutotuner.bench, triton.testing.do_bench
+(and do_bench_cudagraph), and every benchmark* method of the classes in Inductor's
+runtime.benchmarking, select_algorithm and autotune_process, through ctypes with RTLD_NOLOAD
+(never loading the library itself).
 """
 from __future__ import annotations
 
@@ -405,8 +408,73 @@ def _patch_inductor(mod) -> None:
     C._kerncap_patched = True
 
 
+# ---- benchmarking paths outside the autotuners ----------------------------------------------
+# Inductor also launches kernels to time them while it compiles: max-autotune's template and
+# fusion choices (select_algorithm, the scheduler's fused-node benchmarks), its subprocess
+# autotuning (autotune_process, which runs the same code in a child that loads this shim
+# too), all through its Benchmarker or triton.testing.do_bench. Those launches are not the
+# model's: each such call runs inside the ignore window.
+def _ignoring(fn, label):
+    if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn):
+        return fn  # they would leave the window before their body runs
+
+    def wrapper(*args, **kwargs):
+        with _Benchmarking(label):
+            return fn(*args, **kwargs)
+
+    for k in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, k, getattr(fn, k))
+        except (AttributeError, TypeError):
+            pass
+    wrapper.__wrapped__ = fn
+    wrapper._kerncap_ignoring = True
+    return wrapper
+
+
+def _wrap_attr(owner, attr, label) -> bool:
+    """Wraps owner.attr (a module's function, or a class's own method, static or class
+    method included) in the ignore window; False when it is not a plain callable."""
+    raw = vars(owner).get(attr)
+    kind = type(raw) if isinstance(raw, (staticmethod, classmethod)) else None
+    fn = raw.__func__ if kind else raw
+    if not inspect.isfunction(fn):
+        return False  # absent, a property, a value
+    if getattr(fn, "_kerncap_ignoring", False):
+        return True  # patched already
+    wrapped = _ignoring(fn, label)
+    if wrapped is fn:
+        return False  # a generator or coroutine: left alone
+    setattr(owner, attr, kind(wrapped) if kind else wrapped)
+    return True
+
+
+def _patch_benchmark_methods(mod) -> None:
+    """Every benchmark* method of the classes the module defines."""
+    wrapped = []
+    for cls in list(vars(mod).values()):
+        if not isinstance(cls, type) or cls.__module__ != mod.__name__:
+            continue
+        for attr in list(vars(cls)):
+            if attr.startswith("benchmark") and _wrap_attr(cls, attr, f"{cls.__name__}.{attr}"):
+                wrapped.append(f"{cls.__name__}.{attr}")
+    write_record({"kind": "shim", "event": "ignore_window", "module": mod.__name__, "wrapped": wrapped})
+
+
+def _patch_triton_testing(mod) -> None:
+    wrapped = [f for f in ("do_bench", "do_bench_cudagraph") if _wrap_attr(mod, f, f"triton.testing.{f}")]
+    write_record({"kind": "shim", "event": "ignore_window", "module": mod.__name__, "wrapped": wrapped})
+
+
 # ---- patching modules when the application imports them ------------------------------------
-_WATCH = {"triton": _patch_triton, "torch._inductor.runtime.triton_heuristics": _patch_inductor}
+_WATCH = {
+    "triton": _patch_triton,
+    "triton.testing": _patch_triton_testing,
+    "torch._inductor.runtime.triton_heuristics": _patch_inductor,
+    "torch._inductor.runtime.benchmarking": _patch_benchmark_methods,
+    "torch._inductor.select_algorithm": _patch_benchmark_methods,
+    "torch._inductor.autotune_process": _patch_benchmark_methods,
+}
 
 
 def _on_import(name, module):
