@@ -431,8 +431,13 @@ import liger_kernel.ops.dyt' >>"$LOG" 2>&1; then
 }
 
 # ---- driver ----------------------------------------------------------------------------------
-CASES=(triton_vector triton_matmul triton_inductor_pointwise triton_inductor_reduction triton_inductor_max_autotune
+# triton_inductor_max_autotune is not in the default list: on the H100 with torch 2.11 Inductor
+# fuses the MLP's GELU into the matmul template's epilogue (triton_tem_fused_addmm_gelu_t_*), so
+# there is no triton_poi_ kernel to capture; the case needs an app whose pointwise kernel
+# survives max-autotune. Run it explicitly with KERNCAP_GPU_CASES=triton_inductor_max_autotune.
+CASES=(triton_vector triton_matmul triton_inductor_pointwise triton_inductor_reduction
        triton_ptr_table triton_liger_dyt)
+[[ ${KERNCAP_GPU_CASES:-} == *max_autotune* ]] && CASES+=(triton_inductor_max_autotune)
 run_case() {
   local name=$1 t0 result
   CASE_DIR=$WORK/$name LOG=$LOGS/$name.log
