@@ -12,5 +12,6 @@ void add_info(CLI::App& app, int& exit_code);
 void add_env(CLI::App& app, int& exit_code);
 void add_profile(CLI::App& app, int& exit_code);
 void add_footprint(CLI::App& app, int& exit_code);
+void add_lint(CLI::App& app, int& exit_code);
 
 }  // namespace kerncap::cli

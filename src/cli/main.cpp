@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
       "  kerncap replay DIR                     replay it alone, at its original addresses, and time it\n"
       "  kerncap validate DIR                   replay and compare with what the application wrote\n"
       "  kerncap info DIR                       show what a capture holds\n"
-      "  kerncap footprint DIR                  measure which bytes the launch reads and writes\n",
+      "  kerncap footprint DIR                  measure which bytes the launch reads and writes\n"
+      "  kerncap lint DIR                       check the kernel's compiled code offline (no GPU)\n",
       "kerncap"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kerncap " KERNCAP_VERSION);
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   kerncap::cli::add_replay(app, exit_code);
   kerncap::cli::add_validate(app, exit_code);
   kerncap::cli::add_info(app, exit_code);
+  kerncap::cli::add_lint(app, exit_code);
   kerncap::cli::add_env(app, exit_code);
   kerncap::cli::add_footprint(app, exit_code);
   try {
