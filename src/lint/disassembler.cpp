@@ -130,13 +130,16 @@ Disassembly disassemble(std::span<const uint8_t> cubin, const std::string& tool)
   for (const auto& argv : tries) {
     const std::optional<ToolRun> r = run_tool(argv);
     if (!r) continue;
+    // cuobjdump -sass runs nvdisasm itself: without it, it is no disassembler either.
+    if (r->status != 0 && r->err.find("'nvdisasm'") != std::string::npos) continue;
     if (r->status != 0)
       input_error(fmt::format("{} could not disassemble the cubin (exit {}): {}", argv[0], r->status, r->err));
     return {argv[0], r->out};
   }
   if (!tool.empty()) usage_error(fmt::format("cannot run the disassembler {}", tool));
   usage_error(
-      "no SASS disassembler: neither nvdisasm nor cuobjdump was found on PATH or in /usr/local/cuda/bin. "
+      "no SASS disassembler: nvdisasm was found neither on PATH nor in /usr/local/cuda/bin (cuobjdump -sass needs it "
+      "too). "
       "Install the CUDA toolkit's nvdisasm (the toolkit, or `pip install nvidia-cuda-nvdisasm`), name one with "
       "--disassembler PATH, or pass --no-sass to check resources and occupancy only");
 }
