@@ -13,5 +13,7 @@ void add_env(CLI::App& app, int& exit_code);
 void add_profile(CLI::App& app, int& exit_code);
 void add_footprint(CLI::App& app, int& exit_code);
 void add_lint(CLI::App& app, int& exit_code);
+void add_baseline(CLI::App& app, int& exit_code);
+void add_diff(CLI::App& app, int& exit_code);
 
 }  // namespace kerncap::cli

@@ -16,7 +16,9 @@ int main(int argc, char** argv) {
       "  kerncap validate DIR                   replay and compare with what the application wrote\n"
       "  kerncap info DIR                       show what a capture holds\n"
       "  kerncap footprint DIR                  measure which bytes the launch reads and writes\n"
-      "  kerncap lint DIR                       check the kernel's compiled code offline (no GPU)\n",
+      "  kerncap lint DIR                       check the kernel's compiled code offline (no GPU)\n"
+      "  kerncap baseline save NAME DIR         store time, resources and error for later comparison\n"
+      "  kerncap diff DIR --baseline NAME       compare with a stored baseline, flag regressions\n",
       "kerncap"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kerncap " KERNCAP_VERSION);
@@ -27,6 +29,8 @@ int main(int argc, char** argv) {
   kerncap::cli::add_validate(app, exit_code);
   kerncap::cli::add_info(app, exit_code);
   kerncap::cli::add_lint(app, exit_code);
+  kerncap::cli::add_baseline(app, exit_code);
+  kerncap::cli::add_diff(app, exit_code);
   kerncap::cli::add_env(app, exit_code);
   kerncap::cli::add_footprint(app, exit_code);
   try {
