@@ -38,3 +38,15 @@ echo "install-deps: Compute Sanitizer API $SANITIZER_VERSION in $sanitizer_dir/n
 if [ -n "${KERNCAP_DEPS_DIR:-}" ]; then
   echo "install-deps: configure with -DKERNCAP_SANITIZER_ROOT=$sanitizer_dir/nvidia/cu13"
 fi
+
+# SASS disassemblers for `kerncap lint` (nvdisasm; cuobjdump -sass runs it): the CUDA 13 wheels,
+# pinned, beside the sanitizer in .deps/ (a toolkit without them is common). The build copies
+# them next to bin/kerncap, where lint looks first.
+TOOLS_VERSION=13.2.51
+tools_dir=$deps_dir/cuda-tools
+if [ ! -x "$tools_dir/nvidia/cu13/bin/nvdisasm" ]; then
+  rm -rf "$tools_dir"
+  python3 -m pip install --quiet --no-deps --disable-pip-version-check --target "$tools_dir" \
+    "nvidia-cuda-nvdisasm==$TOOLS_VERSION" "nvidia-cuda-cuobjdump==13.4.92"
+fi
+echo "install-deps: nvdisasm and cuobjdump in $tools_dir/nvidia/cu13/bin"

@@ -9,6 +9,7 @@
 #include "extract/diagnose.hpp"
 #include "extract/environment.hpp"
 #include "extract/triton_step.hpp"
+#include "lint/kerncap_toml.hpp"
 #include "format/events.hpp"
 #include "format/out_layout.hpp"
 
@@ -79,6 +80,7 @@ Result run_capture(const Request& r) {
   res.stopped = log.stopping;
   write_triton_reproducer(res.out, r.quiet || r.terse, host);
   res.reproducer = make_reproducer(res.out, r.source, r.kerncap);
+  lint::write_default_kerncap_toml(res.out);  // per-kernel rules; an existing file is the user's
   return res;
 }
 

@@ -124,6 +124,10 @@ Disassembly disassemble(std::span<const uint8_t> cubin, const std::string& tool)
   if (!tool.empty()) {
     add(tool);
   } else {
+    // Beside kerncap first (the build copies install-deps' wheels there), then PATH, the toolkit.
+    std::error_code ec;
+    const fs::path here = fs::read_symlink("/proc/self/exe", ec).parent_path();
+    if (!ec && fs::exists(here / "nvdisasm", ec)) add((here / "nvdisasm").string());
     for (const char* p : {"nvdisasm", "/usr/local/cuda/bin/nvdisasm", "cuobjdump", "/usr/local/cuda/bin/cuobjdump"})
       add(p);
   }
