@@ -60,7 +60,9 @@ inline format::Capture make_capture(const fs::path& out, const std::vector<uint8
 
 // "nvdisasm" or its /usr/local/cuda/bin path when one runs here, else "".
 inline std::string find_nvdisasm() {
-  for (const char* p : {"nvdisasm", "/usr/local/cuda/bin/nvdisasm"}) {
+  // The build copies install-deps' pinned nvdisasm beside bin/kerncap: that one first.
+  static const std::string built = std::string(KERNCAP_BINARY_DIR) + "/bin/nvdisasm";
+  for (const char* p : {built.c_str(), "nvdisasm", "/usr/local/cuda/bin/nvdisasm"}) {
     const auto r = run_tool({p, "--version"});
     if (r && r->status == 0) return p;
   }

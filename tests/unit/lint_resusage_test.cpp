@@ -38,7 +38,8 @@ std::map<std::string, ResUsage> res_usage(const std::string& tool, const std::st
 }
 
 std::string find_cuobjdump() {
-  for (const char* p : {"cuobjdump", "/usr/local/cuda/bin/cuobjdump"}) {
+  static const std::string built = std::string(KERNCAP_BINARY_DIR) + "/bin/cuobjdump";  // from install-deps
+  for (const char* p : {built.c_str(), "cuobjdump", "/usr/local/cuda/bin/cuobjdump"}) {
     const auto r = run_tool({p, "--version"});
     if (r && r->status == 0) return p;
   }
