@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "replay/validate.hpp"
 
 namespace kerncap::replay {
 
@@ -48,6 +49,13 @@ void apply_poison(const PoisonPlan& p, size_t index, uint64_t offset, uint8_t* d
     const uint64_t b = std::max(it->first, offset), e = std::min(it->first + it->second, offset + n);
     std::memset(data + (b - offset), pattern, e - b);
   }
+}
+
+void mark_strong(Verdict& v, const PoisonPlan& p) {
+  v.strong = true;
+  v.footprint_written = p.written_bytes;
+  v.footprint_regions = p.written_regions;
+  v.poisoned = p.bytes;
 }
 
 void poison_restores(Session& s, const PoisonPlan& p, uint8_t pattern) {

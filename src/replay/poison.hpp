@@ -13,6 +13,8 @@
 
 namespace kerncap::replay {
 
+struct Verdict;
+
 // Per region (manifest order): the write-only byte runs [offset, offset + count), sorted.
 struct PoisonPlan {
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> runs;
@@ -26,6 +28,9 @@ PoisonPlan plan_poison(const format::Footprint& f, const format::Manifest& m);
 
 // Fills the plan's bytes of one staged piece of region `index` at `offset` with `pattern`.
 void apply_poison(const PoisonPlan& p, size_t index, uint64_t offset, uint8_t* data, uint64_t n, uint8_t pattern);
+
+// Records in a verdict that its replay ran on poisoned bytes (what the PASS line reports).
+void mark_strong(Verdict& v, const PoisonPlan& p);
 
 // Makes every restore() of `s` poison the plan's bytes.
 void poison_restores(Session& s, const PoisonPlan& p, uint8_t pattern = 0xA5);

@@ -17,12 +17,7 @@ Verdict run_once(Session& s, const CompareSpec& spec, const PoisonPlan* poison, 
   report.restore = s.restore();
   s.launch();
   Verdict v = compare_with_after(s, spec);
-  if (poison) {
-    v.strong = true;
-    v.footprint_written = poison->written_bytes;
-    v.footprint_regions = poison->written_regions;
-    v.poisoned = poison->bytes;
-  }
+  if (poison) mark_strong(v, *poison);
   return v;
 }
 

@@ -213,12 +213,7 @@ int kc_compare(kc_session* s, const char* spec_json, char** json_out) {
     // The caller may have launched on a stream of its own (a Triton kernel on torch's).
     KC_CU(cuCtxSynchronize());
     replay::Verdict v = replay::compare_with_after(session, spec);
-    if (s->poison) {
-      v.strong = true;
-      v.footprint_written = s->poison->written_bytes;
-      v.footprint_regions = s->poison->written_regions;
-      v.poisoned = s->poison->bytes;
-    }
+    if (s->poison) replay::mark_strong(v, *s->poison);
     if (json_out) *json_out = dup(v.to_json().dump());
   });
 }
