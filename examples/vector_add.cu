@@ -5,7 +5,8 @@
 // (what benchmark loops do). Built a second time as two broken variants for strong
 // validation: KC_VARIANT_NOOP writes nothing, KC_VARIANT_TAIL skips the last partial block;
 // and KC_VARIANT_CLAMP clamps b at 0, right only for the captured inputs (b >= 0): plain
-// validation passes it, `--fuzz` must not.
+// validation passes it, `--fuzz` must not; KC_VARIANT_TAILMASK has an off-by-one in the mask
+// of its last load (the last b reads as 0), right only where the captured b[n-1] is 0 (n = 100024).
 #include <cstring>
 #include <vector>
 
@@ -17,6 +18,8 @@ __global__ void vectorAdd(const float* a, const float* b, float* c, int n) {
   (void)i;
 #elif defined(KC_VARIANT_CLAMP)
   if (i < n) c[i] = a[i] + fmaxf(b[i], 0.0f);
+#elif defined(KC_VARIANT_TAILMASK)
+  if (i < n) c[i] = a[i] + (i < n - 1 ? b[i] : 0.0f);
 #elif defined(KC_VARIANT_TAIL)
   if (i < n / blockDim.x * blockDim.x) c[i] = a[i] + b[i];
 #else

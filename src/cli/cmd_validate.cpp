@@ -56,9 +56,8 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
   const replay::Verdict& v = r.verdict;
   std::optional<replay::FuzzReport> fz;
   if (a.fuzz) {
-    replay::Options captured = req.session;
-    captured.cubin.reset();
-    if (!req.session.cubin && !c.quiet && !c.json)
+    const replay::Options captured = req.session.as_captured();
+    if (!req.session.overrides_launch() && !c.quiet && !c.json)
       std::fprintf(stderr, "kerncap: note: --fuzz without a variant compares the captured image with itself\n");
     fz = replay::fuzz(captured, req.session, *fp, a.fuzz, a.seed);
   }

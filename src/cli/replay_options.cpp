@@ -18,6 +18,11 @@ replay::Options ReplayCommon::options() const {
   o.allow_relocate = !no_relocate;
   o.verify_hashes = verify;
   if (collide >= 0) o.collide_region = static_cast<uint32_t>(collide);
+  if (!grid.empty()) o.grid = parse_dims(grid, "--grid");
+  if (!block.empty()) o.block = parse_dims(block, "--block");
+  if ((o.grid || o.block) && !quiet && !json)
+    std::fprintf(stderr, "kerncap: note: launching with%s%s%s%s instead of the captured geometry (`kerncap info` shows it)\n",
+                 o.grid ? " grid " : "", o.grid ? grid.c_str() : "", o.block ? " block " : "", o.block ? block.c_str() : "");
   o.progress = !quiet && !json;
   if (quiet || json) log::set_level(log::Level::Quiet);
   return o;
@@ -32,10 +37,37 @@ void add_replay_common(CLI::App* cmd, const std::shared_ptr<ReplayCommon>& c) {
                 "Fail instead of moving a captured range that cannot come back at its address");
   cmd->add_option("--collide", c->collide, "Testing: occupy region N's addresses first to force a relocation")
       ->group("");
+  cmd->add_option("--grid", c->grid,
+                  "Launch with this grid (X[,Y[,Z]]) instead of the captured one: a variant tuned for another "
+                  "geometry, or a check that a smaller launch fails validation");
+  cmd->add_option("--block", c->block, "Launch with this block (X[,Y[,Z]], at most 1024 threads) instead of the captured one");
   cmd->add_flag("--verify", c->verify,
                 "Check the code image and every BEFORE file against the hashes recorded at capture (damaged captures)");
   cmd->add_flag("--json", c->json, "Print the result as JSON on stdout");
   cmd->add_flag("-q,--quiet", c->quiet, "Only the result");
+}
+
+std::array<uint32_t, 3> parse_dims(const std::string& text, const char* what) {
+  std::array<uint32_t, 3> d{1, 1, 1};
+  size_t i = 0, pos = 0;
+  while (true) {
+    const size_t comma = text.find(',', pos);
+    const std::string part = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (i == 3 || part.empty() || part.size() > 10 || part.find_first_not_of("0123456789") != std::string::npos)
+      usage_error(fmt::format("{} {}: expected X[,Y[,Z]] with positive integers", what, text));
+    const uint64_t v = std::stoull(part);
+    if (v == 0) usage_error(fmt::format("{} {}: every dimension must be at least 1", what, text));
+    const bool is_block = std::string(what) == "--block";
+    const uint64_t limit = is_block ? 1024 : (i == 0 ? 0x7fffffffULL : 65535);
+    if (v > limit) usage_error(fmt::format("{} {}: dimension {} is {}, above the CUDA limit {}", what, text, i, v, limit));
+    d[i++] = static_cast<uint32_t>(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  if (std::string(what) == "--block" && uint64_t{d[0]} * d[1] * d[2] > 1024)
+    usage_error(fmt::format("{} {}: {} threads in a block, above the CUDA limit 1024", what, text,
+                            uint64_t{d[0]} * d[1] * d[2]));
+  return d;
 }
 
 ReplayCommon with_fresh_variant(const ReplayCommon& c, const char* verb) {

@@ -1,5 +1,6 @@
 #pragma once
 // Options shared by `replay` and `validate`.
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,10 +20,14 @@ struct ReplayCommon {
   bool json = false;
   bool quiet = false;
   bool baseline = false;  // the captured image even when the reproducer has a fresh variant
+  std::string grid, block;  // "X[,Y[,Z]]": launch geometry instead of the captured one
   replay::Options options() const;
 };
 
 void add_replay_common(CLI::App* cmd, const std::shared_ptr<ReplayCommon>& c);
+// "X[,Y[,Z]]" → {X, Y, Z} (missing dimensions are 1). `what` names the flag in errors; the
+// limits are the CUDA launch limits (x < 2^31, y and z <= 65535; a block of at most 1024 threads).
+std::array<uint32_t, 3> parse_dims(const std::string& text, const char* what);
 // Without --cubin/--baseline: the reproducer's variant (optimized.cubin, or a Triton
 // candidate.cubin) when it is newer than its sources; says so on stderr ("validating the
 // variant OUT/optimized.cubin ..."). `verb`: "validating" or "replaying".

@@ -321,12 +321,14 @@ RestoreStats Session::restore() {
 void Session::enqueue() {
   const format::Manifest& m = capture_.manifest;
   CUlaunchConfig cfg{};
-  cfg.gridDimX = m.grid[0];
-  cfg.gridDimY = m.grid[1];
-  cfg.gridDimZ = m.grid[2];
-  cfg.blockDimX = m.block[0];
-  cfg.blockDimY = m.block[1];
-  cfg.blockDimZ = m.block[2];
+  const auto& grid = options_.grid ? *options_.grid : m.grid;
+  const auto& block = options_.block ? *options_.block : m.block;
+  cfg.gridDimX = grid[0];
+  cfg.gridDimY = grid[1];
+  cfg.gridDimZ = grid[2];
+  cfg.blockDimX = block[0];
+  cfg.blockDimY = block[1];
+  cfg.blockDimZ = block[2];
   cfg.sharedMemBytes = m.shared_mem_bytes;
   cfg.hStream = stream_;
   cfg.attrs = attrs_.empty() ? nullptr : attrs_.data();

@@ -3,6 +3,7 @@
 // memory, and the launch itself. Used by `kerncap replay` and `kerncap validate`.
 #include <cuda.h>
 
+#include <array>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -22,6 +23,18 @@ struct Options {
   std::optional<uint32_t> collide_region;    // test hook: force this region to collide
   bool progress = true;
   bool verify_hashes = false;  // check the image at load and each BEFORE file (first restore) against the capture's hashes
+  // Launch geometry other than the captured one (a variant tuned for another block size, or a
+  // test that a launch covering less than the captured grid fails validation).
+  std::optional<std::array<uint32_t, 3>> grid, block;
+  bool overrides_launch() const { return cubin.has_value() || grid.has_value() || block.has_value(); }
+  // The same options for the captured kernel exactly as the application launched it.
+  Options as_captured() const {
+    Options o = *this;
+    o.cubin.reset();
+    o.grid.reset();
+    o.block.reset();
+    return o;
+  }
 };
 
 struct RestoreStats {

@@ -44,13 +44,11 @@ ValidateReport validate(const ValidateRequest& request) {
   // captured kernel's own spread, so its session is closed while the captured one runs.)
   log::info("the replay differs from the application's result; checking whether the captured kernel is deterministic");
   report.determinism_checked = true;
-  const bool variant = request.session.cubin.has_value();
+  const bool variant = request.session.overrides_launch();
   std::vector<uint32_t> ids;
   if (variant) {
     s.reset();
-    Options captured = request.session;
-    captured.cubin.reset();
-    Session c(captured);
+    Session c(request.session.as_captured());
     if (poison) poison_restores(c, *poison);
     ids = nondeterministic_regions(c);
   } else {

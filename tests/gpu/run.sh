@@ -386,6 +386,21 @@ case_fuzz_clamp() {
   if [ $rc -eq 0 ] && grep -q '^Fuzz: PASS' "$STEP_OUT"; then note "correct variant fuzz PASS"
   else bad "correct variant under --fuzz: rc $rc $(grep -m1 -E '^(Fuzz|Result)' "$STEP_OUT") $(first_error)"; fi
 }
+# An off-by-one in the tail mask of a load (the last b reads as 0): the captured b[n-1] is 0
+# for n = 100024, so plain strong validation passes; random inputs under --fuzz 20 must not.
+case_fuzz_tailmask() {
+  need_example vector_add || return
+  CAP=$CASE_DIR/cap
+  do_extract "$CAP" vectorAdd -- "$EX/vector_add" 100024 || return
+  run_step footprint "$KC" footprint "$CAP" || { bad "footprint: $(first_error)"; return; }
+  do_validate "$CAP" --cubin "$EX/vector_add_tailmask.cubin" || return
+  note "plain: $(grep -m1 -o '^Result: [A-Z]* ([a-z]*' "$STEP_OUT")"
+  local rc
+  run_step fuzz_tailmask "$KC" validate "$CAP" --cubin "$EX/vector_add_tailmask.cubin" --fuzz 20 --seed 3
+  rc=$?
+  if [ $rc -eq 1 ] && grep -q '^Fuzz: FAIL' "$STEP_OUT"; then note "$(grep -m1 '^Fuzz' "$STEP_OUT" | cut -c1-110)"
+  else bad "tail-mask variant under --fuzz: rc $rc $(grep -m1 -E '^(Fuzz|Result)' "$STEP_OUT")"; fi
+}
 case_err_fuzz_no_float() {
   need_example struct_ptrs || return
   CAP=$CASE_DIR/cap
@@ -592,7 +607,7 @@ case_torch_gemm_bf16() { torch_case gemm_bf16 'nvjet|gemm|xmma|cutlass' --regex;
 CASES=(
   vector_add accumulate batched_ptrs struct_ptrs globals big_smem templated dispatch
   async_stream managed mapped_host cluster_launch cooperative driver_extra graph_capture
-  cubin_variant strong_identical fuzz_clamp err_fuzz_no_float nondet_atomic engine_standalone engine_c_abi err_unknown_kernel err_exit_before err_app_crash err_dir_exists err_truncated err_verify
+  cubin_variant strong_identical fuzz_clamp fuzz_tailmask err_fuzz_no_float nondet_atomic engine_standalone engine_c_abi err_unknown_kernel err_exit_before err_app_crash err_dir_exists err_truncated err_verify
   err_no_manifest err_newer_format err_cubin_lacks_kernel err_no_gpu
   continue_accumulate continue_globals continue_managed continue_driver_extra
   collide_vector_add collide_no_relocate collide_batched validate_x100

@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Writes the PTX of a no-op variant of a captured kernel: an entry with the captured
+kernel's (mangled) name and the same parameter layout, whose body only returns.
+
+    kerncap info --json OUT | noop_variant.py > noop.ptx && ptxas -arch=sm_90 noop.ptx -o noop.cubin
+
+Such a variant is what a broken edit looks like to validation (it writes nothing). Any
+kernel can be given one, whatever its source language (CUDA C++, cuBLAS, Triton), because
+only its name and the parameter buffer's layout matter to the launch.
+"""
+import json
+import sys
+
+
+def param_decls(params):
+    """One .b8 array per captured slot, aligned so that PTX places it at the captured offset."""
+    slots = params.get("slots") or []
+    if not slots:  # parameters passed as one buffer (launch `extra`): one array of that size
+        slots = [{"offset": 0, "size": params["size"]}] if params.get("size") else []
+    decls, end = [], 0
+    for i, s in enumerate(slots):
+        off, size = int(s["offset"]), int(s["size"])
+        align = next((a for a in (1, 2, 4, 8, 16) if off % a == 0 and (end + a - 1) // a * a == off), None)
+        if align is None:
+            sys.exit(f"noop_variant: slot {i} at offset {off} cannot follow the previous end {end}")
+        decls.append(f"  .param .align {align} .b8 p{i}[{max(size, 1)}]")
+        end = off + size
+    return decls
+
+
+def main():
+    m = json.load(sys.stdin)
+    dev = m["device"]
+    name = m["kernel"]["mangled"]
+    arch = "sm_{}{}".format(*dev["cc"])
+    decls = param_decls(m["params"])
+    print(".version 8.0")
+    print(f".target {arch}")
+    print(".address_size 64")
+    print(f".visible .entry {name}(")
+    print(",\n".join(decls))
+    print(")\n{\n  ret;\n}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# GPU suite for strong validation: on captures of our examples and of PyTorch/cuBLAS kernels,
+# many of them taken at a late iteration of a loop that rewrites identical bytes, a launch
+# that does nothing and a launch that skips the last block must FAIL, while the captured image
+# PASSes strongly. Also: float atomics in a public kernel (PyTorch index_add_) pass as
+# nondeterministic within the fp32 tolerance, with the error printed.
+#
+# Per case: extract, `kerncap footprint`, then validate
+#   captured   the captured image                             expect PASS strong
+#   weak noop  a no-op variant, without the footprint          shown only (PASS = weak proves nothing)
+#   noop       the same no-op variant, strong                  expect FAIL
+#   grid-1     the captured image launched with one block less expect FAIL
+# The no-op variant is generated from the capture (tests/gpu/noop_variant.py: same name and
+# parameter layout, empty body) and assembled with ptxas.
+# Prints one table row per case and "N passed, N failed". Exit 0 all passed, 1 some failed,
+# 77 skipped (no GPU).
+#
+#   tests/gpu/strong_e2e.sh BUILD_DIR
+#
+# Environment: OUT (work files under it), KERNCAP_GPU_CASES (names to run), TORCH_PY
+# (python with CUDA torch, default python3), KERNCAP_GPU_TIMEOUT (per command, default 180 s).
+set -u -o pipefail
+
+BUILD=${1:?usage: tests/gpu/strong_e2e.sh BUILD_DIR}
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "SKIPPED: no GPU"
+  exit 77
+fi
+BUILD=$(cd "$BUILD" && pwd) || exit 1
+HERE=$(cd "$(dirname "$0")" && pwd)
+KC=$BUILD/bin/kerncap
+EX=$BUILD/examples
+PY=${TORCH_PY:-python3}
+TIMEOUT=${KERNCAP_GPU_TIMEOUT:-180}
+PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+[ -x "$KC" ] || { echo "missing $KC"; exit 1; }
+[ -x "$PTXAS" ] || { echo "missing ptxas (CUDA toolkit)"; exit 1; }
+if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && WORK=$(mktemp -d "$OUT/strong-work.XXXXXX"); else WORK=$(mktemp -d); fi
+LOG=$WORK/log.txt
+ROWS=$WORK/rows.md
+: >"$ROWS"
+echo "strong validation suite: work in $WORK"
+
+# kc STEP CMD...: runs with a time limit; output in $D/STEP.out/.err; returns the exit code.
+kc() {
+  local step=$1
+  shift
+  printf '\n$ %s\n' "$*" >>"$LOG"
+  timeout "$TIMEOUT" "$@" >"$D/$step.out" 2>"$D/$step.err"
+  local rc=$?
+  tail -n 6 "$D/$step.out" "$D/$step.err" >>"$LOG" 2>/dev/null
+  return $rc
+}
+result_of() { grep -h -m1 '^Result:' "$D/$1.out" "$D/$1.err" 2>/dev/null | cut -c1-150; }
+first_error() { grep -h -m1 -iE 'error|fail|refus' "$D/$1.err" "$D/$1.out" 2>/dev/null | cut -c1-140; }
+info() { "$PY" -c "import json,sys; m=json.load(open('$D/info.json')); print($1)"; }
+
+pass=0
+fail=0
+row() { printf '| %s |\n' "$*" >>"$ROWS"; }
+
+# strong_case NAME PATTERN [extract flags] -- APP ARGS
+strong_case() {
+  local name=$1 pattern=$2
+  shift 2
+  if [ -n "${KERNCAP_GPU_CASES:-}" ] && [[ " $KERNCAP_GPU_CASES " != *" $name "* ]]; then return; fi
+  D=$WORK/$name
+  mkdir -p "$D"
+  local cap=$D/cap problems="" wrote rc grid g weak noop tail captured esc
+  if ! kc extract "$KC" extract "$pattern" -o "$cap" "$@"; then
+    row "$name | extract failed: $(first_error extract) | | | | | FAIL"
+    fail=$((fail + 1))
+    return
+  fi
+  "$KC" info --json "$cap" >"$D/info.json" 2>>"$LOG"
+  wrote=$(info 'sum(r["size"] for r in m["after"]["runs"])')
+  local kname
+  kname=$(info 'm["kernel"]["demangled"][:48]')
+  kc footprint "$KC" footprint "$cap" || problems+="footprint: $(first_error footprint); "
+  esc=$(grep -ho 'escape_count": *[0-9]*' "$cap/capture/footprint.json" 2>/dev/null | grep -o '[0-9]*$')
+  [ "${esc:-0}" = 0 ] || problems+="$esc escaped accesses; "
+
+  kc captured "$KC" validate "$cap"
+  rc=$?
+  captured=$(result_of captured)
+  if [ $rc -ne 0 ] || [[ $captured != *strong* ]]; then problems+="captured image: rc $rc ${captured:-$(first_error captured)}; "; fi
+
+  "$KC" info --json "$cap" | "$PY" "$HERE/noop_variant.py" >"$D/noop.ptx" 2>>"$LOG" &&
+    "$PTXAS" -arch="$(info '"sm_{}{}".format(*m["device"]["cc"])')" "$D/noop.ptx" -o "$D/noop.cubin" 2>>"$LOG" ||
+    problems+="could not build the no-op variant; "
+  kc weak "$KC" validate "$cap" --cubin "$D/noop.cubin" --footprint never
+  weak=$(result_of weak | grep -o '^Result: [A-Z]*' | cut -c9-)
+  kc noop "$KC" validate "$cap" --cubin "$D/noop.cubin"
+  rc=$?
+  noop=$(result_of noop | grep -o '^Result: [A-Z]*' | cut -c9-)
+  [ $rc -eq 1 ] && [ "$noop" = FAIL ] || problems+="no-op variant: rc $rc ${noop:-$(first_error noop)}; "
+
+  grid=$(info '",".join(map(str, m["launch"]["grid"]))')
+  g=$("$PY" -c "g=[int(x) for x in '$grid'.split(',')]
+i=next((i for i in range(3) if g[i]>1), None)
+print('' if i is None else ','.join(str(v-1 if j==i else v) for j,v in enumerate(g)))")
+  if [ -z "$g" ]; then
+    tail="n/a (one block)"
+  else
+    kc tail "$KC" validate "$cap" --grid "$g"
+    rc=$?
+    tail=$(result_of tail | grep -o '^Result: [A-Z]*' | cut -c9-)
+    [ $rc -eq 1 ] && [ "$tail" = FAIL ] || problems+="grid $g: rc $rc ${tail:-$(first_error tail)}; "
+    tail="$tail (grid $g)"
+  fi
+  local status=PASS
+  [ -z "$problems" ] || status="FAIL: ${problems%; }"
+  [ "$status" = PASS ] && pass=$((pass + 1)) || fail=$((fail + 1))
+  row "$name | $kname | $wrote | ${captured:8:60} | $weak | $noop | $tail | $status"
+}
+
+# atomic_case NAME PATTERN [extract flags] -- APP ARGS: a kernel with float atomics must PASS
+# as nondeterministic within tolerance (or byte-exact when the replays happened to agree).
+atomic_case() {
+  local name=$1 pattern=$2
+  shift 2
+  if [ -n "${KERNCAP_GPU_CASES:-}" ] && [[ " $KERNCAP_GPU_CASES " != *" $name "* ]]; then return; fi
+  D=$WORK/$name
+  mkdir -p "$D"
+  local cap=$D/cap rc res status
+  if ! kc extract "$KC" extract "$pattern" -o "$cap" "$@"; then
+    row "$name | extract failed: $(first_error extract) | | | | | | FAIL"
+    fail=$((fail + 1))
+    return
+  fi
+  "$KC" info --json "$cap" >"$D/info.json" 2>>"$LOG"
+  kc footprint "$KC" footprint "$cap"
+  kc validate "$KC" validate "$cap"
+  rc=$?
+  res=$(result_of validate)
+  if [ $rc -eq 0 ] && [[ $res == *nondeterministic* ]]; then status=PASS
+  elif [ $rc -eq 0 ]; then status="PASS (the two replays agreed this time)"
+  else status="FAIL: rc $rc ${res:-$(first_error validate)}"; fi
+  [[ $status == PASS* ]] && pass=$((pass + 1)) || fail=$((fail + 1))
+  row "$name | $(info 'm["kernel"]["demangled"][:48]') | $(info 'sum(r["size"] for r in m["after"]["runs"])') | ${res:8:110} | | | | $status"
+}
+
+torch_ok() { "$PY" -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; }
+
+# Our examples (late dispatches where the application loops).
+strong_case vector_add_d2 vectorAdd --dispatch 2 -- "$EX/vector_add" 1000000 --repeat 4
+strong_case accumulate_d4 accumulate --dispatch 4 -- "$EX/accumulate"
+strong_case batched_ptrs batchedScale -- "$EX/batched_ptrs"
+strong_case struct_ptrs stepParticles --dispatch 1 -- "$EX/struct_ptrs"
+strong_case globals polyEval --dispatch 1 -- "$EX/globals"
+strong_case big_smem reverseTiles -- "$EX/big_smem"
+strong_case templated 'transform_kernel<double' -- "$EX/templated"
+strong_case dispatch_d3 iterate --dispatch 3 -- "$EX/dispatch"
+strong_case async_stream smooth3 --dispatch 1 -- "$EX/async_stream"
+strong_case managed refine --dispatch 1 -- "$EX/managed"
+strong_case driver_extra saxpyExtra -- "$EX/driver_extra"
+# PyTorch, cuBLAS: the fourth iteration of a loop on the same inputs (identical rewrites).
+if torch_ok; then
+  strong_case torch_softmax_d3 'softmax' --regex --dispatch 3 -- "$PY" "$HERE/torch_loop.py" softmax 5
+  strong_case torch_layer_norm_d3 'layer_norm' --regex --dispatch 3 -- "$PY" "$HERE/torch_loop.py" layer_norm 5
+  strong_case torch_mul_d3 'MulFunctor' --dispatch 3 -- "$PY" "$HERE/torch_loop.py" mul 5
+  strong_case torch_sum_d3 'reduce_kernel' --dispatch 3 -- "$PY" "$HERE/torch_loop.py" sum 5
+  strong_case torch_gemm_d3 'nvjet|gemm|xmma|cutlass' --regex --dispatch 3 -- "$PY" "$HERE/torch_loop.py" gemm 5
+  atomic_case torch_index_add_d3 'index' --regex --dispatch 3 -- "$PY" "$HERE/torch_loop.py" index_add 5
+else
+  row "torch cases | skipped: no $PY with CUDA torch | | | | | | SKIP"
+fi
+atomic_case atomic_norm_d2 sumSquares --dispatch 2 -- "$EX/atomic_norm"
+
+{
+  echo
+  echo "| case | kernel | launch wrote (B) | captured image | weak no-op | strong no-op | one block less | verdict |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+  cat "$ROWS"
+  echo
+  echo "$pass passed, $fail failed"
+} | tee -a "$LOG"
+[ $fail -eq 0 ]
