@@ -1,5 +1,6 @@
 // `kerncap footprint`: measure (once; cached in the capture) which bytes of each captured
 // region the launch reads, writes, and reads before writing; and what it touched outside them.
+#include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -41,11 +42,15 @@ void print_table(const format::Footprint& f, const format::Capture& cap, bool ca
     if (r.kind == format::MemKind::Global) kind += " " + r.global;
     if (kind.size() > 15) kind = kind.substr(0, 14) + "~";
     std::cout << fmt::format("  {:>4}  {:<15} {:<18} {:>10} {:>10} {:>10} {:>10} {:>10}\n", r.id, kind, hex_addr(r.base),
-                             human_bytes(r.size), human_bytes(r.read_bytes()), human_bytes(r.written_bytes()),
-                             human_bytes(r.rbw_bytes()), human_bytes(r.write_only_bytes()));
+                             human_bytes(r.size), human_bytes(r.read_bytes()),
+                             human_bytes(r.written_bytes()) + (r.probed ? "*" : ""), human_bytes(r.rbw_bytes()),
+                             human_bytes(r.write_only_bytes()));
   }
   std::cout << "  RBW: read before written (an input); write-only: written without being read first (an output "
                "strong validation can poison)\n";
+  if (std::any_of(f.regions.begin(), f.regions.end(), [](const auto& r) { return r.probed; }))
+    std::cout << "  *: found by probing (the region was poisoned twice and replayed): the sanitizer saw no access to it,\n"
+                 "     as with TMA bulk copies; its reads are unknown, so --fuzz does not vary it\n";
   if (f.escape_count == 0) {
     std::cout << "  escaped: none (every global access fell inside a captured region)\n";
   } else {

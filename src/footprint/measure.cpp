@@ -16,6 +16,7 @@
 #include "footprint/patch_image.hpp"
 #include "footprint/region_table.hpp"
 #include "footprint/sanitizer_api.hpp"
+#include "replay/probe.hpp"
 #include "replay/session.hpp"
 
 namespace kerncap::footprint {
@@ -207,6 +208,9 @@ format::Footprint measure(const MeasureOptions& o) {
   uint64_t pc = 0, size = 0;
   if (KC_SAN_TRY(api, sanitizerGetFunctionPcAndSize(module, m.mangled_name.c_str(), &pc, &size)) == SANITIZER_SUCCESS)
     f.kernel_pc = pc;
+
+  // TMA bulk copies bypass the instrumentation: probe what it could not see.
+  replay::probe_writes(s, f);
 
   if (o.timing) {
     // The same launch without instrumentation, for the slowdown; not worth failing over.

@@ -181,7 +181,8 @@ nlohmann::json region_summary(const RegionFootprint& r) {
           {"read_bytes", r.read_bytes()},
           {"written_bytes", r.written_bytes()},
           {"rbw_bytes", r.rbw_bytes()},
-          {"write_only_bytes", r.write_only_bytes()}};
+          {"write_only_bytes", r.write_only_bytes()},
+          {"probed", r.probed}};
 }
 
 template <typename T>
@@ -295,6 +296,7 @@ Footprint read_footprint(const fs::path& dir) {
     r.kind = mem_kind_from_string(field<std::string>(rj, "kind"));
     r.size = field<uint64_t>(rj, "size");
     r.global = field<std::string>(rj, "global");
+    if (rj.contains("probed")) r.probed = field<bool>(rj, "probed");  // absent before probing existed
     try {
       r.base = parse_hex_addr(field<std::string>(rj, "base"));
     } catch (const Error&) {

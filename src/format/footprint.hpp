@@ -69,6 +69,9 @@ struct RegionFootprint {
   Bitmap read;         // 4-byte granules loaded (atomics count as loads)
   Bitmap written;      // bytes stored (1-byte granules, so a partial-word store names its bytes)
   Bitmap rbw;          // 4-byte granules loaded while some of the loaded bytes were not yet stored
+  // The written bytes were found by poisoning the region and replaying (see replay/probe.hpp):
+  // the sanitizer saw no access although the kernel holds a pointer to it (TMA bulk copies).
+  bool probed = false;
 
   uint64_t read_bytes() const { return read.bytes(); }
   uint64_t written_bytes() const { return written.bytes(); }

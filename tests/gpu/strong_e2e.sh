@@ -96,9 +96,11 @@ strong_case() {
   [ $rc -eq 1 ] && [ "$noop" = FAIL ] || problems+="no-op variant: rc $rc ${noop:-$(first_error noop)}; "
 
   grid=$(info '",".join(map(str, m["launch"]["grid"]))')
-  g=$("$PY" -c "g=[int(x) for x in '$grid'.split(',')]
-i=next((i for i in range(3) if g[i]>1), None)
-print('' if i is None else ','.join(str(v-1 if j==i else v) for j,v in enumerate(g)))")
+  # One block less along the first dimension that has more than one (one cluster less for
+  # cluster launches: the grid must stay a multiple of the cluster).
+  g=$(info "(lambda g, c: next((','.join(str(v - c[i] if j == i else v) for j, v in enumerate(g))
+                              for i in range(3) if g[i] > c[i]), ''))(m['launch']['grid'],
+                              [max(1, int(x)) for x in (m['launch'].get('cluster') or [1, 1, 1])])")
   if [ -z "$g" ]; then
     tail="n/a (one block)"
   else

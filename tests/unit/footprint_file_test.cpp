@@ -78,7 +78,8 @@ class FootprintFileTest : public kerncap::testing::ScratchDir {
 };
 
 TEST_F(FootprintFileTest, RoundTripsEverything) {
-  const Footprint f = sample();
+  Footprint f = sample();
+  f.regions[1].probed = true;
   write_footprint(out_, f);
   EXPECT_FALSE(fs::exists(out_ / "footprint.json.tmp"));
   EXPECT_FALSE(fs::exists(out_ / "footprint.bin.tmp"));
@@ -91,6 +92,7 @@ TEST_F(FootprintFileTest, RoundTripsEverything) {
     EXPECT_EQ(g.regions[i].base, f.regions[i].base);
     EXPECT_EQ(g.regions[i].kind, f.regions[i].kind);
     EXPECT_EQ(g.regions[i].global, f.regions[i].global);
+    EXPECT_EQ(g.regions[i].probed, i == 1);
   }
   EXPECT_EQ(g.escape_count, 7u);
   ASSERT_EQ(g.escapes.size(), 1u);

@@ -22,6 +22,43 @@ TEST(Signature, PointeeTypes) {
   EXPECT_FALSE(pointee_dtype("int"));
 }
 
+TEST(Signature, TensorDescriptorsByValue) {
+  EXPECT_EQ(struct_element_dtype("at::cuda::detail::TensorInfo<float, unsigned int>"), DType::F32);
+  EXPECT_EQ(struct_element_dtype("at::cuda::detail::TensorInfo<float const, unsigned int>"), DType::F32);
+  EXPECT_EQ(struct_element_dtype("at::cuda::detail::TensorInfo<long const, unsigned int>"), DType::I64);
+  EXPECT_EQ(struct_element_dtype("at::GenericPackedTensorAccessor<c10::Half, 2ul, at::RestrictPtrTraits, int>"),
+            DType::F16);
+  EXPECT_EQ(struct_element_dtype("Acc<c10::BFloat16>"), DType::BF16);
+  EXPECT_FALSE(struct_element_dtype("at::cuda::detail::TensorInfo<float, unsigned int>*"));
+  EXPECT_FALSE(struct_element_dtype("at::native::ReduceAdd const&"));
+  EXPECT_FALSE(struct_element_dtype("Particles"));
+  EXPECT_FALSE(struct_element_dtype("Pair<Particles, float>"));
+  EXPECT_FALSE(struct_element_dtype("Broken<float"));
+}
+
+// PyTorch's index_add_: the destination and source arrive inside TensorInfo structs.
+TEST(Signature, PointerWordsInsideDescriptorsTypeTheirRegions) {
+  format::Manifest m;
+  m.mangled_name = "_Z5indexv";
+  m.demangled_name =
+      "void indexFunc<float>(at::cuda::detail::TensorInfo<float, unsigned int>, "
+      "at::cuda::detail::TensorInfo<long const, unsigned int>, int)";
+  m.params = {{0, 24}, {24, 24}, {48, 4}};
+  m.regions = {{0, format::MemKind::Device, 0x10000, 0x1000, "mem/0.bin", 0, ""},
+               {1, format::MemKind::Device, 0x20000, 0x800, "mem/1.bin", 0, ""}};
+  std::vector<uint8_t> params(52, 0);
+  const uint64_t dst = 0x10040, idx = 0x20000, size_word = 0x100;  // a size is not a pointer
+  std::memcpy(params.data(), &dst, 8);
+  std::memcpy(params.data() + 8, &size_word, 8);
+  std::memcpy(params.data() + 24, &idx, 8);
+  auto spans = signature_spans(m, params);
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].base, 0x10040u);
+  EXPECT_EQ(spans[0].dtype, DType::F32);
+  EXPECT_EQ(spans[1].base, 0x20000u);
+  EXPECT_EQ(spans[1].dtype, DType::I64);
+}
+
 format::Manifest saxpy(std::vector<uint8_t>& params) {
   format::Manifest m;
   m.mangled_name = "_Z5saxpyPKfPfif";

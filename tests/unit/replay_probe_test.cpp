@@ -1,0 +1,87 @@
+// Probing write sets the sanitizer cannot see: which regions are probed, what two poisoned
+// replays prove.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "replay/probe.hpp"
+
+namespace kerncap::replay {
+namespace {
+
+format::Manifest three_regions() {
+  format::Manifest m;
+  m.regions = {{0, format::MemKind::Device, 0x10000, 0x100, "mem/0.bin", 0, ""},
+               {1, format::MemKind::Device, 0x20000, 0x100, "mem/1.bin", 0, ""},
+               {2, format::MemKind::Device, 0x30000, 0x100, "mem/2.bin", 0, ""}};
+  return m;
+}
+
+format::Footprint empty_footprint(const format::Manifest& m) {
+  format::Footprint f;
+  for (const auto& r : m.regions) {
+    format::RegionFootprint rf;
+    rf.id = r.id;
+    rf.size = r.size;
+    rf.read = format::Bitmap(4, r.size);
+    rf.written = format::Bitmap(1, r.size);
+    rf.rbw = format::Bitmap(4, r.size);
+    f.regions.push_back(rf);
+  }
+  return f;
+}
+
+std::vector<uint8_t> params_with(std::initializer_list<std::pair<size_t, uint64_t>> words, size_t size) {
+  std::vector<uint8_t> p(size, 0);
+  for (auto [off, v] : words) std::memcpy(p.data() + off, &v, 8);
+  return p;
+}
+
+TEST(ProbeCandidates, PointedToAndUntouched) {
+  auto m = three_regions();
+  auto f = empty_footprint(m);
+  f.regions[0].read.set(0);  // the sanitizer saw region 0 read: not a candidate
+  // Pointers into regions 0 and 2 (inside, not at the base), one word deep in a 128-byte
+  // tensor map; region 1 is not pointed to.
+  auto params = params_with({{0, 0x10008}, {72, 0x30010}}, 136);
+  EXPECT_EQ(probe_candidates(m, params, f), (std::vector<size_t>{2}));
+}
+
+TEST(ProbeCandidates, SizeAndCountLimits) {
+  auto m = three_regions();
+  auto f = empty_footprint(m);
+  auto params = params_with({{0, 0x30000}, {8, 0x20000}, {16, 0x10000}, {24, 0x20004}}, 32);
+  EXPECT_EQ(probe_candidates(m, params, f), (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(probe_candidates(m, params, f, 0x100, 2).size(), 2u);
+  EXPECT_TRUE(probe_candidates(m, params, f, 0xff).empty());
+  f.regions.pop_back();  // a footprint of another capture
+  EXPECT_TRUE(probe_candidates(m, params, f).empty());
+}
+
+TEST(ClassifyProbe, WrittenUntouchedAndRead) {
+  const std::vector<uint8_t> expected = {1, 2, 3, 4, 9, 9};
+  // Bytes 0..3 written (same in both runs, equal to the application's); 4..5 untouched.
+  std::vector<uint8_t> a = {1, 2, 3, 4, kProbePoisonA, kProbePoisonA};
+  std::vector<uint8_t> b = {1, 2, 3, 4, kProbePoisonB, kProbePoisonB};
+  auto w = classify_probe(a, b, expected);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->count(), 4u);
+  EXPECT_TRUE(w->test(3));
+  EXPECT_FALSE(w->test(4));
+  // A byte that depends on the poison: the region is read.
+  b[2] = 7;
+  EXPECT_FALSE(classify_probe(a, b, expected));
+  // Written the same both times, but not what the application got.
+  b[2] = 3;
+  a[2] = b[2] = 8;
+  EXPECT_FALSE(classify_probe(a, b, expected));
+  // Nothing written: an empty set, not a failure.
+  std::vector<uint8_t> pa(6, kProbePoisonA), pb(6, kProbePoisonB);
+  auto none = classify_probe(pa, pb, expected);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->count(), 0u);
+  EXPECT_FALSE(classify_probe(pa, std::vector<uint8_t>(5, kProbePoisonB), expected));
+}
+
+}  // namespace
+}  // namespace kerncap::replay
