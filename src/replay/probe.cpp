@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "common/driver.hpp"
 #include "common/hex.hpp"
 #include "common/log.hpp"
@@ -12,25 +14,36 @@
 
 namespace kerncap::replay {
 
-std::vector<size_t> probe_candidates(const format::Manifest& m, std::span<const uint8_t> params,
-                                     const format::Footprint& f, uint64_t max_bytes, size_t limit) {
-  std::vector<size_t> out;
+std::vector<ProbeSpan> probe_candidates(const format::Manifest& m, std::span<const uint8_t> params,
+                                        const format::Footprint& f, uint64_t max_region_bytes, size_t limit) {
+  std::vector<ProbeSpan> out;
   if (f.regions.size() != m.regions.size()) return out;
+  // Region-relative offsets of every pointer word, per region.
+  std::vector<std::vector<uint64_t>> starts(m.regions.size());
   for (size_t o = 0; o + 8 <= params.size(); o += 8) {
     uint64_t a = 0;
     std::memcpy(&a, params.data() + o, 8);
     if (a == 0) continue;
-    for (size_t i = 0; i < m.regions.size(); ++i) {
-      const format::Region& r = m.regions[i];
-      if (a < r.base || a - r.base >= r.size) continue;
-      const format::RegionFootprint& rf = f.regions[i];
-      if (r.size <= max_bytes && rf.read.count() == 0 && rf.written.count() == 0 &&
-          std::find(out.begin(), out.end(), i) == out.end() && out.size() < limit)
-        out.push_back(i);
-      break;
+    for (size_t i = 0; i < m.regions.size(); ++i)
+      if (a >= m.regions[i].base && a - m.regions[i].base < m.regions[i].size) {
+        starts[i].push_back(a - m.regions[i].base);
+        break;
+      }
+  }
+  for (size_t i = 0; i < m.regions.size() && out.size() < limit; ++i) {
+    auto& s = starts[i];
+    if (s.empty() || m.regions[i].size > max_region_bytes) continue;
+    std::sort(s.begin(), s.end());
+    s.erase(std::unique(s.begin(), s.end()), s.end());
+    const format::RegionFootprint& rf = f.regions[i];
+    for (size_t k = 0; k < s.size() && out.size() < limit; ++k) {
+      const uint64_t b = s[k], e = k + 1 < s.size() ? s[k + 1] : m.regions[i].size;
+      bool touched = false;
+      for (uint64_t g = b / 4; g < (e + 3) / 4 && !touched; ++g) touched = g < rf.read.bits() && rf.read.test(g);
+      for (uint64_t g = b; g < e && !touched; ++g) touched = g < rf.written.bits() && rf.written.test(g);
+      if (!touched) out.push_back({i, b, e});
     }
   }
-  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -58,19 +71,29 @@ std::vector<uint8_t> read_region(Session& s, size_t i) {
   return out;
 }
 
-// Replays with region `index` filled with `pattern`; returns the region read back, or nothing
-// when another region's result differs from the application's (the poison was read).
-std::optional<std::vector<uint8_t>> poisoned_run(Session& s, const CompareSpec& spec, size_t index, uint8_t pattern) {
-  s.set_restore_filter([index, pattern](size_t i, uint64_t, uint8_t* data, uint64_t n) {
-    if (i == index) std::memset(data, pattern, n);
+// Replays with `span` filled with `pattern`; returns the span read back, or nothing when
+// anything outside it differs from the unpoisoned replay (`reference`: the span's region as
+// that replay left it; other regions: the application's result). Then the poison was read.
+std::optional<std::vector<uint8_t>> poisoned_run(Session& s, const CompareSpec& spec, const ProbeSpan& span,
+                                                 const std::vector<uint8_t>& reference, uint8_t pattern) {
+  s.set_restore_filter([span, pattern](size_t i, uint64_t off, uint8_t* data, uint64_t n) {
+    if (i != span.region) return;
+    const uint64_t b = std::max(off, span.begin), e = std::min(off + n, span.end);
+    if (b < e) std::memset(data + (b - off), pattern, e - b);
   });
   s.restore();
   s.set_restore_filter({});
   s.launch();
   const Verdict v = compare_with_after(s, spec);
   for (size_t i = 0; i < v.regions.size(); ++i)
-    if (i != index && !v.regions[i].result.pass()) return std::nullopt;
-  return read_region(s, index);
+    if (i != span.region && !v.regions[i].result.pass()) return std::nullopt;
+  const std::vector<uint8_t> now = read_region(s, span.region);
+  if (!std::equal(now.begin(), now.begin() + static_cast<ptrdiff_t>(span.begin), reference.begin()) ||
+      !std::equal(now.begin() + static_cast<ptrdiff_t>(span.end), now.end(),
+                  reference.begin() + static_cast<ptrdiff_t>(span.end)))
+    return std::nullopt;
+  return std::vector<uint8_t>(now.begin() + static_cast<ptrdiff_t>(span.begin),
+                              now.begin() + static_cast<ptrdiff_t>(span.end));
 }
 
 }  // namespace
@@ -78,7 +101,7 @@ std::optional<std::vector<uint8_t>> poisoned_run(Session& s, const CompareSpec& 
 std::vector<uint32_t> probe_writes(Session& s, format::Footprint& f) {
   const format::Manifest& m = s.capture().manifest;
   const auto params = format::read_file(s.capture().path(m.params_file));
-  const std::vector<size_t> candidates = probe_candidates(m, params, f);
+  const std::vector<ProbeSpan> candidates = probe_candidates(m, params, f);
   std::vector<uint32_t> proven;
   if (candidates.empty()) return proven;
   const CompareSpec spec = default_spec(s.capture().dir, m);
@@ -86,33 +109,33 @@ std::vector<uint32_t> probe_writes(Session& s, format::Footprint& f) {
   s.restore();
   s.launch();
   if (!compare_with_after(s, spec).pass()) {
-    log::info("footprint: the replay differs from the application's result, so regions the sanitizer saw no access "
-              "to are not probed");
+    log::info("footprint: the replay differs from the application's result, so memory the sanitizer saw no access "
+              "to is not probed");
     return proven;
   }
-  for (size_t i : candidates) {
-    const format::Region& r = m.regions[i];
-    log::info("footprint: region {} ({}) is passed to the kernel but shows no access: probing it with poisons", r.id,
-              human_bytes(r.size));
-    auto a = poisoned_run(s, spec, i, kProbePoisonA);
-    auto b = a ? poisoned_run(s, spec, i, kProbePoisonB) : std::nullopt;
+  std::vector<std::vector<uint8_t>> reference(m.regions.size());
+  for (const ProbeSpan& c : candidates)
+    if (reference[c.region].empty()) reference[c.region] = read_region(s, c.region);
+  for (const ProbeSpan& c : candidates) {
+    const format::Region& r = m.regions[c.region];
+    const std::string where = fmt::format("region {} +{:#x} ({})", r.id, c.begin, human_bytes(c.end - c.begin));
+    log::info("footprint: {} is passed to the kernel but shows no access: probing it with poisons", where);
+    const auto& ref = reference[c.region];
+    auto a = poisoned_run(s, spec, c, ref, kProbePoisonA);
+    auto b = a ? poisoned_run(s, spec, c, ref, kProbePoisonB) : std::nullopt;
     std::optional<format::Bitmap> w;
-    if (a && b) {
-      s.restore();
-      s.launch();
-      w = classify_probe(*a, *b, read_region(s, i));  // the unpoisoned replay matched the application
-    }
+    if (a && b)
+      w = classify_probe(*a, *b, std::span<const uint8_t>(ref).subspan(c.begin, c.end - c.begin));
     if (!w || w->count() == 0) {
-      log::info("footprint: region {}: {}", r.id,
-                !w ? "read by the kernel (its result depends on the region's contents); left unmarked"
-                   : "not written");
+      log::info("footprint: {}: {}", where,
+                !w ? "read by the kernel (the result depends on its contents); left unmarked" : "not written");
       continue;
     }
-    f.regions[i].written = std::move(*w);
-    f.regions[i].probed = true;
-    proven.push_back(r.id);
-    log::info("footprint: region {}: {} written without being read (found by probing)", r.id,
-              human_bytes(f.regions[i].written.bytes()));
+    format::RegionFootprint& rf = f.regions[c.region];
+    w->for_each_run([&](uint64_t first, uint64_t count) { rf.written.set_range(c.begin + first, count); });
+    rf.probed = true;
+    if (std::find(proven.begin(), proven.end(), r.id) == proven.end()) proven.push_back(r.id);
+    log::info("footprint: {}: {} written without being read (found by probing)", where, human_bytes(w->bytes()));
   }
   s.restore();
   return proven;

@@ -40,18 +40,30 @@ std::vector<uint8_t> params_with(std::initializer_list<std::pair<size_t, uint64_
 TEST(ProbeCandidates, PointedToAndUntouched) {
   auto m = three_regions();
   auto f = empty_footprint(m);
-  f.regions[0].read.set(0);  // the sanitizer saw region 0 read: not a candidate
+  f.regions[0].read.set(2);  // the sanitizer saw bytes 8..11 of region 0 read
   // Pointers into regions 0 and 2 (inside, not at the base), one word deep in a 128-byte
   // tensor map; region 1 is not pointed to.
   auto params = params_with({{0, 0x10008}, {72, 0x30010}}, 136);
-  EXPECT_EQ(probe_candidates(m, params, f), (std::vector<size_t>{2}));
+  EXPECT_EQ(probe_candidates(m, params, f), (std::vector<ProbeSpan>{{2, 0x10, 0x100}}));
+}
+
+// Inputs and output in one allocation: each pointer starts its own span, so the output can
+// be proven written while the inputs are left alone.
+TEST(ProbeCandidates, OneSpanPerPointerIntoARegion) {
+  auto m = three_regions();
+  auto f = empty_footprint(m);
+  auto params = params_with({{0, 0x10080}, {8, 0x10000}, {16, 0x10040}, {24, 0x10040}}, 32);
+  EXPECT_EQ(probe_candidates(m, params, f),
+            (std::vector<ProbeSpan>{{0, 0, 0x40}, {0, 0x40, 0x80}, {0, 0x80, 0x100}}));
+  f.regions[0].written.set(0x90);  // a recorded store inside the last span
+  EXPECT_EQ(probe_candidates(m, params, f).size(), 2u);
 }
 
 TEST(ProbeCandidates, SizeAndCountLimits) {
   auto m = three_regions();
   auto f = empty_footprint(m);
-  auto params = params_with({{0, 0x30000}, {8, 0x20000}, {16, 0x10000}, {24, 0x20004}}, 32);
-  EXPECT_EQ(probe_candidates(m, params, f), (std::vector<size_t>{0, 1, 2}));
+  auto params = params_with({{0, 0x30000}, {8, 0x20000}, {16, 0x10000}}, 24);
+  EXPECT_EQ(probe_candidates(m, params, f).size(), 3u);
   EXPECT_EQ(probe_candidates(m, params, f, 0x100, 2).size(), 2u);
   EXPECT_TRUE(probe_candidates(m, params, f, 0xff).empty());
   f.regions.pop_back();  // a footprint of another capture
