@@ -1,6 +1,7 @@
 // Invariants of a replay's written bytes: scanning values and turning counts into violations.
 #include "compare/invariants.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -117,6 +118,23 @@ void ValueScanner::feed(const uint8_t* data, uint64_t n, uint64_t offset) {
     case DType::I64: return scan_signed<int64_t>(counts_, data, elems, first);
     default: return;  // bytes and unsigned integers: nothing to count
   }
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> element_ranges(uint64_t begin, uint64_t end, unsigned size,
+                                                          const std::vector<std::pair<uint64_t, uint64_t>>& runs) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  uint64_t done = begin;  // elements before this are taken
+  for (const auto& [rb, re] : runs) {
+    uint64_t b = std::max(rb, begin), e = std::min(re, end);
+    if (b >= e) continue;
+    b = std::max(done, begin + (b - begin) / size * size);
+    e = std::min(end, begin + (e - begin + size - 1) / size * size);
+    if (b >= e) continue;
+    if (!out.empty() && out.back().second == b) out.back().second = e;  // adjacent: one range
+    else out.emplace_back(b, e);
+    done = e;
+  }
+  return out;
 }
 
 InvariantReport check_invariants(const Invariants& inv, std::vector<RegionFacts> regions) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compare/compare.hpp"
@@ -56,6 +57,13 @@ class ValueScanner {
  private:
   ValueCounts counts_;
 };
+
+// The byte ranges of a piece [begin, end) (element size `size`, elements counted from begin)
+// to scan for the written bytes `runs` (sorted [b, e) byte ranges of the region): every whole
+// element that touches a run, each once, ranges in order. A trailing partial element is kept
+// (the scanner ignores it).
+std::vector<std::pair<uint64_t, uint64_t>> element_ranges(uint64_t begin, uint64_t end, unsigned size,
+                                                          const std::vector<std::pair<uint64_t, uint64_t>>& runs);
 
 // What one region gave the invariants: the bytes the application's launch changed in it, the
 // ones of those the replay changed (from what was in memory before its launch), and the

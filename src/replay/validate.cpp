@@ -75,20 +75,13 @@ compare::RegionFacts region_facts(Session& session, size_t i, uint64_t written, 
   if (inv.checks.values()) {
     for (const Piece& p : pieces_of(r, inv.typing)) {
       compare::ValueScanner scan(p.dtype, p.begin);
-      const uint64_t size = compare::dtype_size(p.dtype);
-      uint64_t done = p.begin;  // elements before this are scanned
-      for (const auto& [rb, re] : runs) {
-        uint64_t b = std::max(rb, p.begin), e = std::min(re, p.end);
-        if (b >= e) continue;
-        b = std::max(done, p.begin + (b - p.begin) / size * size);
-        e = std::min(p.end, p.begin + (e - p.begin + size - 1) / size * size);
+      for (const auto& [b, e] : compare::element_ranges(p.begin, p.end, compare::dtype_size(p.dtype), runs)) {
         for (uint64_t off = b; off < e;) {
           const uint64_t n = std::min(step, e - off);
           KC_CU(cuMemcpyDtoH(actual, session.address(i) + off, n));
           scan.feed(actual, n, off - p.begin);
           off += n;
         }
-        done = std::max(done, e);
       }
       if (scan.counts().elements) f.pieces.push_back(scan.counts());
     }

@@ -160,6 +160,21 @@ TEST(CheckInvariants, NothingEnabledPasses) {
   EXPECT_EQ(rep.line(), "Invariants: PASS (none; 0 written region(s))");
 }
 
+TEST(ElementRanges, WholeElementsTouchingARunEachOnce) {
+  using R = std::vector<std::pair<uint64_t, uint64_t>>;
+  // fp32 piece at 0x10..0x50: runs [0x12,0x13) and [0x15,0x19) touch elements 0, 1, 2; the
+  // second run starts inside element 1 and ends inside element 2: [0x10, 0x1c), one range.
+  EXPECT_EQ(element_ranges(0x10, 0x50, 4, R{{0x12, 0x13}, {0x15, 0x19}}), (R{{0x10, 0x1c}}));
+  // Two runs inside the same element give it once.
+  EXPECT_EQ(element_ranges(0, 16, 4, R{{1, 2}, {3, 4}}), (R{{0, 4}}));
+  // Runs outside the piece are ignored, ones crossing its edges clipped.
+  EXPECT_EQ(element_ranges(0x10, 0x20, 8, R{{0, 4}, {0x0c, 0x12}, {0x1f, 0x40}}), (R{{0x10, 0x20}}));
+  EXPECT_EQ(element_ranges(0, 0x100, 2, R{{0x10, 0x11}, {0x80, 0x84}}), (R{{0x10, 0x12}, {0x80, 0x84}}));
+  // A piece ending in a partial element keeps it (the scanner ignores it).
+  EXPECT_EQ(element_ranges(0, 10, 4, R{{9, 10}}), (R{{8, 10}}));
+  EXPECT_TRUE(element_ranges(0, 16, 4, R{}).empty());
+}
+
 TEST(InvariantList, ParsesNamesAndRefusesUnknownOnes) {
   EXPECT_EQ(parse_invariant_list("no_nan, must_write"), (Invariants{.no_nan = true, .must_write = true}));
   EXPECT_EQ(parse_invariant_list("no_inf,non_negative,"), (Invariants{.no_inf = true, .non_negative = true}));
