@@ -10,12 +10,16 @@
 
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
+#include "cli/strong.hpp"
+#include "cli/validate_settings.hpp"
 #include "common/driver.hpp"
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "format/capture_dir.hpp"
 #include "lint/baseline.hpp"
 #include "lint/lint.hpp"
+#include "lint/kerncap_toml.hpp"
+#include "replay/fuzz.hpp"
 #include "replay/session.hpp"
 #include "replay/timing.hpp"
 #include "replay/validate_flow.hpp"
@@ -28,6 +32,8 @@ struct MeasureArgs {
   bool captured = false;  // the captured image even when a fresh variant exists
   bool json = false;
   replay::TimingOptions timing{3, 50, false};
+  uint64_t fuzz = 0;  // --fuzz N trials (needs a footprint)
+  uint64_t seed = 1;
 };
 
 std::string utc_now() {
@@ -68,6 +74,17 @@ lint::Baseline measure(const MeasureArgs& a, const std::string& name) {
   rc.quiet = a.json;
   rc = with_fresh_variant(rc, "measuring");
   replay::check(a.timing);
+  // OUT/kerncap.toml's tolerances and invariants judge the validation, as in `validate`
+  // (a malformed file is refused here, before any GPU work).
+  const auto config = lint::load_kerncap_toml(a.dir);
+  const ValidateSettings set = resolve_validate_settings({}, config, lint::kKerncapTomlName);
+  std::optional<format::Footprint> fp;
+  if (a.fuzz) {
+    fp = footprint_for(a.dir, FootprintUse::Auto, a.json);
+    if (!fp)
+      usage_error("--fuzz needs the launch's footprint: run `kerncap footprint " + a.dir +
+                  "` first (it needs the Compute Sanitizer API)");
+  }
 
   const format::Capture cap = format::open_capture(a.dir);
   lint::Baseline b;
@@ -106,8 +123,22 @@ lint::Baseline measure(const MeasureArgs& a, const std::string& name) {
   }
   replay::ValidateRequest req;
   req.session = opt;
+  req.invariants = set.invariants;
+  req.tolerances = set.tolerances;
   const replay::ValidateReport vr = replay::validate(req);
-  b.validation_pass = vr.verdict.pass();
+  b.validation_pass = vr.verdict.failing() == 0;  // the comparison; invariants have their own row
+  if (vr.verdict.invariants) {
+    b.invariants.emplace();
+    b.invariants->pass = vr.verdict.invariants->pass();
+    b.invariants->checked = compare::to_string(vr.verdict.invariants->checked);
+    for (const auto& x : vr.verdict.invariants->violations) b.invariants->violations.push_back(x.message);
+  }
+  if (fp) {
+    replay::Options captured = opt;
+    captured.cubin.reset();
+    const replay::FuzzReport fz = replay::fuzz(captured, opt, *fp, a.fuzz, a.seed);
+    b.fuzz = lint::Baseline::Fuzz{fz.pass(), fz.trials, fz.seed, fz.failures.size(), fz.pass() ? "" : fz.line()};
+  }
   for (const replay::RegionVerdict& r : vr.verdict.regions) {
     b.max_abs_error = std::max(b.max_abs_error, r.result.max_abs_error);
     b.max_rel_error = std::max(b.max_rel_error, r.result.max_rel_error);
@@ -121,6 +152,10 @@ void add_measure_options(CLI::App* cmd, MeasureArgs& a) {
   cmd->add_flag("--captured", a.captured, "Measure the captured image even when the reproducer has a fresh variant");
   cmd->add_option("-n,--iterations", a.timing.iterations, "Timed launches")->default_val(50);
   cmd->add_option("--warmup", a.timing.warmup, "Untimed launches first")->default_val(3);
+  cmd->add_option("--fuzz", a.fuzz,
+                  "Also run N fuzz trials as `validate --fuzz N` (needs a footprint) and keep pass/fail, trials, seed")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{100000}));
+  cmd->add_option("--seed", a.seed, "Seed of the --fuzz inputs")->default_val(1);
   cmd->add_flag("--json", a.json, "Print JSON");
 }
 
@@ -143,9 +178,13 @@ void add_baseline(CLI::App& app, int& exit_code) {
     if (a->json) {
       std::cout << lint::to_json(b).dump(2) << std::endl;
     } else {
-      std::cout << fmt::format("saved {}: {:.4f} ms median (+- {:.4f}) on {}, {} registers, validation {}\n",
+      std::cout << fmt::format("saved {}: {:.4f} ms median (+- {:.4f}) on {}, {} registers, validation {}{}{}\n",
                                lint::baseline_path(a->dir, *name).string(), b.median_ms, b.stddev_ms, b.gpu,
-                               b.registers, b.validation_pass ? "PASS" : "FAIL");
+                               b.registers, b.validation_pass ? "PASS" : "FAIL",
+                               b.invariants ? fmt::format(", invariants {}", b.invariants->pass ? "PASS" : "FAIL") : "",
+                               b.fuzz ? fmt::format(", fuzz {} ({} trials)", b.fuzz->pass ? "PASS" : "FAIL",
+                                                    b.fuzz->trials)
+                                      : "");
     }
     exit_code = 0;
   });

@@ -10,11 +10,15 @@
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
 #include "cli/strong.hpp"
+#include "cli/validate_settings.hpp"
 #include "common/error.hpp"
 #include "common/hex.hpp"
+#include "format/capture_dir.hpp"
+#include "lint/kerncap_toml.hpp"
 #include "replay/compare_spec.hpp"
-#include "replay/validate.hpp"
 #include "replay/fuzz.hpp"
+#include "replay/speedup.hpp"
+#include "replay/validate.hpp"
 #include "replay/validate_flow.hpp"
 
 namespace kerncap::cli {
@@ -27,26 +31,52 @@ struct ValidateArgs {
   std::string footprint = "auto";
   uint64_t fuzz = 0;
   uint64_t seed = 1;
+  ValidateFlags flags;  // kerncap.toml overrides
+  replay::TimingOptions timing{3, 20, false};
 };
 
+// OUT/kerncap.toml's path (OUT may be given as OUT/capture).
+std::string toml_path(const std::string& dir) {
+  std::filesystem::path d = dir;
+  if (d.filename() == format::kCaptureDirName) d = d.parent_path();
+  return (d / lint::kKerncapTomlName).string();
+}
+
 // Flags force a spec; without any, the engine's default (OUT/compare.json or byte-exact).
-std::optional<replay::CompareSpec> forced_spec(const ValidateArgs& a) {
+std::optional<replay::CompareSpec> forced_spec(const ValidateArgs& a, const replay::ToleranceTable& table) {
   if (a.dtype.empty() && !a.atol && !a.rtol) return std::nullopt;
   const std::string name = a.dtype.empty() ? "bytes" : a.dtype;
   auto dtype = compare::dtype_from_string(name);
   if (!dtype) usage_error(fmt::format("--dtype {}: unknown type (bytes, fp32, fp16, bf16, fp64, i32...)", name));
   replay::CompareSpec spec;
   spec.dtype = *dtype;
-  spec.tol = replay::resolve_tolerance(*dtype, a.atol, a.rtol);
+  spec.tol = replay::resolve_tolerance(*dtype, a.atol, a.rtol, table);
   spec.source = "command line";
   return spec;
 }
 
 void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) {
+  // A malformed OUT/kerncap.toml is bad input (exit 2), refused before any GPU work.
+  const auto config = lint::load_kerncap_toml(c.dir);
+  const ValidateSettings set = resolve_validate_settings(a.flags, config, toml_path(c.dir));
   replay::ValidateRequest req;
   req.session = with_fresh_variant(c, "validating").options();
-  req.spec = forced_spec(a);
+  req.spec = forced_spec(a, set.tolerances);
   req.check_determinism = !a.no_determinism;
+  req.invariants = set.invariants;
+  req.tolerances = set.tolerances;
+  req.region_tolerances = set.region_tolerances;
+  const bool chatty = !c.quiet && !c.json;
+  double min_speedup = set.min_speedup.value_or(0);  // 0: no speed-up asked for
+  if (min_speedup > 0 && !req.session.cubin) {
+    if (a.flags.min_speedup)
+      usage_error("--min-speedup compares a variant with the captured image: give --cubin V (or build the "
+                  "reproducer's variant)");
+    if (chatty)
+      std::fprintf(stderr, "kerncap: note: min_speedup in %s not checked: no variant to time against the captured "
+                   "image\n", set.min_speedup_from.c_str());
+    min_speedup = 0;
+  }
   const auto fp = footprint_for(c.dir, footprint_use_from(a.footprint), c.quiet || c.json);
   if (fp) req.footprint = &*fp;
   if (a.fuzz && !fp)
@@ -61,6 +91,25 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
       std::fprintf(stderr, "kerncap: note: --fuzz without a variant compares the captured image with itself\n");
     fz = replay::fuzz(captured, req.session, *fp, a.fuzz, a.seed);
   }
+  std::optional<replay::SpeedupCheck> sp;
+  if (min_speedup > 0) {
+    replay::Options captured = req.session;
+    captured.cubin.reset();
+    captured.progress = false;
+    replay::Options variant = req.session;
+    variant.progress = false;
+    sp = replay::measure_speedup(captured, variant, a.timing, min_speedup);
+  }
+  // The verdict's line, turned into a FAIL when the fuzz trials or the speed-up fail.
+  std::string line = v.line();
+  std::string extra;
+  if (fz && !fz->pass()) extra = "fuzz trials failed";
+  if (sp && !sp->pass())
+    extra += fmt::format("{}speed-up x{:.3f} below the x{:.3f} required", extra.empty() ? "" : "; ", sp->speedup,
+                         sp->min_speedup);
+  const std::string pass_prefix = "Result: PASS (";
+  if (!extra.empty() && line.starts_with(pass_prefix)) line = "Result: FAIL (" + extra + "; " + line.substr(pass_prefix.size());
+  const bool pass = v.pass() && (!fz || fz->pass()) && (!sp || sp->pass());
   if (c.json) {
     nlohmann::json j = v.to_json();
     j["kernel"] = r.kernel;
@@ -69,6 +118,10 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
     j["rewritten_words"] = r.restore.rewritten_words;
     j["determinism_checked"] = r.determinism_checked;
     if (fz) j["fuzz"] = fz->to_json();
+    if (sp) j["speedup"] = sp->to_json();
+    if (config) j["kerncap_toml"] = toml_path(c.dir);
+    j["result"] = pass ? "PASS" : "FAIL";
+    j["line"] = line;
     std::cout << j.dump(2) << std::endl;
   } else {
     std::cout << r.kernel << "\n  image: " << r.image << "\n  " << placement_line(r.placement, r.restore.rewritten_words)
@@ -81,10 +134,16 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
       std::cout << fmt::format("  region {} ({} at {}, {}; launch wrote {}): {}\n", x.id, x.kind, hex_addr(x.base),
                                human_bytes(x.size), human_bytes(x.written), x.summary());
     }
+    if (v.invariants) {
+      for (const auto& x : v.invariants->violations) std::cout << "  invariant violated: " << x.message << "\n";
+      for (const auto& n : v.invariants->notes) std::cout << "  note: " << n << "\n";
+      std::cout << v.invariants->line() << " [from " << set.invariants_from << "]\n";
+    }
     if (fz) std::cout << fz->line() << "\n";
-    std::cout << v.line() << "\n";
+    if (sp) std::cout << sp->line(a.timing.iterations) << " [from " << set.min_speedup_from << "]\n";
+    std::cout << line << "\n";
   }
-  exit_code = v.pass() && (!fz || fz->pass()) ? 0 : 1;
+  exit_code = pass ? 0 : 1;
 }
 
 }  // namespace
@@ -102,7 +161,7 @@ void add_validate(CLI::App& app, int& exit_code) {
               "When the comparison fails and no --dtype/--atol/--rtol was given, the captured image is replayed twice:\n"
               "regions where the two replays differ belong to a nondeterministic kernel (float atomics, reordered\n"
               "reductions) and are compared again as the element types of the kernel's pointer parameters with\n"
-              "their default tolerance; the result line says so.\n\nDefault tolerances (when --dtype is given without --atol/--rtol): fp64 1e-12/1e-12, fp32 atol 1e-6\nrtol 1e-5, fp16 1e-3, bf16 1e-2, fp8e4m3 0.125, fp8e5m2 0.25; integers and bytes exact.");
+              "their default tolerance; the result line says so.\n\nOUT/kerncap.toml, when present, is read (a malformed file is refused with its line, exit 2):\n[tolerances] replace the default tolerance per dtype, [invariants] check the bytes the launch wrote\n(no_nan, no_inf, non_negative as their element types; must_write: the replay changes every region the\napplication's launch changed), [timing] min_speedup times a variant against the captured image.\nFlags override the file (--invariant, --no-invariants, --min-speedup, --dtype/--atol/--rtol).\nSee docs/replay.md.\n\nDefault tolerances (when --dtype is given without --atol/--rtol): fp64 1e-12/1e-12, fp32 atol 1e-6\nrtol 1e-5, fp16 1e-3, bf16 1e-2, fp8e4m3 0.125, fp8e5m2 0.25; integers and bytes exact.");
   add_replay_common(cmd, c);
   cmd->add_option("--dtype", a->dtype,
                   "Compare every byte as this element type (bytes, fp32, fp16, bf16, ...); default: OUT/compare.json's "
@@ -119,6 +178,18 @@ void add_validate(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(uint64_t{0}, uint64_t{100000}));
   cmd->add_option("--seed", a->seed, "Seed of the --fuzz inputs (a failure names the trial; same seed, same inputs)")
       ->default_val(1);
+  cmd->add_option("--invariant", a->flags.invariants,
+                  "Check these invariants of the written bytes, comma-separated: no_nan, no_inf, non_negative, "
+                  "must_write (replaces OUT/kerncap.toml [invariants])");
+  cmd->add_flag("--no-invariants", a->flags.no_invariants, "Check no invariant, whatever OUT/kerncap.toml says");
+  cmd->add_option("--tolerance", a->flags.tolerances,
+                  "Per-region tolerance REGION:atol=A,rtol=B[,dtype=T] (repeatable; REGION is the id validate "
+                  "prints); without dtype= each typed piece of the region keeps its type");
+  cmd->add_option("--min-speedup", a->flags.min_speedup,
+                  "Time the captured image and the variant (CUDA events, medians) and FAIL when the variant is not at "
+                  "least this much faster (1.1 = 10% faster); replaces OUT/kerncap.toml [timing] min_speedup");
+  cmd->add_option("--speedup-iterations", a->timing.iterations, "Timed launches of each image for the speed-up")
+      ->default_val(20);
   cmd->add_flag("--no-determinism-check", a->no_determinism,
                 "On a mismatch, do not replay the captured image twice to find out whether it is nondeterministic");
   cmd->callback([c, a, &exit_code] { run_validate(*c, *a, exit_code); });

@@ -53,6 +53,12 @@ std::optional<int64_t> known(int v) { return v < 0 ? std::nullopt : std::optiona
 
 nlohmann::json to_json(const Baseline& b) {
   auto opt = [](const auto& o) { return o ? nlohmann::json(*o) : nlohmann::json(nullptr); };
+  nlohmann::json fuzz = nullptr, inv = nullptr;
+  if (b.fuzz)
+    fuzz = {{"pass", b.fuzz->pass}, {"trials", b.fuzz->trials}, {"seed", b.fuzz->seed},
+            {"failed_trials", b.fuzz->failed_trials}, {"first_failure", b.fuzz->first_failure}};
+  if (b.invariants)
+    inv = {{"pass", b.invariants->pass}, {"checked", b.invariants->checked}, {"violations", b.invariants->violations}};
   return {{"format", "kerncap-baseline"},
           {"version", kBaselineVersion},
           {"name", b.name},
@@ -72,7 +78,9 @@ nlohmann::json to_json(const Baseline& b) {
             {"spill_instructions", opt(b.spill_instructions)}, {"occupancy", opt(b.occupancy)}}},
           {"validation",
            {{"pass", b.validation_pass}, {"max_abs_error", b.max_abs_error}, {"max_rel_error", b.max_rel_error},
-            {"failing_regions", b.failing_regions}}}};
+            {"failing_regions", b.failing_regions}}},
+          {"fuzz", fuzz},
+          {"invariants", inv}};
 }
 
 Baseline baseline_from_json(const nlohmann::json& j, const std::string& source) {
@@ -110,6 +118,21 @@ Baseline baseline_from_json(const nlohmann::json& j, const std::string& source) 
   b.max_abs_error = field<double>(val, "max_abs_error", source);
   b.max_rel_error = field<double>(val, "max_rel_error", source);
   b.failing_regions = field<uint64_t>(val, "failing_regions", source);
+  // Added after version 1 was first written: absent or null in older files.
+  if (const auto f = optional_field<nlohmann::json>(j, "fuzz", source)) {
+    b.fuzz.emplace();
+    b.fuzz->pass = field<bool>(*f, "pass", source);
+    b.fuzz->trials = field<uint64_t>(*f, "trials", source);
+    b.fuzz->seed = field<uint64_t>(*f, "seed", source);
+    b.fuzz->failed_trials = field<uint64_t>(*f, "failed_trials", source);
+    b.fuzz->first_failure = field<std::string>(*f, "first_failure", source);
+  }
+  if (const auto i = optional_field<nlohmann::json>(j, "invariants", source)) {
+    b.invariants.emplace();
+    b.invariants->pass = field<bool>(*i, "pass", source);
+    b.invariants->checked = field<std::string>(*i, "checked", source);
+    b.invariants->violations = field<std::vector<std::string>>(*i, "violations", source);
+  }
   return b;
 }
 
@@ -207,6 +230,34 @@ DiffReport diff(const Baseline& b, const Baseline& c, const DiffThresholds& t) {
   else if (!b.validation_pass && c.validation_pass) val.change = Change::Better;
   else if (!c.validation_pass && c.max_abs_error > b.max_abs_error) val.change = Change::Worse;  // failing further
   d.rows.push_back(std::move(val));
+
+  // Fuzz and invariants: pass/fail rows, compared only when both sides have them.
+  auto pass_row = [](const std::string& metric, std::optional<std::string> bt, std::optional<bool> bp,
+                     std::optional<std::string> ct, std::optional<bool> cp) {
+    DiffRow r{metric, bt.value_or("-"), ct.value_or("-"), "", Change::Info};
+    if (!bp || !cp) {
+      if (bp || cp) r.delta = bp ? "not measured now" : "not in the baseline";
+      return r;
+    }
+    r.change = *bp == *cp ? Change::Same : *cp ? Change::Better : Change::Worse;
+    return r;
+  };
+  auto fuzz_text = [](const Baseline& x) -> std::optional<std::string> {
+    if (!x.fuzz) return std::nullopt;
+    if (x.fuzz->pass) return fmt::format("PASS ({} trials, seed {})", x.fuzz->trials, x.fuzz->seed);
+    return fmt::format("FAIL ({} of {} trials, seed {})", x.fuzz->failed_trials, x.fuzz->trials, x.fuzz->seed);
+  };
+  auto fuzz_pass = [](const Baseline& x) { return x.fuzz ? std::optional<bool>(x.fuzz->pass) : std::nullopt; };
+  d.rows.push_back(pass_row("fuzz", fuzz_text(b), fuzz_pass(b), fuzz_text(c), fuzz_pass(c)));
+  auto inv_text = [](const Baseline& x) -> std::optional<std::string> {
+    if (!x.invariants) return std::nullopt;
+    if (x.invariants->pass) return fmt::format("PASS ({})", x.invariants->checked);
+    return fmt::format("FAIL ({} violation(s))", x.invariants->violations.size());
+  };
+  auto inv_pass = [](const Baseline& x) {
+    return x.invariants ? std::optional<bool>(x.invariants->pass) : std::nullopt;
+  };
+  d.rows.push_back(pass_row("invariants", inv_text(b), inv_pass(b), inv_text(c), inv_pass(c)));
 
   DiffRow img{"image", b.image_xxh64, c.image_xxh64, b.image_xxh64 == c.image_xxh64 ? "same bytes" : "changed",
               Change::Info};

@@ -36,6 +36,20 @@ struct Baseline {
   bool validation_pass = false;
   double max_abs_error = 0, max_rel_error = 0;
   uint64_t failing_regions = 0;
+  // `--fuzz N` trials (absent when not asked for; older files have neither of these two).
+  struct Fuzz {
+    bool pass = true;
+    uint64_t trials = 0, seed = 0, failed_trials = 0;
+    std::string first_failure;  // the report's line when it failed
+  };
+  std::optional<Fuzz> fuzz;
+  // The invariants of OUT/kerncap.toml checked in that validation (absent: none enabled).
+  struct Invariants {
+    bool pass = true;
+    std::string checked;                  // "no_nan, must_write"
+    std::vector<std::string> violations;  // one line each
+  };
+  std::optional<Invariants> invariants;
 };
 
 nlohmann::json to_json(const Baseline& b);
@@ -71,6 +85,7 @@ struct DiffReport {
 // Time: worse/better only beyond max(time_rel x median, noise_sigmas x sqrt(sb^2 + sc^2)), and
 // only on the same GPU. Registers, spills, local memory: more is worse. Occupancy: lower is
 // worse. Validation: a pass turning into a failure, or a failure with a larger error, is worse.
+// Fuzz and invariants: a pass turning into a failure is worse (only shown when one side lacks them).
 DiffReport diff(const Baseline& base, const Baseline& cur, const DiffThresholds& t = {});
 std::string to_text(const DiffReport& d, const Baseline& base, const Baseline& cur);
 nlohmann::json to_json(const DiffReport& d);

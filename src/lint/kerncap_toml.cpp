@@ -180,7 +180,7 @@ std::optional<KerncapConfig> load_kerncap_toml(const fs::path& out_dir) {
 
 std::string default_kerncap_toml() {
   std::string s =
-      "# kerncap.toml: rules for this reproducer, read by `kerncap lint` (and later `validate`).\n"
+      "# kerncap.toml: rules for this reproducer, read by `kerncap lint` and `kerncap validate`.\n"
       "# Command-line flags override what is set here. Unknown keys are refused. See docs/lint.md.\n"
       "\n"
       "# Per-dtype tolerance of the comparison with what the application wrote:\n"
@@ -192,12 +192,13 @@ std::string default_kerncap_toml() {
   }
   s +=
       "\n"
-      "# Properties of the written regions, whatever the expected values.\n"
+      "# Properties of the bytes the launch wrote, read as their element types, whatever the\n"
+      "# expected values (kerncap validate; --invariant/--no-invariants override).\n"
       "[invariants]\n"
       "no_nan = false        # no NaN in a written floating-point region\n"
       "no_inf = false        # no +-Inf\n"
-      "non_negative = false  # no value below zero\n"
-      "must_write = false    # every region the application wrote is written by the replay too\n"
+      "non_negative = false  # no value below zero (floats, signed integers)\n"
+      "must_write = false    # the replay changes every region the application's launch changed\n"
       "\n"
       "# Checks of the compiled code (kerncap lint). Regular expressions are ECMAScript and\n"
       "# match one SASS (or PTX) instruction line, e.g. \"HGMMA\" or \"LDG\\\\.E\\\\.128\".\n"
@@ -209,7 +210,7 @@ std::string default_kerncap_toml() {
       "forbidden_patterns = []\n"
       "\n"
       "[timing]\n"
-      "# min_speedup = 1.0  # a variant must be at least this much faster than the captured image\n";
+      "# min_speedup = 1.0  # validate --cubin V: the variant must be at least this much faster\n";
   return s;
 }
 

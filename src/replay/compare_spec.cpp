@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -44,8 +47,14 @@ uint64_t address_of(const nlohmann::json& v, const std::string& where) {
 
 }  // namespace
 
-compare::Tolerance resolve_tolerance(compare::DType dtype, std::optional<double> atol, std::optional<double> rtol) {
-  compare::Tolerance t = compare::default_tolerance(dtype);
+compare::Tolerance table_tolerance(compare::DType dtype, const ToleranceTable& table) {
+  const auto it = table.find(dtype);
+  return it == table.end() ? compare::default_tolerance(dtype) : it->second;
+}
+
+compare::Tolerance resolve_tolerance(compare::DType dtype, std::optional<double> atol, std::optional<double> rtol,
+                                     const ToleranceTable& table) {
+  compare::Tolerance t = table_tolerance(dtype, table);
   for (auto [name, v] : {std::pair{"atol", atol}, std::pair{"rtol", rtol}})
     if (v && (!std::isfinite(*v) || *v < 0))
       usage_error(fmt::format("{} must be a finite number >= 0 (got {})", name, *v));
@@ -54,13 +63,15 @@ compare::Tolerance resolve_tolerance(compare::DType dtype, std::optional<double>
   return t;
 }
 
-CompareSpec parse_spec(const nlohmann::json& j, const format::Manifest& m, const std::string& source) {
+CompareSpec parse_spec(const nlohmann::json& j, const format::Manifest& m, const std::string& source,
+                       const ToleranceTable& table) {
   if (!j.is_object()) input_error(fmt::format("{}: the comparison spec must be a JSON object", source));
   CompareSpec spec;
   spec.source = source;
   try {
     spec.dtype = dtype_of(j, source);
-    spec.tol = resolve_tolerance(spec.dtype, number_or_null(j, "atol", source), number_or_null(j, "rtol", source));
+    spec.tol =
+        resolve_tolerance(spec.dtype, number_or_null(j, "atol", source), number_or_null(j, "rtol", source), table);
     if (j.contains("spans") && !j["spans"].is_null()) {
       if (!j["spans"].is_array()) input_error(fmt::format("{}: \"spans\" must be an array", source));
       if (j["spans"].size() > 1'000'000) input_error(fmt::format("{}: more than a million spans", source));
@@ -73,7 +84,7 @@ CompareSpec parse_spec(const nlohmann::json& j, const format::Manifest& m, const
         t.base = address_of(s["base"], where);
         t.size = s["size"].get<uint64_t>();
         t.dtype = dtype_of(s, where);
-        t.tol = resolve_tolerance(t.dtype, number_or_null(s, "atol", where), number_or_null(s, "rtol", where));
+        t.tol = resolve_tolerance(t.dtype, number_or_null(s, "atol", where), number_or_null(s, "rtol", where), table);
         const bool inside = std::any_of(m.regions.begin(), m.regions.end(), [&](const format::Region& r) {
           return t.size <= r.size && t.base >= r.base && t.base - r.base <= r.size - t.size;
         });
@@ -90,7 +101,7 @@ CompareSpec parse_spec(const nlohmann::json& j, const format::Manifest& m, const
   return spec;
 }
 
-CompareSpec default_spec(const fs::path& capture_dir, const format::Manifest& m) {
+CompareSpec default_spec(const fs::path& capture_dir, const format::Manifest& m, const ToleranceTable& table) {
   const fs::path file = capture_dir.parent_path() / "compare.json";
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return CompareSpec{.source = "default"};
@@ -98,7 +109,7 @@ CompareSpec default_spec(const fs::path& capture_dir, const format::Manifest& m)
   std::ifstream in(file);
   auto j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_discarded()) input_error(fmt::format("{} is not valid JSON", file.string()));
-  return parse_spec(j, m, file.string());
+  return parse_spec(j, m, file.string(), table);
 }
 
 std::vector<Piece> pieces_of(const format::Region& r, const CompareSpec& spec) {
@@ -114,6 +125,78 @@ std::vector<Piece> pieces_of(const format::Region& r, const CompareSpec& spec) {
     at = e;
   }
   if (at < r.size) out.push_back({at, r.size, spec.dtype, spec.tol});
+  return out;
+}
+
+RegionTolerance parse_region_tolerance(const std::string& text) {
+  const std::string usage = fmt::format(
+      "--tolerance {}: expected REGION:atol=A,rtol=B[,dtype=T] (REGION: the region id validate prints)", text);
+  const auto colon = text.find(':');
+  if (colon == std::string::npos || colon == 0) usage_error(usage);
+  RegionTolerance r;
+  try {
+    size_t used = 0;
+    const unsigned long id = std::stoul(text.substr(0, colon), &used);
+    if (used != colon || id > UINT32_MAX) usage_error(usage);
+    r.region = static_cast<uint32_t>(id);
+  } catch (const std::logic_error&) {
+    usage_error(usage);
+  }
+  std::string rest = text.substr(colon + 1);
+  for (size_t at = 0; at <= rest.size();) {
+    const size_t comma = std::min(rest.find(',', at), rest.size());
+    const std::string item = rest.substr(at, comma - at);
+    at = comma + 1;
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) usage_error(usage);
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "dtype") {
+      r.dtype = compare::dtype_from_string(value);
+      if (!r.dtype) usage_error(fmt::format("--tolerance {}: unknown dtype '{}'", text, value));
+      continue;
+    }
+    if (key != "atol" && key != "rtol") usage_error(usage);
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !std::isfinite(v) || v < 0)
+      usage_error(fmt::format("--tolerance {}: {} must be a finite number >= 0", text, key));
+    (key == "atol" ? r.atol : r.rtol) = v;
+  }
+  if (!r.dtype && !r.atol && !r.rtol) usage_error(usage);
+  return r;
+}
+
+CompareSpec with_region_tolerances(const CompareSpec& spec, const std::vector<RegionTolerance>& overrides,
+                                   const format::Manifest& m, const ToleranceTable& table) {
+  if (overrides.empty()) return spec;
+  CompareSpec out = spec;
+  for (const RegionTolerance& o : overrides) {
+    auto r = std::find_if(m.regions.begin(), m.regions.end(), [&](const format::Region& x) { return x.id == o.region; });
+    if (r == m.regions.end()) usage_error(fmt::format("--tolerance: the capture has no region {}", o.region));
+    std::vector<TypedSpan> inside;
+    if (o.dtype) {
+      inside.push_back({r->base, r->size, *o.dtype, resolve_tolerance(*o.dtype, o.atol, o.rtol, table)});
+    } else {
+      // Each typed piece keeps its type (spans, or the forced dtype between them); bytes
+      // compare exactly and stay as they are.
+      for (const Piece& p : pieces_of(*r, out)) {
+        if (p.dtype == compare::DType::Bytes) continue;
+        compare::Tolerance t = p.tol;
+        if (o.atol) t.atol = *o.atol;
+        if (o.rtol) t.rtol = *o.rtol;
+        inside.push_back({r->base + p.begin, p.end - p.begin, p.dtype, t});
+      }
+      if (inside.empty())
+        usage_error(fmt::format("--tolerance {}:...: region {} is compared as bytes (exactly); give its element type "
+                                "too, e.g. {}:dtype=fp32,atol=...",
+                                o.region, o.region, o.region));
+    }
+    std::erase_if(out.spans, [&](const TypedSpan& s) { return s.base < r->base + r->size && s.base + s.size > r->base; });
+    out.spans.insert(out.spans.end(), inside.begin(), inside.end());
+    std::sort(out.spans.begin(), out.spans.end(), [](auto& a, auto& b) { return a.base < b.base; });
+  }
+  if (out.source.find("--tolerance") == std::string::npos) out.source += " + --tolerance";
   return out;
 }
 

@@ -59,6 +59,7 @@ class Session {
   // An empty function restores BEFORE unchanged.
   using RestoreFilter = std::function<void(size_t index, uint64_t offset, uint8_t* data, uint64_t n)>;
   void set_restore_filter(RestoreFilter f) { filter_ = std::move(f); }
+  const RestoreFilter& restore_filter() const { return filter_; }
   // Launches once and waits; returns the elapsed milliseconds measured with events.
   float launch();
   // Enqueues one launch on stream() without waiting.

@@ -16,10 +16,15 @@ namespace {
 // The expected bytes of region `r` in [off, off + n): BEFORE with the AFTER runs applied and
 // pointer words into moved spans rewritten. Read with the 8-byte-aligned words around it, so
 // a word that straddles a piece or chunk edge is rewritten exactly as restore() rewrote it.
+// Without the AFTER runs and with the session's restore filter, the same reader gives what
+// restore() left in memory before the launch (for must_write).
 class Expected {
  public:
-  Expected(const format::Capture& c, const format::Region& r, const RelocationMap& reloc, uint8_t* buffer)
-      : r_(r), reloc_(reloc), buffer_(buffer), before_(c.path(r.file)), after_(c.path(c.manifest.after_file)) {
+  Expected(const format::Capture& c, const format::Region& r, const RelocationMap& reloc, uint8_t* buffer,
+           bool with_after = true, const Session::RestoreFilter* filter = nullptr, size_t index = 0)
+      : r_(r), reloc_(reloc), buffer_(buffer), before_(c.path(r.file)), after_(c.path(c.manifest.after_file)),
+        filter_(filter && *filter ? filter : nullptr), index_(index) {
+    if (!with_after) return;
     for (const auto& a : c.manifest.after)
       if (a.region == r.id) runs_.push_back(&a);
   }
@@ -35,6 +40,7 @@ class Expected {
       if (b < e) after_.read_at(a->file_offset + (b - a->offset), buffer_ + (b - lo), e - b);
     }
     reloc_.rewrite(buffer_, hi - lo, r_.base + lo);
+    if (filter_) (*filter_)(index_, lo, buffer_, hi - lo);
     return buffer_ + (off - lo);
   }
 
@@ -44,11 +50,79 @@ class Expected {
   uint8_t* buffer_;
   format::BlobReader before_, after_;
   std::vector<const format::AfterRun*> runs_;
+  const Session::RestoreFilter* filter_ = nullptr;
+  size_t index_ = 0;
 };
+
+// The application's AFTER runs of one region as sorted [begin, end) byte ranges.
+std::vector<std::pair<uint64_t, uint64_t>> after_runs(const format::Manifest& m, uint32_t id) {
+  std::vector<std::pair<uint64_t, uint64_t>> runs;
+  for (const auto& a : m.after)
+    if (a.region == id && a.size) runs.emplace_back(a.offset, a.offset + a.size);
+  std::sort(runs.begin(), runs.end());
+  return runs;
+}
+
+// The invariants' facts of region i: its typed pieces scanned over the AFTER runs (whole
+// elements that touch a run, each once), and the run bytes the replay changed.
+compare::RegionFacts region_facts(Session& session, size_t i, uint64_t written, const InvariantRequest& inv,
+                                  uint64_t step) {
+  const format::Manifest& m = session.capture().manifest;
+  const format::Region& r = m.regions[i];
+  compare::RegionFacts f{r.id, written, 0, {}};
+  const auto runs = after_runs(m, r.id);
+  auto* actual = static_cast<uint8_t*>(session.staging(1));
+  if (inv.checks.values()) {
+    for (const Piece& p : pieces_of(r, inv.typing)) {
+      compare::ValueScanner scan(p.dtype, p.begin);
+      for (const auto& [b, e] : compare::element_ranges(p.begin, p.end, compare::dtype_size(p.dtype), runs)) {
+        for (uint64_t off = b; off < e;) {
+          const uint64_t n = std::min(step, e - off);
+          KC_CU(cuMemcpyDtoH(actual, session.address(i) + off, n));
+          scan.feed(actual, n, off - p.begin);
+          off += n;
+        }
+      }
+      if (scan.counts().elements) f.pieces.push_back(scan.counts());
+    }
+  }
+  if (inv.checks.must_write) {
+    Expected before(session.capture(), r, session.relocations(), static_cast<uint8_t*>(session.staging(0)), false,
+                    &session.restore_filter(), i);
+    for (const auto& [rb, re] : runs) {
+      for (uint64_t off = rb; off < re;) {
+        const uint64_t n = std::min(step, re - off);
+        const uint8_t* b = before.at(off, n);
+        KC_CU(cuMemcpyDtoH(actual, session.address(i) + off, n));
+        for (uint64_t k = 0; k < n; ++k) f.replay_changed += b[k] != actual[k];
+        off += n;
+      }
+    }
+  }
+  return f;
+}
 
 }  // namespace
 
-Verdict compare_with_after(Session& session, const CompareSpec& spec) {
+CompareSpec invariant_typing(const CompareSpec& spec, const std::vector<TypedSpan>& signature) {
+  CompareSpec out = spec;
+  if (spec.dtype != compare::DType::Bytes) return out;  // a forced type covers every byte
+  for (const TypedSpan& t : signature) {
+    // The parts of t that no span of the spec types already.
+    uint64_t at = t.base;
+    const uint64_t end = t.base + t.size;
+    for (const TypedSpan& s : spec.spans) {
+      if (s.base + s.size <= at || s.base >= end) continue;
+      if (s.base > at) out.spans.push_back({at, s.base - at, t.dtype, t.tol});
+      at = std::max(at, s.base + s.size);
+    }
+    if (at < end) out.spans.push_back({at, end - at, t.dtype, t.tol});
+  }
+  std::stable_sort(out.spans.begin(), out.spans.end(), [](auto& a, auto& b) { return a.base < b.base; });
+  return out;
+}
+
+Verdict compare_with_after(Session& session, const CompareSpec& spec, const InvariantRequest* inv) {
   const format::Manifest& m = session.capture().manifest;
   auto* actual = static_cast<uint8_t*>(session.staging(1));
   const uint64_t step = Expected::step(session.staging_bytes());  // whole elements of every type
@@ -78,6 +152,15 @@ Verdict compare_with_after(Session& session, const CompareSpec& spec) {
     }
     v.regions.push_back(std::move(rv));
   }
+  if (inv && inv->checks.any()) {
+    std::vector<compare::RegionFacts> facts;
+    for (size_t i = 0; i < m.regions.size(); ++i) {
+      const uint64_t written = v.regions[i].written;
+      facts.push_back(written ? region_facts(session, i, written, *inv, step)
+                              : compare::RegionFacts{m.regions[i].id, 0, 0, {}});
+    }
+    v.invariants = compare::check_invariants(inv->checks, std::move(facts));
+  }
   return v;
 }
 
@@ -92,7 +175,7 @@ std::string RegionVerdict::summary() const {
   return s.empty() ? compare::summary(result) : s;
 }
 
-bool Verdict::pass() const { return failing() == 0; }
+bool Verdict::pass() const { return failing() == 0 && (!invariants || invariants->pass()); }
 
 uint64_t Verdict::failing() const {
   return static_cast<uint64_t>(std::count_if(regions.begin(), regions.end(), [](auto& r) { return !r.result.pass(); }));
@@ -122,7 +205,14 @@ std::string Verdict::line() const {
                          "compared within their element types' tolerance (max abs error {:.3g}, max rel error "
                          "{:.3g}); ",
                          nondeterministic.size(), worst_abs, worst_rel);
-  if (!pass()) return fmt::format("Result: FAIL ({}{} of {} regions differ)", nondet, failing(), regions.size());
+  const uint64_t violations = invariants ? invariants->violations.size() : 0;
+  if (failing())
+    return fmt::format("Result: FAIL ({}{} of {} regions differ{})", nondet, failing(), regions.size(),
+                       violations ? fmt::format("; {} invariant violation(s)", violations) : "");
+  if (violations)
+    return fmt::format("Result: FAIL ({}{} invariant violation(s) of {}; every region matches the application's "
+                       "result)",
+                       nondet, violations, compare::to_string(invariants->checked));
   const std::string how = exact() == regions.size() ? "byte-exact" : "within tolerance";
   if (strong)
     return fmt::format("Result: PASS ({}strong: {} written by the replay verified in {} region(s), {} of it poisoned "
@@ -175,13 +265,44 @@ nlohmann::json Verdict::to_json() const {
     j["pieces"] = std::move(pieces);
     regs.push_back(j);
   }
-  return {{"result", pass() ? "PASS" : "FAIL"}, {"regions", regs}, {"line", line()},
+  nlohmann::json out = {{"result", pass() ? "PASS" : "FAIL"}, {"regions", regs}, {"line", line()},
           {"spec", spec_source},
           {"written_bytes", written()},
           {"strength", strong ? "strong" : written() ? "weak-no-footprint" : "none: the launch changed no byte"},
           {"footprint_written_bytes", footprint_written},
           {"poisoned_bytes", poisoned},
           {"nondeterministic_regions", nondeterministic}};
+  if (invariants) out["invariants"] = replay::to_json(*invariants);
+  return out;
+}
+
+nlohmann::json to_json(const compare::InvariantReport& r) {
+  auto opt = [](const auto& o) { return o ? nlohmann::json(*o) : nlohmann::json(nullptr); };
+  nlohmann::json checked = nlohmann::json::array();
+  for (auto [on, name] : {std::pair{r.checked.no_nan, "no_nan"}, std::pair{r.checked.no_inf, "no_inf"},
+                          std::pair{r.checked.non_negative, "non_negative"},
+                          std::pair{r.checked.must_write, "must_write"}})
+    if (on) checked.push_back(name);
+  nlohmann::json violations = nlohmann::json::array();
+  for (const auto& x : r.violations)
+    violations.push_back({{"invariant", x.invariant}, {"region", opt(x.region)}, {"count", x.count},
+                          {"first_index", opt(x.first_index)}, {"first_offset", opt(x.first_offset)},
+                          {"dtype", x.dtype}, {"message", x.message}});
+  nlohmann::json regions = nlohmann::json::array();
+  for (const auto& f : r.regions) {
+    if (!f.written) continue;
+    nlohmann::json pieces = nlohmann::json::array();
+    for (const auto& p : f.pieces)
+      pieces.push_back({{"dtype", compare::to_string(p.dtype)}, {"offset", p.begin}, {"elements", p.elements},
+                        {"nan", p.nan}, {"inf", p.inf}, {"negative", p.negative},
+                        {"first_nan", opt(p.first_nan)}, {"first_inf", opt(p.first_inf)},
+                        {"first_negative", opt(p.first_negative)}});
+    nlohmann::json j = {{"id", f.id}, {"written", f.written}, {"pieces", pieces}};
+    if (r.checked.must_write) j["replay_changed"] = f.replay_changed;
+    regions.push_back(std::move(j));
+  }
+  return {{"pass", r.pass()}, {"checked", checked}, {"line", r.line()}, {"violations", violations},
+          {"notes", r.notes}, {"regions", regions}};
 }
 
 }  // namespace kerncap::replay

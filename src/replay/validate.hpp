@@ -2,12 +2,14 @@
 // Compare what a replay left in memory with what the application's launch left: for
 // every region, expected = BEFORE overlaid with the AFTER runs (pointer words into moved
 // spans rewritten the same way as the restore), actual = the replay's device memory.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "compare/compare.hpp"
+#include "compare/invariants.hpp"
 #include "replay/compare_spec.hpp"
 #include "replay/session.hpp"
 
@@ -42,15 +44,31 @@ struct Verdict {
   // regions, and how many of them were poisoned before the replay.
   bool strong = false;
   uint64_t footprint_written = 0, footprint_regions = 0, poisoned = 0;
-  bool pass() const;
+  // The invariants of the written bytes, when any were asked for (a violation fails the verdict).
+  std::optional<compare::InvariantReport> invariants;
+  bool pass() const;       // every region matches and no invariant is violated
   uint64_t failing() const;
   uint64_t exact() const;
   std::string line() const;  // "Result: PASS (...)" / "Result: FAIL (...)"
   nlohmann::json to_json() const;
 };
 
+// What to check beyond the comparison: the invariants, and the element types that read the
+// written bytes for them (`typing`: invariant_typing of the spec).
+struct InvariantRequest {
+  compare::Invariants checks;
+  CompareSpec typing;
+};
+
+// The element types the invariants read the written bytes with: the comparison spec's types
+// where it has them, the kernel's signature types (`signature`) in what it leaves as bytes.
+CompareSpec invariant_typing(const CompareSpec& spec, const std::vector<TypedSpan>& signature);
+
 // Every region, piece by piece as `spec` types it (pieces_of), streamed through the
-// session's pinned staging buffers.
-Verdict compare_with_after(Session& session, const CompareSpec& spec);
+// session's pinned staging buffers; then, with `inv`, the invariants over the bytes the
+// application's launch changed (its AFTER runs).
+Verdict compare_with_after(Session& session, const CompareSpec& spec, const InvariantRequest* inv = nullptr);
+// JSON of an invariant report (inside Verdict::to_json, under "invariants").
+nlohmann::json to_json(const compare::InvariantReport& r);
 
 }  // namespace kerncap::replay

@@ -12,11 +12,27 @@ namespace kerncap::replay {
 
 namespace {
 
-Verdict run_once(Session& s, const CompareSpec& spec, const PoisonPlan* poison, ValidateReport& report) {
+// The kernel's pointer parameters as typed spans, with the request's per-dtype tolerances.
+std::vector<TypedSpan> signature_of(const Session& s, const ToleranceTable& table) {
+  const auto& m = s.capture().manifest;
+  auto spans = signature_spans(m, format::read_file(s.capture().path(m.params_file)));
+  for (auto& t : spans) t.tol = table_tolerance(t.dtype, table);
+  return spans;
+}
+
+Verdict run_once(Session& s, const CompareSpec& spec, const PoisonPlan* poison, const ValidateRequest& request,
+                 ValidateReport& report) {
   if (poison) poison_restores(s, *poison);
   report.restore = s.restore();
   s.launch();
-  Verdict v = compare_with_after(s, spec);
+  std::optional<InvariantRequest> inv;
+  if (request.invariants.any()) {
+    inv.emplace();
+    inv->checks = request.invariants;
+    if (request.invariants.values())
+      inv->typing = invariant_typing(spec, signature_of(s, request.tolerances));
+  }
+  Verdict v = compare_with_after(s, spec, inv ? &*inv : nullptr);
   if (poison) mark_strong(v, *poison);
   return v;
 }
@@ -28,7 +44,8 @@ ValidateReport validate(const ValidateRequest& request) {
   // A bad comparison spec is bad input: refuse it before any GPU work (and without a GPU).
   {
     const format::Capture cap = format::open_capture(request.session.capture);
-    report.spec = request.spec ? *request.spec : default_spec(cap.dir, cap.manifest);
+    report.spec = request.spec ? *request.spec : default_spec(cap.dir, cap.manifest, request.tolerances);
+    report.spec = with_region_tolerances(report.spec, request.region_tolerances, cap.manifest, request.tolerances);
   }
   auto s = std::make_unique<Session>(request.session);
   std::optional<PoisonPlan> plan;
@@ -37,8 +54,10 @@ ValidateReport validate(const ValidateRequest& request) {
   report.kernel = s->capture().manifest.demangled_name;
   report.image = s->image_description();
   report.placement = s->address_space().stats();
-  report.verdict = run_once(*s, report.spec, poison, report);
-  if (report.verdict.pass() || request.spec || !request.check_determinism) return report;
+  report.verdict = run_once(*s, report.spec, poison, request, report);
+  // Only a differing comparison asks whether the kernel is deterministic (an invariant
+  // violation alone is the kernel's own).
+  if (report.verdict.failing() == 0 || request.spec || !request.check_determinism) return report;
 
   // Did the captured image itself disagree with itself? (A variant is judged against the
   // captured kernel's own spread, so its session is closed while the captured one runs.)
@@ -57,9 +76,9 @@ ValidateReport validate(const ValidateRequest& request) {
   if (ids.empty()) return report;
   if (!s) s = std::make_unique<Session>(request.session);
   const auto& m = s->capture().manifest;
-  const auto raw_params = format::read_file(s->capture().path(m.params_file));
-  report.spec = tolerant_spec(report.spec, signature_spans(m, raw_params), ids, m);
-  report.verdict = run_once(*s, report.spec, poison, report);
+  report.spec = tolerant_spec(report.spec, signature_of(*s, request.tolerances), ids, m);
+  report.spec = with_region_tolerances(report.spec, request.region_tolerances, m, request.tolerances);
+  report.verdict = run_once(*s, report.spec, poison, request, report);
   report.verdict.nondeterministic = ids;
   report.placement = s->address_space().stats();
   return report;

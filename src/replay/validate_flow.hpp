@@ -2,7 +2,8 @@
 // One validation, start to end: open, restore, launch, compare with AFTER; when that fails
 // and no spec was forced, check whether the captured kernel is deterministic (two replays of
 // the captured image) and, where it is not, compare again with the element types of its
-// signature and their default tolerance. Used by `kerncap validate` and `kerncap-replay`.
+// signature and their default tolerance (or `tolerances`' entry). With invariants, they are
+// checked on the final replay's written bytes. Used by `kerncap validate` and `kerncap-replay`.
 #include <optional>
 #include <string>
 
@@ -20,6 +21,12 @@ struct ValidateRequest {
   bool check_determinism = true;
   // The capture's measured footprint: validation is strong (write-only bytes poisoned).
   const format::Footprint* footprint = nullptr;
+  // Invariants of the bytes the launch writes (a violation fails the verdict).
+  compare::Invariants invariants;
+  // Tolerances: per dtype instead of the default table (OUT/kerncap.toml [tolerances]), and
+  // per region (--tolerance), applied to every spec the flow compares with.
+  ToleranceTable tolerances;
+  std::vector<RegionTolerance> region_tolerances;
 };
 
 struct ValidateReport {

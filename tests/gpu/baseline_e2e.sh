@@ -8,6 +8,12 @@
 #                      with --fail-on-regression
 #   diff_faster        baseline of the slow variant, then the captured image: time better, a
 #                      speed-up above 1, exit 0
+#   inv_default        validate with every invariant on (--invariant): PASS, exit 0
+#   inv_negative       a capture of c = a - b (negative outputs) with non_negative = true in its
+#                      kerncap.toml: FAIL, exit 1, a non_negative line naming the region
+#   inv_must_write     a no-op variant with --invariant must_write: FAIL, exit 1, a must_write line
+#   min_speedup        the slow variant with --min-speedup 1.5: Speed-up FAIL, exit 1
+#   save_fuzz          baseline save --fuzz 3 stores the fuzz result (SKIPPED without a footprint)
 # The variant is written and compiled here (nvcc -cubin for the GPU's SM): the same output,
 # 48 live values updated 64 times per element.
 # Prints one line per case and "N passed, N failed". Exit 0 all passed, 1 some failed, 77 skipped.
@@ -60,6 +66,33 @@ __global__ void vectorAdd(const float* a, const float* b, float* c, int n) {
 }
 CU
 "$NVCC" -cubin -arch=sm_"$SM" -o "$WORK/slow.cubin" "$WORK/slow.cu" || { echo "nvcc failed"; exit 1; }
+cat >"$WORK/noop.cu" <<'CU'
+__global__ void vectorAdd(const float* a, const float* b, float* c, int n) {}
+CU
+"$NVCC" -cubin -arch=sm_"$SM" -o "$WORK/noop.cubin" "$WORK/noop.cu" || { echo "nvcc failed"; exit 1; }
+cat >"$WORK/sub.cu" <<'CU'
+#include <cstdio>
+__global__ void subtract(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] - b[i];
+}
+int main() {
+  const int n = 4096;
+  float h[n];
+  for (int i = 0; i < n; ++i) h[i] = float(i % 100);
+  float *a, *b, *c;
+  cudaMalloc(&a, n * sizeof(float));
+  cudaMalloc(&b, n * sizeof(float));
+  cudaMalloc(&c, n * sizeof(float));
+  cudaMemcpy(a, h, sizeof h, cudaMemcpyHostToDevice);
+  for (int i = 0; i < n; ++i) h[i] = 50.0f;
+  cudaMemcpy(b, h, sizeof h, cudaMemcpyHostToDevice);
+  cudaMemset(c, 0, n * sizeof(float));
+  subtract<<<n / 256, 256>>>(a, b, c, n);
+  return cudaDeviceSynchronize() == cudaSuccess ? 0 : 1;
+}
+CU
+"$NVCC" -arch=sm_"$SM" -o "$WORK/sub" "$WORK/sub.cu" || { echo "nvcc failed"; exit 1; }
 
 OUT=$WORK/vadd
 run extract "$KC" extract vectorAdd -o "$OUT" -- "$APP"
@@ -97,6 +130,41 @@ d = json.load(open(sys.argv[1]))
 t = [r for r in d["rows"] if r["metric"] == "time (median)"][0]
 sys.exit(0 if t["change"] == "better" and d["speedup"] > 1 and not d["regression"] else 1)' "$WORK/diff_faster.log" && ok=1
 result diff_faster $ok "exit $RC: $(python3 -c 'import json,sys; print("speed-up", round(json.load(open(sys.argv[1]))["speedup"], 2))' "$WORK/diff_faster.log" 2>/dev/null)"
+
+run inv_default "$KC" validate "$OUT" --baseline --footprint never --invariant no_nan,no_inf,non_negative,must_write
+ok=0; [ $RC = 0 ] && grep -q '^Invariants: PASS' "$WORK/inv_default.log" && grep -q '^Result: PASS' "$WORK/inv_default.log" && ok=1
+result inv_default $ok "exit $RC: $(grep '^Invariants' "$WORK/inv_default.log")"
+
+SUB=$WORK/sub_out
+run extract_sub "$KC" extract subtract -o "$SUB" -- "$WORK/sub"
+printf '[invariants]\nnon_negative = true\n' >"$SUB/kerncap.toml"
+run inv_negative "$KC" validate "$SUB" --baseline --footprint never
+ok=0
+# a - b < 0 where i % 100 < 50: 2050 of the 4096 outputs, the first at element 0.
+[ $RC = 1 ] && grep -q 'invariant violated: non_negative: region .*(fp32 at +0x.*): 2050 negative' "$WORK/inv_negative.log" &&
+  grep -q '^Result: FAIL (1 invariant violation' "$WORK/inv_negative.log" && ok=1
+result inv_negative $ok "exit $RC: $(grep 'invariant violated' "$WORK/inv_negative.log" | head -1 | xargs)"
+
+run inv_must_write "$KC" validate "$OUT" --cubin "$WORK/noop.cubin" --invariant must_write --no-determinism-check
+ok=0
+[ $RC = 1 ] && grep -q 'invariant violated: must_write: region .*the replay changed none' "$WORK/inv_must_write.log" && ok=1
+result inv_must_write $ok "exit $RC: $(grep 'invariant violated' "$WORK/inv_must_write.log" | head -1 | xargs)"
+
+run min_speedup "$KC" validate "$OUT" --cubin "$WORK/slow.cubin" --footprint never --min-speedup 1.5
+ok=0; [ $RC = 1 ] && grep -q '^Speed-up: FAIL' "$WORK/min_speedup.log" && grep -q '^Result: FAIL (speed-up' "$WORK/min_speedup.log" && ok=1
+result min_speedup $ok "exit $RC: $(grep '^Speed-up' "$WORK/min_speedup.log")"
+
+run save_fuzz "$KC" baseline save fuzzed "$OUT" --captured -n 20 --fuzz 3
+if [ $RC = 2 ] && grep -q 'needs the launch.s footprint' "$WORK/save_fuzz.log"; then
+  printf '%-16s SKIPPED  no footprint (Compute Sanitizer API missing)\n' save_fuzz
+else
+  ok=0
+  [ $RC = 0 ] && python3 -c '
+import json, sys
+f = json.load(open(sys.argv[1]))["fuzz"]
+sys.exit(0 if f and f["pass"] and f["trials"] == 3 and f["seed"] == 1 else 1)' "$OUT/baselines/fuzzed.json" && ok=1
+  result save_fuzz $ok "exit $RC: $(head -1 "$WORK/save_fuzz.log")"
+fi
 
 if [ "$failed" != 0 ]; then
   KERNCAP_GPU_KEEP=1

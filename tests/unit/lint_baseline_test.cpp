@@ -158,5 +158,59 @@ TEST(LintBaseline, ResourcesAndValidationRegress) {
   EXPECT_NE(to_text(diff(sample(), cur), sample(), cur).find("Result: NO REGRESSION"), std::string::npos);
 }
 
+TEST(LintBaseline, FuzzAndInvariantsRoundTripAndOlderFilesLackThem) {
+  Baseline b = sample();
+  b.fuzz = Baseline::Fuzz{false, 20, 7, 2, "Fuzz: FAIL (2 of 20 trials; ...)"};
+  b.invariants = Baseline::Invariants{false, "no_nan, must_write", {"no_nan: region 2 (fp32 at +0x0): 1 NaN ..."}};
+  const Baseline r = baseline_from_json(to_json(b), "x");
+  EXPECT_EQ(to_json(r), to_json(b));
+  ASSERT_TRUE(r.fuzz);
+  EXPECT_EQ(r.fuzz->trials, 20u);
+  EXPECT_EQ(r.fuzz->seed, 7u);
+  ASSERT_TRUE(r.invariants);
+  EXPECT_EQ(r.invariants->violations.size(), 1u);
+  // A file written before these fields existed still reads.
+  nlohmann::json old = to_json(sample());
+  old.erase("fuzz");
+  old.erase("invariants");
+  const Baseline o = baseline_from_json(old, "old");
+  EXPECT_FALSE(o.fuzz);
+  EXPECT_FALSE(o.invariants);
+}
+
+TEST(LintBaseline, FuzzAndInvariantsRegressFromPassToFail) {
+  Baseline base = sample(), cur = sample();
+  base.fuzz = Baseline::Fuzz{true, 20, 1, 0, ""};
+  cur.fuzz = Baseline::Fuzz{false, 20, 1, 3, "Fuzz: FAIL (...)"};
+  base.invariants = Baseline::Invariants{true, "no_nan", {}};
+  cur.invariants = Baseline::Invariants{true, "no_nan", {}};
+  DiffReport d = diff(base, cur);
+  EXPECT_TRUE(d.regression());
+  auto row = [&](const char* metric) {
+    for (const DiffRow& r : d.rows)
+      if (r.metric == metric) return r;
+    ADD_FAILURE() << metric;
+    return DiffRow{};
+  };
+  EXPECT_EQ(row("fuzz").change, Change::Worse);
+  EXPECT_EQ(row("fuzz").baseline, "PASS (20 trials, seed 1)");
+  EXPECT_EQ(row("fuzz").current, "FAIL (3 of 20 trials, seed 1)");
+  EXPECT_EQ(row("invariants").change, Change::Same);
+  EXPECT_EQ(row("invariants").current, "PASS (no_nan)");
+  const std::string text = to_text(d, base, cur);
+  EXPECT_NE(text.find("fuzz"), std::string::npos) << text;
+  // Measured on one side only: shown, not judged.
+  cur.fuzz.reset();
+  cur.invariants = Baseline::Invariants{false, "no_nan", {"x"}};
+  base.invariants.reset();
+  d = diff(base, cur);
+  EXPECT_FALSE(d.regression());
+  EXPECT_EQ(row("fuzz").change, Change::Info);
+  EXPECT_EQ(row("fuzz").delta, "not measured now");
+  EXPECT_EQ(row("invariants").delta, "not in the baseline");
+  EXPECT_EQ(row("invariants").current, "FAIL (1 violation(s))");
+}
+
 }  // namespace
 }  // namespace kerncap::lint
+

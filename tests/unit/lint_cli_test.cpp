@@ -92,5 +92,21 @@ TEST_F(LintCli, SassChecks) {
   EXPECT_NE(r.out.find("  info  instruction mix "), std::string::npos) << r.out;
 }
 
+// validate reads the same file: a malformed one is refused with its line before any GPU
+// work, and so is a bad invariant name (exit 2, no GPU needed).
+TEST_F(LintCli, ValidateRefusesAMalformedKerncapToml) {
+  std::ofstream(out_.path() / "kerncap.toml") << "[invariants]\nno_nan = 1\n";
+  auto r = run_tool({kKerncap, "validate", out(), "--footprint", "never"});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 2) << r->out << r->err;
+  EXPECT_NE(r->err.find("kerncap.toml:2: [invariants] no_nan: expected true or false"), std::string::npos) << r->err;
+  std::ofstream(out_.path() / "kerncap.toml", std::ios::trunc) << "[invariants]\nno_nan = true\n";
+  r = run_tool({kKerncap, "validate", out(), "--footprint", "never", "--invariant", "no_nan,positive"});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 2) << r->out << r->err;
+  EXPECT_NE(r->err.find("unknown invariant"), std::string::npos) << r->err;
+}
+
 }  // namespace
 }  // namespace kerncap::lint
+

@@ -1,0 +1,52 @@
+#include "replay/speedup.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
+namespace kerncap::replay {
+
+SpeedupCheck judge_speedup(const Stats& captured, const Stats& variant, double min_speedup) {
+  if (!(min_speedup > 0) || !std::isfinite(min_speedup))
+    usage_error(fmt::format("the minimum speed-up must be a number > 0 (got {})", min_speedup));
+  SpeedupCheck c;
+  c.min_speedup = min_speedup;
+  c.captured = captured;
+  c.variant = variant;
+  c.speedup = variant.median > 0 ? captured.median / variant.median : 0;
+  return c;
+}
+
+std::string SpeedupCheck::line(int iterations) const {
+  return fmt::format("Speed-up: {} (x{:.3f} {} x{:.3f} required: captured image {:.4f} ms, variant {:.4f} ms, "
+                     "medians of {})",
+                     pass() ? "PASS" : "FAIL", speedup, pass() ? ">=" : "<", min_speedup, captured.median,
+                     variant.median, iterations);
+}
+
+nlohmann::json SpeedupCheck::to_json() const {
+  return {{"pass", pass()},
+          {"speedup", speedup},
+          {"min_speedup", min_speedup},
+          {"captured_median_ms", captured.median},
+          {"captured_stddev_ms", captured.stddev},
+          {"variant_median_ms", variant.median},
+          {"variant_stddev_ms", variant.stddev}};
+}
+
+SpeedupCheck measure_speedup(const Options& captured, const Options& variant, const TimingOptions& timing,
+                             double min_speedup) {
+  check(timing);
+  auto time_one = [&](const Options& o) {
+    Session s(o);  // one session at a time: both images run at the captured addresses
+    s.restore();
+    return time_launches(s, timing).stats;
+  };
+  const Stats c = time_one(captured);
+  const Stats v = time_one(variant);
+  return judge_speedup(c, v, min_speedup);
+}
+
+}  // namespace kerncap::replay

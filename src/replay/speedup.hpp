@@ -1,0 +1,32 @@
+#pragma once
+// A variant's speed-up over the captured image (`validate --min-speedup X`, OUT/kerncap.toml
+// [timing] min_speedup): both images replayed and timed with the one timing implementation
+// (src/replay/timing.cpp), one after the other, each in its own session; speed-up = captured
+// median / variant median.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "replay/session.hpp"
+#include "replay/timing.hpp"
+
+namespace kerncap::replay {
+
+struct SpeedupCheck {
+  double min_speedup = 0;
+  Stats captured, variant;
+  double speedup = 0;  // 0 when the variant's median is 0
+  bool pass() const { return speedup >= min_speedup; }
+  // "Speed-up: PASS (x1.42 >= x1.10: captured 0.1200 ms, variant 0.0845 ms, median of 20)".
+  std::string line(int iterations) const;
+  nlohmann::json to_json() const;
+};
+
+// Pure: the verdict from two timings. Throws Error(Usage) when min_speedup is not > 0.
+SpeedupCheck judge_speedup(const Stats& captured, const Stats& variant, double min_speedup);
+
+// Times `captured` (options without cubin) and `variant` (with it), restoring once before each.
+SpeedupCheck measure_speedup(const Options& captured, const Options& variant, const TimingOptions& timing,
+                             double min_speedup);
+
+}  // namespace kerncap::replay
