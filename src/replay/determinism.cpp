@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
 #include <xxhash.h>
 
 #include "common/driver.hpp"
+#include "compare/compare.hpp"
 #include "replay/session.hpp"
 
 namespace kerncap::replay {
@@ -58,6 +60,62 @@ CompareSpec tolerant_spec(const CompareSpec& base, const std::vector<TypedSpan>&
   std::stable_sort(out.spans.begin(), out.spans.end(), [](auto& a, auto& b) { return a.base < b.base; });
   out.source = base.source + " + signature types (nondeterministic kernel)";
   return out;
+}
+
+namespace {
+
+const format::Region* region_by_id(const format::Manifest& m, uint32_t id) {
+  for (const auto& r : m.regions)
+    if (r.id == id) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+std::map<uint32_t, double> replay_spread(Session& s, const CompareSpec& typed, const std::vector<uint32_t>& ids,
+                                         uint64_t max_region_bytes) {
+  const auto& m = s.capture().manifest;
+  std::map<uint32_t, std::vector<uint8_t>> first;
+  std::map<uint32_t, double> out;
+  for (int k = 0; k < 2; ++k) {
+    s.restore();
+    s.launch();
+    for (size_t i = 0; i < m.regions.size(); ++i) {
+      const format::Region& r = m.regions[i];
+      if (std::find(ids.begin(), ids.end(), r.id) == ids.end() || r.size > max_region_bytes) continue;
+      std::vector<uint8_t> now(r.size);
+      if (!now.empty()) KC_CU(cuMemcpyDtoH(now.data(), s.address(i), now.size()));
+      if (k == 0) {
+        first[r.id] = std::move(now);
+        continue;
+      }
+      double spread = 0;
+      for (const Piece& p : pieces_of(r, typed)) {
+        if (!compare::is_float(p.dtype)) continue;
+        compare::Comparator cmp(p.dtype, {});
+        cmp.feed(first[r.id].data() + p.begin, now.data() + p.begin, p.end - p.begin, 0);
+        spread = std::max(spread, cmp.result().max_abs_error);
+      }
+      out[r.id] = spread;
+    }
+  }
+  return out;
+}
+
+CompareSpec widen_by_spread(CompareSpec spec, const std::map<uint32_t, double>& spread, const format::Manifest& m,
+                            double factor) {
+  bool widened = false;
+  for (auto& t : spec.spans) {
+    if (!compare::is_float(t.dtype)) continue;
+    for (const auto& [id, d] : spread) {
+      const format::Region* r = region_by_id(m, id);
+      if (!r || t.base < r->base || t.base - r->base >= r->size || factor * d <= t.tol.atol) continue;
+      t.tol.atol = factor * d;
+      widened = true;
+    }
+  }
+  if (widened) spec.source += fmt::format(" + atol from the kernel's own spread ({}x)", factor);
+  return spec;
 }
 
 }  // namespace kerncap::replay

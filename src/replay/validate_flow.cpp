@@ -65,18 +65,28 @@ ValidateReport validate(const ValidateRequest& request) {
   report.determinism_checked = true;
   const bool variant = request.session.overrides_launch();
   std::vector<uint32_t> ids;
+  std::map<uint32_t, double> spread;
+  // The captured kernel's regions that differ between two replays, and by how much.
+  auto measure = [&](Session& c) {
+    ids = nondeterministic_regions(c);
+    if (ids.empty()) return;
+    const auto& m = c.capture().manifest;
+    spread = replay_spread(c, tolerant_spec(report.spec, signature_of(c, request.tolerances), ids, m), ids);
+  };
   if (variant) {
     s.reset();
     Session c(request.session.as_captured());
     if (poison) poison_restores(c, *poison);
-    ids = nondeterministic_regions(c);
+    measure(c);
   } else {
-    ids = nondeterministic_regions(*s);
+    measure(*s);
   }
   if (ids.empty()) return report;
   if (!s) s = std::make_unique<Session>(request.session);
   const auto& m = s->capture().manifest;
   report.spec = tolerant_spec(report.spec, signature_of(*s, request.tolerances), ids, m);
+  // Explicit tolerances (per region, from the command line) are the user's: applied last.
+  report.spec = widen_by_spread(report.spec, spread, m);
   report.spec = with_region_tolerances(report.spec, request.region_tolerances, m, request.tolerances);
   report.verdict = run_once(*s, report.spec, poison, request, report);
   report.verdict.nondeterministic = ids;

@@ -112,3 +112,32 @@ TEST(Signature, TolerantSpecTypesOnlyTheNondeterministicRegions) {
 
 }  // namespace
 }  // namespace kerncap::replay
+
+namespace kerncap::replay {
+namespace {
+
+// A reordering float sum: the spread the kernel showed against itself widens the float spans
+// of that region only, and only upwards.
+TEST(Spread, WidensFloatSpansOfSpreadRegions) {
+  format::Manifest m;
+  m.regions = {{0, format::MemKind::Device, 0x10000, 0x1000, "mem/0.bin", 0, ""},
+               {1, format::MemKind::Device, 0x20000, 0x800, "mem/1.bin", 0, ""}};
+  CompareSpec spec;
+  spec.source = "default";
+  spec.spans = {{0x10000, 0x100, DType::F32, compare::default_tolerance(DType::F32)},
+                {0x10100, 0x100, DType::I32, {}},
+                {0x20000, 0x100, DType::F32, compare::default_tolerance(DType::F32)}};
+  const auto out = widen_by_spread(spec, {{0, 2e-5}}, m);
+  EXPECT_DOUBLE_EQ(out.spans[0].tol.atol, 8e-5);
+  EXPECT_DOUBLE_EQ(out.spans[0].tol.rtol, compare::default_tolerance(DType::F32).rtol);
+  EXPECT_DOUBLE_EQ(out.spans[1].tol.atol, 0);
+  EXPECT_DOUBLE_EQ(out.spans[2].tol.atol, compare::default_tolerance(DType::F32).atol);
+  EXPECT_NE(out.source.find("spread"), std::string::npos);
+  // A spread below the default changes nothing.
+  const auto same = widen_by_spread(spec, {{0, 1e-9}}, m);
+  EXPECT_DOUBLE_EQ(same.spans[0].tol.atol, compare::default_tolerance(DType::F32).atol);
+  EXPECT_EQ(same.source, "default");
+}
+
+}  // namespace
+}  // namespace kerncap::replay
