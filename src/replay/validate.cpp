@@ -19,7 +19,8 @@ namespace {
 class Expected {
  public:
   Expected(const format::Capture& c, const format::Region& r, const RelocationMap& reloc, uint8_t* buffer)
-      : r_(r), reloc_(reloc), buffer_(buffer), before_(c.path(r.file)), after_(c.path(c.manifest.after_file)) {
+      : r_(r), reloc_(reloc), buffer_(buffer), before_(c.dir, r.file, "BEFORE memory"),
+        after_(c.dir, c.manifest.after_file, "AFTER memory") {
     for (const auto& a : c.manifest.after)
       if (a.region == r.id) runs_.push_back(&a);
   }

@@ -59,7 +59,7 @@ ValidateReport validate(const ValidateRequest& request) {
   if (ids.empty()) return report;
   if (!s) s = std::make_unique<Session>(request.session);
   const auto& m = s->capture().manifest;
-  const auto raw_params = format::read_file(s->capture().path(m.params_file));
+  const auto raw_params = s->capture().read(m.params_file, "parameter bytes");
   report.spec = tolerant_spec(report.spec, signature_spans(m, raw_params), ids, m);
   report.verdict = run_once(*s, report.spec, poison, report);
   report.verdict.nondeterministic = ids;
