@@ -33,7 +33,8 @@ void add_replay_common(CLI::App* cmd, const std::shared_ptr<ReplayCommon>& c) {
   cmd->add_option("--collide", c->collide, "Testing: occupy region N's addresses first to force a relocation")
       ->group("");
   cmd->add_flag("--verify", c->verify,
-                "Check every BEFORE file against the hashes recorded at capture (damaged captures; the code image is always checked)");
+                "Check every BEFORE file against the hashes recorded at capture (damaged captures; the code image "
+                "is always checked)");
   cmd->add_flag("--json", c->json, "Print the result as JSON on stdout");
   cmd->add_flag("-q,--quiet", c->quiet, "Only the result");
 }

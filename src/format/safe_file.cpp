@@ -27,7 +27,8 @@ const char* file_type(mode_t mode) {
 // Printable in a message: a hostile name may carry escape sequences or newlines.
 std::string printable(const std::string& s) {
   std::string out;
-  for (unsigned char c : s.substr(0, 200)) out += (c < 0x20 || c == 0x7f) ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
+  for (unsigned char c : s.substr(0, 200))
+    out += (c < 0x20 || c == 0x7f) ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
   if (s.size() > 200) out += "...";
   return out;
 }
@@ -106,7 +107,8 @@ ReadOnlyFile ReadOnlyFile::open_in(const std::filesystem::path& dir, const std::
     const int e = errno;
     ::close(cur);
     if (next < 0) {
-      if (e == ENOENT) input_error(fmt::format("capture is missing {} ({}): extract again", printable(rel), what));
+      if (e == ENOENT)
+        input_error(fmt::format("capture is missing {} ({}): it is incomplete or damaged", printable(rel), what));
       if (e == ELOOP || (e == ENOTDIR && !last))
         input_error(fmt::format("{}: '{}' is a symbolic link or not a directory; a capture's files must be plain "
                                 "files inside it (links are not followed)",

@@ -193,6 +193,26 @@ TEST_F(UntrustedReadTest, FifoAsRegionRefusedAtOnce) {
   EXPECT_NE(refusal(dir_ / "mem/0.bin").find("is a FIFO"), std::string::npos);
 }
 
+TEST_F(UntrustedReadTest, UserPathsAreRegularFilesToo) {
+  // read_file is for paths the user names (--cubin): links are followed, FIFOs never block.
+  auto why = [](const fs::path& p) {
+    try {
+      read_file(p);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Input);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(why(out_).find("is a directory"), std::string::npos);
+  ASSERT_EQ(::mkfifo((out_ / "fifo").c_str(), 0600), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NE(why(out_ / "fifo").find("is a FIFO"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  fs::create_symlink(dir_ / "params.bin", out_ / "link");
+  EXPECT_EQ(read_file(out_ / "link").size(), 8u);
+}
+
 // ---- numbers -------------------------------------------------------------------------------
 
 TEST_F(UntrustedReadTest, FormatVersionMustBeTheIntegerOne) {
