@@ -51,8 +51,14 @@ std::vector<uint8_t> Capture::read(const std::string& rel, const std::string& wh
   return ReadOnlyFile::open_in(dir, rel, what).read_all();
 }
 
+namespace {
+// Larger than any code object a module load takes: a bigger "image" is refused unread.
+constexpr uint64_t kMaxImageBytes = uint64_t{4} << 30;
+}  // namespace
+
 std::vector<uint8_t> Capture::read_image() const {
-  std::vector<uint8_t> image = read(manifest.image_file, "the kernel's code image");
+  std::vector<uint8_t> image =
+      ReadOnlyFile::open_in(dir, manifest.image_file, "the kernel's code image").read_all(kMaxImageBytes);
   // The capture names its image by this hash (XXH3 of the bytes the application loaded).
   if (XXH3_64bits(image.data(), image.size()) != manifest.image_hash)
     input_error(fmt::format("capture file {} (the kernel's code image) does not match the hash the capture "
