@@ -57,6 +57,14 @@ def shim(tmp_path):
     return mod
 
 
+def xxh3_64(data):
+    """The image hash the engine's reader checks (XXH3, 64 bits), from the system libxxhash."""
+    import ctypes
+    fn = ctypes.CDLL("libxxhash.so.0").XXH3_64bits
+    fn.restype, fn.argtypes = ctypes.c_uint64, [ctypes.c_char_p, ctypes.c_size_t]
+    return fn(data, len(data))
+
+
 def write_capture(out, *, name="add_kernel", params=b"", slots=(), regions=(), after=(), grid=(4, 1, 1),
                   block=(128, 1, 1), shared=0, image=b"\x7fELF-fake-cubin", version=1):
     """A small complete capture directory (what the engine's reader accepts): regions =
@@ -90,7 +98,7 @@ def write_capture(out, *, name="add_kernel", params=b"", slots=(), regions=(), a
                     "cooperative": False, "cluster": [0, 0, 0], "attributes": [], "function_attributes": []},
          "params": {"file": "params.bin", "size": len(params), "source": "kernelParams",
                     "slots": [{"offset": o, "size": s} for o, s in slots]},
-         "image": {"file": "image/abc.cubin", "kind": "cubin", "xxh64": "0x1"},
+         "image": {"file": "image/abc.cubin", "kind": "cubin", "xxh64": hex(xxh3_64(image))},
          "regions": regs, "after": {"file": "after.bin", "chunk_bytes": 4096, "runs": runs},
          "stats": {"before_bytes": 0, "after_bytes": 0, "capture_seconds": 0.1}}
     with open(os.path.join(cap, "manifest.json"), "w") as f:

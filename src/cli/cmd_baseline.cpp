@@ -93,7 +93,7 @@ lint::Baseline measure(const MeasureArgs& a, const std::string& name) {
   b.tool_version = KERNCAP_VERSION;
   b.kernel = cap.manifest.mangled_name;
   b.image = rc.cubin.empty() ? cap.path(cap.manifest.image_file).string() : rc.cubin;
-  const std::vector<uint8_t> bytes = format::read_file(b.image);
+  const std::vector<uint8_t> bytes = rc.cubin.empty() ? cap.read_image() : format::read_file(b.image);
   b.image_xxh64 = hex_addr(XXH64(bytes.data(), bytes.size(), 0));
   add_resources(b, cap, rc.cubin);
 

@@ -10,12 +10,14 @@
 namespace kerncap::cli {
 namespace {
 
-void run_info(const std::string& dir, bool json, int& exit_code) {
-  format::Capture c = format::open_capture(dir);
+void run_info(const std::string& dir, bool json, bool verify, int& exit_code) {
+  format::Capture c = format::open_capture(dir);  // checks everything but the BEFORE files' hashes
+  if (verify) format::verify_blobs(c);
   const auto& m = c.manifest;
   if (json) {
     auto j = format::to_json(m);
     j["capture_dir"] = c.dir.string();
+    if (verify) j["verified"] = true;
     std::cout << j.dump(2) << std::endl;
     exit_code = 0;
     return;
@@ -31,9 +33,10 @@ void run_info(const std::string& dir, bool json, int& exit_code) {
   for (const auto& a : m.launch_attrs) std::cout << fmt::format("           attribute {} ({})\n", a.name, a.id);
   std::cout << fmt::format("params     {} bytes from {}, {} slots:", m.params_size, m.params_source, m.params.size());
   for (const auto& s : m.params) std::cout << fmt::format(" {}@{}", s.size, s.offset);
-  std::cout << fmt::format("\nimage      {} ({})\n", m.image_file, m.image_kind);
+  std::cout << fmt::format("\nimage      {} ({}, hash checked)\n", m.image_file, m.image_kind);
   std::cout << fmt::format("memory     {} regions, BEFORE {}, AFTER {} in {} runs\n", m.regions.size(),
                            human_bytes(m.before_bytes), human_bytes(m.after_bytes), m.after.size());
+  if (verify) std::cout << "           every BEFORE file matches the hash recorded at capture\n";
   for (const auto& r : m.regions) {
     uint64_t written = 0;
     for (const auto& a : m.after)
@@ -49,10 +52,13 @@ void run_info(const std::string& dir, bool json, int& exit_code) {
 void add_info(CLI::App& app, int& exit_code) {
   auto dir = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
+  auto verify = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand("info", "Show what a capture holds");
   cmd->add_option("dir", *dir, "Reproducer directory (OUT) or its capture/ folder")->required();
   cmd->add_flag("--json", *json, "Print the manifest as JSON");
-  cmd->callback([dir, json, &exit_code] { run_info(*dir, *json, exit_code); });
+  cmd->add_flag("--verify", *verify,
+                "Also check every BEFORE file against the hash recorded at capture (reads all of them)");
+  cmd->callback([dir, json, verify, &exit_code] { run_info(*dir, *json, *verify, exit_code); });
 }
 
 }  // namespace kerncap::cli

@@ -42,7 +42,8 @@ void add_replay_common(CLI::App* cmd, const std::shared_ptr<ReplayCommon>& c) {
                   "geometry, or a check that a smaller launch fails validation");
   cmd->add_option("--block", c->block, "Launch with this block (X[,Y[,Z]], at most 1024 threads) instead of the captured one");
   cmd->add_flag("--verify", c->verify,
-                "Check the code image and every BEFORE file against the hashes recorded at capture (damaged captures)");
+                "Check every BEFORE file against the hashes recorded at capture (damaged captures; the code image "
+                "is always checked)");
   cmd->add_flag("--json", c->json, "Print the result as JSON on stdout");
   cmd->add_flag("-q,--quiet", c->quiet, "Only the result");
 }

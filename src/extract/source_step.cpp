@@ -38,7 +38,7 @@ Outcome make_reproducer(const fs::path& out, const SourceOptions& o, const fs::p
   q.image_kind = c.manifest.image_kind;
   q.language = o.language;
   try {
-    q.image_kernels = cubin::kernel_names(format::read_file(c.path(c.manifest.image_file)));
+    q.image_kernels = cubin::kernel_names(c.read_image());
   } catch (const Error&) {
     // Unreadable image: the finder decides without the image's other kernels.
   }

@@ -27,7 +27,7 @@ void check_matches(const format::Footprint& f, const format::Manifest& m) {
 
 std::optional<format::Footprint> load_or_none(const format::Capture& capture) {
   if (!format::footprint_exists(capture.dir)) return std::nullopt;
-  format::Footprint f = format::read_footprint(capture.dir);
+  format::Footprint f = format::read_footprint(capture.dir, &capture.manifest);
   check_matches(f, capture.manifest);
   return f;
 }

@@ -1,38 +1,36 @@
 #include "format/capture_dir.hpp"
 
+#include <xxhash.h>
+
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <memory>
 
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/hex.hpp"
+#include "format/strict_json.hpp"
 
 namespace kerncap::format {
 
 fs::path resolve_capture_dir(const fs::path& dir) {
-  if (fs::exists(dir / kManifestName)) return dir;
-  if (fs::exists(dir / kCaptureDirName / kManifestName)) return dir / kCaptureDirName;
-  if (!fs::exists(dir)) input_error(fmt::format("{}: no such directory", dir.string()));
-  for (const auto& e : fs::directory_iterator(dir))
-    if (out::is_partial(e.path().filename().string()))
+  // error_code forms throughout: a path we may not stat is the input's problem, not a bug.
+  std::error_code ec;
+  if (fs::exists(dir / kManifestName, ec)) return dir;
+  if (fs::exists(dir / kCaptureDirName / kManifestName, ec)) return dir / kCaptureDirName;
+  if (!fs::exists(dir, ec)) input_error(fmt::format("{}: no such directory", dir.string()));
+  if (!fs::is_directory(dir, ec)) input_error(fmt::format("{}: not a directory", dir.string()));
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (out::is_partial(it->path().filename().string()))
       input_error(fmt::format("{}: the capture in it never completed ({} is partial: the application "
                               "stopped or crashed while it was written); extract again",
-                              dir.string(), e.path().filename().string()));
+                              dir.string(), it->path().filename().string()));
   input_error(fmt::format("{}: not a kerncap capture (no {} and no {}/{})", dir.string(), kManifestName,
                           kCaptureDirName, kManifestName));
 }
 
-std::vector<uint8_t> read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) input_error(fmt::format("cannot open {}: {}", p.string(), std::strerror(errno)));
-  in.seekg(0, std::ios::end);
-  std::vector<uint8_t> data(static_cast<size_t>(in.tellg()));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data.size()));
-  if (!in) input_error(fmt::format("cannot read {}", p.string()));
-  return data;
-}
+std::vector<uint8_t> read_file(const fs::path& p) { return ReadOnlyFile::open(p).read_all(); }
 
 void write_file(const fs::path& p, const void* data, size_t size) {
   BlobWriter w(p);
@@ -49,37 +47,89 @@ void write_json_atomic(const fs::path& p, const nlohmann::json& j) {
   fs::rename(tmp, p);
 }
 
-Capture open_capture(const fs::path& dir_in) {
+std::vector<uint8_t> Capture::read(const std::string& rel, const std::string& what) const {
+  return ReadOnlyFile::open_in(dir, rel, what).read_all();
+}
+
+namespace {
+// Larger than any code object a module load takes: a bigger "image" is refused unread.
+constexpr uint64_t kMaxImageBytes = uint64_t{4} << 30;
+}  // namespace
+
+std::vector<uint8_t> Capture::read_image() const {
+  std::vector<uint8_t> image =
+      ReadOnlyFile::open_in(dir, manifest.image_file, "the kernel's code image").read_all(kMaxImageBytes);
+  // The capture names its image by this hash (XXH3 of the bytes the application loaded).
+  if (XXH3_64bits(image.data(), image.size()) != manifest.image_hash)
+    input_error(fmt::format("capture file {} (the kernel's code image) does not match the hash the capture "
+                            "recorded ({}): the file was changed or damaged after the capture; extract again",
+                            manifest.image_file, hex_addr(manifest.image_hash)));
+  return image;
+}
+
+namespace {
+
+Capture open_checked(const fs::path& dir_in) {
   Capture c;
   c.dir = resolve_capture_dir(dir_in);
-  nlohmann::json j;
-  try {
-    std::ifstream in(c.dir / kManifestName);
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    input_error(fmt::format("{}: manifest is not valid JSON ({}); the capture is damaged, extract again",
-                            (c.dir / kManifestName).string(), e.what()));
-  }
-  c.manifest = from_json(j);
+  const std::vector<uint8_t> text = ReadOnlyFile::open_in(c.dir, kManifestName, "the manifest").read_all(kMaxJsonBytes);
+  const JsonDoc doc{(c.dir / kManifestName).string(), "the capture is damaged, extract again"};
+  c.manifest = from_json(parse_bounded_json(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), doc));
   const Manifest& m = c.manifest;
   auto expect_size = [&](const std::string& rel, uint64_t size, const char* what) {
-    fs::path p = c.dir / rel;
-    std::error_code ec;
-    uint64_t actual = fs::file_size(p, ec);
-    if (ec) input_error(fmt::format("capture is missing {} ({}): extract again", rel, what));
+    const uint64_t actual = ReadOnlyFile::open_in(c.dir, rel, what).size();
     if (actual != size)
       input_error(fmt::format("capture file {} ({}) has {} bytes, the manifest says {}: the capture is "
                               "truncated or damaged; extract again",
                               rel, what, actual, size));
   };
   expect_size(m.params_file, m.params_size, "parameter bytes");
-  if (m.image_file.empty() || !fs::exists(c.dir / m.image_file))
-    input_error(fmt::format("capture has no code image ({}): extract again", m.image_file));
+  c.read_image();
   for (const auto& r : m.regions) expect_size(r.file, r.size, "BEFORE memory");
-  uint64_t after_total = 0;
-  for (const auto& a : m.after) after_total = std::max(after_total, a.file_offset + a.size);
+  uint64_t after_total = 0;  // check_manifest made sure this does not wrap
+  for (const auto& a : m.after) after_total += a.size;
   expect_size(m.after_file, after_total, "AFTER memory");
   return c;
+}
+
+}  // namespace
+
+Capture open_capture(const fs::path& dir) {
+  // Whatever a damaged or crafted capture makes the standard library throw is still the
+  // input's fault: never let it reach main() as an internal error.
+  try {
+    return open_checked(dir);
+  } catch (const Error&) {
+    throw;
+  } catch (const nlohmann::json::exception& e) {
+    input_error(fmt::format("{}: the capture's manifest is unreadable ({}); extract again", dir.string(), e.what()));
+  } catch (const fs::filesystem_error& e) {
+    input_error(fmt::format("{}: cannot read the capture ({})", dir.string(), e.what()));
+  } catch (const std::bad_alloc&) {
+    input_error(fmt::format("{}: the capture asks for more memory than there is; it is damaged or crafted", dir.string()));
+  } catch (const std::length_error& e) {
+    input_error(fmt::format("{}: the capture holds an impossible size ({})", dir.string(), e.what()));
+  }
+}
+
+void verify_blobs(const Capture& c) {
+  std::vector<uint8_t> buf(size_t{8} << 20);
+  for (const auto& r : c.manifest.regions) {
+    if (r.xxh64 == 0) continue;  // not recorded
+    BlobReader in(c.dir, r.file, "BEFORE memory");
+    std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> h(XXH64_createState(), &XXH64_freeState);
+    XXH64_reset(h.get(), 0);
+    for (uint64_t off = 0; off < in.size();) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), in.size() - off));
+      in.read_at(off, buf.data(), n);
+      XXH64_update(h.get(), buf.data(), n);
+      off += n;
+    }
+    if (XXH64_digest(h.get()) != r.xxh64)
+      input_error(fmt::format("capture file {} (BEFORE memory of region {}) does not match the hash the capture "
+                              "recorded: the file was changed or damaged after the capture; extract again",
+                              r.file, r.id));
+  }
 }
 
 BlobWriter::BlobWriter(const fs::path& p) : path_(p) {
@@ -102,25 +152,6 @@ void BlobWriter::close() {
   int rc = std::fclose(f_);
   f_ = nullptr;
   if (rc != 0) device_error(fmt::format("closing {} failed: {}", path_.string(), std::strerror(errno)));
-}
-
-BlobReader::BlobReader(const fs::path& p) : path_(p) {
-  f_ = std::fopen(p.c_str(), "rb");
-  if (!f_) input_error(fmt::format("cannot open {}: {}", p.string(), std::strerror(errno)));
-  std::error_code ec;
-  size_ = fs::file_size(p, ec);
-}
-
-BlobReader::~BlobReader() {
-  if (f_) std::fclose(f_);
-}
-
-void BlobReader::read_at(uint64_t offset, void* data, size_t size) {
-  if (offset + size > size_)
-    input_error(fmt::format("{}: read past the end ({} + {} > {}): the capture is truncated", path_.string(),
-                            offset, size, size_));
-  if (std::fseek(f_, static_cast<long>(offset), SEEK_SET) != 0 || std::fread(data, 1, size, f_) != size)
-    input_error(fmt::format("{}: read failed at offset {}", path_.string(), offset));
 }
 
 }  // namespace kerncap::format

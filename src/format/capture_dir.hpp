@@ -10,6 +10,7 @@
 
 #include "format/manifest.hpp"
 #include "format/out_layout.hpp"
+#include "format/safe_file.hpp"
 
 namespace kerncap::format {
 
@@ -21,16 +22,28 @@ inline constexpr const char* kManifestName = "manifest.json";
 // Accepts either the reproducer directory (OUT) or OUT/capture itself.
 fs::path resolve_capture_dir(const fs::path& dir);
 
-// Reads and checks a capture: manifest version, every referenced file present with the
-// size the manifest says. Throws Error(Input) with what is wrong and what to do.
+// Reads and checks a capture, which is untrusted input (docs/contracts.md, "Reading a
+// capture"): the manifest through the strict reader (manifest.hpp), every file it names
+// confined to the directory (safe_file.hpp), a regular file of the size the manifest says,
+// and the code image's hash. Throws Error(Input) with what is wrong and what to do.
 struct Capture {
   fs::path dir;
   Manifest manifest;
+  // For messages and for tools that take a path (a disassembler). To read a file of the
+  // capture use read() or blob(): they do not follow links.
   fs::path path(const std::string& rel) const { return dir / rel; }
+  // A file the manifest names, read confined to the directory.
+  std::vector<uint8_t> read(const std::string& rel, const std::string& what) const;
+  // The code image, checked against the hash the capture recorded.
+  std::vector<uint8_t> read_image() const;
 };
 Capture open_capture(const fs::path& dir);
 
-// Whole small files (params, image).
+// Hashes every BEFORE file against the hash the capture recorded (0: not recorded) and
+// throws Error(Input) naming the first that differs (`--verify`).
+void verify_blobs(const Capture& c);
+
+// Whole small files (params, image) at a path the user named; only regular files.
 std::vector<uint8_t> read_file(const fs::path& p);
 void write_file(const fs::path& p, const void* data, size_t size);
 void write_json_atomic(const fs::path& p, const nlohmann::json& j);
@@ -52,19 +65,18 @@ class BlobWriter {
   uint64_t offset_ = 0;
 };
 
+// Random access to a big blob; refuses links and anything but a regular file.
 class BlobReader {
  public:
-  explicit BlobReader(const fs::path& p);
-  ~BlobReader();
-  BlobReader(const BlobReader&) = delete;
-  BlobReader& operator=(const BlobReader&) = delete;
-  void read_at(uint64_t offset, void* data, size_t size);
-  uint64_t size() const { return size_; }
+  explicit BlobReader(const fs::path& p) : file_(ReadOnlyFile::open(p, false)) {}
+  // `rel` inside a capture directory, confined (ReadOnlyFile::open_in).
+  BlobReader(const fs::path& dir, const std::string& rel, const std::string& what)
+      : file_(ReadOnlyFile::open_in(dir, rel, what)) {}
+  void read_at(uint64_t offset, void* data, size_t size) { file_.read_at(offset, data, size); }
+  uint64_t size() const { return file_.size(); }
 
  private:
-  fs::path path_;
-  std::FILE* f_ = nullptr;
-  uint64_t size_ = 0;
+  ReadOnlyFile file_;
 };
 
 }  // namespace kerncap::format

@@ -3,13 +3,14 @@
 #include <xxhash.h>
 
 #include <bit>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "format/capture_dir.hpp"
+#include "format/safe_file.hpp"
+#include "format/strict_json.hpp"
 
 namespace kerncap::format {
 namespace {
@@ -185,16 +186,6 @@ nlohmann::json region_summary(const RegionFootprint& r) {
           {"probed", r.probed}};
 }
 
-template <typename T>
-T field(const nlohmann::json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key)) corrupt(fmt::format("footprint.json lacks \"{}\"", key));
-  try {
-    return j.at(key).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    corrupt(fmt::format("footprint.json has a \"{}\" of the wrong type", key));
-  }
-}
-
 void write_bytes_atomic(const fs::path& p, const std::vector<uint8_t>& data) {
   fs::path tmp = p;
   tmp += ".tmp";
@@ -245,97 +236,147 @@ void write_footprint(const fs::path& dir, const Footprint& f) {
   write_json_atomic(dir / kFootprintJson, j);
 }
 
-bool footprint_exists(const fs::path& dir) { return fs::exists(dir / kFootprintJson); }
+bool footprint_exists(const fs::path& dir) {
+  std::error_code ec;
+  return fs::exists(dir / kFootprintJson, ec);
+}
 
-Footprint read_footprint(const fs::path& dir) {
-  nlohmann::json j;
+namespace {
+
+const JsonDoc kDoc{"the capture's footprint is damaged (footprint.json)",
+                   "measure it again with `kerncap footprint OUT --force`"};
+
+// Bitmaps cost a bit per granule: a region larger than any GPU's memory is a damaged file,
+// not an allocation to attempt.
+constexpr uint64_t kMaxRegionBytes = uint64_t{1} << 44;
+
+uint64_t hex_field(const JsonField& f) {
   try {
-    std::ifstream in(dir / kFootprintJson);
-    if (!in) corrupt(fmt::format("cannot open {}", (dir / kFootprintJson).string()));
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    corrupt(fmt::format("footprint.json is not valid JSON: {}", e.what()));
+    return f.hex();
+  } catch (const Error&) {
+    corrupt(fmt::format("footprint.json has a malformed {}", f.path()));
   }
-  if (field<std::string>(j, "format") != kFootprintName) corrupt("footprint.json is not a kerncap footprint");
+}
+
+RegionFootprint read_region(const JsonField& rj, const std::vector<uint8_t>& bin, const Manifest* expected,
+                            size_t index) {
+  RegionFootprint r;
+  r.id = rj.at("id").u32();
+  const std::string kind = rj.at("kind").str(64);
+  try {
+    r.kind = mem_kind_from_string(kind);
+  } catch (const Error&) {
+    rj.at("kind").fail(fmt::format("is an unknown memory kind '{}'", kind));
+  }
+  r.size = rj.at("size").u64(0, kMaxRegionBytes);
+  r.global = rj.at("global").str();
+  if (auto p = rj.find("probed")) r.probed = p->boolean();  // absent in footprints measured before probing
+  r.base = hex_field(rj.at("base"));
+  if (expected) {
+    if (index >= expected->regions.size() || expected->regions[index].id != r.id ||
+        expected->regions[index].size != r.size)
+      input_error(fmt::format("the capture's footprint was measured on another capture (its region {} has {} bytes); "
+                              "measure it again with `kerncap footprint OUT --force`",
+                              r.id, r.size));
+  }
+  const JsonField maps = rj.at("bitmaps");
+  for (const auto& e : kBitmaps) {
+    const JsonField m = maps.at(e.name);
+    const uint32_t granule = m.at("granule").u32();
+    if (granule != e.granule)
+      corrupt(fmt::format("region {}'s {} bitmap has granule {}, expected {}", r.id, e.name, granule, e.granule));
+    const std::string enc = m.at("encoding").str(16);
+    if (enc != "runs" && enc != "raw") corrupt(fmt::format("unknown bitmap encoding \"{}\"", enc));
+    const uint64_t off = m.at("offset").u64(), len = m.at("length").u64();
+    if (off > bin.size() || len > bin.size() - off)
+      corrupt(fmt::format("region {}'s {} bitmap lies outside footprint.bin", r.id, e.name));
+    r.*e.member = decode_bitmap(std::span<const uint8_t>(bin.data() + off, len),
+                                enc == "runs" ? BitmapEncoding::Runs : BitmapEncoding::Raw, e.granule, r.size,
+                                m.at("count").u64());
+  }
+  return r;
+}
+
+// A footprint file, confined to the capture directory like every file of it.
+ReadOnlyFile open_footprint_file(const fs::path& dir, const char* name) {
+  try {
+    return ReadOnlyFile::open_in(dir, name, "the footprint");
+  } catch (const Error& e) {
+    corrupt(e.what());
+  }
+}
+
+Footprint read_checked(const fs::path& dir, const Manifest* expected) {
+  const std::vector<uint8_t> text = open_footprint_file(dir, kFootprintJson).read_all(kMaxJsonBytes);
+  const nlohmann::json j =
+      parse_bounded_json(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), kDoc);
+  const JsonField top(j, kDoc);
+  if (top.at("format").str(64) != kFootprintName) corrupt("footprint.json is not a kerncap footprint");
   Footprint f;
-  f.version = field<int>(j, "format_version");
+  f.version = top.at("format_version").i32();
   if (f.version != kFootprintVersion)
     input_error(fmt::format("the capture's footprint has format version {}, this kerncap reads version {}; measure "
                             "it again with `kerncap footprint OUT --force`",
                             f.version, kFootprintVersion));
-  f.tool_version = field<std::string>(j, "tool_version");
-  f.kernel = field<std::string>(j, "kernel");
-  f.device_name = field<std::string>(j, "device");
-  f.escape_count = field<uint64_t>(j, "escape_count");
-  f.accesses = field<uint64_t>(j, "accesses");
-  f.instrumented_ms = field<double>(j, "instrumented_ms");
-  f.plain_ms = field<double>(j, "plain_ms");
-  f.seconds = field<double>(j, "seconds");
-  f.sanitizer_library = field<std::string>(j, "sanitizer_library");
-  try {
-    f.image_hash = parse_hex_addr(field<std::string>(j, "image_hash"));
-    f.kernel_pc = parse_hex_addr(field<std::string>(j, "kernel_pc"));
-  } catch (const Error&) {
-    corrupt("footprint.json has a malformed image_hash or kernel_pc");
-  }
+  f.tool_version = top.at("tool_version").str();
+  f.kernel = top.at("kernel").str();
+  f.device_name = top.at("device").str();
+  f.escape_count = top.at("escape_count").u64();
+  f.accesses = top.at("accesses").u64();
+  f.instrumented_ms = top.at("instrumented_ms").number();
+  f.plain_ms = top.at("plain_ms").number();
+  f.seconds = top.at("seconds").number();
+  f.sanitizer_library = top.at("sanitizer_library").str();
+  f.image_hash = hex_field(top.at("image_hash"));
+  f.kernel_pc = hex_field(top.at("kernel_pc"));
 
-  const nlohmann::json bin_j = field<nlohmann::json>(j, "bin");
-  if (field<std::string>(bin_j, "file") != kFootprintBin) corrupt("footprint.json names another bitmap file");
-  std::error_code ec;
-  const uint64_t bin_size = fs::file_size(dir / kFootprintBin, ec);
-  if (ec) corrupt("footprint.bin is missing");
-  if (bin_size != field<uint64_t>(bin_j, "size"))
-    corrupt(fmt::format("footprint.bin has {} bytes, footprint.json says {}", bin_size, field<uint64_t>(bin_j, "size")));
-  const std::vector<uint8_t> bin = read_file(dir / kFootprintBin);
-  if (hex_addr(XXH64(bin.data(), bin.size(), 0)) != field<std::string>(bin_j, "xxh64"))
+  const JsonField bin_j = top.at("bin");
+  if (bin_j.at("file").str() != kFootprintBin) corrupt("footprint.json names another bitmap file");
+  const ReadOnlyFile bin_file = open_footprint_file(dir, kFootprintBin);
+  const uint64_t declared = bin_j.at("size").u64();
+  if (bin_file.size() != declared) corrupt(fmt::format("footprint.bin has {} bytes, footprint.json says {}", bin_file.size(), declared));
+  const std::vector<uint8_t> bin = bin_file.read_all();
+  if (hex_addr(XXH64(bin.data(), bin.size(), 0)) != bin_j.at("xxh64").str(64))
     corrupt("footprint.bin does not match the hash footprint.json records");
 
-  for (const auto& rj : field<nlohmann::json>(j, "regions")) {
-    RegionFootprint r;
-    r.id = field<uint32_t>(rj, "id");
-    r.kind = mem_kind_from_string(field<std::string>(rj, "kind"));
-    r.size = field<uint64_t>(rj, "size");
-    r.global = field<std::string>(rj, "global");
-    if (rj.contains("probed")) r.probed = field<bool>(rj, "probed");  // absent before probing existed
-    try {
-      r.base = parse_hex_addr(field<std::string>(rj, "base"));
-    } catch (const Error&) {
-      corrupt("footprint.json has a malformed region base");
-    }
-    const nlohmann::json maps = field<nlohmann::json>(rj, "bitmaps");
-    for (const auto& e : kBitmaps) {
-      const nlohmann::json m = field<nlohmann::json>(maps, e.name);
-      if (field<uint32_t>(m, "granule") != e.granule)
-        corrupt(fmt::format("region {}'s {} bitmap has granule {}, expected {}", r.id, e.name,
-                            field<uint32_t>(m, "granule"), e.granule));
-      const std::string enc = field<std::string>(m, "encoding");
-      if (enc != "runs" && enc != "raw") corrupt(fmt::format("unknown bitmap encoding \"{}\"", enc));
-      const uint64_t off = field<uint64_t>(m, "offset"), len = field<uint64_t>(m, "length");
-      if (off > bin.size() || len > bin.size() - off)
-        corrupt(fmt::format("region {}'s {} bitmap lies outside footprint.bin", r.id, e.name));
-      r.*e.member = decode_bitmap(std::span<const uint8_t>(bin.data() + off, len),
-                                  enc == "runs" ? BitmapEncoding::Runs : BitmapEncoding::Raw, e.granule, r.size,
-                                  field<uint64_t>(m, "count"));
-    }
-    f.regions.push_back(std::move(r));
+  const JsonField regions = top.at("regions");
+  uint64_t total = 0;
+  for (size_t i = 0, n = regions.array_size(); i < n; ++i) {
+    f.regions.push_back(read_region(regions.elem(i), bin, expected, i));
+    total += f.regions.back().size;  // each at most 2^44: no wrap for any count a 64 MiB file holds
+    if (total > kMaxRegionBytes) corrupt("its regions add up to more memory than any GPU has");
   }
-  for (const auto& ej : field<nlohmann::json>(j, "escapes")) {
+  if (expected && f.regions.size() != expected->regions.size())
+    input_error(fmt::format("the capture's footprint was measured on another capture ({} regions instead of {}); "
+                            "measure it again with `kerncap footprint OUT --force`",
+                            f.regions.size(), expected->regions.size()));
+  const JsonField escapes = top.at("escapes");
+  for (size_t i = 0, n = escapes.array_size(); i < n; ++i) {
+    const JsonField ej = escapes.elem(i);
     Escape e;
-    try {
-      e.address = parse_hex_addr(field<std::string>(ej, "address"));
-      e.pc = parse_hex_addr(field<std::string>(ej, "pc"));
-    } catch (const Error&) {
-      corrupt("footprint.json has a malformed escape address");
-    }
-    e.size = field<uint32_t>(ej, "size");
-    e.read = field<bool>(ej, "read");
-    e.write = field<bool>(ej, "write");
-    e.atomic = field<bool>(ej, "atomic");
-    e.nearest = field<std::string>(ej, "nearest");
+    e.address = hex_field(ej.at("address"));
+    e.pc = hex_field(ej.at("pc"));
+    e.size = ej.at("size").u32();
+    e.read = ej.at("read").boolean();
+    e.write = ej.at("write").boolean();
+    e.atomic = ej.at("atomic").boolean();
+    e.nearest = ej.at("nearest").str();
     f.escapes.push_back(std::move(e));
   }
   if (f.escapes.size() > f.escape_count) corrupt("footprint.json lists more escapes than it counts");
   return f;
+}
+
+}  // namespace
+
+Footprint read_footprint(const fs::path& dir, const Manifest* expected) {
+  try {
+    return read_checked(dir, expected);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {  // json, filesystem, allocation: still the file's fault
+    corrupt(e.what());
+  }
 }
 
 }  // namespace kerncap::format

@@ -119,7 +119,9 @@ struct Footprint {
 void write_footprint(const std::filesystem::path& capture_dir, const Footprint& f);
 bool footprint_exists(const std::filesystem::path& capture_dir);
 // Throws Error(Input) saying what is wrong and to re-measure with `kerncap footprint --force`.
-Footprint read_footprint(const std::filesystem::path& capture_dir);
+// With the capture's manifest, each region must be the manifest's (id and size) before its
+// bitmaps are decoded, so a damaged size never turns into an allocation.
+Footprint read_footprint(const std::filesystem::path& capture_dir, const Manifest* expected = nullptr);
 nlohmann::json summary_json(const Footprint& f);  // everything but the bitmaps
 
 template <typename F>

@@ -116,8 +116,26 @@ struct Manifest {
   const Region* find_region(uint32_t id) const;
 };
 
+// What a manifest may say about a launch: the limits of every CUDA device (a value past
+// them cannot have come from a real launch), and sane bounds for the rest.
+inline constexpr uint32_t kMaxGridX = 0x7fffffff;  // 2^31 - 1
+inline constexpr uint32_t kMaxGridYZ = 65535;
+inline constexpr std::array<uint32_t, 3> kMaxBlock{1024, 1024, 64};
+inline constexpr uint32_t kMaxBlockThreads = 1024;
+inline constexpr uint32_t kMaxClusterDim = 1024;
+inline constexpr uint32_t kMaxSharedMemBytes = 1u << 20;  // devices offer at most 228 KiB
+inline constexpr uint64_t kMaxParamBytes = 1u << 16;      // CUDA allows 32,764 bytes
+inline constexpr size_t kMaxLaunchAttrBytes = 64;         // sizeof(CUlaunchAttributeValue)
+inline constexpr int kMaxComputeCapability = 99;          // per part, major and minor
+
 nlohmann::json to_json(const Manifest& m);
-// Throws Error(Input) with an actionable message on a newer/unknown format or missing fields.
+// The strict reader (manifest_read.cpp): every field of exactly its type and range, then
+// check_manifest. Throws Error(Input) naming the field on anything else: a newer or unknown
+// format, a missing field, a wrong type, a value out of range, an unsafe file name.
 Manifest from_json(const nlohmann::json& j);
+// The rules between fields (manifest_rules.cpp): launch geometry within device limits,
+// parameter slots inside the parameter buffer, regions unique and non-overlapping, AFTER
+// runs inside their regions and stored back to back. Offline: no file, no device.
+void check_manifest(const Manifest& m);
 
 }  // namespace kerncap::format

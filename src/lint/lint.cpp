@@ -113,7 +113,7 @@ LintReport lint(const format::Capture& capture, const LintOptions& opt) {
   r.kernel = m.mangled_name;
   r.sm = m.cc_major * 10 + m.cc_minor;
   r.image = opt.cubin.empty() ? capture.path(m.image_file).string() : opt.cubin;
-  const std::vector<uint8_t> bytes = format::read_file(r.image);
+  const std::vector<uint8_t> bytes = opt.cubin.empty() ? capture.read_image() : format::read_file(r.image);
   r.image_kind = cubin::to_string(cubin::detect_kind(bytes));
   const CodeObjects code = select_code(bytes, r.sm);
   const cubin::KernelInfo* k = code.image.find_kernel(m.mangled_name);

@@ -165,7 +165,7 @@ FuzzReport fuzz(const Options& captured, const Options& variant, const format::F
   {
     Session s(captured);
     const auto& m = s.capture().manifest;
-    typed = signature_spans(m, format::read_file(s.capture().path(m.params_file)));
+    typed = signature_spans(m, s.capture().read(m.params_file, "parameter bytes"));
     inputs = fuzz_inputs(f, m, typed);
     for (const auto& in : inputs) rep.input_bytes += in.end - in.begin;
     rep.inputs = inputs.size();

@@ -100,7 +100,7 @@ std::optional<std::vector<uint8_t>> poisoned_run(Session& s, const CompareSpec& 
 
 std::vector<uint32_t> probe_writes(Session& s, format::Footprint& f) {
   const format::Manifest& m = s.capture().manifest;
-  const auto params = format::read_file(s.capture().path(m.params_file));
+  const auto params = s.capture().read(m.params_file, "parameter bytes");
   const std::vector<ProbeSpan> candidates = probe_candidates(m, params, f);
   std::vector<uint32_t> proven;
   if (candidates.empty()) return proven;

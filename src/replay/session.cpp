@@ -155,7 +155,7 @@ void Session::open(const Options& options) {
   }
 
   // 4. Parameters, with pointers into moved spans rewritten.
-  params_ = format::read_file(capture_.path(m.params_file));
+  params_ = capture_.read(m.params_file, "parameter bytes");
   for (const auto& s : m.params) {
     if (uint64_t{s.offset} + s.size > params_.size())
       input_error(fmt::format("parameter slot at offset {} lies outside the {}-byte parameter buffer", s.offset,
@@ -216,13 +216,8 @@ void Session::load_module(const Options& options) {
     image = format::read_file(*options.cubin);
     image_desc_ = options.cubin->string();
   } else {
-    image = format::read_file(capture_.path(m.image_file));
+    image = capture_.read_image();  // checked against the capture's hash, always
     image_desc_ = "the captured image";
-    // The capture names its image by this hash (XXH3 of the bytes the application loaded).
-    if (options.verify_hashes && m.image_hash != 0 && XXH3_64bits(image.data(), image.size()) != m.image_hash)
-      input_error(fmt::format("capture file {} (the kernel's code image) does not match the hash the capture "
-                              "recorded: the file was changed or damaged after the capture; extract again",
-                              m.image_file));
   }
   if (cubin::detect_kind(image) == cubin::ImageKind::Ptx) image.push_back(0);  // PTX text must be NUL-terminated
   CUresult r = KC_CU_TRY(cuModuleLoadData(&module_, image.data()));
@@ -280,7 +275,7 @@ RestoreStats Session::restore() {
   auto last = std::chrono::steady_clock::now();
   for (size_t i = 0; i < m.regions.size(); ++i) {
     const format::Region& r = m.regions[i];
-    format::BlobReader in(capture_.path(r.file));
+    format::BlobReader in(capture_.dir, r.file, "BEFORE memory");
     // The hash is checked on the first restore only: later ones read the same file.
     const bool verify = options_.verify_hashes && !verified_;
     std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> hash(verify ? XXH64_createState() : nullptr,
@@ -312,7 +307,7 @@ RestoreStats Session::restore() {
   verified_ = true;
   // Parameters: rewrite a fresh copy each time (restore may be called again).
   // (param_ptrs_ point into params_, so its storage must stay where it is.)
-  std::vector<uint8_t> fresh = format::read_file(capture_.path(m.params_file));
+  std::vector<uint8_t> fresh = capture_.read(m.params_file, "parameter bytes");
   std::memcpy(params_.data(), fresh.data(), std::min(fresh.size(), params_.size()));
   st.rewritten_words += reloc.rewrite(params_.data(), params_.size(), 0);
   return st;

@@ -22,7 +22,7 @@ struct Options {
   bool allow_relocate = true;
   std::optional<uint32_t> collide_region;    // test hook: force this region to collide
   bool progress = true;
-  bool verify_hashes = false;  // check the image at load and each BEFORE file (first restore) against the capture's hashes
+  bool verify_hashes = false;  // check each BEFORE file (first restore) against the capture's hashes (the image: always)
   // Launch geometry other than the captured one (a variant tuned for another block size, or a
   // test that a launch covering less than the captured grid fails validation).
   std::optional<std::array<uint32_t, 3>> grid, block;

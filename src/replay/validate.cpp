@@ -22,8 +22,9 @@ class Expected {
  public:
   Expected(const format::Capture& c, const format::Region& r, const RelocationMap& reloc, uint8_t* buffer,
            bool with_after = true, const Session::RestoreFilter* filter = nullptr, size_t index = 0)
-      : r_(r), reloc_(reloc), buffer_(buffer), before_(c.path(r.file)), after_(c.path(c.manifest.after_file)),
-        filter_(filter && *filter ? filter : nullptr), index_(index) {
+      : r_(r), reloc_(reloc), buffer_(buffer), before_(c.dir, r.file, "BEFORE memory"),
+        after_(c.dir, c.manifest.after_file, "AFTER memory"), filter_(filter && *filter ? filter : nullptr),
+        index_(index) {
     if (!with_after) return;
     for (const auto& a : c.manifest.after)
       if (a.region == r.id) runs_.push_back(&a);

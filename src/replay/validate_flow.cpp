@@ -15,7 +15,7 @@ namespace {
 // The kernel's pointer parameters as typed spans, with the request's per-dtype tolerances.
 std::vector<TypedSpan> signature_of(const Session& s, const ToleranceTable& table) {
   const auto& m = s.capture().manifest;
-  auto spans = signature_spans(m, format::read_file(s.capture().path(m.params_file)));
+  auto spans = signature_spans(m, s.capture().read(m.params_file, "parameter bytes"));
   for (auto& t : spans) t.tol = table_tolerance(t.dtype, table);
   return spans;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <atomic>
 #include <fstream>
@@ -29,11 +30,11 @@ class CaptureDirTest : public kerncap::testing::ScratchDir {
     m.params = {{0, 8}};
     m.image_file = "image/00000000000000ab.cubin";
     m.image_kind = "cubin";
-    m.image_hash = 0xab;
     m.regions = {{0, MemKind::Device, 0x7f0000000000ull, 256, "mem/0.bin", 0, ""},
                  {1, MemKind::Global, 0x7f0000100000ull, 4, "mem/1.bin", 0, "g"}};
     m.after = {{0, 16, 32, 0}, {1, 0, 4, 32}};
     const std::vector<uint8_t> params(8, 0x11), image(100, 0x7f), r0(256, 1), r1(4, 2), after(36, 3);
+    m.image_hash = XXH3_64bits(image.data(), image.size());
     write_file(dir / m.params_file, params.data(), params.size());
     write_file(dir / m.image_file, image.data(), image.size());
     write_file(dir / "mem/0.bin", r0.data(), r0.size());
@@ -106,7 +107,7 @@ TEST_F(CaptureDirTest, MissingImageRefused) {
   const Manifest m = write_complete();
   fs::remove(out_ / kCaptureDirName / m.image_file);
   const std::string why = refusal(out_);
-  EXPECT_NE(why.find("no code image"), std::string::npos) << why;
+  EXPECT_NE(why.find("missing " + m.image_file), std::string::npos) << why;
 }
 
 TEST_F(CaptureDirTest, OnlyPartialCaptureRefused) {

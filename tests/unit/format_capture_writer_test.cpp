@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <xxhash.h>
+
+#include <cstdio>
 
 #include <atomic>
 
@@ -22,7 +25,8 @@ class CaptureWriterTest : public kerncap::testing::ScratchDir {
     m.tool_version = "test";
     m.mangled_name = "_Z1kPf";
     const std::vector<uint8_t> image(64, 0x7f), params(8, 1), region(128, 2), changed(16, 3);
-    w.write_image(m, image.data(), image.size(), 0xabcdef, "cubin");
+    image_hash_ = XXH3_64bits(image.data(), image.size());  // the reader checks it
+    w.write_image(m, image.data(), image.size(), image_hash_, "cubin");
     m.params = {{0, 8}};
     w.write_params(m, params.data(), params.size());
     m.regions.push_back({0, MemKind::Device, 0x7f0000000000ull, region.size(), CaptureWriter::region_file(0), 0, ""});
@@ -34,13 +38,16 @@ class CaptureWriterTest : public kerncap::testing::ScratchDir {
     return m;
   }
 
+  uint64_t image_hash_ = 0;
 };
 
 TEST_F(CaptureWriterTest, PublishesTheLayoutTheReaderAccepts) {
   CaptureWriter w(out_, 1234);
   EXPECT_EQ(w.dir(), out_ / "capture.partial-1234");
   Manifest m = fill(w);
-  EXPECT_EQ(m.image_file, "image/0000000000abcdef.cubin");  // unchanged on-disk names
+  char name[64];
+  std::snprintf(name, sizeof name, "image/%016llx.cubin", static_cast<unsigned long long>(image_hash_));
+  EXPECT_EQ(m.image_file, name);  // unchanged on-disk names
   EXPECT_EQ(m.regions[0].file, "mem/0.bin");
   EXPECT_EQ(m.params_size, 8u);
   EXPECT_FALSE(fs::exists(out_ / "capture"));  // nothing looks complete before publish

@@ -179,13 +179,13 @@ TEST(FormatManifest, MissingFieldsRefused) {
   const std::vector<std::pair<nlohmann::json::json_pointer, std::string>> cases = {
       {nlohmann::json::json_pointer("/format_version"), "format_version"},
       {nlohmann::json::json_pointer("/kernel"), "kernel"},
-      {nlohmann::json::json_pointer("/kernel/mangled"), "mangled"},
-      {nlohmann::json::json_pointer("/launch/grid"), "grid"},
-      {nlohmann::json::json_pointer("/params/size"), "size"},
-      {nlohmann::json::json_pointer("/image/file"), "file"},
+      {nlohmann::json::json_pointer("/kernel/mangled"), "kernel.mangled"},
+      {nlohmann::json::json_pointer("/launch/grid"), "launch.grid"},
+      {nlohmann::json::json_pointer("/params/size"), "params.size"},
+      {nlohmann::json::json_pointer("/image/file"), "image.file"},
       {nlohmann::json::json_pointer("/regions"), "regions"},
-      {nlohmann::json::json_pointer("/regions/1/base"), "base"},
-      {nlohmann::json::json_pointer("/after/runs/0/file_offset"), "file_offset"},
+      {nlohmann::json::json_pointer("/regions/1/base"), "regions[1].base"},
+      {nlohmann::json::json_pointer("/after/runs/0/file_offset"), "after.runs[0].file_offset"},
   };
   for (const auto& [ptr, field] : cases) {
     SCOPED_TRACE(ptr.to_string());
@@ -199,7 +199,7 @@ TEST(FormatManifest, MissingFieldsRefused) {
 TEST(FormatManifest, WrongTypeRefused) {
   auto j = to_json(full_manifest());
   j["launch"]["grid"] = "large";
-  EXPECT_NE(refusal(j).find("'grid' has the wrong type"), std::string::npos);
+  EXPECT_NE(refusal(j).find("'launch.grid' has the wrong type"), std::string::npos);
 }
 
 TEST(FormatManifest, BadAddressRefused) {
@@ -226,7 +226,7 @@ TEST(FormatManifest, BadLaunchAttributeBytesRefused) {
 TEST(FormatManifest, UnknownMemoryKindRefused) {
   auto j = to_json(full_manifest());
   j["regions"][0]["kind"] = "texture";
-  EXPECT_NE(refusal(j).find("unknown memory kind 'texture'"), std::string::npos);
+  EXPECT_NE(refusal(j).find("'regions[0].kind' is an unknown memory kind 'texture'"), std::string::npos);
 }
 
 TEST(FormatManifest, AfterRunOutsideItsRegionRefused) {

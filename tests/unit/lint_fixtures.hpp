@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <atomic>
 #include <filesystem>
@@ -51,6 +52,7 @@ inline format::Capture make_capture(const fs::path& out, const std::vector<uint8
   m.shared_mem_bytes = dynamic_shared;
   m.image_file = "image/0000000000000001.bin";
   m.image_kind = "cubin";
+  m.image_hash = XXH3_64bits(image.data(), image.size());  // the reader checks it
   format::write_file(dir / m.image_file, image.data(), image.size());
   format::write_file(dir / m.params_file, "", 0);
   format::write_file(dir / m.after_file, "", 0);

@@ -1,5 +1,7 @@
 #pragma once
 // A small complete capture on disk for the generator tests (no GPU involved).
+#include <xxhash.h>
+
 #include <string>
 #include <vector>
 
@@ -32,6 +34,7 @@ inline format::Manifest write_fake_capture(const fs::path& out, const std::strin
   m.after = {{0, 0, 16, 0}};
   const std::vector<uint8_t> params(8, 0x11), r0(256, 1), after(16, 3);
   const std::vector<uint8_t> img = image.empty() ? std::vector<uint8_t>(64, 0x7f) : image;
+  m.image_hash = XXH3_64bits(img.data(), img.size());  // the reader checks it
   format::write_file(dir / m.params_file, params.data(), params.size());
   format::write_file(dir / m.image_file, img.data(), img.size());
   format::write_file(dir / "mem/0.bin", r0.data(), r0.size());

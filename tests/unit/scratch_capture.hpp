@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <atomic>
 #include <filesystem>
@@ -42,9 +43,9 @@ inline format::Manifest write_small_capture(const std::filesystem::path& out, ui
   m.params = {{0, 8}};
   m.image_file = "image/00000000000000ab.cubin";
   m.image_kind = "cubin";
-  m.image_hash = 0xab;
   m.regions = {{0, MemKind::Device, 0x7f0000000000ull, 256, "mem/0.bin", 0, ""}};
   const std::vector<uint8_t> params(8, 0), image(100, 0x7f), r0(256, fill);
+  m.image_hash = XXH3_64bits(image.data(), image.size());  // the reader checks it
   write_file(dir / m.params_file, params.data(), params.size());
   write_file(dir / m.image_file, image.data(), image.size());
   write_file(dir / "mem/0.bin", r0.data(), r0.size());

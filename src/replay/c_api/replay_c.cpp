@@ -128,7 +128,7 @@ int kc_open(const char* path, const char* options_json, kc_session** out) {
     s->session = std::make_unique<replay::Session>(opt);
     const auto& cap = s->session->capture();
     if (option<bool>(o, "strong", true) && kerncap::format::footprint_exists(cap.dir)) {
-      s->poison = replay::plan_poison(kerncap::format::read_footprint(cap.dir), cap.manifest);
+      s->poison = replay::plan_poison(kerncap::format::read_footprint(cap.dir, &cap.manifest), cap.manifest);
       replay::poison_restores(*s->session, *s->poison);
     }
     *out = s.release();
