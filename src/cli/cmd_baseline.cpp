@@ -27,7 +27,7 @@ struct MeasureArgs {
   std::string dir, cubin;
   bool captured = false;  // the captured image even when a fresh variant exists
   bool json = false;
-  replay::TimingOptions timing{3, 50, false};
+  replay::TimingOptions timing{.warmup = 3, .iterations = 50};
 };
 
 std::string utc_now() {
