@@ -206,13 +206,13 @@ struct Events {
 
 using Clock = std::chrono::steady_clock;
 
-// CUPTI: the summed GPU durations of the kernels each launch ran. Returns false (and
-// leaves `t` untouched) when the first launch produced no kernel record.
+// CUPTI: the summed GPU durations of the kernels each launch ran. The first launch (warm-up
+// or not) learns how many kernels one launch runs; when it produced no kernel record this
+// returns false with nothing timed, and the caller falls back to events.
 bool time_with_cupti(KernelClock& kc, Session& s, const TimingOptions& o, const LaunchFn& run,
-                     const std::function<void()>& prepare, bool own_kernel, Timing& t) {
-  size_t expect = own_kernel ? 1 : 0;
-  const int probes = std::max(o.warmup, 1);  // a probe launch learns the kernel count
-  for (int i = 0; i < probes; ++i) {
+                     const std::function<void()>& prepare, Timing& t) {
+  size_t expect = 0;
+  for (int i = 0; i < o.warmup + o.iterations; ++i) {
     prepare();
     const uint64_t since = kc.now();
     run(s.stream());
@@ -220,18 +220,12 @@ bool time_with_cupti(KernelClock& kc, Session& s, const TimingOptions& o, const 
     const KernelSum k = kc.take(since, std::max<size_t>(expect, 1));
     if (i == 0) {
       if (k.kernels == 0) return false;
-      expect = std::max(expect, k.kernels);
+      expect = k.kernels;
     }
-  }
-  for (int i = 0; i < o.iterations; ++i) {
-    prepare();
-    const uint64_t since = kc.now();
-    run(s.stream());
-    s.synchronize();
-    const KernelSum k = kc.take(since, expect);
+    if (i < o.warmup) continue;
     if (k.kernels == 0)
-      device_error(fmt::format("CUPTI recorded no kernel for launch {} of {}; time with --timer spin-events", i + 1,
-                               o.iterations));
+      device_error(fmt::format("CUPTI recorded no kernel for launch {} of {}; time with --timer spin-events",
+                               i - o.warmup + 1, o.iterations));
     t.ms.push_back(static_cast<float>(static_cast<double>(k.ns) / 1e6));
   }
   t.kernels_per_launch = static_cast<int>(expect);
@@ -270,7 +264,6 @@ void time_with_events(Session& s, const TimingOptions& o, const LaunchFn& run, c
 
 Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch) {
   check(o);
-  const bool own_kernel = !launch;
   const LaunchFn run = launch ? launch : [&s](CUstream) { s.enqueue(); };
   Timing t;
   t.options = o;
@@ -302,7 +295,7 @@ Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch)
     KernelClock kc;
     if (!kc.ok())
       t.method_note = "CUPTI unavailable: " + kc.why();
-    else if (!(done = time_with_cupti(kc, s, o, run, prepare, own_kernel, t)))
+    else if (!(done = time_with_cupti(kc, s, o, run, prepare, t)))
       t.method_note = "CUPTI recorded no kernel for the launch";
     if (!done && o.timer == TimerKind::Cupti)
       device_error(fmt::format("cannot time with CUPTI: {}; use --timer auto or spin-events", t.method_note));
