@@ -102,16 +102,21 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 }
 
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
-  std::vector<KernelSpan> got;
-  CUpti_Activity* rec = nullptr;
-  while (buffer && cupti().cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
-    if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
-    const auto& k = reinterpret_cast<const CUpti_ActivityKernel10&>(*rec);
-    got.push_back({k.start, k.end, is_our_kernel(k.name)});
+  try {  // nothing may unwind into CUPTI
+    std::vector<KernelSpan> got;
+    CUpti_Activity* rec = nullptr;
+    // Ends with CUPTI_ERROR_MAX_LIMIT_REACHED: the buffer's last record was read.
+    while (buffer && KC_CUPTI_CALL(cuptiActivityGetNextRecord, (buffer, valid, &rec))) {
+      if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
+      const auto& k = reinterpret_cast<const CUpti_ActivityKernel10&>(*rec);
+      got.push_back({k.start, k.end, is_our_kernel(k.name)});
+    }
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_spans.insert(g_spans.end(), got.begin(), got.end());
+  } catch (...) {
+    // Out of memory: this buffer's kernels are lost; take() then reports too few of them.
   }
   std::free(buffer);
-  std::lock_guard<std::mutex> lock(g_mu);
-  g_spans.insert(g_spans.end(), got.begin(), got.end());
 }
 
 }  // namespace

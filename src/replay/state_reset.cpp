@@ -1,6 +1,8 @@
 #include "replay/state_reset.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>

@@ -11,6 +11,7 @@
 
 #include "common/driver.hpp"
 #include "common/error.hpp"
+#include "common/hex.hpp"
 #include "replay/kernel_clock.hpp"
 #include "replay/session.hpp"
 #include "replay/spin_kernel.hpp"
@@ -44,13 +45,6 @@ const std::pair<const char*, TimerKind> kTimerNames[] = {{"auto", TimerKind::Aut
                                                          {"cupti", TimerKind::Cupti},
                                                          {"spin-events", TimerKind::SpinEvents},
                                                          {"events", TimerKind::Events}};
-
-std::string human(uint64_t b) {
-  if (b < 1024) return fmt::format("{} B", b);
-  if (b < (1ull << 20)) return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024);
-  if (b < (1ull << 30)) return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1 << 20));
-  return fmt::format("{:.1f} GiB", static_cast<double>(b) / (1 << 30));
-}
 
 }  // namespace
 
@@ -148,12 +142,12 @@ std::string Timing::describe() const {
   std::string restore = to_string(options.restore);
   if (options.restore == RestoreMode::Written)
     restore += reset_bytes ? fmt::format(" ({} in {} ranges put back before each launch from a {} copy)",
-                                         human(reset_bytes), reset_ranges, reset_staging)
+                                         human_bytes(reset_bytes), reset_ranges, reset_staging)
                            : " (the launch changes no captured byte)";
   if (options.restore == RestoreMode::Full) restore += " (every captured byte restored before each launch)";
   if (options.restore == RestoreMode::None) restore += " (state carries over between launches)";
   std::string cache = to_string(options.cache);
-  if (options.cache == CacheMode::Cold) cache += fmt::format(" (L2 flushed with {} before each launch)", human(flush_bytes));
+  if (options.cache == CacheMode::Cold) cache += fmt::format(" (L2 flushed with {} before each launch)", human_bytes(flush_bytes));
   return fmt::format("method: {}\n  cache: {}; restore: {}\n  {}", m, cache, restore,
                      clock_text(clock_before, clock_after));
 }
@@ -213,8 +207,10 @@ bool time_with_cupti(KernelClock& kc, Session& s, const TimingOptions& o, const 
                      const std::function<void()>& prepare, Timing& t) {
   size_t expect = 0;
   for (int i = 0; i < o.warmup + o.iterations; ++i) {
-    prepare();
+    // Taken before the resets: a record whose start is earlier belongs to a launch already
+    // waited for (never this one, whatever the clock's calibration).
     const uint64_t since = kc.now();
+    prepare();
     run(s.stream());
     s.synchronize();
     const KernelSum k = kc.take(since, std::max<size_t>(expect, 1));
@@ -234,13 +230,15 @@ bool time_with_cupti(KernelClock& kc, Session& s, const TimingOptions& o, const 
 }
 
 // Events: with `spin`, a spin kernel holds the GPU while the CPU queues start, launch and
-// stop, for 4x the longest enqueue time the warm-up measured (20 µs to 20 ms).
+// stop, for 4x the longest enqueue time seen so far (20 µs to 20 ms). The first launch is
+// not counted when there is a later warm-up: it may load the module (lazy loading).
 void time_with_events(Session& s, const TimingOptions& o, const LaunchFn& run, const std::function<void()>& prepare,
                       bool spin, Timing& t) {
   std::optional<SpinKernel> spinner;
   if (spin) spinner.emplace();
   Events ev;
   uint64_t enqueue_ns = 25'000;
+  bool measured = false;
   auto spin_ns = [&] { return std::clamp<uint64_t>(4 * enqueue_ns, 20'000, 20'000'000); };
   for (int i = 0; i < o.warmup + o.iterations; ++i) {
     prepare();
@@ -251,11 +249,11 @@ void time_with_events(Session& s, const TimingOptions& o, const LaunchFn& run, c
     KC_CU(cuEventRecord(ev.stop, s.stream()));
     const uint64_t took = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
     s.synchronize();
-    if (i < o.warmup) {
-      enqueue_ns = i == 0 ? took : std::max(enqueue_ns, took);
-      continue;
+    if (i > 0 || o.warmup < 2) {
+      enqueue_ns = measured ? std::max(enqueue_ns, took) : took;
+      measured = true;
     }
-    t.ms.push_back(ev.elapsed());
+    if (i >= o.warmup) t.ms.push_back(ev.elapsed());
   }
   t.method = spin ? kMethodSpinEvents : kMethodEvents;
 }
