@@ -30,6 +30,7 @@ void run_replay(const ReplayCommon& c, const replay::TimingOptions& t, int& exit
               {"blocks_at_hint", st.blocks_at_hint},
               {"relocated_regions", st.runs_relocated},
               {"rewritten_words", rs.rewritten_words}});
+    j.update(replay::in_app_json(timing, m.in_app_median_ns));
     std::cout << j.dump(2) << std::endl;
   } else {
     const auto& x = timing.stats;
@@ -37,6 +38,8 @@ void run_replay(const ReplayCommon& c, const replay::TimingOptions& t, int& exit
                              "{:.4f} ms, max {:.4f} ms, stddev {:.4f} ms\n",
                              m.demangled_name, s.image_description(), placement_line(st, rs.rewritten_words),
                              timing.describe(), t.iterations, t.warmup, x.median, x.min, x.max, x.stddev);
+    if (const std::string line = replay::in_app_line(timing, m.in_app_median_ns); !line.empty())
+      std::cout << "  " << line << "\n";
   }
   exit_code = 0;
 }

@@ -1,5 +1,7 @@
 #include "format/manifest.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "common/error.hpp"
@@ -123,6 +125,7 @@ nlohmann::json to_json(const Manifest& m) {
     runs.push_back({{"region", a.region}, {"offset", a.offset}, {"size", a.size}, {"file_offset", a.file_offset}});
   j["after"] = {{"file", m.after_file}, {"chunk_bytes", m.chunk_bytes}, {"runs", runs}};
   j["stats"] = {{"before_bytes", m.before_bytes}, {"after_bytes", m.after_bytes}, {"capture_seconds", m.capture_seconds}};
+  if (m.in_app_median_ns) j["in_app_median_ns"] = *m.in_app_median_ns;
   return j;
 }
 
@@ -200,6 +203,12 @@ Manifest from_json(const nlohmann::json& j) {
   m.before_bytes = st.value("before_bytes", uint64_t{0});
   m.after_bytes = st.value("after_bytes", uint64_t{0});
   m.capture_seconds = st.value("capture_seconds", 0.0);
+  if (j.contains("in_app_median_ns")) {  // optional; when present, a number >= 0
+    const auto& v = j["in_app_median_ns"];
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+      input_error(fmt::format("capture manifest field 'in_app_median_ns' must be a number >= 0, not {}", v.dump()));
+    m.in_app_median_ns = v.get<double>();
+  }
   return m;
 }
 

@@ -176,9 +176,11 @@ uint64_t KernelClock::now() const {
 KernelSum KernelClock::take(uint64_t since_ns, size_t expect) {
   KernelSum s;
   if (!ok_) return s;
-  // Records of completed kernels can reach the buffer a little after the stream is idle.
+  // A plain flush delivers only buffers whose records are complete (timestamps filled in,
+  // which can come a little after the stream is idle); a forced one, the last resort, also
+  // delivers incomplete records, which are then lost (sum_kernels skips them).
   for (int attempt = 0; attempt < 50; ++attempt) {
-    (void)KC_CUPTI_CALL(cuptiActivityFlushAll, (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    (void)KC_CUPTI_CALL(cuptiActivityFlushAll, (attempt < 40 ? 0u : uint32_t{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED}));
     {
       std::lock_guard<std::mutex> lock(g_mu);
       s = sum_kernels(g_spans, since_ns);

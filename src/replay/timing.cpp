@@ -152,6 +152,20 @@ std::string Timing::describe() const {
                      clock_text(clock_before, clock_after));
 }
 
+nlohmann::json in_app_json(const Timing& t, std::optional<double> in_app_ns) {
+  if (!in_app_ns) return nlohmann::json::object();
+  const double app_ms = *in_app_ns / 1e6;
+  return {{"in_app_median_ms", app_ms},
+          {"replay_in_app_ratio", app_ms > 0 ? nlohmann::json(t.stats.median / app_ms) : nlohmann::json(nullptr)}};
+}
+
+std::string in_app_line(const Timing& t, std::optional<double> in_app_ns) {
+  if (!in_app_ns) return "";
+  const double app_ms = *in_app_ns / 1e6;
+  return fmt::format("in-app median {:.4f} ms, replay {:.4f} ms: ratio {}", app_ms, t.stats.median,
+                     app_ms > 0 ? fmt::format("{:.2f}", t.stats.median / app_ms) : std::string("n/a"));
+}
+
 namespace {
 
 // Writing twice the L2 size before a launch evicts whatever the previous launch left.

@@ -11,6 +11,7 @@
 //   * the SM clock before and after, so throttling shows (sm_clock.hpp).
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,13 @@ struct Timing {
   //  SM clock 1980 MHz before, 1980 MHz after (max 1980)": the lines replay prints.
   std::string describe() const;
 };
+
+// The capture's in-app time beside the replay's (the manifest's in_app_median_ns; empty
+// when the capture has none): {"in_app_median_ms", "replay_in_app_ratio"} (ratio = replay
+// median / in-app median; null when the in-app time is 0), or {} without one.
+nlohmann::json in_app_json(const Timing& t, std::optional<double> in_app_ns);
+// "in-app median 0.0041 ms, replay 0.0042 ms: ratio 1.02" or "" without an in-app time.
+std::string in_app_line(const Timing& t, std::optional<double> in_app_ns);
 
 // Checks the options (Error(Usage) on iterations < 1 or warmup < 0).
 void check(const TimingOptions& o);

@@ -148,6 +148,20 @@ TEST(Timing, JsonCarriesEveryStatisticAndMode) {
     EXPECT_NE(d.find(k), std::string::npos) << k << " in " << d;
 }
 
+TEST(Timing, InAppBesideReplay) {
+  Timing t;
+  t.ms = {0.0042f};
+  t.stats = statistics(t.ms);
+  EXPECT_TRUE(in_app_json(t, std::nullopt).empty());
+  EXPECT_EQ(in_app_line(t, std::nullopt), "");
+  const auto j = in_app_json(t, 4000.0);
+  EXPECT_DOUBLE_EQ(j["in_app_median_ms"].get<double>(), 0.004);
+  EXPECT_NEAR(j["replay_in_app_ratio"].get<double>(), 1.05, 1e-6);
+  EXPECT_EQ(in_app_line(t, 4000.0), "in-app median 0.0040 ms, replay 0.0042 ms: ratio 1.05");
+  EXPECT_TRUE(in_app_json(t, 0.0)["replay_in_app_ratio"].is_null());
+  EXPECT_NE(in_app_line(t, 0.0).find("n/a"), std::string::npos);
+}
+
 TEST(Timing, KernelSumsSkipOursStaleAndIncomplete) {
   const std::vector<KernelSpan> spans = {{1000, 1500, false},   // 500
                                          {1600, 1700, false},   // 100
