@@ -94,11 +94,23 @@ KC_API int kc_launch(kc_session* s);
 typedef int (*kc_launch_fn)(void* user, uint64_t stream);
 
 /* Times launches: `launch` == NULL times kc_launch's kernel; otherwise the callback.
- * `options_json` (may be NULL): {"warmup": 3, "iterations": 20, "restore_each": false}.
- * Each timed launch is bracketed by CUDA events on the engine's stream; warm-up launches
- * come first; restore_each writes BEFORE back before every launch, warm-up included.
- * JSON: {"method": "cuda-events", "warmup", "iterations", "restore_each", "median_ms",
- *        "min_ms", "max_ms", "mean_ms", "stddev_ms", "times_ms": [...]} */
+ * `options_json` (may be NULL):
+ *   {"warmup": 3, "iterations": 20,
+ *    "restore": "written",   "written": before every launch (warm-up included, outside the
+ *                            timed interval) put back the bytes a launch changes, saved when
+ *                            timing starts (restore first); "full": restore every captured
+ *                            byte from the capture; "none": state carries over
+ *    "restore_each": false,  older spelling: true = "full" ("restore" wins when both given)
+ *    "cache": "warm",        "cold": flush L2 before every launch (outside the interval)
+ *    "timer": "auto"}        "auto": CUPTI kernel records, else "spin-events"; "cupti";
+ *                            "spin-events": events behind a spin kernel; "events": plain
+ *                            events around each launch (launch overhead included)
+ * Unknown keys are ignored. Kernel time is the sum over the kernels one launch runs.
+ * JSON: {"method": "cupti-activity" | "cuda-events+spin" | "cuda-events", "method_note"?,
+ *        "timer", "warmup", "iterations", "restore", "restore_each", "cache",
+ *        "reset"?: {"bytes", "ranges", "staging"}, "l2_flush_bytes"?, "kernels_per_launch"?,
+ *        "clock": {"known", "sm_mhz_before", "sm_mhz_after", "sm_max_mhz"} | {"known": false, "why"},
+ *        "median_ms", "min_ms", "max_ms", "mean_ms", "stddev_ms", "times_ms": [...]} */
 KC_API int kc_time(kc_session* s, kc_launch_fn launch, void* user, const char* options_json, char** json_out);
 
 /* Compares device memory with the application's result (BEFORE overlaid with AFTER).

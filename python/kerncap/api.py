@@ -223,9 +223,12 @@ class Kerncap:
         return res
 
     def replay(self, dir: str, cubin: Optional[str] = None, iterations: int = 20, warmup: int = 3,
-               restore_each: bool = False) -> ReplayResult:
+               restore_each: bool = False, no_restore: bool = False, cache: Optional[str] = None,
+               timer: Optional[str] = None) -> ReplayResult:
         args = ["replay", dir, "--json", "--iterations", str(iterations), "--warmup", str(warmup)]
         args += (["--cubin", cubin] if cubin else []) + ["--restore-each"] * restore_each
+        args += ["--no-restore"] * no_restore + (["--cache", cache] if cache else [])
+        args += ["--timer", timer] if timer else []
         j = _last_json(self._run(args).stdout)
         return ReplayResult(j.get("kernel", ""), j["median_ms"], j["min_ms"], j["max_ms"], j.get("times_ms", []),
                             j.get("relocated_regions", 0), j.get("rewritten_words", 0), j)

@@ -241,13 +241,19 @@ class Session:
         self._lib.check(self._lib.lib.kc_launch(self._handle()), "kc_launch")
 
     def time(self, launch: Optional[Callable[[int], None]] = None, warmup: Optional[int] = None,
-             iterations: Optional[int] = None, restore_each: Optional[bool] = None) -> Dict[str, Any]:
-        """Times launches. launch=None: the loaded image (kc_launch's kernel). Otherwise
-        launch(stream) is called for every launch and must enqueue one kernel on `stream`;
-        an exception it raises stops the timing and is raised here.
-        Returns {"method", "warmup", "iterations", "median_ms", "min_ms", "max_ms", "mean_ms",
-        "stddev_ms", "times_ms"}."""
-        opts = _opts({"warmup": warmup, "iterations": iterations, "restore_each": restore_each})
+             iterations: Optional[int] = None, restore_each: Optional[bool] = None,
+             restore: Optional[str] = None, cache: Optional[str] = None,
+             timer: Optional[str] = None) -> Dict[str, Any]:
+        """Times launches (kernel time only; see docs/engine.md, Timing). launch=None: the
+        loaded image (kc_launch's kernel). Otherwise launch(stream) is called for every launch
+        and must enqueue its kernels on `stream`; an exception it raises stops the timing and
+        is raised here. restore: "written" (default: the bytes a launch changes are put back
+        before each launch), "full" (= restore_each=True) or "none"; cache: "warm" or "cold";
+        timer: "auto", "cupti", "spin-events" or "events".
+        Returns {"method", "restore", "cache", "clock", "warmup", "iterations", "median_ms",
+        "min_ms", "max_ms", "mean_ms", "stddev_ms", "times_ms", ...}."""
+        opts = _opts({"warmup": warmup, "iterations": iterations, "restore_each": restore_each,
+                      "restore": restore, "cache": cache, "timer": timer})
         failures: List[BaseException] = []
         cb = None
         if launch is not None:

@@ -254,6 +254,9 @@ class Run:
         def launch(stream: int) -> None:
             k.run(gx, gy, gz, stream, k.function, k.packed_metadata, None, None, None, *args)
 
+        # Timing saves the bytes a launch changes when it starts and puts them back before
+        # every launch: start from the restored state, not the one the checked launch left.
+        self.session.restore()
         t = self.session.time(launch, warmup=self.opts.warmup, iterations=self.opts.iterations)
         self.result.update({k2: t[k2] for k2 in ("median_ms", "min_ms", "max_ms", "mean_ms", "stddev_ms", "times_ms")
                             if k2 in t})

@@ -65,6 +65,8 @@ def test_profile_replay_validate_info(kc, tmp_path):
     assert p.kernels[0].name == "add_kernel" and p.kernels[0].calls == 3 and p.totals["launches"] == 3
     r = kc.replay("iso/k", iterations=3)
     assert r.median_ms == 0.5 and r.times_ms == [0.5, 0.4, 0.9]
+    kc.replay("iso/k", no_restore=True, cache="cold", timer="spin-events")
+    assert calls(tmp_path)[-1]["argv"][-5:] == ["--no-restore", "--cache", "cold", "--timer", "spin-events"]
     v = kc.validate("iso/k")
     assert v.passed and v.result == "PASS" and v.line.startswith("Result: PASS")
     v = kc.validate("iso/k", cubin="cand.cubin", dtype="fp16", atol=1e-3)

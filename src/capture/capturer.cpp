@@ -1,4 +1,6 @@
 #include "capture/capturer.hpp"
+#include "capture/in_app.hpp"
+#include "capture/in_app_records.hpp"
 
 #include <unistd.h>
 
@@ -196,6 +198,9 @@ void Capturer::finish_capture(const CUpti_CallbackData* cb) {
       device_error(cu_error_text(*rv, "the captured launch", __FILE__, __LINE__));
     KC_CU(cuCtxSynchronize());
     format::Manifest& m = p->manifest;
+    // The in-app time: the target's kernel record has completed with it.
+    flush_in_app_records();
+    m.in_app_median_ns = in_app_times().median_ns(m.mangled_name, m.grid);
     Progress progress("snapshot AFTER", m.before_bytes, config_.verbose >= 1);
     format::BlobWriter after = p->writer->open_after(m);
     for (const auto& st : p->regions)

@@ -26,6 +26,7 @@
 #include "capture/config.hpp"
 #include "capture/cupti_check.hpp"
 #include "capture/events.hpp"
+#include "capture/in_app_records.hpp"
 #include "capture/launch_info.hpp"
 #include "capture/profiler.hpp"
 #include "capture/tool_scope.hpp"
@@ -76,6 +77,7 @@ void start_capture(const Config& config) {
     started(KC_CUPTI(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id)), "cuptiEnableCallback");
   started(KC_CUPTI(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED)),
           "cuptiEnableCallback");
+  start_in_app_records();  // kernel records for the in-app time (the manifest's in_app_median_ns)
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ struct MeasureArgs {
   std::string dir, cubin;
   bool captured = false;  // the captured image even when a fresh variant exists
   bool json = false;
-  replay::TimingOptions timing{3, 50, false};
+  replay::TimingOptions timing{.warmup = 3, .iterations = 50};
   uint64_t fuzz = 0;  // --fuzz N trials (needs a footprint)
   uint64_t seed = 1;
 };

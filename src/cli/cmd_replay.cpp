@@ -9,6 +9,7 @@
 #include "common/error.hpp"
 #include "replay/session.hpp"
 #include "replay/timing.hpp"
+#include "replay/timing_flags.hpp"
 
 namespace kerncap::cli {
 namespace {
@@ -29,13 +30,16 @@ void run_replay(const ReplayCommon& c, const replay::TimingOptions& t, int& exit
               {"blocks_at_hint", st.blocks_at_hint},
               {"relocated_regions", st.runs_relocated},
               {"rewritten_words", rs.rewritten_words}});
+    j.update(replay::in_app_json(timing, m.in_app_median_ns));
     std::cout << j.dump(2) << std::endl;
   } else {
     const auto& x = timing.stats;
-    std::cout << fmt::format("{}\n  image: {}\n  {}\n  {} iterations after {} warm-up: median {:.4f} ms, min {:.4f} ms, "
-                             "max {:.4f} ms, stddev {:.4f} ms\n",
+    std::cout << fmt::format("{}\n  image: {}\n  {}\n  {}\n  {} iterations after {} warm-up: median {:.4f} ms, min "
+                             "{:.4f} ms, max {:.4f} ms, stddev {:.4f} ms\n",
                              m.demangled_name, s.image_description(), placement_line(st, rs.rewritten_words),
-                             t.iterations, t.warmup, x.median, x.min, x.max, x.stddev);
+                             timing.describe(), t.iterations, t.warmup, x.median, x.min, x.max, x.stddev);
+    if (const std::string line = replay::in_app_line(timing, m.in_app_median_ns); !line.empty())
+      std::cout << "  " << line << "\n";
   }
   exit_code = 0;
 }
@@ -44,16 +48,15 @@ void run_replay(const ReplayCommon& c, const replay::TimingOptions& t, int& exit
 
 void add_replay(CLI::App& app, int& exit_code) {
   auto c = std::make_shared<ReplayCommon>();
-  auto a = std::make_shared<replay::TimingOptions>();
+  auto a = std::make_shared<replay::TimingFlags>();
   auto* cmd = app.add_subcommand("replay", "Replay a captured launch alone and time it");
   cmd->footer("Restores every captured byte at its original address (32 MiB-aligned reservations; ranges that\n"
               "cannot come back are moved and pointers into them rewritten), loads the image, and launches\n"
-              "with the captured parameters and attributes. Times with CUDA events around each launch: median/min/max/stddev.");
+              "with the captured parameters and attributes; prints median/min/max/stddev of the kernel time.\n" +
+              std::string(replay::kTimingHelp));
   add_replay_common(cmd, c);
-  cmd->add_option("-n,--iterations", a->iterations, "Timed launches")->default_val(20);
-  cmd->add_option("--warmup", a->warmup, "Untimed launches first")->default_val(3);
-  cmd->add_flag("--restore-each", a->restore_each, "Restore memory before every timed launch (in-place kernels)");
-  cmd->callback([c, a, &exit_code] { run_replay(*c, *a, exit_code); });
+  replay::add_timing_flags(cmd, *a);
+  cmd->callback([c, a, &exit_code] { run_replay(*c, a->options(), exit_code); });
 }
 
 }  // namespace kerncap::cli

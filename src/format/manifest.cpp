@@ -1,5 +1,6 @@
 #include "format/manifest.hpp"
 
+
 #include <fmt/format.h>
 
 #include "common/error.hpp"
@@ -90,6 +91,7 @@ nlohmann::json to_json(const Manifest& m) {
     runs.push_back({{"region", a.region}, {"offset", a.offset}, {"size", a.size}, {"file_offset", a.file_offset}});
   j["after"] = {{"file", m.after_file}, {"chunk_bytes", m.chunk_bytes}, {"runs", runs}};
   j["stats"] = {{"before_bytes", m.before_bytes}, {"after_bytes", m.after_bytes}, {"capture_seconds", m.capture_seconds}};
+  if (m.in_app_median_ns) j["in_app_median_ns"] = *m.in_app_median_ns;
   return j;
 }
 

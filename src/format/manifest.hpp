@@ -113,6 +113,10 @@ struct Manifest {
   uint64_t after_bytes = 0;
   double capture_seconds = 0;
 
+  // In-app time: the median GPU duration (ns) of the application's launches of this kernel
+  // with this grid, the captured one included (CUPTI kernel records); absent when unknown.
+  std::optional<double> in_app_median_ns;
+
   const Region* find_region(uint32_t id) const;
 };
 

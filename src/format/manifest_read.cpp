@@ -166,6 +166,11 @@ Manifest read(const nlohmann::json& j) {
     if (const auto f = st->find("after_bytes")) m.after_bytes = f->u64();
     if (const auto f = st->find("capture_seconds")) m.capture_seconds = f->number();
   }
+  if (const auto f = top.find("in_app_median_ns")) {  // optional; when present, a number >= 0
+    const double v = f->number();
+    if (v < 0) f->fail("must be a number >= 0");
+    m.in_app_median_ns = v;
+  }
   return m;
 }
 

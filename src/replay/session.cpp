@@ -305,6 +305,7 @@ RestoreStats Session::restore() {
     st.bytes += r.size;
   }
   verified_ = true;
+  launched_ = false;
   // Parameters: rewrite a fresh copy each time (restore may be called again).
   // (param_ptrs_ point into params_, so its storage must stay where it is.)
   std::vector<uint8_t> fresh = capture_.read(m.params_file, "parameter bytes");
@@ -333,6 +334,7 @@ void Session::enqueue() {
                    CU_LAUNCH_PARAM_END};
   const bool use_extra = m.params.empty() && !params_.empty();
   KC_CU(cuLaunchKernelEx(&cfg, function_, use_extra ? nullptr : param_ptrs_.data(), use_extra ? extra : nullptr));
+  launched_ = true;
 }
 
 void Session::make_current() const {

@@ -64,6 +64,9 @@ class Session {
   float launch();
   // Enqueues one launch on stream() without waiting.
   void enqueue();
+  // Whether the loaded image was launched since the last restore() (timing saves the
+  // restored state of the bytes a launch writes, so it restores first when this is true).
+  bool launched_since_restore() const { return launched_; }
   // Waits for stream(); a fault becomes Error(Device) that says the kernel faulted.
   void synchronize();
   CUstream stream() const { return stream_; }
@@ -110,6 +113,7 @@ class Session {
   uint64_t staging_bytes_ = 64ull << 20;
   std::string image_desc_;
   bool verified_ = false;
+  bool launched_ = false;
   RestoreFilter filter_;
 };
 

@@ -1,14 +1,90 @@
 #include "replay/timing.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <memory>
 #include <numeric>
+#include <optional>
+
+#include <fmt/format.h>
 
 #include "common/driver.hpp"
 #include "common/error.hpp"
+#include "common/hex.hpp"
+#include "replay/kernel_clock.hpp"
 #include "replay/session.hpp"
+#include "replay/spin_kernel.hpp"
+#include "replay/state_reset.hpp"
 
 namespace kerncap::replay {
+
+namespace {
+
+template <typename E, size_t N>
+E parse_name(const std::string& s, const std::pair<const char*, E> (&names)[N], const char* what) {
+  std::string all;
+  for (const auto& [name, value] : names) {
+    if (s == name) return value;
+    all += all.empty() ? name : fmt::format("|{}", name);
+  }
+  usage_error(fmt::format("{} must be one of {}, not '{}'", what, all, s));
+}
+
+template <typename E, size_t N>
+std::string name_of(E e, const std::pair<const char*, E> (&names)[N]) {
+  for (const auto& [name, value] : names)
+    if (value == e) return name;
+  return "?";
+}
+
+const std::pair<const char*, RestoreMode> kRestoreNames[] = {
+    {"written", RestoreMode::Written}, {"full", RestoreMode::Full}, {"none", RestoreMode::None}};
+const std::pair<const char*, CacheMode> kCacheNames[] = {{"warm", CacheMode::Warm}, {"cold", CacheMode::Cold}};
+const std::pair<const char*, TimerKind> kTimerNames[] = {{"auto", TimerKind::Auto},
+                                                         {"cupti", TimerKind::Cupti},
+                                                         {"spin-events", TimerKind::SpinEvents},
+                                                         {"events", TimerKind::Events}};
+
+}  // namespace
+
+RestoreMode parse_restore(const std::string& s) { return parse_name(s, kRestoreNames, "restore"); }
+CacheMode parse_cache(const std::string& s) { return parse_name(s, kCacheNames, "cache"); }
+TimerKind parse_timer(const std::string& s) { return parse_name(s, kTimerNames, "timer"); }
+std::string to_string(RestoreMode m) { return name_of(m, kRestoreNames); }
+std::string to_string(CacheMode m) { return name_of(m, kCacheNames); }
+std::string to_string(TimerKind m) { return name_of(m, kTimerNames); }
+
+TimingOptions timing_options_from_json(const nlohmann::json& o) {
+  TimingOptions t;
+  if (o.is_null()) return t;
+  if (!o.is_object()) input_error("the timing options must be a JSON object");
+  auto get = [&](const char* key, auto& out, auto check) {
+    if (!o.contains(key) || o[key].is_null()) return false;
+    if (!check(o[key])) input_error(fmt::format("timing option '{}' has the wrong type", key));
+    out = o[key].template get<std::decay_t<decltype(out)>>();
+    return true;
+  };
+  auto integer = [](const nlohmann::json& v) {
+    return v.is_number_integer() && v.get<int64_t>() >= -(1ll << 31) && v.get<int64_t>() < (1ll << 31) &&
+           !(v.is_number_unsigned() && v.get<uint64_t>() >= (1ull << 31));
+  };
+  auto boolean = [](const nlohmann::json& v) { return v.is_boolean(); };
+  auto text = [](const nlohmann::json& v) { return v.is_string(); };
+  get("warmup", t.warmup, integer);
+  get("iterations", t.iterations, integer);
+  bool each = false;
+  if (get("restore_each", each, boolean) && each) t.restore = RestoreMode::Full;
+  std::string s;
+  try {
+    if (get("restore", s, text)) t.restore = parse_restore(s);
+    if (get("cache", s, text)) t.cache = parse_cache(s);
+    if (get("timer", s, text)) t.timer = parse_timer(s);
+  } catch (const Error& e) {
+    input_error(std::string("timing options: ") + e.what());
+  }
+  return t;
+}
 
 Stats statistics(const std::vector<float>& ms) {
   Stats s;
@@ -35,41 +111,214 @@ void check(const TimingOptions& o) {
 }
 
 nlohmann::json Timing::to_json() const {
-  return {{"method", method},   {"warmup", options.warmup}, {"iterations", options.iterations},
-          {"restore_each", options.restore_each},
-          {"median_ms", stats.median}, {"min_ms", stats.min},  {"max_ms", stats.max},
-          {"mean_ms", stats.mean},     {"stddev_ms", stats.stddev}, {"times_ms", ms}};
+  nlohmann::json j = {{"method", method},
+                      {"timer", to_string(options.timer)},
+                      {"warmup", options.warmup},
+                      {"iterations", options.iterations},
+                      {"restore", to_string(options.restore)},
+                      {"restore_each", options.restore == RestoreMode::Full},
+                      {"cache", to_string(options.cache)},
+                      {"clock", clock_json(clock_before, clock_after)},
+                      {"median_ms", stats.median},
+                      {"min_ms", stats.min},
+                      {"max_ms", stats.max},
+                      {"mean_ms", stats.mean},
+                      {"stddev_ms", stats.stddev},
+                      {"times_ms", ms}};
+  if (!method_note.empty()) j["method_note"] = method_note;
+  if (kernels_per_launch) j["kernels_per_launch"] = kernels_per_launch;
+  if (options.restore == RestoreMode::Written)
+    j["reset"] = {{"bytes", reset_bytes}, {"ranges", reset_ranges}, {"staging", reset_staging}};
+  if (options.cache == CacheMode::Cold) j["l2_flush_bytes"] = flush_bytes;
+  return j;
 }
+
+std::string Timing::describe() const {
+  std::string m = method;
+  if (method == kMethodCupti) m += " (kernel time from CUPTI activity records)";
+  if (method == kMethodSpinEvents) m += " (events behind a spin kernel)";
+  if (method == kMethodEvents) m += " (events around each launch, launch overhead included)";
+  if (!method_note.empty()) m += fmt::format("; {}", method_note);
+  std::string restore = to_string(options.restore);
+  if (options.restore == RestoreMode::Written)
+    restore += reset_bytes ? fmt::format(" ({} in {} ranges put back before each launch from a {} copy)",
+                                         human_bytes(reset_bytes), reset_ranges, reset_staging)
+                           : " (the launch changes no captured byte)";
+  if (options.restore == RestoreMode::Full) restore += " (every captured byte restored before each launch)";
+  if (options.restore == RestoreMode::None) restore += " (state carries over between launches)";
+  std::string cache = to_string(options.cache);
+  if (options.cache == CacheMode::Cold) cache += fmt::format(" (L2 flushed with {} before each launch)", human_bytes(flush_bytes));
+  return fmt::format("method: {}\n  cache: {}; restore: {}\n  {}", m, cache, restore,
+                     clock_text(clock_before, clock_after));
+}
+
+nlohmann::json in_app_json(const Timing& t, std::optional<double> in_app_ns) {
+  if (!in_app_ns) return nlohmann::json::object();
+  const double app_ms = *in_app_ns / 1e6;
+  return {{"in_app_median_ms", app_ms},
+          {"replay_in_app_ratio", app_ms > 0 ? nlohmann::json(t.stats.median / app_ms) : nlohmann::json(nullptr)}};
+}
+
+std::string in_app_line(const Timing& t, std::optional<double> in_app_ns) {
+  if (!in_app_ns) return "";
+  const double app_ms = *in_app_ns / 1e6;
+  return fmt::format("in-app median {:.4f} ms, replay {:.4f} ms: ratio {}", app_ms, t.stats.median,
+                     app_ms > 0 ? fmt::format("{:.2f}", t.stats.median / app_ms) : std::string("n/a"));
+}
+
+namespace {
+
+// Writing twice the L2 size before a launch evicts whatever the previous launch left.
+class L2Flush {
+ public:
+  L2Flush() {
+    CUdevice dev = 0;
+    KC_CU(cuCtxGetDevice(&dev));
+    int l2 = 0;
+    KC_CU(cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev));
+    bytes_ = 2ull * static_cast<uint64_t>(std::max(l2, 1 << 20));
+    KC_CU(cuMemAlloc(&buf_, bytes_));
+  }
+  ~L2Flush() { driver().cuMemFree(buf_); }
+  L2Flush(const L2Flush&) = delete;
+  L2Flush& operator=(const L2Flush&) = delete;
+  void enqueue(CUstream st) {
+    KC_CU(cuMemsetD8Async(buf_, value_++, bytes_, st));
+  }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  CUdeviceptr buf_ = 0;
+  uint64_t bytes_ = 0;
+  unsigned char value_ = 0;
+};
+
+struct Events {
+  CUevent start = nullptr, stop = nullptr;
+  Events() {
+    KC_CU(cuEventCreate(&start, CU_EVENT_DEFAULT));
+    KC_CU(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+  }
+  ~Events() {
+    driver().cuEventDestroy(start);
+    driver().cuEventDestroy(stop);
+  }
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
+  float elapsed() const {
+    float ms = 0;
+    KC_CU(cuEventElapsedTime(&ms, start, stop));
+    return ms;
+  }
+};
+
+using Clock = std::chrono::steady_clock;
+
+// CUPTI: the summed GPU durations of the kernels each launch ran. The first launch (warm-up
+// or not) learns how many kernels one launch runs; when it produced no kernel record this
+// returns false with nothing timed, and the caller falls back to events.
+bool time_with_cupti(KernelClock& kc, Session& s, const TimingOptions& o, const LaunchFn& run,
+                     const std::function<void()>& prepare, Timing& t) {
+  size_t expect = 0;
+  for (int i = 0; i < o.warmup + o.iterations; ++i) {
+    // Taken before the resets: a record whose start is earlier belongs to a launch already
+    // waited for (never this one, whatever the clock's calibration).
+    const uint64_t since = kc.now();
+    prepare();
+    run(s.stream());
+    s.synchronize();
+    const KernelSum k = kc.take(since, std::max<size_t>(expect, 1));
+    if (i == 0) {
+      if (k.kernels == 0) return false;
+      expect = k.kernels;
+    }
+    if (i < o.warmup) continue;
+    if (k.kernels == 0)
+      device_error(fmt::format("CUPTI recorded no kernel for launch {} of {}; time with --timer spin-events",
+                               i - o.warmup + 1, o.iterations));
+    t.ms.push_back(static_cast<float>(static_cast<double>(k.ns) / 1e6));
+  }
+  t.kernels_per_launch = static_cast<int>(expect);
+  t.method = kMethodCupti;
+  return true;
+}
+
+// Events: with `spin`, a spin kernel holds the GPU while the CPU queues start, launch and
+// stop, for 4x the longest enqueue time seen so far (20 µs to 20 ms). The first launch is
+// not counted when there is a later warm-up: it may load the module (lazy loading).
+void time_with_events(Session& s, const TimingOptions& o, const LaunchFn& run, const std::function<void()>& prepare,
+                      bool spin, Timing& t) {
+  std::optional<SpinKernel> spinner;
+  if (spin) spinner.emplace();
+  Events ev;
+  uint64_t enqueue_ns = 25'000;
+  bool measured = false;
+  auto spin_ns = [&] { return std::clamp<uint64_t>(4 * enqueue_ns, 20'000, 20'000'000); };
+  for (int i = 0; i < o.warmup + o.iterations; ++i) {
+    prepare();
+    if (spinner) spinner->enqueue(s.stream(), spin_ns());
+    const auto t0 = Clock::now();
+    KC_CU(cuEventRecord(ev.start, s.stream()));
+    run(s.stream());
+    KC_CU(cuEventRecord(ev.stop, s.stream()));
+    const uint64_t took = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+    s.synchronize();
+    if (i > 0 || o.warmup < 2) {
+      enqueue_ns = measured ? std::max(enqueue_ns, took) : took;
+      measured = true;
+    }
+    if (i >= o.warmup) t.ms.push_back(ev.elapsed());
+  }
+  t.method = spin ? kMethodSpinEvents : kMethodEvents;
+}
+
+}  // namespace
 
 Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch) {
   check(o);
   const LaunchFn run = launch ? launch : [&s](CUstream) { s.enqueue(); };
   Timing t;
   t.options = o;
-  for (int i = 0; i < o.warmup; ++i) {
-    if (o.restore_each) s.restore();
-    run(s.stream());
-    s.synchronize();
+
+  std::unique_ptr<StateReset> reset;
+  if (o.restore == RestoreMode::Written) {
+    if (s.launched_since_restore()) s.restore();
+    reset = std::make_unique<StateReset>(s);
+    t.reset_bytes = reset->bytes();
+    t.reset_ranges = reset->ranges();
+    t.reset_staging = to_string(reset->place());
   }
-  CUevent start = nullptr, stop = nullptr;
-  KC_CU(cuEventCreate(&start, CU_EVENT_DEFAULT));
-  KC_CU(cuEventCreate(&stop, CU_EVENT_DEFAULT));
-  struct Events {
-    CUevent a, b;
-    ~Events() {
-      driver().cuEventDestroy(a);
-      driver().cuEventDestroy(b);
-    }
-  } guard{start, stop};
-  for (int i = 0; i < o.iterations; ++i) {
-    if (o.restore_each) s.restore();
-    KC_CU(cuEventRecord(start, s.stream()));
-    run(s.stream());
-    KC_CU(cuEventRecord(stop, s.stream()));
+  std::unique_ptr<L2Flush> flush;
+  if (o.cache == CacheMode::Cold) {
+    flush = std::make_unique<L2Flush>();
+    t.flush_bytes = flush->bytes();
+  }
+  // Everything a launch needs before it, queued ahead of the timed interval.
+  const std::function<void()> prepare = [&] {
+    if (o.restore == RestoreMode::Full) s.restore();
+    if (reset) reset->reset(s.stream());
+    if (flush) flush->enqueue(s.stream());
+  };
+
+  const std::string bus = current_pci_bus_id();
+  t.clock_before = read_sm_clock(bus);
+  bool done = false;
+  if (o.timer == TimerKind::Auto || o.timer == TimerKind::Cupti) {
+    KernelClock kc;
+    if (!kc.ok())
+      t.method_note = "CUPTI unavailable: " + kc.why();
+    else if (!(done = time_with_cupti(kc, s, o, run, prepare, t)))
+      t.method_note = "CUPTI recorded no kernel for the launch";
+    if (!done && o.timer == TimerKind::Cupti)
+      device_error(fmt::format("cannot time with CUPTI: {}; use --timer auto or spin-events", t.method_note));
+  }
+  if (!done) time_with_events(s, o, run, prepare, o.timer != TimerKind::Events, t);
+  t.clock_after = read_sm_clock(bus);
+
+  // Leave the memory as the timing found it (restored), for a comparison that follows.
+  if (reset) {
+    reset->reset(s.stream());
     s.synchronize();
-    float ms = 0;
-    KC_CU(cuEventElapsedTime(&ms, start, stop));
-    t.ms.push_back(ms);
   }
   t.stats = statistics(t.ms);
   return t;

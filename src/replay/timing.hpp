@@ -1,25 +1,64 @@
 #pragma once
-// Timing a launch: the one implementation behind `kerncap replay`, kc_time and every
-// reproducer. CUDA events bracket each launch on the session's stream; warm-up launches
-// come first; with restore_each the captured memory is written back before every timed
-// launch (kernels that consume their inputs, in-place updates).
+// Timing a launch: the one implementation behind `kerncap replay`, kc_time, baselines and
+// every reproducer. What the numbers mean:
+//   * kernel time only: CUPTI activity records give each kernel's GPU start/end, summed over
+//     the kernels one launch (or the caller's launch callback) ran; without CUPTI, CUDA events
+//     bracket the launch behind a short spin kernel, so the GPU reaches the start event only
+//     after the CPU has queued the launch and the stop event (no launch overhead inside);
+//   * stateful-safe by default: the bytes a launch changes are put back before every launch,
+//     warm-up included, outside the timed interval (state_reset.hpp);
+//   * warm or cold L2 (cold writes a buffer of twice the L2 size before each launch);
+//   * the SM clock before and after, so throttling shows (sm_clock.hpp).
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <cuda.h>
 #include <nlohmann/json.hpp>
 
+#include "replay/sm_clock.hpp"
+
 namespace kerncap::replay {
 
 class Session;
 
+// What the memory looks like before each launch.
+//   written: the bytes a launch changes go back to their restored state (default)
+//   full:    every captured byte is restored from the capture files (slow; also undoes
+//            changes a launch makes outside what the capture and footprint know of)
+//   none:    state carries over from launch to launch (what --no-restore asks for)
+enum class RestoreMode { Written, Full, None };
+// warm: L2 holds whatever the previous launch left (default: in an application a kernel's
+// inputs were usually just written by the kernel before it); cold: L2 flushed before each
+// launch, as Nsight Compute does by default.
+enum class CacheMode { Warm, Cold };
+// auto: CUPTI when it can be enabled, else spin-events; events: plain events around each
+// launch (launch overhead included; the old method, kept for comparisons).
+enum class TimerKind { Auto, Cupti, SpinEvents, Events };
+
 struct TimingOptions {
   int warmup = 3;
   int iterations = 20;
-  bool restore_each = false;
+  RestoreMode restore = RestoreMode::Written;
+  CacheMode cache = CacheMode::Warm;
+  TimerKind timer = TimerKind::Auto;
 };
+
+// Names on the command line and in kc_time's options; Error(Usage) for anything else.
+RestoreMode parse_restore(const std::string& s);
+CacheMode parse_cache(const std::string& s);
+TimerKind parse_timer(const std::string& s);
+std::string to_string(RestoreMode m);
+std::string to_string(CacheMode m);
+std::string to_string(TimerKind m);
+
+// kc_time's options object: warmup, iterations, restore ("written"|"full"|"none"),
+// restore_each (the older spelling: true = "full"; with restore given, restore wins),
+// cache ("warm"|"cold"), timer ("auto"|"cupti"|"spin-events"|"events"). Unknown keys are
+// ignored (older and newer bindings share the library); wrong types are Error(Input).
+TimingOptions timing_options_from_json(const nlohmann::json& o);
 
 struct Stats {
   double median = 0, min = 0, max = 0, mean = 0, stddev = 0;
@@ -28,18 +67,43 @@ struct Stats {
 // stddev is the sample standard deviation, 0 for one value). Empty input gives zeros.
 Stats statistics(const std::vector<float>& ms);
 
+// The result's "method" for each way of measuring.
+inline constexpr const char* kMethodCupti = "cupti-activity";
+inline constexpr const char* kMethodSpinEvents = "cuda-events+spin";
+inline constexpr const char* kMethodEvents = "cuda-events";
+
 struct Timing {
-  std::string method = "cuda-events";
+  std::string method = kMethodEvents;
+  std::string method_note;  // why CUPTI was not used, when auto fell back
   TimingOptions options;
   std::vector<float> ms;
   Stats stats;
+  int kernels_per_launch = 0;  // CUPTI: kernels one launch ran (0: not counted)
+  uint64_t reset_bytes = 0;    // restore "written": bytes put back before each launch
+  uint64_t reset_ranges = 0;
+  std::string reset_staging;   // "device" or "pinned host"
+  uint64_t flush_bytes = 0;    // cache "cold": bytes written to flush L2
+  SmClock clock_before, clock_after;
   nlohmann::json to_json() const;
+  // "method: cupti-activity; cache: warm; restore: written (4.0 KiB in 2 ranges, device copy);
+  //  SM clock 1980 MHz before, 1980 MHz after (max 1980)": the lines replay prints.
+  std::string describe() const;
 };
+
+// The capture's in-app time beside the replay's (the manifest's in_app_median_ns; empty
+// when the capture has none): {"in_app_median_ms", "replay_in_app_ratio"} (ratio = replay
+// median / in-app median; null when the in-app time is 0), or {} without one.
+nlohmann::json in_app_json(const Timing& t, std::optional<double> in_app_ns);
+// "in-app median 0.0041 ms, replay 0.0042 ms: ratio 1.02" or "" without an in-app time.
+std::string in_app_line(const Timing& t, std::optional<double> in_app_ns);
 
 // Checks the options (Error(Usage) on iterations < 1 or warmup < 0).
 void check(const TimingOptions& o);
 
 // `launch` enqueues one launch on the given stream; empty = the session's own kernel.
+// With restore "written", the bytes a launch changes are saved when timing starts (the
+// session is restored first if its kernel ran since the last restore; a caller's launch
+// callback should restore before timing) and put back when timing ends.
 using LaunchFn = std::function<void(CUstream)>;
 Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch = {});
 

@@ -253,3 +253,25 @@ TEST(FormatManifest, FindRegion) {
 
 }  // namespace
 }  // namespace kerncap::format
+
+namespace kerncap::format {
+namespace {
+
+TEST(FormatManifest, InAppTimeIsOptionalAndChecked) {
+  Manifest m = full_manifest();
+  EXPECT_FALSE(to_json(m).contains("in_app_median_ns"));  // absent: unknown
+  EXPECT_FALSE(from_json(to_json(m)).in_app_median_ns);
+  m.in_app_median_ns = 4125.5;
+  const Manifest back = from_json(nlohmann::json::parse(to_json(m).dump()));
+  ASSERT_TRUE(back.in_app_median_ns);
+  EXPECT_DOUBLE_EQ(*back.in_app_median_ns, 4125.5);
+  for (const nlohmann::json& bad : {nlohmann::json(-1), nlohmann::json("4 us"), nlohmann::json(nullptr),
+                                    nlohmann::json::array()}) {
+    auto j = to_json(m);
+    j["in_app_median_ns"] = bad;
+    EXPECT_NE(refusal(j).find("in_app_median_ns"), std::string::npos) << bad.dump();
+  }
+}
+
+}  // namespace
+}  // namespace kerncap::format

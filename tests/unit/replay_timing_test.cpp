@@ -1,8 +1,13 @@
-// Timing statistics and option checks (the part of timing that needs no GPU).
+// Timing statistics, options, JSON, kernel-record sums and the SM clock without NVML (the
+// parts of timing that need no GPU).
 #include <gtest/gtest.h>
 
 #include "common/error.hpp"
+#include "replay/kernel_clock.hpp"
+#include "replay/sm_clock.hpp"
+#include "replay/spin_kernel.hpp"
 #include "replay/timing.hpp"
+#include "replay/timing_flags.hpp"
 
 namespace kerncap::replay {
 namespace {
@@ -27,14 +32,166 @@ TEST(Timing, OptionsAreChecked) {
   EXPECT_NO_THROW(check({.warmup = 0, .iterations = 1}));
 }
 
-TEST(Timing, JsonCarriesEveryStatistic) {
+TEST(Timing, DefaultsAreStatefulSafeWarmAuto) {
+  TimingOptions o;
+  EXPECT_EQ(o.restore, RestoreMode::Written);
+  EXPECT_EQ(o.cache, CacheMode::Warm);
+  EXPECT_EQ(o.timer, TimerKind::Auto);
+}
+
+TEST(Timing, NamesRoundTrip) {
+  for (auto m : {RestoreMode::Written, RestoreMode::Full, RestoreMode::None}) EXPECT_EQ(parse_restore(to_string(m)), m);
+  for (auto m : {CacheMode::Warm, CacheMode::Cold}) EXPECT_EQ(parse_cache(to_string(m)), m);
+  for (auto m : {TimerKind::Auto, TimerKind::Cupti, TimerKind::SpinEvents, TimerKind::Events})
+    EXPECT_EQ(parse_timer(to_string(m)), m);
+  try {
+    parse_cache("lukewarm");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Usage);
+    EXPECT_NE(std::string(e.what()).find("warm|cold"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Timing, OptionsFromJson) {
+  TimingOptions d = timing_options_from_json(nlohmann::json::object());
+  EXPECT_EQ(d.restore, RestoreMode::Written);
+  EXPECT_EQ(d.iterations, 20);
+  auto o = timing_options_from_json(
+      {{"warmup", 1}, {"iterations", 5}, {"cache", "cold"}, {"timer", "events"}, {"restore", "none"}, {"new", 1}});
+  EXPECT_EQ(o.warmup, 1);
+  EXPECT_EQ(o.iterations, 5);
+  EXPECT_EQ(o.cache, CacheMode::Cold);
+  EXPECT_EQ(o.timer, TimerKind::Events);
+  EXPECT_EQ(o.restore, RestoreMode::None);
+  // The older spelling still works; the new key wins when both are given.
+  EXPECT_EQ(timing_options_from_json({{"restore_each", true}}).restore, RestoreMode::Full);
+  EXPECT_EQ(timing_options_from_json({{"restore_each", false}}).restore, RestoreMode::Written);
+  EXPECT_EQ(timing_options_from_json({{"restore_each", true}, {"restore", "written"}}).restore, RestoreMode::Written);
+  EXPECT_EQ(timing_options_from_json({{"cache", nullptr}}).cache, CacheMode::Warm);
+  for (const nlohmann::json& bad : {nlohmann::json{{"warmup", "3"}}, nlohmann::json{{"restore_each", 1}},
+                                    nlohmann::json{{"cache", "hot"}},
+                                    nlohmann::json{{"iterations", 1ll << 40}}, nlohmann::json{{"warmup", 1.5}}, nlohmann::json{{"timer", 2}}, nlohmann::json(3)}) {
+    try {
+      timing_options_from_json(bad);
+      FAIL() << bad.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Input) << bad.dump();
+    }
+  }
+}
+
+TEST(Timing, FlagsParse) {
+  auto parse = [](std::vector<std::string> args) {
+    CLI::App app;
+    TimingFlags f;
+    add_timing_flags(&app, f);
+    std::vector<const char*> argv = {"replay"};
+    for (auto& a : args) argv.push_back(a.c_str());
+    app.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
+    return f.options();
+  };
+  TimingOptions d = parse({});
+  EXPECT_EQ(d.restore, RestoreMode::Written);
+  EXPECT_EQ(d.cache, CacheMode::Warm);
+  EXPECT_EQ(d.iterations, 20);
+  EXPECT_EQ(parse({"--no-restore"}).restore, RestoreMode::None);
+  EXPECT_EQ(parse({"--restore-each"}).restore, RestoreMode::Full);
+  TimingOptions c = parse({"--cache", "cold", "--timer", "spin-events", "-n", "7", "--warmup", "0"});
+  EXPECT_EQ(c.cache, CacheMode::Cold);
+  EXPECT_EQ(c.timer, TimerKind::SpinEvents);
+  EXPECT_EQ(c.iterations, 7);
+  EXPECT_EQ(c.warmup, 0);
+  EXPECT_THROW(parse({"--no-restore", "--restore-each"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--cache", "hot"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--timer", "nsys"}), CLI::ParseError);
+  EXPECT_THROW(parse({"-n", "0"}), Error);
+}
+
+TEST(Timing, JsonCarriesEveryStatisticAndMode) {
   Timing t;
   t.ms = {1, 2, 3};
   t.stats = statistics(t.ms);
+  t.method = kMethodCupti;
+  t.reset_bytes = 4096;
+  t.reset_ranges = 2;
+  t.reset_staging = "device";
   auto j = t.to_json();
-  for (const char* k : {"method", "median_ms", "min_ms", "max_ms", "mean_ms", "stddev_ms", "times_ms", "iterations"})
+  for (const char* k : {"method", "median_ms", "min_ms", "max_ms", "mean_ms", "stddev_ms", "times_ms", "iterations",
+                        "warmup", "restore", "restore_each", "cache", "timer", "clock", "reset"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_EQ(j["median_ms"], 2.0);
+  EXPECT_EQ(j["method"], "cupti-activity");
+  EXPECT_EQ(j["restore"], "written");
+  EXPECT_EQ(j["restore_each"], false);
+  EXPECT_EQ(j["cache"], "warm");
+  EXPECT_EQ(j["reset"]["bytes"], 4096);
+  EXPECT_EQ(j["clock"]["known"], false);
+  EXPECT_FALSE(j.contains("l2_flush_bytes"));
+  EXPECT_FALSE(j.contains("method_note"));
+
+  t.options.restore = RestoreMode::Full;
+  t.options.cache = CacheMode::Cold;
+  t.flush_bytes = 100 << 20;
+  t.method = kMethodSpinEvents;
+  t.method_note = "CUPTI unavailable: x";
+  t.clock_before = {.known = true, .mhz = 1980, .max_mhz = 1980};
+  t.clock_after = {.known = true, .mhz = 1755, .max_mhz = 1980};
+  j = t.to_json();
+  EXPECT_EQ(j["restore_each"], true);
+  EXPECT_FALSE(j.contains("reset"));
+  EXPECT_EQ(j["l2_flush_bytes"], 100 << 20);
+  EXPECT_EQ(j["method_note"], "CUPTI unavailable: x");
+  EXPECT_EQ(j["clock"]["sm_mhz_after"], 1755);
+  const std::string d = t.describe();
+  for (const char* k : {"cuda-events+spin", "CUPTI unavailable", "cold", "100.0 MiB", "full", "1755 MHz after"})
+    EXPECT_NE(d.find(k), std::string::npos) << k << " in " << d;
+}
+
+TEST(Timing, InAppBesideReplay) {
+  Timing t;
+  t.ms = {0.0042f};
+  t.stats = statistics(t.ms);
+  EXPECT_TRUE(in_app_json(t, std::nullopt).empty());
+  EXPECT_EQ(in_app_line(t, std::nullopt), "");
+  const auto j = in_app_json(t, 4000.0);
+  EXPECT_DOUBLE_EQ(j["in_app_median_ms"].get<double>(), 0.004);
+  EXPECT_NEAR(j["replay_in_app_ratio"].get<double>(), 1.05, 1e-6);
+  EXPECT_EQ(in_app_line(t, 4000.0), "in-app median 0.0040 ms, replay 0.0042 ms: ratio 1.05");
+  EXPECT_TRUE(in_app_json(t, 0.0)["replay_in_app_ratio"].is_null());
+  EXPECT_NE(in_app_line(t, 0.0).find("n/a"), std::string::npos);
+}
+
+TEST(Timing, KernelSumsSkipOursStaleAndIncomplete) {
+  const std::vector<KernelSpan> spans = {{1000, 1500, false},   // 500
+                                         {1600, 1700, false},   // 100
+                                         {1500, 9000, true},    // the spin kernel
+                                         {100, 400, false},     // before `since`
+                                         {2000, 0, false}};     // no end yet
+  KernelSum s = sum_kernels(spans, 1000);
+  EXPECT_EQ(s.ns, 600u);
+  EXPECT_EQ(s.kernels, 2u);
+  EXPECT_EQ(sum_kernels({}).kernels, 0u);
+  EXPECT_TRUE(is_our_kernel("kerncap_spin"));
+  EXPECT_FALSE(is_our_kernel("_Z6kernelPf"));
+  EXPECT_FALSE(is_our_kernel(nullptr));
+}
+
+TEST(Timing, SpinKernelIsNamedOurs) {
+  EXPECT_NE(std::string(spin_ptx()).find(".entry kerncap_spin"), std::string::npos);
+  EXPECT_NE(std::string(spin_ptx()).find("%globaltimer"), std::string::npos);
+}
+
+TEST(Timing, ClockUnknownWithoutNvml) {
+  const SmClock c = read_sm_clock("0000:65:00.0", "libkerncap-no-such-nvml.so.1");
+  EXPECT_FALSE(c.known);
+  EXPECT_NE(c.why.find("libkerncap-no-such-nvml.so.1"), std::string::npos) << c.why;
+  EXPECT_EQ(clock_text(c, c), "clock: unknown (cannot load libkerncap-no-such-nvml.so.1)");
+  EXPECT_EQ(clock_json(c, c)["known"], false);
+  EXPECT_FALSE(read_sm_clock("").known);
+  EXPECT_EQ(clock_text({}, {}), "clock: unknown");
+  const SmClock a{.known = true, .mhz = 1410, .max_mhz = 1980};
+  EXPECT_EQ(clock_text(a, a), "SM clock 1410 MHz before, 1410 MHz after (max 1980 MHz)");
 }
 
 }  // namespace

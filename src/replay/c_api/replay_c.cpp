@@ -183,10 +183,7 @@ int kc_time(kc_session* s, kc_launch_fn launch, void* user, const char* options_
   return guarded([&] {
     auto& session = live(s);
     json o = parse_options(options_json, "kc_time options");
-    replay::TimingOptions t;
-    t.warmup = option<int>(o, "warmup", t.warmup);
-    t.iterations = option<int>(o, "iterations", t.iterations);
-    t.restore_each = option<bool>(o, "restore_each", t.restore_each);
+    const replay::TimingOptions t = replay::timing_options_from_json(o);
     replay::LaunchFn fn;
     if (launch)
       fn = [launch, user](CUstream st) {

@@ -12,6 +12,7 @@
 #include "replay/compare_spec.hpp"
 #include "replay/session.hpp"
 #include "replay/timing.hpp"
+#include "replay/timing_flags.hpp"
 #include "replay/validate.hpp"
 #include "replay/validate_flow.hpp"
 
@@ -20,19 +21,19 @@ namespace {
 struct Args {
   std::string dir, cubin;
   bool validate = false, json = false, verify = false;
-  kerncap::replay::TimingOptions timing;
+  kerncap::replay::TimingFlags timing;
 };
 
 int run(const Args& a) {
   using namespace kerncap::replay;
-  const auto& [dir, cubin, validate, json, verify, t] = a;
+  const auto& [dir, cubin, validate, json, verify, flags] = a;
+  const TimingOptions t = flags.options();
   Options o;
   o.capture = dir;
   if (!cubin.empty()) o.cubin = cubin;
   o.progress = !json;
   o.verify_hashes = verify;
   if (json) kerncap::log::set_level(kerncap::log::Level::Quiet);
-  check(t);
   nlohmann::json out;
   int code = 0;
   if (validate) {  // its own session: a failing comparison may replay the captured image twice
@@ -51,12 +52,15 @@ int run(const Args& a) {
   out["image"] = s.image_description();
   Timing timing = time_launches(s, t);
   out["timing"] = timing.to_json();
+  out.update(in_app_json(timing, s.capture().manifest.in_app_median_ns));
   if (json)
     std::cout << out.dump(2) << std::endl;
   else
-    std::cout << fmt::format("{}: median {:.4f} ms, min {:.4f} ms, max {:.4f} ms over {} launches\n",
+    std::cout << fmt::format("{}: median {:.4f} ms, min {:.4f} ms, max {:.4f} ms, stddev {:.4f} ms over {} launches\n  {}\n",
                              s.capture().manifest.demangled_name, timing.stats.median, timing.stats.min,
-                             timing.stats.max, t.iterations);
+                             timing.stats.max, timing.stats.stddev, t.iterations, timing.describe());
+  if (const std::string line = in_app_line(timing, s.capture().manifest.in_app_median_ns); !json && !line.empty())
+    std::cout << "  " << line << "\n";
   return code;
 }
 
@@ -70,12 +74,10 @@ int main(int argc, char** argv) {
   app.add_flag("--validate", a.validate,
                "Compare with the application's result first (OUT/compare.json's typed spans when the reproducer "
                "has one, else byte-exact; exit 1 on FAIL)");
-  app.add_option("-n,--iterations", a.timing.iterations, "Timed launches")->default_val(20);
-  app.add_option("--warmup", a.timing.warmup, "Untimed launches first")->default_val(3);
-  app.add_flag("--restore-each", a.timing.restore_each, "Restore memory before every launch");
+  kerncap::replay::add_timing_flags(&app, a.timing);
   app.add_flag("--verify", a.verify, "Check the capture's files against the hashes recorded at capture");
   app.add_flag("--json", a.json, "One JSON object on stdout");
-  app.footer("Exit codes: 0 ok (PASS), 1 FAIL, 2 bad input or usage, 3 device error (no GPU, CUDA error, the\n"
+  app.footer(std::string(kerncap::replay::kTimingHelp) + "\n" + "Exit codes: 0 ok (PASS), 1 FAIL, 2 bad input or usage, 3 device error (no GPU, CUDA error, the\n"
              "kernel faulted), 70 internal error.");
   try {
     app.parse(argc, argv);

@@ -1,0 +1,49 @@
+#pragma once
+// Kernel-only time from CUPTI activity records: each kernel's GPU start and end, with no
+// launch overhead or CPU gap inside. libcupti is loaded at run time (beside our library or
+// executable first, then the system's), so kerncap runs where it is missing and timing
+// falls back to events (timing.cpp says so in the result's method).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kerncap::replay {
+
+// One kernel record, reduced to what timing needs.
+struct KernelSpan {
+  uint64_t start_ns = 0, end_ns = 0;
+  bool ours = false;  // one of kerncap's helper kernels (name starts with "kerncap_")
+};
+struct KernelSum {
+  uint64_t ns = 0;     // summed durations of the application's kernels
+  size_t kernels = 0;  // how many
+};
+// Pure: sums the durations of the spans that are not ours, started at or after `since_ns`
+// and have end > start.
+KernelSum sum_kernels(const std::vector<KernelSpan>& spans, uint64_t since_ns = 0);
+// Whether a kernel name is one of kerncap's helpers.
+bool is_our_kernel(const char* name);
+
+// Records every kernel of the process while alive (one at a time per process).
+class KernelClock {
+ public:
+  KernelClock();   // never throws: ok() says whether CUPTI records kernels
+  ~KernelClock();  // disables the records
+  KernelClock(const KernelClock&) = delete;
+  KernelClock& operator=(const KernelClock&) = delete;
+
+  bool ok() const { return ok_; }
+  const std::string& why() const { return why_; }  // when !ok()
+  // CUPTI's clock, the time base of the records (0 when !ok()).
+  uint64_t now() const;
+  // Flushes CUPTI's buffers (call after the work has completed) and returns the kernels
+  // recorded since the previous call that started at or after `since_ns` (a late record of
+  // an earlier launch never counts twice). Flushes again, briefly, until `expect` came.
+  KernelSum take(uint64_t since_ns, size_t expect = 1);
+
+ private:
+  bool ok_ = false;
+  std::string why_;
+};
+
+}  // namespace kerncap::replay

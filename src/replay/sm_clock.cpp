@@ -1,0 +1,108 @@
+#include "replay/sm_clock.hpp"
+
+#include <dlfcn.h>
+
+#include <list>
+#include <mutex>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "common/driver.hpp"
+
+namespace kerncap::replay {
+namespace {
+
+// The few NVML declarations we use (nvml.h is not part of every toolkit install).
+using nvmlReturn = int;
+using nvmlDevice = struct nvmlDevice_st*;
+constexpr nvmlReturn kNvmlSuccess = 0;
+constexpr int kNvmlClockSm = 1;
+
+struct Nvml {
+  nvmlReturn (*init)() = nullptr;
+  nvmlReturn (*by_bus_id)(const char*, nvmlDevice*) = nullptr;
+  nvmlReturn (*clock)(nvmlDevice, int, unsigned*) = nullptr;
+  nvmlReturn (*max_clock)(nvmlDevice, int, unsigned*) = nullptr;
+  std::string error;
+};
+
+Nvml load(const char* library) {
+  Nvml n;
+  void* lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    n.error = fmt::format("cannot load {}", library);
+    return n;
+  }
+  n.init = reinterpret_cast<decltype(n.init)>(dlsym(lib, "nvmlInit_v2"));
+  n.by_bus_id = reinterpret_cast<decltype(n.by_bus_id)>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
+  n.clock = reinterpret_cast<decltype(n.clock)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
+  n.max_clock = reinterpret_cast<decltype(n.max_clock)>(dlsym(lib, "nvmlDeviceGetMaxClockInfo"));
+  if (!n.init || !n.by_bus_id || !n.clock || !n.max_clock) {
+    n.error = fmt::format("{} lacks the clock queries", library);
+    return n;
+  }
+  if (nvmlReturn r = n.init(); r != kNvmlSuccess) n.error = fmt::format("nvmlInit failed ({})", r);
+  return n;
+}
+
+// One NVML per library name for the process (loaded and initialised on first use).
+const Nvml& nvml(const char* library) {
+  static std::mutex mu;
+  static std::list<std::pair<std::string, Nvml>> loaded;  // a list: references stay valid
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& [name, n] : loaded)
+    if (name == library) return n;
+  loaded.emplace_back(library, load(library));
+  return loaded.back().second;
+}
+
+}  // namespace
+
+SmClock read_sm_clock(const std::string& pci_bus_id, const char* library) {
+  SmClock c;
+  if (pci_bus_id.empty()) {
+    c.why = "no device";
+    return c;
+  }
+  const Nvml& n = nvml(library);
+  if (!n.error.empty()) {
+    c.why = n.error;
+    return c;
+  }
+  nvmlDevice dev = nullptr;
+  if (nvmlReturn r = n.by_bus_id(pci_bus_id.c_str(), &dev); r != kNvmlSuccess) {
+    c.why = fmt::format("NVML does not know the GPU at {} ({})", pci_bus_id, r);
+    return c;
+  }
+  if (n.clock(dev, kNvmlClockSm, &c.mhz) != kNvmlSuccess || n.max_clock(dev, kNvmlClockSm, &c.max_mhz) != kNvmlSuccess) {
+    c.why = "NVML cannot read the SM clock";
+    return c;
+  }
+  c.known = true;
+  return c;
+}
+
+std::string current_pci_bus_id() {
+  CUdevice dev = 0;
+  if (KC_CU_TRY(cuCtxGetDevice(&dev)) != CUDA_SUCCESS || !driver().cuDeviceGetPCIBusId) return "";
+  char id[64] = {};
+  if (KC_CU_TRY(cuDeviceGetPCIBusId(id, sizeof id, dev)) != CUDA_SUCCESS) return "";
+  return id;
+}
+
+std::string clock_text(const SmClock& before, const SmClock& after) {
+  if (!before.known || !after.known) {
+    const std::string& why = before.known ? after.why : before.why;
+    return why.empty() ? "clock: unknown" : fmt::format("clock: unknown ({})", why);
+  }
+  return fmt::format("SM clock {} MHz before, {} MHz after (max {} MHz)", before.mhz, after.mhz, after.max_mhz);
+}
+
+nlohmann::json clock_json(const SmClock& before, const SmClock& after) {
+  if (!before.known || !after.known)
+    return {{"known", false}, {"why", before.known ? after.why : before.why}};
+  return {{"known", true}, {"sm_mhz_before", before.mhz}, {"sm_mhz_after", after.mhz}, {"sm_max_mhz", after.max_mhz}};
+}
+
+}  // namespace kerncap::replay

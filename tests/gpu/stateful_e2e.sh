@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Stateful kernels replay safely: before every launch, timing puts back the bytes a launch
+# changes (device-side counters included), so launch N sees the memory launch 1 saw.
+#   work_queue       examples/work_queue.cu takes tiles from a global counter and traps on a
+#                    stale one: 100 consecutive `kerncap replay -n 100` complete, validate
+#                    PASSes after, and `--no-restore` faults (the case is not vacuous)
+#   cub_reduce       examples/cub_reduce.cu (a CUB kernel with a __device__ block counter):
+#                    100 consecutive replays, validate PASSes after
+#   torch_onesweep   CUB's onesweep radix sort inside torch.sort (python3 with CUDA torch;
+#                    SKIP without it or when this torch does not launch a onesweep kernel)
+# Prints one row per case and "N passed, N failed". Exit 0 all passed, 1 some failed,
+# 77 skipped (no GPU).
+#
+#   tests/gpu/stateful_e2e.sh BUILD_DIR
+#
+# Environment: OUT (logs in $OUT/stateful-logs), KERNCAP_GPU_KEEP=1 (keep the work directory),
+# KERNCAP_GPU_TIMEOUT (per command, default 300 s), KERNCAP_STATEFUL_REPLAYS (default 100),
+# KERNCAP_PYTHON (python with torch, default python3).
+set -u -o pipefail
+ulimit -c 0
+
+BUILD=${1:?usage: tests/gpu/stateful_e2e.sh BUILD_DIR}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "SKIPPED: no GPU"
+  exit 77
+fi
+
+BUILD=$(cd "$BUILD" && pwd) || exit 1
+KC=$BUILD/bin/kerncap
+EX=$BUILD/examples
+TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
+REPLAYS=${KERNCAP_STATEFUL_REPLAYS:-100}
+TORCH_PY=${KERNCAP_PYTHON:-python3}
+for f in "$KC" "$EX/work_queue" "$EX/cub_reduce"; do
+  [ -e "$f" ] || { echo "missing $f: build kerncap with examples first (cmake --build $BUILD)"; exit 1; }
+done
+
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT/stateful-logs" && WORK=$(mktemp -d "$OUT/stateful-work.XXXXXX") && LOGS=$OUT/stateful-logs
+else
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-stateful.XXXXXX") && LOGS=$WORK/logs && mkdir -p "$LOGS"
+fi
+[ -n "${WORK:-}" ] || exit 1
+cleanup() { [ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
+trap cleanup EXIT
+
+PASSED=0 FAILED=0
+row() {  # row CASE PASS|FAIL|SKIP NOTE
+  printf '| %-16s | %-4s | %s |\n' "$1" "$2" "$3"
+  case $2 in PASS) PASSED=$((PASSED + 1)) ;; FAIL) FAILED=$((FAILED + 1)) ;; esac
+}
+
+# step NAME CMD...: output in $LOGS/NAME.log; sets STEP_LOG; returns the command's status.
+step() {
+  local name=$1
+  shift
+  STEP_LOG=$LOGS/$name.log
+  printf '$ %s\n' "$*" >"$STEP_LOG"
+  timeout -k 5 "$TIMEOUT" "$@" >>"$STEP_LOG" 2>&1
+}
+
+# replays NAME DIR: REPLAYS consecutive `kerncap replay -n 100`; the note on stdout. Returns 1
+# at the first failure.
+replays() {
+  local name=$1 dir=$2 k
+  for ((k = 1; k <= REPLAYS; k++)); do
+    if ! step "$name-replay" "$KC" replay "$dir" -n 100 --json; then
+      echo "replay $k of $REPLAYS failed: $(grep -m1 -iE 'error|fault' "$STEP_LOG" | cut -c1-160)"
+      return 1
+    fi
+  done
+  local summary
+  summary=$(python3 - "$STEP_LOG" <<'PY' 2>/dev/null
+import json, sys
+text = open(sys.argv[1]).read()
+j = json.loads(text[text.index("{"):])
+print(j["method"], j["restore"], "%.4f ms" % j["median_ms"])
+PY
+)
+  echo "$REPLAYS x replay -n 100 ok (last: ${summary:-?})"
+}
+
+validates() {  # validates NAME DIR
+  step "$1-validate" "$KC" validate "$2" && grep -q '^Result: PASS' "$STEP_LOG"
+}
+
+echo "| case             | res  | notes |"
+echo "|------------------|------|-------|"
+
+# ---- work_queue ---------------------------------------------------------------------------
+DIR=$WORK/work_queue
+if ! step wq-extract "$KC" extract take_tiles -o "$DIR" -- "$EX/work_queue"; then
+  row work_queue FAIL "extract failed: $(grep -m1 -i error "$STEP_LOG")"
+else
+  ok=1
+  note=$(replays wq "$DIR") || ok=0
+  if validates wq "$DIR"; then note="$note; validate PASS"; else ok=0; note="$note; validate: $(grep -m1 -E '^Result|error' "$STEP_LOG")"; fi
+  if step wq-no-restore "$KC" replay "$DIR" --no-restore -n 2 --warmup 0; then
+    ok=0; note="$note; --no-restore did not fault (the counter is not stateful?)"
+  else
+    note="$note; --no-restore faults as expected"
+  fi
+  row work_queue "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
+fi
+
+# ---- cub_reduce ---------------------------------------------------------------------------
+DIR=$WORK/cub_reduce
+if ! step cub-extract "$KC" extract block_sums -o "$DIR" -- "$EX/cub_reduce"; then
+  row cub_reduce FAIL "extract failed: $(grep -m1 -i error "$STEP_LOG")"
+else
+  ok=1
+  note=$(replays cub "$DIR") || ok=0
+  if validates cub "$DIR"; then note="$note; validate PASS"; else ok=0; note="$note; validate: $(grep -m1 -E '^Result|error' "$STEP_LOG")"; fi
+  row cub_reduce "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
+fi
+
+# ---- torch onesweep -----------------------------------------------------------------------
+if ! "$TORCH_PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  row torch_onesweep SKIP "no $TORCH_PY with CUDA torch"
+else
+  DIR=$WORK/onesweep
+  if ! step os-extract "$KC" extract Onesweep -o "$DIR" -- "$TORCH_PY" "$HERE/torch_sort.py"; then
+    row torch_onesweep SKIP "no onesweep kernel captured: $(grep -m1 -i error "$STEP_LOG" | cut -c1-120)"
+  else
+    ok=1
+    note=$(replays os "$DIR") || ok=0
+    if validates os "$DIR"; then note="$note; validate PASS"; else ok=0; note="$note; validate: $(grep -m1 -E '^Result|error' "$STEP_LOG")"; fi
+    row torch_onesweep "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
+  fi
+fi
+
+echo "logs: $LOGS"
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
