@@ -62,6 +62,12 @@ void empty_dir(int fd, const fs::path& shown) {
 
 }  // namespace
 
+fs::path itself(const fs::path& p) {
+  std::string s = p.string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
 NewFile::NewFile(const fs::path& p, mode_t mode) : path_(p) {
   fd_ = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd_ < 0) cannot("create", p, errno);
@@ -115,11 +121,12 @@ void replace_file(const fs::path& p, std::string_view data, mode_t mode) {
 
 bool is_symlink(const fs::path& p) {
   struct stat st{};
-  return lstat(p.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+  return lstat(itself(p).c_str(), &st) == 0 && S_ISLNK(st.st_mode);
 }
 
-void create_private_dirs(const fs::path& dir) {
-  if (dir.empty()) return;
+void create_private_dirs(const fs::path& dir_in) {
+  if (dir_in.empty()) return;
+  const fs::path dir = itself(dir_in);
   struct stat st{};
   if (lstat(dir.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return;
@@ -144,7 +151,7 @@ void create_private_dirs(const fs::path& dir) {
 void remove_inside(const fs::path& dir, std::string_view name) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos)
     fail(ErrorKind::Internal, fmt::format("remove_inside: \"{}\" is not a plain name", name));
-  const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  const int d = ::open(itself(dir).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (d < 0) cannot("open the directory", dir, errno);
   const std::string n(name);
   struct stat st{};

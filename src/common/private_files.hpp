@@ -52,7 +52,10 @@ void replace_file(const fs::path& p, std::string_view data, mode_t mode = kPriva
 // component (parents like /home -> /data are normal).
 void create_private_dirs(const fs::path& dir);
 
-// Whether p itself is a symlink (not followed).
+// p without trailing slashes: "link/" would make lstat and open follow the link.
+fs::path itself(const fs::path& p);
+
+// Whether p itself is a symlink (not followed; trailing slashes ignored).
 bool is_symlink(const fs::path& p);
 
 // Removes `name` inside directory `dir` (a file, a symlink or a whole tree) without following

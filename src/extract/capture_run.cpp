@@ -22,7 +22,7 @@ void prepare_output(const fs::path& out, bool force) {
   // that came with a bug report).
   if (files::is_symlink(out)) {
     std::error_code ec;
-    const fs::path target = fs::read_symlink(out, ec);
+    const fs::path target = fs::read_symlink(files::itself(out), ec);
     usage_error(fmt::format("output {} is a symbolic link (to {}); kerncap writes only into a real directory: "
                             "pass the directory itself (-o \"$(realpath {})\")",
                             out.string(), ec ? "?" : target.string(), out.string()));

@@ -46,14 +46,17 @@ class ExtractOutputLinks : public ::testing::Test {
 
 TEST_F(ExtractOutputLinks, OutputThatIsASymlinkIsRefused) {
   fs::create_directory_symlink(root_ / "theirs", root_ / "out");
-  for (bool force : {false, true}) {
-    try {
-      prepare_output(root_ / "out", force);
-      ADD_FAILURE() << "a symlinked OUT was accepted";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::Usage);
-      EXPECT_NE(std::string(e.what()).find("symbolic link"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("theirs"), std::string::npos) << e.what();
+  // With trailing slashes too ("out/" would otherwise resolve the link).
+  for (const fs::path out : {root_ / "out", fs::path(root_.string() + "/out/"), fs::path(root_.string() + "/out//")}) {
+    for (bool force : {false, true}) {
+      try {
+        prepare_output(out, force);
+        ADD_FAILURE() << "a symlinked OUT was accepted: " << out;
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::Usage);
+        EXPECT_NE(std::string(e.what()).find("symbolic link"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("theirs"), std::string::npos) << e.what();
+      }
     }
   }
   EXPECT_TRUE(theirs_intact());
