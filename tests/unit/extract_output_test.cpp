@@ -47,7 +47,7 @@ class ExtractOutputLinks : public ::testing::Test {
 TEST_F(ExtractOutputLinks, OutputThatIsASymlinkIsRefused) {
   fs::create_directory_symlink(root_ / "theirs", root_ / "out");
   // With trailing slashes too ("out/" would otherwise resolve the link).
-  for (const fs::path out : {root_ / "out", fs::path(root_.string() + "/out/"), fs::path(root_.string() + "/out//")}) {
+  for (const fs::path& out : {root_ / "out", fs::path(root_.string() + "/out/"), fs::path(root_.string() + "/out//")}) {
     for (bool force : {false, true}) {
       try {
         prepare_output(out, force);
