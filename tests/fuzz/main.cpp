@@ -112,6 +112,16 @@ std::string describe(int status) {
   return std::string("killed by signal ") + strsignal(sig);
 }
 
+bool log_mentions(const fs::path& log, const char* needle) {
+  std::FILE* f = std::fopen(log.c_str(), "r");
+  if (!f) return false;
+  char line[1024];
+  bool found = false;
+  for (int n = 0; n < 200 && !found && std::fgets(line, sizeof line, f); ++n) found = std::strstr(line, needle) != nullptr;
+  std::fclose(f);
+  return found;
+}
+
 int run_child(const Target& t, const fs::path& work, const Options& o) {
   const pid_t pid = fork();
   if (pid < 0) {
@@ -193,6 +203,8 @@ int main(int argc, char** argv) {
     Count& c = counts[ti];
     ++c.runs;
     std::string problem = describe(status);
+    if (!problem.empty() && log_mentions(work / "child.log", "Sanitizer"))
+      problem = "sanitizer report (" + problem + ")";  // a report cut short by a limit is still a report
     if (problem.empty()) (WEXITSTATUS(status) == kAccepted ? c.accepted : c.refused)++;
     const std::string after = snapshot(root, sentinel);
     if (after != before) problem += (problem.empty() ? "" : "; ") + std::string("changed files outside its work directory");

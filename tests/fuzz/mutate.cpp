@@ -75,7 +75,15 @@ void deep_nesting(std::string& text, Rng& rng) {
   for (size_t i = 0; i < levels; ++i) deep += objects ? "{\"a\":" : "[";
   deep += "1";
   for (size_t i = 0; i < levels; ++i) deep += objects ? "}" : "]";
-  text.insert(brace + 1, "\"deep\":" + deep + ",");
+  // Under a key the reader keeps (the manifest copies "config" whole) or one it ignores.
+  const char* key = below(rng, 2) ? "config" : "deep";
+  const size_t at = text.find(std::string("\"") + key + "\":");
+  if (at != std::string::npos) {
+    const size_t value = text.find(':', at) + 1;
+    text.insert(value, deep + ",\"_\":");  // the old value moves to key "_" (no syntax change)
+    return;
+  }
+  text.insert(brace + 1, "\"" + std::string(key) + "\":" + deep + ",");
 }
 
 std::string hostile_string(Rng& rng) {
