@@ -34,6 +34,13 @@ _RUNTIME_FILES = {"engine.py": "engine.py", "capture.py": "capture.py", "triton_
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def docstring_text(text: str) -> str:
+    """`text` (a kernel name, a path: capture data) as it may appear inside a triple-quoted
+    docstring: one line, backslashes and control characters escaped, every quote escaped,
+    so it cannot end the docstring and start code."""
+    return str(text).encode("unicode_escape").decode("ascii").replace('"', '\\"')
+
+
 def _read_source(triton_dir: str, sha: Optional[str]) -> Optional[str]:
     if not sha:
         return None
@@ -234,8 +241,9 @@ def generate(out: str, quiet: bool = False) -> dict:
     with open(os.path.join(HERE, "templates", "reproducer.py")) as f:
         tpl = f.read()
     with open(os.path.join(out, L.REPRODUCER_PY), "w") as f:
-        f.write(tpl.replace("@KERNEL@", rec["name"]).replace("@OUT@", out))
-    os.chmod(os.path.join(out, L.REPRODUCER_PY), 0o755)
+        f.write(tpl.replace("@KERNEL@", docstring_text(rec["name"])).replace("@OUT@", docstring_text(out)))
+    # Private, like every file kerncap writes from a capture (docs/untrusted-input.md).
+    os.chmod(os.path.join(out, L.REPRODUCER_PY), 0o700)
     rdir = os.path.join(out, L.REPRO_RUNTIME)
     os.makedirs(rdir, exist_ok=True)
     for src_name, dst in _RUNTIME_FILES.items():

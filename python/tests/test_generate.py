@@ -220,3 +220,14 @@ def test_variant_imports_the_applications_package(tmp_path):
                        capture_output=True, text=True, env=env, cwd=str(tmp_path))
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["3", "1024", "0", "False"]
+
+
+def test_docstring_text_cannot_end_the_docstring():
+    evil = 'k"""\nimport os; os.system("touch PWNED")\n"""\\'
+    text = triton_repro.docstring_text(evil)
+    assert "\n" not in text and '"""' not in text
+    src = '"""Reproducer of ' + text + '."""\nRESULT = 1\n'
+    ns = {}
+    exec(compile(src, "reproducer.py", "exec"), ns)  # one docstring and one assignment, nothing else
+    assert ns["RESULT"] == 1 and "os" not in ns
+    assert ns["__doc__"] == "Reproducer of " + evil + "."  # the name itself, as text

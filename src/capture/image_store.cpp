@@ -7,6 +7,7 @@
 
 #include "common/hex.hpp"
 #include "common/log.hpp"
+#include "common/private_files.hpp"
 #include "cubin/cubin.hpp"
 #include "format/capture_dir.hpp"
 #include "names/demangle.hpp"
@@ -30,8 +31,9 @@ uint64_t ImageStore::on_module_loaded(const void* data, size_t size) {
       return hash;
     }
   if (!dump_dir_.empty()) {
-    std::filesystem::create_directories(dump_dir_);
-    format::write_file(std::filesystem::path(dump_dir_) / fmt::format("{:016x}.bin", hash), bytes.data(), bytes.size());
+    files::create_private_dirs(dump_dir_);
+    files::replace_file(std::filesystem::path(dump_dir_) / fmt::format("{:016x}.bin", hash),
+                        std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   }
   std::vector<std::string> kernels;
   bool readable = true;

@@ -16,12 +16,32 @@ namespace {
                           problem));
 }
 
+std::string mib(uint64_t n) { return fmt::format("{:.1f} MiB", static_cast<double>(n) / (1 << 20)); }
+
 }  // namespace
+
+DecompressBudget DecompressBudget::for_fatbin(uint64_t stored) {
+  const uint64_t scaled = stored > kMaxFatbinBudget / kFatbinExpansion ? kMaxFatbinBudget : stored * kFatbinExpansion;
+  return {kMaxEntryDecompressed, std::clamp(scaled, kMinFatbinBudget, kMaxFatbinBudget)};
+}
+
+void DecompressBudget::check(uint64_t declared, std::string_view what, std::string_view codec) const {
+  if (declared <= entry_cap()) return;
+  if (declared > per_entry_)
+    input_error(fmt::format("{}: {} entry would expand to {} bytes, over the {} limit for one entry; refusing it "
+                            "(a damaged or crafted fatbin: no real code object is that large)",
+                            what, codec, declared, mib(per_entry_)));
+  input_error(fmt::format("{}: {} entry would expand to {} bytes, past what is left ({}) of the fatbin's {} "
+                          "decompression budget; refusing it (a damaged or crafted fatbin)",
+                          what, codec, declared, mib(left_), mib(total_)));
+}
 
 // LZ4 block format: sequences of {token, literal length+, literals, u16 offset, match
 // length+}; the last sequence has literals only. Matches may overlap their own output.
-std::vector<uint8_t> lz4_block_decompress(std::span<const uint8_t> in, uint64_t expected, std::string_view what) {
-  if (expected == 0 || expected > kMaxDecompressed) corrupt(what, "LZ4", "implausible uncompressed size");
+std::vector<uint8_t> lz4_block_decompress(std::span<const uint8_t> in, uint64_t expected, DecompressBudget& budget,
+                                          std::string_view what) {
+  if (expected == 0) corrupt(what, "LZ4", "the header gives no uncompressed size");
+  budget.check(expected, what, "LZ4");
   std::vector<uint8_t> out;
   out.reserve(std::min<uint64_t>(expected, in.size() * 4 + 64));
   size_t ip = 0;
@@ -54,14 +74,22 @@ std::vector<uint8_t> lz4_block_decompress(std::span<const uint8_t> in, uint64_t 
   }
   if (out.size() != expected)
     corrupt(what, "LZ4", fmt::format("{} bytes decoded, the header says {}", out.size(), expected));
+  budget.spend(out.size());
   return out;
 }
 
-std::vector<uint8_t> zstd_decompress(std::span<const uint8_t> in, uint64_t expected, std::string_view what) {
-  const uint64_t limit = expected ? expected : kMaxDecompressed;
-  if (limit > kMaxDecompressed) corrupt(what, "zstd", "implausible uncompressed size");
+std::vector<uint8_t> zstd_decompress(std::span<const uint8_t> in, uint64_t expected, DecompressBudget& budget,
+                                     std::string_view what) {
+  budget.check(expected, what, "zstd");
+  const uint64_t limit = expected ? expected : budget.entry_cap();
   ZSTD_DCtx* ctx = ZSTD_createDCtx();
   if (!ctx) fail(ErrorKind::Internal, "ZSTD_createDCtx failed (out of memory?)");
+  // The frame's window is a buffer zstd allocates itself: compressors shrink it to the
+  // content, so it need not exceed the output by much (1 MiB at least, for frames written
+  // without a size); a frame cannot make us allocate a window the output would not fill.
+  int window_log = 20;
+  while (window_log < 27 && (uint64_t{1} << window_log) < limit) ++window_log;
+  ZSTD_DCtx_setParameter(ctx, ZSTD_d_windowLogMax, window_log + 1);
   std::vector<uint8_t> out;
   ZSTD_inBuffer src{in.data(), in.size(), 0};
   size_t ret = 0;
@@ -83,9 +111,13 @@ std::vector<uint8_t> zstd_decompress(std::span<const uint8_t> in, uint64_t expec
     if (dst.pos == used && src.pos == in_before) break;  // stuck: truncated, or too big
   }
   ZSTD_freeDCtx(ctx);
-  if (ret != 0) corrupt(what, "zstd", "the frame is incomplete or larger than the header says");
+  if (ret != 0) {
+    if (!expected && out.size() == limit) budget.check(limit + 1, what, "zstd");  // says which limit
+    corrupt(what, "zstd", "the frame is incomplete or larger than the header says");
+  }
   if (expected && out.size() != expected)
     corrupt(what, "zstd", fmt::format("{} bytes decoded, the header says {}", out.size(), expected));
+  budget.spend(out.size());
   return out;
 }
 

@@ -27,6 +27,7 @@
 #include "cubin/cubin.hpp"
 #include "cubin/decompress.hpp"
 #include "cubin/fatbin_layout.hpp"
+#include "cubin/fatbin_limits.hpp"
 
 namespace kerncap::cubin {
 
@@ -42,7 +43,7 @@ ImageKind entry_kind(uint16_t raw) {
   }
 }
 
-std::vector<uint8_t> payload(const Bytes& e, uint64_t hs, uint64_t padded, FatbinEntry& out) {
+std::vector<uint8_t> payload(const Bytes& e, uint64_t hs, uint64_t padded, FatbinEntry& out, DecompressBudget& budget) {
   const uint32_t stored = e.u32(0x10, "stored size");
   const uint64_t uncompressed = e.u64(0x38, "uncompressed size");
   if (stored > padded) e.fail("stored size", fmt::format("{} exceeds the payload ({})", stored, padded));
@@ -56,16 +57,17 @@ std::vector<uint8_t> payload(const Bytes& e, uint64_t hs, uint64_t padded, Fatbi
   }
   if (out.flags & kFatbinFlagZstd) {
     out.compressed = true;
-    return zstd_decompress(data, uncompressed, e.what());
+    return zstd_decompress(data, uncompressed, budget, e.what());
   }
   if (out.flags & kFatbinFlagLz4) {
     out.compressed = true;
-    return lz4_block_decompress(data, uncompressed, e.what());
+    return lz4_block_decompress(data, uncompressed, budget, e.what());
   }
   return {data.begin(), data.end()};
 }
 
-void read_entries(const Bytes& c, uint64_t first, uint64_t end, std::vector<FatbinEntry>& out) {
+void read_entries(const Bytes& c, uint64_t first, uint64_t end, std::vector<FatbinEntry>& out,
+                  DecompressBudget& budget) {
   uint64_t at = first;
   while (at < end) {
     const std::string what = fmt::format("{} entry {}", c.what(), out.size());
@@ -82,7 +84,7 @@ void read_entries(const Bytes& c, uint64_t first, uint64_t end, std::vector<Fatb
     f.kind = entry_kind(f.raw_kind);
     f.sm = static_cast<int>(std::min<uint32_t>(e.u32(0x1c, "sm"), 10000));
     f.flags = e.u64(0x28, "flags");
-    f.bytes = payload(e, hs, padded, f);
+    f.bytes = payload(e, hs, padded, f, budget);
     out.push_back(std::move(f));
     at += hs + padded;
   }
@@ -95,6 +97,11 @@ bool all_zero(std::span<const uint8_t> s) {
 }  // namespace
 
 std::vector<FatbinEntry> parse_fatbin(std::span<const uint8_t> image) {
+  DecompressBudget budget = DecompressBudget::for_fatbin(image.size());
+  return detail::parse_fatbin(image, budget);
+}
+
+std::vector<FatbinEntry> detail::parse_fatbin(std::span<const uint8_t> image, DecompressBudget& budget) {
   const Bytes b(image, "fatbin");
   std::vector<FatbinEntry> out;
   uint64_t at = 0;
@@ -114,7 +121,7 @@ std::vector<FatbinEntry> parse_fatbin(std::span<const uint8_t> image) {
     if (hs < kFatbinHeaderSize) b.fail("header size", fmt::format("{} is below 16", hs));
     if (!b.has(at + hs, size)) b.fail("container size", fmt::format("{} bytes at {:#x} run past the end", size, at + hs));
     const Bytes c(image.subspan(at, hs + size), fmt::format("fatbin container at {:#x}", at));
-    read_entries(c, hs, hs + size, out);
+    read_entries(c, hs, hs + size, out, budget);
     at += hs + size;
     while (at < b.size() && at % 8 != 0 && image[at] == 0) ++at;  // alignment between containers
   }

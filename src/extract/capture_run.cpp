@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/private_files.hpp"
 #include "extract/diagnose.hpp"
 #include "extract/environment.hpp"
 #include "extract/triton_step.hpp"
@@ -16,16 +17,29 @@
 namespace kerncap::extract {
 
 void prepare_output(const fs::path& out, bool force) {
+  // OUT must be the directory itself: through a symlink, --force would delete and the
+  // capture would write wherever the link points (another user's directory, a capture
+  // that came with a bug report).
+  if (files::is_symlink(out)) {
+    std::error_code ec;
+    const fs::path target = fs::read_symlink(files::itself(out), ec);
+    usage_error(fmt::format("output {} is a symbolic link (to {}); kerncap writes only into a real directory: "
+                            "pass the directory itself (-o \"$(realpath {})\")",
+                            out.string(), ec ? "?" : target.string(), out.string()));
+  }
   if (fs::exists(out) && !fs::is_directory(out)) usage_error(fmt::format("{} exists and is not a directory", out.string()));
   if (fs::exists(out) && !fs::is_empty(out)) {
     if (!force)
       usage_error(fmt::format("output directory {} already exists; pass --force to replace the capture in it "
                               "(files kerncap did not write are kept)",
                               out.string()));
+    // Entries are removed by name inside OUT and never followed: a symlink named capture/
+    // goes, its target stays.
     for (const auto& e : fs::directory_iterator(out))
-      if (format::out::force_replaced(e.path().filename().string())) fs::remove_all(e.path());
+      if (format::out::force_replaced(e.path().filename().string()))
+        files::remove_inside(out, e.path().filename().string());
   }
-  fs::create_directories(format::out::state_dir(out));
+  files::create_private_dirs(format::out::state_dir(out));
 }
 
 namespace {

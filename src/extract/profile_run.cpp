@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/private_files.hpp"
 #include "extract/diagnose.hpp"
 #include "extract/environment.hpp"
 #include "format/events.hpp"
@@ -20,7 +21,7 @@ RecordsDir::RecordsDir(const std::string& keep) {
     path_ = fs::absolute(keep);
     if (fs::exists(path_) && (!fs::is_directory(path_) || !fs::is_empty(path_)))
       usage_error(fmt::format("--records {} exists and is not an empty directory; choose a new one", keep));
-    fs::create_directories(path_);
+    files::create_private_dirs(path_);
     return;
   }
   std::string tmpl = (fs::temp_directory_path() / "kerncap-profile-XXXXXX").string();

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/private_files.hpp"
 #include "format/out_layout.hpp"
 
 namespace kerncap::format {
@@ -13,8 +14,10 @@ constexpr const char* kImageDir = "image";
 
 CaptureWriter::CaptureWriter(const fs::path& out, long pid) : out_(out), partial_(out::partial_dir(out, pid)) {
   fs::remove_all(partial_);
-  fs::create_directories(partial_ / kMemDir);
-  fs::create_directories(partial_ / kImageDir);
+  // Private: the blobs are the application's memory. The directory's mode is what protects
+  // them (the files inside are created by write_file/BlobWriter).
+  files::create_private_dirs(partial_ / kMemDir);
+  files::create_private_dirs(partial_ / kImageDir);
 }
 
 CaptureWriter::~CaptureWriter() {

@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "common/hex.hpp"
+#include "common/private_files.hpp"
 #include "format/capture_dir.hpp"
 #include "format/safe_file.hpp"
 #include "format/strict_json.hpp"
@@ -187,10 +188,7 @@ nlohmann::json region_summary(const RegionFootprint& r) {
 }
 
 void write_bytes_atomic(const fs::path& p, const std::vector<uint8_t>& data) {
-  fs::path tmp = p;
-  tmp += ".tmp";
-  write_file(tmp, data.data(), data.size());
-  fs::rename(tmp, p);
+  files::replace_file(p, std::string_view(reinterpret_cast<const char*>(data.data()), data.size()));
 }
 
 }  // namespace
@@ -233,7 +231,7 @@ void write_footprint(const fs::path& dir, const Footprint& f) {
   }
   j["bin"] = {{"file", kFootprintBin}, {"size", bin.size()}, {"xxh64", hex_addr(XXH64(bin.data(), bin.size(), 0))}};
   write_bytes_atomic(dir / kFootprintBin, bin);
-  write_json_atomic(dir / kFootprintJson, j);
+  files::replace_file(dir / kFootprintJson, j.dump(1) + "\n");
 }
 
 bool footprint_exists(const fs::path& dir) {

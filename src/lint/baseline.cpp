@@ -1,4 +1,5 @@
 // Baseline files and the regression rules of `kerncap diff`.
+#include "common/private_files.hpp"
 #include "lint/baseline.hpp"
 
 #include <algorithm>
@@ -147,8 +148,8 @@ fs::path baseline_path(const fs::path& out_dir, const std::string& name) {
 
 void save_baseline(const fs::path& out_dir, const Baseline& b) {
   const fs::path p = baseline_path(out_dir, b.name);
-  fs::create_directories(p.parent_path());
-  format::write_json_atomic(p, to_json(b));
+  files::create_private_dirs(p.parent_path());
+  files::replace_file(p, to_json(b).dump(1) + "\n");
 }
 
 Baseline load_baseline(const fs::path& out_dir, const std::string& name) {

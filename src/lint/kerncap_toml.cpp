@@ -3,6 +3,7 @@
 #define TOML_HEADER_ONLY 1
 #include <toml++/toml.h>
 
+#include "common/private_files.hpp"
 #include "lint/kerncap_toml.hpp"
 
 #include <fstream>
@@ -221,7 +222,7 @@ bool write_default_kerncap_toml(const fs::path& out_dir) {
   std::error_code ec;
   if (fs::exists(p, ec)) return false;
   const std::string text = default_kerncap_toml();
-  format::write_file(p, text.data(), text.size());
+  files::write_new_file(p, text);
   return true;
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "common/hex.hpp"
+#include "common/private_files.hpp"
 #include "cubin/cubin.hpp"
 #include "names/shorten.hpp"
 #include "reproducer/render.hpp"
@@ -19,15 +20,8 @@ namespace {
 
 namespace tpl = templates;
 
-void write_text(const fs::path& p, const std::string& text) {
-  const fs::path tmp = p.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) input_error(fmt::format("cannot write {}: check free space and permissions", tmp.string()));
-  }
-  fs::rename(tmp, p);
-}
+// Through NAME.tmp created exclusively, private (common/private_files.hpp).
+void write_text(const fs::path& p, const std::string& text) { files::replace_file(p, text); }
 
 std::string dims(const std::array<uint32_t, 3>& d) { return fmt::format("({}, {}, {})", d[0], d[1], d[2]); }
 
@@ -37,11 +31,11 @@ std::string recompile_rules(const Generated& g, const source::Result& f) {
     if (!f.detail.empty()) text += "\n" + f.detail;
     text += "\n(see README.md)";
     return render(tpl::k_recompile_unavailable_mk,
-                  {{"STATUS", std::string(source::to_string(f.status))}, {"ECHOES", make_echo_lines(text)}});
+                  {{"STATUS", make_comment(source::to_string(f.status))}, {"ECHOES", make_echo_lines(text)}});
   }
   const CompileSpec& s = *g.spec;
-  return render(tpl::k_recompile_mk, {{"COMPILE_DB", f.compile_db.string()},
-                                      {"ARCH", s.arch},
+  return render(tpl::k_recompile_mk, {{"COMPILE_DB", make_comment(f.compile_db.string())},
+                                      {"ARCH", make_comment(s.arch)},
                                       {"COMPILER", make_word(s.compiler, true)},
                                       {"FLAGS", make_words(s.flags, true)},
                                       {"DEFINES", make_words(s.defines, true)}});
@@ -95,28 +89,28 @@ std::string readme(const Generated& g, const source::Result& f, const format::Ma
       g.mirror ? fmt::format("`{}` (the kernel is at line {})", g.mirror->edit_file, g.mirror->edit_line)
                : "the kernel (no source was found: see Source)";
   return render(tpl::k_README_md,
-                {{"KERNEL_SHORT", names::shorten(m.demangled_name, 80)},
-                 {"KERNEL", m.demangled_name},
+                {{"KERNEL_SHORT", md_code(names::shorten(m.demangled_name, 80))},
+                 {"KERNEL", md_code(m.demangled_name)},
                  {"VERSION", KERNCAP_VERSION},
-                 {"COMMAND", m.command.empty() ? "(unknown)" : m.command},
-                 {"MANGLED", m.mangled_name},
+                 {"COMMAND", m.command.empty() ? "(unknown)" : one_line(m.command)},
+                 {"MANGLED", md_code(m.mangled_name)},
                  {"LAUNCH_INDEX", std::to_string(m.launch_index)},
                  {"DISPATCH", std::to_string(m.dispatch)},
-                 {"LAUNCH_API", m.launch_api},
+                 {"LAUNCH_API", md_code(m.launch_api)},
                  {"GRID", dims(m.grid)},
                  {"BLOCK", dims(m.block)},
                  {"SHARED", std::to_string(m.shared_mem_bytes)},
                  {"CLUSTER", cluster},
-                 {"DEVICE", m.device_name},
+                 {"DEVICE", md_text(m.device_name)},
                  {"CC", fmt::format("{}{}", m.cc_major, m.cc_minor)},
                  {"REGIONS", std::to_string(m.regions.size())},
                  {"BEFORE", human_bytes(m.before_bytes)},
                  {"AFTER", human_bytes(m.after_bytes)},
-                 {"IMAGE", m.image_file},
-                 {"IMAGE_KIND", m.image_kind},
+                 {"IMAGE", md_code("capture/" + m.image_file)},
+                 {"IMAGE_KIND", md_text(m.image_kind)},
                  {"SOURCE", source_section(g, f)},
                  {"EDIT_WHERE", edit_where},
-                 {"KERNCAP", kerncap.string()},
+                 {"KERNCAP", md_code(kerncap.string())},
                  {"FILES", files}});
 }
 
@@ -124,14 +118,14 @@ std::string makefile(const Generated& g, const source::Result& f, const format::
   std::string hint = g.mirror ? fmt::format("Edit {} (line {}), then: make recompile validate-variant run-variant",
                                             g.mirror->edit_file, g.mirror->edit_line)
                               : "No source to edit (see README.md); run, validate, ncu, sanitize and sass work.";
-  return render(tpl::k_Makefile, {{"KERNEL", m.demangled_name},
+  return render(tpl::k_Makefile, {{"KERNEL", make_comment(m.demangled_name)},
                                   {"VERSION", KERNCAP_VERSION},
                                   {"KERNCAP", make_word(kerncap.string(), true)},
                                   {"CUDA_BIN", make_word(cuda_bin(g), true)},
                                   {"MANGLED", make_word(m.mangled_name, true)},
                                   {"IMAGE", make_word(m.image_file, true)},
-                                  {"TITLE", make_word("kerncap reproducer for " + names::shorten(m.demangled_name, 60), false)},
-                                  {"EDIT_HINT", make_word(hint, false)},
+                                  {"TITLE", make_word("kerncap reproducer for " + one_line(names::shorten(m.demangled_name, 60)), false)},
+                                  {"EDIT_HINT", make_word(one_line(hint), false)},
                                   {"RECOMPILE", recompile_rules(g, f)}});
 }
 
@@ -189,7 +183,7 @@ std::string set_aside_other_kernel(const fs::path& out, const std::string& mangl
   }
   for (const char* name : {kVariantSource, kMirrorDir, kVariantCubin}) {
     if (!fs::exists(out / name)) continue;
-    fs::remove_all(out / (std::string(name) + ".prev"));
+    files::remove_inside(out, std::string(name) + ".prev");
     fs::rename(out / name, out / (std::string(name) + ".prev"));
   }
   return "moved the previous kernel's kernel_variant.cu, src/ and optimized.cubin aside (*.prev)";
@@ -200,10 +194,13 @@ std::string set_aside_other_kernel(const fs::path& out, const std::string& mangl
 std::string variant_arch(const format::Capture& c) {
   const auto& m = c.manifest;
   std::string arch = fmt::format("sm_{}{}", m.cc_major, m.cc_minor);
+  // The CC comes from the manifest: computed wide, and only a plausible one is looked up.
+  const int64_t sm = int64_t{m.cc_major} * 10 + m.cc_minor;
+  if (m.cc_major < 0 || m.cc_minor < 0 || m.cc_minor > 9 || sm > 10000) return arch;
   try {
     const auto bytes = format::read_file(c.path(m.image_file));
-    const cubin::Image img = cubin::parse_image(bytes, m.cc_major * 10 + m.cc_minor);
-    if (img.arch_specific && img.sm == m.cc_major * 10 + m.cc_minor) arch += "a";
+    const cubin::Image img = cubin::parse_image(bytes, static_cast<int>(sm));
+    if (img.arch_specific && img.sm == sm) arch += "a";
   } catch (const Error&) {
     // An image kerncap cannot read still replays; the plain SM is the safe choice.
   }
@@ -237,7 +234,7 @@ Generated generate_reproducer(const GenerateRequest& q) {
   for (const auto& d : q.defines) (void)define_flag(d);  // a bad -D is an error even without source
   write_text(q.out / format::out::kMakefile, makefile(g, f, m, q.kerncap));
   write_text(q.out / format::out::kReadme, readme(g, f, m, q.kerncap));
-  format::write_json_atomic(q.out / format::out::kCompileJson, compile_json(g, f, m));
+  write_text(q.out / format::out::kCompileJson, compile_json(g, f, m).dump(1) + "\n");
   return g;
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/private_files.hpp"
 #include "source/compile_db.hpp"
 
 namespace kerncap::reproducer {
@@ -20,10 +21,8 @@ std::string read_text(const fs::path& p) {
 }
 
 void write_text(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) input_error(fmt::format("cannot write {}: check free space and permissions", p.string()));
+  files::create_private_dirs(p.parent_path());
+  files::replace_file(p, text);
 }
 
 std::string mirror_path(const fs::path& file, const fs::path& tree) {

@@ -1,0 +1,205 @@
+#include "targets.hpp"
+
+#include <fstream>
+#include <iterator>
+
+#include <xxhash.h>
+
+#include "common/error.hpp"
+#include "common/hex.hpp"
+#include "cubin/cubin.hpp"
+#include "format/capture_dir.hpp"
+#include "format/footprint.hpp"
+#include "reproducer/generator.hpp"
+#include "../unit/scratch_capture.hpp"
+
+namespace kerncap::fuzz {
+
+namespace {
+
+Bytes slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void spill(const fs::path& p, const Bytes& b) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+CaptureFiles read_tree(const fs::path& dir) {
+  CaptureFiles files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = slurp(e.path());
+  return files;
+}
+
+void write_tree(const fs::path& dir, const CaptureFiles& files) {
+  fs::create_directories(dir);
+  for (const auto& [rel, bytes] : files) spill(dir / rel, bytes);
+}
+
+// Runs `body` and maps its outcome to an exit code (see targets.hpp).
+template <class F>
+int guarded(F&& body) {
+  try {
+    body();
+    return kAccepted;
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Internal) return kRefused;
+    std::fprintf(stderr, "internal error: %s\n", e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "internal error (%s)\n", e.what());
+  }
+  return kInternal;
+}
+
+// --- code objects: cubin, fatbin, PTX ---------------------------------------------------
+
+void prepare_code(const Seeds& s, Rng& rng, const fs::path& work) {
+  Bytes b = s.code_objects[rng() % s.code_objects.size()];
+  mutate_bytes(b, rng, s.code_objects);
+  spill(work / "input.bin", b);
+}
+
+int run_code(const fs::path& work) {
+  const Bytes b = slurp(work / "input.bin");
+  return guarded([&] {
+    (void)cubin::detect_kind(b);
+    for (int sm : {0, 80, 90, 100}) {
+      try {
+        (void)cubin::parse_image(b, sm);
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::Internal) throw;
+      }
+    }
+    (void)cubin::kernel_names(b);
+  });
+}
+
+// --- the capture reader (src/format) ----------------------------------------------------
+
+void prepare_reader(const Seeds& s, Rng& rng, const fs::path& work) {
+  CaptureFiles files = s.captures[rng() % s.captures.size()];
+  const fs::path dir = work / "out" / "capture";
+  Bytes& manifest = files["manifest.json"];
+  const uint64_t how = rng() % 10;
+  if (how < 6) {
+    nlohmann::json j = nlohmann::json::parse(manifest.begin(), manifest.end());
+    mutate_json(j, rng);
+    std::string text = j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (rng() % 10 == 0) deep_nesting(text, rng);
+    manifest.assign(text.begin(), text.end());
+  } else if (how < 8) {
+    mutate_bytes(manifest, rng, {});
+  } else {
+    auto it = files.begin();
+    std::advance(it, static_cast<std::ptrdiff_t>(rng() % files.size()));
+    mutate_bytes(it->second, rng, s.code_objects);
+  }
+  write_tree(dir, files);
+  // Sometimes a file becomes something else: a symlink out, a FIFO, a directory.
+  if (rng() % 8 == 0) {
+    auto it = files.begin();
+    std::advance(it, static_cast<std::ptrdiff_t>(rng() % files.size()));
+    const fs::path victim = dir / it->first;
+    fs::remove(victim);
+    switch (rng() % 3) {
+      case 0: fs::create_symlink(s.sentinel / "fifo", victim); break;
+      case 1: fs::create_symlink(s.sentinel / "secret", victim); break;
+      default: fs::create_directories(victim); break;
+    }
+  }
+}
+
+int run_reader(const fs::path& work) {
+  return guarded([&] {
+    const format::Capture c = format::open_capture(work / "out");
+    (void)format::read_file(c.path(c.manifest.params_file));
+    const Bytes image = format::read_file(c.path(c.manifest.image_file));
+    try {
+      (void)cubin::parse_image(image, c.manifest.cc_major * 10 + c.manifest.cc_minor);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Internal) throw;
+    }
+    if (format::footprint_exists(c.dir)) (void)format::read_footprint(c.dir);
+  });
+}
+
+// --- the reproducer writer (src/reproducer) ---------------------------------------------
+// The capture stays one the reader accepts; what varies is what the generator copies into
+// the Makefile, README and compile.json: names, the command, the device, the CC.
+
+void prepare_reproducer(const Seeds& s, Rng& rng, const fs::path& work) {
+  CaptureFiles files = s.captures[rng() % s.captures.size()];
+  Bytes& manifest = files["manifest.json"];
+  nlohmann::json j = nlohmann::json::parse(manifest.begin(), manifest.end());
+  const int edits = 1 + static_cast<int>(rng() % 3);
+  for (int e = 0; e < edits; ++e) {
+    switch (rng() % 7) {
+      case 0: j["kernel"]["mangled"] = hostile_string(rng); break;
+      case 1: j["kernel"]["demangled"] = hostile_string(rng); break;
+      case 2: j["process"]["command"] = hostile_string(rng); break;
+      case 3: j["device"]["name"] = hostile_string(rng); break;
+      case 4: j["launch"]["api"] = hostile_string(rng); break;
+      case 5: j["image"]["kind"] = hostile_string(rng); break;
+      default: {
+        const int64_t cc[] = {0, 1, 9, -1, 2147483647, -2147483647 - 1, 214748364, 1000};
+        j["device"]["cc"] = {cc[rng() % std::size(cc)], cc[rng() % std::size(cc)]};
+        break;
+      }
+    }
+  }
+  const std::string text = j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+  manifest.assign(text.begin(), text.end());
+  write_tree(work / "out" / "capture", files);
+}
+
+int run_reproducer(const fs::path& work) {
+  return guarded([&] {
+    source::Result none;
+    none.summary = "no source (fuzzing)";
+    (void)reproducer::generate_reproducer({work / "out", none, {}, "/opt/kerncap/bin/kerncap"});
+  });
+}
+
+}  // namespace
+
+const std::vector<Target>& all_targets() {
+  static const std::vector<Target> targets = {
+      {"cubin", prepare_code, run_code},
+      {"reproducer", prepare_reproducer, run_reproducer},
+      {"reader", prepare_reader, run_reader},
+  };
+  return targets;
+}
+
+Seeds load_seeds(const fs::path& fixture_dir, const fs::path& scratch, const fs::path& sentinel) {
+  Seeds s;
+  s.sentinel = sentinel;
+  std::error_code ec;
+  if (!fixture_dir.empty() && fs::is_directory(fixture_dir, ec))
+    for (const auto& e : fs::directory_iterator(fixture_dir))
+      if (e.is_regular_file() && e.file_size() < (4u << 20)) s.code_objects.push_back(slurp(e.path()));
+  const std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n ret;\n}\n";
+  s.code_objects.emplace_back(ptx.begin(), ptx.end());
+  // Captures as the unit tests write them, with a stand-in image and with real code objects.
+  fs::remove_all(scratch);
+  testing::write_small_capture(scratch, 1);
+  CaptureFiles base = read_tree(scratch / "capture");
+  s.captures.push_back(base);
+  for (size_t i = 0; i < s.code_objects.size() && i < 4; ++i) {
+    CaptureFiles c = base;
+    c["image/00000000000000ab.cubin"] = s.code_objects[i];
+    nlohmann::json j = nlohmann::json::parse(c["manifest.json"].begin(), c["manifest.json"].end());
+    j["device"]["cc"] = {9, 0};
+    j["image"]["xxh64"] = hex_addr(XXH3_64bits(s.code_objects[i].data(), s.code_objects[i].size()));
+    const std::string text = j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+    c["manifest.json"].assign(text.begin(), text.end());
+    s.captures.push_back(std::move(c));
+  }
+  fs::remove_all(scratch);
+  return s;
+}
+
+}  // namespace kerncap::fuzz

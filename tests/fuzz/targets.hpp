@@ -1,0 +1,41 @@
+#pragma once
+// The fuzz targets. Each writes one mutated input into a fresh work directory (in the
+// parent, so a finding can be saved as it was), then runs the code under test on it (in a
+// forked child). A child exits 0 when the input was accepted, 2 when it was refused with
+// Error(Input/Usage), 70 for Error(Internal) or any other exception ("internal error" in
+// the CLI), or dies (sanitizer report, crash, timeout).
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mutate.hpp"
+
+namespace kerncap::fuzz {
+
+namespace fs = std::filesystem;
+
+inline constexpr int kAccepted = 0, kRefused = 2, kInternal = 70;
+
+// A capture directory as files (relative path -> bytes).
+using CaptureFiles = std::map<std::string, Bytes>;
+
+struct Seeds {
+  std::vector<Bytes> code_objects;       // cubins, fatbins, PTX
+  std::vector<CaptureFiles> captures;    // OUT/capture trees
+  fs::path sentinel;                     // files no target may touch (outside the work dir)
+};
+
+struct Target {
+  std::string name;
+  void (*prepare)(const Seeds&, Rng&, const fs::path& work);
+  int (*run)(const fs::path& work);
+};
+
+const std::vector<Target>& all_targets();
+
+// Seeds: the fixture code objects in `fixture_dir` (may be absent) and small captures
+// written by the unit tests' helper (tests/unit/scratch_capture.hpp).
+Seeds load_seeds(const fs::path& fixture_dir, const fs::path& scratch, const fs::path& sentinel);
+
+}  // namespace kerncap::fuzz
