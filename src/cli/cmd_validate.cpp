@@ -32,7 +32,7 @@ struct ValidateArgs {
   uint64_t fuzz = 0;
   uint64_t seed = 1;
   ValidateFlags flags;  // kerncap.toml overrides
-  replay::TimingOptions timing{3, 20, false};
+  replay::TimingOptions timing{.warmup = 3, .iterations = 20};
 };
 
 // OUT/kerncap.toml's path (OUT may be given as OUT/capture).

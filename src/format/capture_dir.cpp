@@ -1,5 +1,8 @@
 #include "format/capture_dir.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <cerrno>
@@ -10,6 +13,7 @@
 
 #include "common/error.hpp"
 #include "common/hex.hpp"
+#include "common/private_files.hpp"
 #include "format/strict_json.hpp"
 
 namespace kerncap::format {
@@ -41,6 +45,7 @@ void write_file(const fs::path& p, const void* data, size_t size) {
 void write_json_atomic(const fs::path& p, const nlohmann::json& j) {
   fs::path tmp = p;
   tmp += ".tmp";
+  ::unlink(tmp.c_str());  // a stale or planted NAME.tmp is removed, never followed
   std::string text = j.dump(1);
   text += '\n';
   write_file(tmp, text.data(), text.size());
@@ -132,9 +137,17 @@ void verify_blobs(const Capture& c) {
   }
 }
 
+// Private (0600 whatever the umask: the blobs are the application's device memory) and never
+// through a symlink planted at the name (O_NOFOLLOW); buffered through stdio for speed.
 BlobWriter::BlobWriter(const fs::path& p) : path_(p) {
-  f_ = std::fopen(p.c_str(), "wb");
-  if (!f_) device_error(fmt::format("cannot create {}: {}", p.string(), std::strerror(errno)));
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, files::kPrivateFile);
+  if (fd >= 0 && ::fchmod(fd, files::kPrivateFile) == 0) f_ = ::fdopen(fd, "wb");
+  if (!f_) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    device_error(fmt::format("cannot create {}: {}", p.string(),
+                             err == ELOOP ? "it is a symbolic link (refused)" : std::strerror(err)));
+  }
 }
 
 BlobWriter::~BlobWriter() {

@@ -198,7 +198,7 @@ std::string variant_arch(const format::Capture& c) {
   const int64_t sm = int64_t{m.cc_major} * 10 + m.cc_minor;
   if (m.cc_major < 0 || m.cc_minor < 0 || m.cc_minor > 9 || sm > 10000) return arch;
   try {
-    const auto bytes = format::read_file(c.path(m.image_file));
+    const auto bytes = c.read_image();
     const cubin::Image img = cubin::parse_image(bytes, static_cast<int>(sm));
     if (img.arch_specific && img.sm == sm) arch += "a";
   } catch (const Error&) {
