@@ -154,6 +154,19 @@ Bitmap RegionFootprint::write_only() const {
   return out;
 }
 
+Bitmap RegionFootprint::never_read() const {
+  Bitmap out(1, size);
+  for (size_t w = 0; w < written.words().size(); ++w) {
+    uint64_t bits = written.words()[w];
+    if (!bits) continue;
+    for (uint64_t j = 0; j < 64; ++j) {
+      const uint64_t byte = w * 64 + j;
+      if (((bits >> j) & 1) && !read.test(byte / 4)) out.set(byte);
+    }
+  }
+  return out;
+}
+
 uint64_t RegionFootprint::write_only_bytes() const { return write_only().count(); }
 
 // ---- files -------------------------------------------------------------------------------

@@ -80,6 +80,11 @@ struct RegionFootprint {
   // reach the output, so strong validation may poison them.
   uint64_t write_only_bytes() const;
   Bitmap write_only() const;  // those bytes, 1-byte granules
+  // Bytes written whose granule the launch never read at all: what strong validation poisons.
+  // A byte written and later read (by another block: a tile status in CUB's onesweep
+  // lookback, a flag of a grid-wide handshake) is write-only in the instrumented run's order,
+  // but another schedule may read it first; a poison there can send the kernel astray.
+  Bitmap never_read() const;
 };
 
 // An access that fell (partly) outside every captured region.

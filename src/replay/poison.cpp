@@ -26,7 +26,7 @@ PoisonPlan plan_poison(const format::Footprint& f, const format::Manifest& m) {
     const uint64_t w = r.written_bytes();
     p.written_bytes += w;
     if (w) ++p.written_regions;
-    const format::Bitmap wo = r.write_only();
+    const format::Bitmap wo = r.never_read();
     const uint64_t g = wo.granule();
     wo.for_each_run([&](uint64_t first, uint64_t count) {
       const uint64_t b = first * g, e = std::min(r.size, (first + count) * g);

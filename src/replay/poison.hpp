@@ -1,6 +1,7 @@
 #pragma once
-// Strong validation: before the replay, every byte the launch writes without reading it
-// first (from the measured footprint) is overwritten with a poison pattern. The application's
+// Strong validation: before the replay, every byte the launch writes and never reads (from
+// the measured footprint; RegionFootprint::never_read says why not "before writing") is
+// overwritten with a poison pattern. The application's
 // result still holds the real values there, so a replay that skips a write — a no-op, a
 // missing tail block, a stale output — cannot pass, even when the application's launch
 // rewrote bytes that were already equal.

@@ -46,6 +46,17 @@ TEST(Poison, WriteOnlyBytesArePlanned) {
   EXPECT_EQ(p.written_regions, 1u);
 }
 
+// Written first, read later in the instrumented run (a tile status another block polls): not
+// read before written, yet another schedule may read it first, so it is never poisoned.
+TEST(Poison, BytesReadAfterWritingAreNotPoisoned) {
+  auto f = footprint();
+  f.regions[0].read.set(5);  // bytes 20..23: written (8..24), then read; not RBW
+  const PoisonPlan p = plan_poison(f, manifest());
+  ASSERT_EQ(p.runs[0].size(), 1u);
+  EXPECT_EQ(p.runs[0][0], std::make_pair(uint64_t{8}, uint64_t{12}));
+  EXPECT_EQ(f.regions[0].write_only_bytes(), 16u);  // still write-only in the footprint's report
+}
+
 TEST(Poison, PiecesGetOnlyTheirPart) {
   const PoisonPlan p = plan_poison(footprint(), manifest());
   std::vector<uint8_t> piece(16, 0);
