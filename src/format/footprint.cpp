@@ -140,32 +140,28 @@ Bitmap decode_bitmap(std::span<const uint8_t> data, BitmapEncoding enc, uint32_t
   return b;
 }
 
-Bitmap RegionFootprint::write_only() const {
+namespace {
+
+// The written bytes (1-byte granules) whose 4-byte granule is not set in `excluded`.
+Bitmap written_outside(const Bitmap& written, const Bitmap& excluded, uint64_t size) {
   Bitmap out(1, size);
-  // Bytes 4k..4k+3 share rbw granule k; a 64-bit word of `written` covers 16 rbw granules.
+  // Bytes 4k..4k+3 share granule k of `excluded`; a 64-bit word of `written` covers 16 of them.
   for (size_t w = 0; w < written.words().size(); ++w) {
     uint64_t bits = written.words()[w];
     if (!bits) continue;
     for (uint64_t j = 0; j < 64; ++j) {
       const uint64_t byte = w * 64 + j;
-      if (((bits >> j) & 1) && !rbw.test(byte / 4)) out.set(byte);
+      if (((bits >> j) & 1) && !excluded.test(byte / 4)) out.set(byte);
     }
   }
   return out;
 }
 
-Bitmap RegionFootprint::never_read() const {
-  Bitmap out(1, size);
-  for (size_t w = 0; w < written.words().size(); ++w) {
-    uint64_t bits = written.words()[w];
-    if (!bits) continue;
-    for (uint64_t j = 0; j < 64; ++j) {
-      const uint64_t byte = w * 64 + j;
-      if (((bits >> j) & 1) && !read.test(byte / 4)) out.set(byte);
-    }
-  }
-  return out;
-}
+}  // namespace
+
+Bitmap RegionFootprint::write_only() const { return written_outside(written, rbw, size); }
+
+Bitmap RegionFootprint::never_read() const { return written_outside(written, read, size); }
 
 uint64_t RegionFootprint::write_only_bytes() const { return write_only().count(); }
 
