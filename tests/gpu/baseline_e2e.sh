@@ -100,11 +100,11 @@ run extract "$KC" extract vectorAdd -o "$OUT" -- "$APP"
 
 run lint_captured "$KC" lint "$OUT" --no-sass
 ok=0; [ $RC = 0 ] && grep -q '^Result: PASS' "$WORK/lint_captured.log" && ok=1
-result lint_captured $ok "$(grep ' registers ' "$WORK/lint_captured.log" | xargs)"
+result lint_captured $ok "$(grep ' registers ' "$WORK/lint_captured.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
 
 run lint_limit "$KC" lint "$OUT" --no-sass --cubin "$WORK/slow.cubin" --max-registers 32
 ok=0; [ $RC = 1 ] && grep -q 'FAIL  registers' "$WORK/lint_limit.log" && ok=1
-result lint_limit $ok "exit $RC: $(grep ' registers ' "$WORK/lint_limit.log" | xargs)"
+result lint_limit $ok "exit $RC: $(grep ' registers ' "$WORK/lint_limit.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
 
 run save "$KC" baseline save base "$OUT" --captured -n 100
 ok=0; [ $RC = 0 ] && [ -f "$OUT/baselines/base.json" ] && ok=1
@@ -112,14 +112,14 @@ result save $ok "$(head -1 "$WORK/save.log")"
 
 run diff_same "$KC" diff "$OUT" --baseline base --captured -n 100 --fail-on-regression
 ok=0; [ $RC = 0 ] && grep -q 'Result: NO REGRESSION' "$WORK/diff_same.log" && ok=1
-result diff_same $ok "exit $RC: $(grep 'time (median)' "$WORK/diff_same.log" | xargs)"
+result diff_same $ok "exit $RC: $(grep 'time (median)' "$WORK/diff_same.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
 
 run diff_slow "$KC" diff "$OUT" --baseline base --cubin "$WORK/slow.cubin" -n 100 --fail-on-regression
 ok=0
 [ $RC = 1 ] && grep -q 'Result: REGRESSION' "$WORK/diff_slow.log" &&
   grep -E '^  registers .*WORSE' "$WORK/diff_slow.log" >/dev/null &&
   grep -E '^  time \(median\) .*WORSE' "$WORK/diff_slow.log" >/dev/null && ok=1
-result diff_slow $ok "exit $RC: $(grep -E 'time \(median\)|^  registers' "$WORK/diff_slow.log" | xargs)"
+result diff_slow $ok "exit $RC: $(grep -E 'time \(median\)|^  registers' "$WORK/diff_slow.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
 
 run save_slow "$KC" baseline save slow "$OUT" --cubin "$WORK/slow.cubin" -n 100
 run diff_faster "$KC" diff "$OUT" --baseline slow --captured -n 100 --fail-on-regression --json
@@ -143,12 +143,12 @@ ok=0
 # a - b < 0 where i % 100 < 50: 2050 of the 4096 outputs, the first at element 0.
 [ $RC = 1 ] && grep -q 'invariant violated: non_negative: region .*(fp32 at +0x.*): 2050 negative' "$WORK/inv_negative.log" &&
   grep -q '^Result: FAIL (1 invariant violation' "$WORK/inv_negative.log" && ok=1
-result inv_negative $ok "exit $RC: $(grep 'invariant violated' "$WORK/inv_negative.log" | head -1 | xargs)"
+result inv_negative $ok "exit $RC: $(grep 'invariant violated' "$WORK/inv_negative.log" | head -1 | tr -s ' \n' ' ' | sed 's/ *$//')"
 
 run inv_must_write "$KC" validate "$OUT" --cubin "$WORK/noop.cubin" --invariant must_write --no-determinism-check
 ok=0
 [ $RC = 1 ] && grep -q 'invariant violated: must_write: region .*the replay changed none' "$WORK/inv_must_write.log" && ok=1
-result inv_must_write $ok "exit $RC: $(grep 'invariant violated' "$WORK/inv_must_write.log" | head -1 | xargs)"
+result inv_must_write $ok "exit $RC: $(grep 'invariant violated' "$WORK/inv_must_write.log" | head -1 | tr -s ' \n' ' ' | sed 's/ *$//')"
 
 run min_speedup "$KC" validate "$OUT" --cubin "$WORK/slow.cubin" --footprint never --min-speedup 1.5
 ok=0; [ $RC = 1 ] && grep -q '^Speed-up: FAIL' "$WORK/min_speedup.log" && grep -q '^Result: FAIL (speed-up' "$WORK/min_speedup.log" && ok=1
