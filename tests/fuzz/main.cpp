@@ -4,7 +4,7 @@
 // any change outside the child's work directory.
 //
 //   kerncap_fuzz [--seconds N] [--seed S] [--targets a,b] [--fixtures DIR] [--findings DIR]
-//   KERNCAP_FUZZ_SECONDS=1800 overrides --seconds (long local runs).
+//   --seconds 1800 for long local runs.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -73,7 +73,6 @@ Options parse(int argc, char** argv) {
       std::exit(2);
     }
   }
-  if (const char* s = std::getenv("KERNCAP_FUZZ_SECONDS")) o.seconds = std::atof(s);
   // The fuzzer works from its own temporary directory.
   if (!o.fixtures.empty()) o.fixtures = fs::absolute(o.fixtures);
   if (!o.findings.empty()) o.findings = fs::absolute(o.findings);
