@@ -12,6 +12,8 @@ ty_to_cpp says (fp16/bf16 as 16-bit storage, fp32 as 32-bit), pointers as 8-byte
 """
 from __future__ import annotations
 
+import json
+import keyword
 import math
 import os
 import re
@@ -103,18 +105,39 @@ def decode_value(v: Any, resolve=None) -> Any:
     return v
 
 
+class UnsafeName(PlanError):
+    """A name from the capture that cannot be written into generated Python as code."""
+
+
+def python_identifier(name: str, what: str) -> str:
+    """`name` when it is a plain Python identifier (so it can be written into kernel_variant.py
+    as code); else UnsafeName: a capture is untrusted input and must not inject code."""
+    if not (isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)):
+        raise UnsafeName(f"{what} name {name!r} in the capture is not a Python identifier; refusing to "
+                         "write it into generated code")
+    return name
+
+
+def python_module(name: str, what: str) -> str:
+    """A dotted module path whose every part is an identifier (see python_identifier)."""
+    for part in str(name).split("."):
+        python_identifier(part, what)
+    return name
+
+
 def python_literal(v: Any) -> str:
     """A decoded constexpr value as Python source for kernel_variant.py's CONFIG."""
     if isinstance(v, dict):
         if "tuple" in v:
             items = [python_literal(x) for x in v["tuple"]]
             return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        # Strings from the capture (untrusted) become string literals; names must be identifiers.
         if "float" in v:
-            return f'float("{v["float"]}")'
+            return f'float({json.dumps(str(v["float"]))})'
         if "dtype" in v:
-            return f'tl.dtype("{v["dtype"]}")'
+            return f'tl.dtype({json.dumps(str(v["dtype"]))})'
         if "jit_function" in v:
-            return v["jit_function"].rsplit(".", 1)[-1]
+            return python_identifier(str(v["jit_function"]).rsplit(".", 1)[-1], "a constexpr JIT function")
         return repr(v.get("repr"))
     if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
         return f'float("{v}")'
@@ -336,7 +359,9 @@ def infer_grid(programs: Sequence[int], sizes: Dict[str, int], blocks: Dict[str,
 def grid_expr(axis: Optional[Tuple], captured: int) -> str:
     if axis is None:
         return str(captured)
+    # Argument names come from the capture (untrusted): written as string literals, never raw.
+    m = [json.dumps(str(a)) for a in axis[1:]]
     if axis[0] == "cdiv":
-        return f'triton.cdiv(meta["{axis[1]}"], meta["{axis[2]}"])'
-    return (f'triton.cdiv(meta["{axis[1]}"], meta["{axis[2]}"]) * '
-            f'triton.cdiv(meta["{axis[3]}"], meta["{axis[4]}"])')
+        return f'triton.cdiv(meta[{m[0]}], meta[{m[1]}])'
+    return f'triton.cdiv(meta[{m[0]}], meta[{m[1]}]) * triton.cdiv(meta[{m[2]}], meta[{m[3]}])'
+

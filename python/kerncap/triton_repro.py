@@ -41,6 +41,12 @@ def docstring_text(text: str) -> str:
     return str(text).encode("unicode_escape").decode("ascii").replace('"', '\\"')
 
 
+def comment_text(text) -> str:
+    """Capture data (a name, a path) as it may appear in a `#` comment: one line, control
+    characters escaped, so a newline in it cannot start a line of code."""
+    return str(text).encode("unicode_escape").decode("ascii")
+
+
 def _read_source(triton_dir: str, sha: Optional[str]) -> Optional[str]:
     if not sha:
         return None
@@ -73,6 +79,8 @@ def _jit_imports(plan: tlaunch.Plan, record: dict) -> List[str]:
         if isinstance(v, dict) and "jit_function" in v:
             mod, _, name = v["jit_function"].rpartition(".")
             if mod and mod != own:
+                mod = tlaunch.python_module(mod, "a constexpr JIT function's module")
+                name = tlaunch.python_identifier(name, "a constexpr JIT function")
                 out.append(f"from {mod} import {name}  # noqa: E402  (passed as a constexpr)")
     return out
 
@@ -90,9 +98,10 @@ def _grid_section(plan: tlaunch.Plan, record: dict) -> str:
         if ax is None:
             continue
         if ax[0] == "cdiv":
-            why.append(f"{name}: cdiv({ax[1]}={sizes[ax[1]]}, {ax[2]}={blocks[ax[2]]}) = {g}, as captured")
+            why.append(docstring_text(f"{name}: cdiv({ax[1]}={sizes[ax[1]]}, {ax[2]}={blocks[ax[2]]}) = {g}, "
+                                      "as captured"))
         else:
-            why.append(f"{name}: cdiv({ax[1]}, {ax[2]}) * cdiv({ax[3]}, {ax[4]}) = {g}, as captured")
+            why.append(docstring_text(f"{name}: cdiv({ax[1]}, {ax[2]}) * cdiv({ax[3]}, {ax[4]}) = {g}, as captured"))
     doc = ("Programs to launch. meta: every argument by name (pointers as tensors over the captured\n"
            "    memory, scalars as captured) and CONFIG.")
     if why:
@@ -132,7 +141,8 @@ def _path_prelude(record: dict) -> List[str]:
 def variant_source(record: dict, plan: tlaunch.Plan, module_text: Optional[str], fn_text: Optional[str],
                    match: triton_records.Match, autotune: Optional[dict]) -> str:
     fn = record.get("fn", {})
-    name = fn.get("name", record["name"])
+    name = tlaunch.python_identifier(fn.get("name", record["name"]), "the kernel function")
+    c = comment_text
     if module_text is not None:
         t = triton_source.trim_module(module_text, name)
     elif fn_text is not None:
@@ -140,29 +150,29 @@ def variant_source(record: dict, plan: tlaunch.Plan, module_text: Optional[str],
         t.note = (t.note + "; " if t.note else "") + "only the function's own source was recorded"
     else:
         raise triton_records.RecordError(f"the record of {name} has no source snapshot (sources/ is missing)")
-    head = [f"# kernel_variant.py: the Triton kernel {record['name']} captured by kerncap; edit freely.",
-            f"# From {fn.get('file')}:{fn.get('line')} (function {fn.get('module')}.{fn.get('qualname')}), compiled "
-            f"in pid {record.get('pid')}; matched to the capture by {match.how}.",
+    head = [f"# kernel_variant.py: the Triton kernel {c(record['name'])} captured by kerncap; edit freely.",
+            f"# From {c(fn.get('file'))}:{c(fn.get('line'))} (function {c(fn.get('module'))}.{c(fn.get('qualname'))}), "
+            f"compiled in pid {c(record.get('pid'))}; matched to the capture by {c(match.how)}.",
             "# `python3 reproducer.py` launches KERNEL with CONFIG on the captured inputs and grid(), compares",
             "# with the application's output, times it and writes candidate.cubin.",
             "# The code below is the kernel and what it references, cut from the recorded module snapshot."]
     if t.whole_module:
-        head.append(f"# NOTE: {t.note}")
+        head.append(f"# NOTE: {c(t.note)}")
     elif t.note:
-        head.append(f"# note: {t.note}")
+        head.append(f"# note: {c(t.note)}")
     if t.dropped_decorators:
         head.append("# Decorators removed (the configuration is pinned in CONFIG below, nothing is re-tuned):")
-        head += ["#   @" + d.replace("\n", "\n#    ") for d in t.dropped_decorators]
+        head += ["#   @" + "\n#    ".join(c(ln) for ln in d.split("\n")) for d in t.dropped_decorators]
     cfg, opts = _config_lines(plan, record)
     tune = ""
     if autotune:
         best = autotune.get("best", {})
-        tune = (f"\n# {autotune.get('source', 'autotune')} chose this configuration among "
+        tune = (f"\n# {c(autotune.get('source', 'autotune'))} chose this configuration among "
                 f"{len(autotune.get('configs', []))}: {json.dumps(best)}")
         timings = sorted((t for t in autotune.get("timings", []) if isinstance(t[1], list) and t[1]),
                          key=lambda t: t[1][0])[:5]
-        for c, ms in timings:
-            tune += f"\n#   {ms[0]:.4f} ms  {json.dumps(c)}"
+        for cfg_tried, ms in timings:
+            tune += f"\n#   {float(ms[0]):.4f} ms  {json.dumps(cfg_tried)}"
     prelude = _path_prelude(record)
     body = t.source
     if prelude:  # `from __future__` must stay the first statement

@@ -231,3 +231,47 @@ def test_docstring_text_cannot_end_the_docstring():
     exec(compile(src, "reproducer.py", "exec"), ns)  # one docstring and one assignment, nothing else
     assert ns["RESULT"] == 1 and "os" not in ns
     assert ns["__doc__"] == "Reproducer of " + evil + "."  # the name itself, as text
+
+
+def _patch_record(out, **changes):
+    path = os.path.join(out, "triton", "records", "42.jsonl")
+    recs = [json.loads(ln) for ln in open(path)]
+    for r in recs:
+        if r["kind"] == "compile":
+            for k, v in changes.items():
+                if k == "fn":
+                    r["fn"].update(v)
+                else:
+                    r[k] = v
+    with open(path, "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in recs))
+
+
+def test_capture_data_cannot_inject_code_into_kernel_variant(tmp_path):
+    """Names and paths from a (shared, untrusted) capture land in comments and literals of
+    kernel_variant.py only as text: a newline or a quote in them starts no code."""
+    out = make(tmp_path)
+    evil = "x\nimport os; os.system('touch PWNED')\r#"
+    _patch_record(out, fn={"file": evil, "qualname": evil, "module": evil}, pid=evil)
+    triton_repro.generate(out, quiet=True)
+    src = open(os.path.join(out, "kernel_variant.py")).read()
+    assert "\nimport os; os.system" not in src and "\rimport" not in src and "\r" not in src
+    compile(src, "kernel_variant.py", "exec")
+
+
+def test_a_kernel_name_that_is_not_an_identifier_is_refused(tmp_path, capsys):
+    out = make(tmp_path)
+    _patch_record(out, fn={"name": "add_kernel\nimport os"})
+    assert triton_repro.main([out, "-q"]) == 2
+    assert "not a Python identifier" in capsys.readouterr().err
+    assert not os.path.exists(os.path.join(out, "kernel_variant.py"))
+
+
+def test_constexpr_literals_from_the_capture_stay_literals():
+    from kerncap import triton_launch as tl_
+    evil = 'inf") + __import__("os").system("touch PWNED") + float("1'
+    assert tl_.python_literal({"float": evil}) == "float(" + json.dumps(evil) + ")"
+    assert tl_.python_literal({"dtype": evil}).startswith("tl.dtype(\"inf\\\"")
+    with pytest.raises(tl_.UnsafeName):
+        tl_.python_literal({"jit_function": "pkg.mod.f(); import os"})
+    assert tl_.grid_expr(("cdiv", 'n"]+x["', "BLOCK"), 4) == 'triton.cdiv(meta["n\\"]+x[\\""], meta["BLOCK"])'

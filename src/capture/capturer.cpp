@@ -27,6 +27,11 @@ using format::MemKind;
 
 namespace {
 
+// A sparse region keeps at most about this many stored runs (a short manifest, few copies):
+// zero gaps shorter than size / kMaxStoredRuns, and than kMinZeroGap, are stored too.
+constexpr uint64_t kMaxStoredRuns = 8192;
+constexpr uint64_t kMinZeroGap = uint64_t{64} << 10;
+
 std::string read_cmdline() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -180,13 +185,102 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
   uint64_t total = 0;
   for (const auto& st : p->regions) total += st.region.size;
   m.before_bytes = total;
-  log::info("snapshot BEFORE: {} regions, {}", p->regions.size(), human_bytes(total));
+  // The device scan: zero chunks are not copied (the region is stored sparse), and AFTER
+  // later copies only the chunks whose signature changed.
+  std::string why_not;
+  if (!config_.device_scan) why_not = "KERNCAP_DEVICE_SCAN=0";
+  else if (config_.chunk_bytes % 8 == 0) p->scanner = GpuScanner::create(&why_not);
+  else why_not = "the chunk size is not a multiple of 8 bytes";
+  if (!p->scanner) log::info("device scan unavailable ({}): every byte of every region is read", why_not);
   p->stager = std::make_unique<Stager>(config_.staging_bytes);
+  if (p->scanner && !config_.closure_all) {
+    try {
+      omit_unreachable(*p, param_bytes);
+    } catch (const std::exception& e) {
+      // Without the closure the capture is larger, never wrong: keep every region.
+      for (auto& st : p->regions) st.region.omitted = false;
+      log::warn("closure: {}; every region is kept", e.what());
+    }
+  }
+  std::vector<std::vector<ByteRun>> stored(p->regions.size());
+  uint64_t to_store = 0, scanned_bytes = 0;
+  const auto scan_start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < p->regions.size(); ++i) {
+    RegionState& st = p->regions[i];
+    if (!p->scanner || !p->scanner->can_scan(st.region.kind, st.address)) {
+      to_store += st.region.size;
+      continue;
+    }
+    // Omitted regions are scanned too: AFTER then sees a write into one (a closure gap).
+    st.hashes = p->scanner->scan(st.address, st.region.size, config_.chunk_bytes);
+    st.scanned = true;
+    scanned_bytes += st.region.size;
+    if (st.region.omitted) continue;
+    stored[i] = nonzero_runs(st.hashes, st.region.size, config_.chunk_bytes,
+                             merge_gap(st.region.size, kMaxStoredRuns, kMinZeroGap));
+    for (const auto& r : stored[i]) to_store += r.size;
+  }
+  if (p->scanner)
+    log::info("device scan: {} in {:.3f} s", human_bytes(scanned_bytes),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - scan_start).count());
+  log::info("snapshot BEFORE: {} regions, {} ({} to store: the rest is zeros or omitted)", p->regions.size(),
+            human_bytes(total), human_bytes(to_store));
+  check_disk_space(p->writer->dir(), to_store);
   Progress progress("snapshot BEFORE", total, config_.verbose >= 1);
-  for (auto& st : p->regions) snapshot_before(*p->stager, st, p->writer->dir(), config_.chunk_bytes, progress);
+  for (size_t i = 0; i < p->regions.size(); ++i) {
+    RegionState& st = p->regions[i];
+    if (st.scanned)
+      snapshot_before_sparse(*p->stager, st, stored[i], p->writer->dir(), progress);  // none when omitted
+    else
+      snapshot_before(*p->stager, st, p->writer->dir(), config_.chunk_bytes, progress);
+  }
   progress.done();
   for (const auto& st : p->regions) m.regions.push_back(st.region);
   pending_ = std::move(p);
+}
+
+void Capturer::omit_unreachable(Pending& p, std::span<const uint8_t> params) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<ClosureRegion> regions;
+  std::vector<RangeIndex::Range> ranges;
+  for (const auto& st : p.regions) {
+    // Globals are reached by symbol; memory the scan cannot read is never omitted.
+    regions.push_back({st.address, st.region.size, st.region.kind == MemKind::Global,
+                       !p.scanner->can_scan(st.region.kind, st.address)});
+    ranges.push_back({st.address, st.region.size});
+  }
+  const RangeIndex index(ranges);
+  p.scanner->set_ranges(index);
+  auto pointers_in = [&](size_t i) -> std::vector<size_t> {
+    const RegionState& st = p.regions[i];
+    if (p.scanner->can_scan(st.region.kind, st.address)) return p.scanner->pointers_in(st.address, st.region.size);
+    std::vector<bool> seen(p.regions.size());
+    std::vector<size_t> out;
+    p.stager->read(st.address, st.region.size, st.region.kind, [&](const uint8_t* data, uint64_t n, uint64_t) {
+      for (size_t j : index.pointed({data, n}))
+        if (!seen[j]) {
+          seen[j] = true;
+          out.push_back(j);
+        }
+    });
+    return out;
+  };
+  const std::vector<bool> in = closure(regions, params, pointers_in);
+  uint64_t kept = 0, kept_bytes = 0, omitted_bytes = 0;
+  for (size_t i = 0; i < p.regions.size(); ++i) {
+    format::Region& r = p.regions[i].region;
+    if (in[i]) {
+      ++kept;
+      kept_bytes += r.size;
+      continue;
+    }
+    r.omitted = true;
+    omitted_bytes += r.size;
+  }
+  log::info("closure: {} of {} regions ({} of {}) are reachable from the launch's parameters and module globals; "
+            "the other {} are recorded by address and size only (--closure all keeps them); {:.3f} s",
+            kept, p.regions.size(), human_bytes(kept_bytes), human_bytes(kept_bytes + omitted_bytes),
+            human_bytes(omitted_bytes), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 void Capturer::finish_capture(const CUpti_CallbackData* cb) {
@@ -203,14 +297,27 @@ void Capturer::finish_capture(const CUpti_CallbackData* cb) {
     m.in_app_median_ns = in_app_times().median_ns(m.mangled_name, m.grid);
     Progress progress("snapshot AFTER", m.before_bytes, config_.verbose >= 1);
     format::BlobWriter after = p->writer->open_after(m);
-    for (const auto& st : p->regions)
-      snapshot_after(*p->stager, st, after, config_.chunk_bytes, m.after, progress);
+    for (const auto& st : p->regions) {
+      if (st.scanned) {
+        const auto now = p->scanner->scan(st.address, st.region.size, config_.chunk_bytes);
+        const auto changed = changed_runs(st.hashes, now, st.region.size, config_.chunk_bytes);
+        if (st.region.omitted && !changed.empty())
+          log::warn("the launch changed region {} ({} at {}), which no pointer of its parameters reaches, so its "
+                    "BEFORE bytes were not stored (a closure gap): validation will say so; extract again with "
+                    "--closure all for a complete capture",
+                    st.region.id, human_bytes(st.region.size), hex_addr(st.region.base));
+        snapshot_after_changed(*p->stager, st, changed, after, m.after, progress);
+      } else {
+        snapshot_after(*p->stager, st, after, config_.chunk_bytes, m.after, progress);
+      }
+    }
     after.close();
     progress.done();
     m.after_bytes = 0;
     for (const auto& r : m.after) m.after_bytes += r.size;
     m.capture_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - p->start).count();
     p->stager.reset();
+    p->scanner.reset();
     const fs::path final_dir = p->writer->publish(m);
     log::info("captured {} -> {} (BEFORE {}, AFTER {} in {} runs, {:.2f} s)", m.demangled_name, final_dir.string(),
               human_bytes(m.before_bytes), human_bytes(m.after_bytes), m.after.size(), m.capture_seconds);

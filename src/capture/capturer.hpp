@@ -7,7 +7,9 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <span>
 
+#include "capture/gpu_scan.hpp"
 #include "capture/config.hpp"
 #include "capture/inventory.hpp"
 #include "capture/seams.hpp"
@@ -29,6 +31,7 @@ class Capturer final : public TargetCapture {
     std::vector<RegionState> regions;
     std::unique_ptr<format::CaptureWriter> writer;  // the capture directory being written
     std::unique_ptr<Stager> stager;
+    std::unique_ptr<GpuScanner> scanner;  // null: every region is read whole
     std::chrono::steady_clock::time_point start;
   };
 
@@ -36,6 +39,8 @@ class Capturer final : public TargetCapture {
                      uint64_t launch_index);
   void finish_capture(const CUpti_CallbackData* cb);
   void abandon(const std::string& why);
+  // Marks the regions the launch cannot reach (closure.hpp) omitted: none of their bytes is stored.
+  void omit_unreachable(Pending& p, std::span<const uint8_t> params);
 
   Config config_;
   const Inventory& inventory_;

@@ -1,8 +1,11 @@
 #include "capture/snapshot.hpp"
 
+#include <sys/statvfs.h>
 #include <xxhash.h>
 
 #include <algorithm>
+
+#include <fmt/format.h>
 
 #include "common/driver.hpp"
 #include "common/error.hpp"
@@ -55,6 +58,17 @@ void Stager::read(uint64_t addr, uint64_t size, format::MemKind kind, const Sink
   }
 }
 
+void check_disk_space(const std::filesystem::path& dir, uint64_t bytes) {
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) != 0) return;  // unknown: the writes will say
+  const uint64_t free_bytes = uint64_t{fs.f_bavail} * fs.f_frsize;
+  const uint64_t margin = (uint64_t{64} << 20) + bytes / 50;
+  if (bytes + margin > free_bytes)
+    device_error(fmt::format("the capture needs about {} of disk for BEFORE (and up to as much again for AFTER), but "
+                             "{} has {} free: free some space or extract to another directory (-o)",
+                             human_bytes(bytes), dir.string(), human_bytes(free_bytes)));
+}
+
 void snapshot_before(Stager& stager, RegionState& st, const std::filesystem::path& dir, uint32_t chunk,
                      Progress& progress) {
   format::BlobWriter out(dir / st.region.file);
@@ -72,6 +86,60 @@ void snapshot_before(Stager& stager, RegionState& st, const std::filesystem::pat
   st.region.xxh64 = XXH64_digest(whole);
   XXH64_freeState(whole);
   out.close();
+}
+
+void snapshot_before_sparse(Stager& stager, RegionState& st, const std::vector<ByteRun>& runs,
+                            const std::filesystem::path& dir, Progress& progress) {
+  format::BlobWriter out(dir / st.region.file);
+  XXH64_state_t* whole = XXH64_createState();
+  XXH64_reset(whole, 0);
+  st.region.stored.emplace();
+  uint64_t stored = 0;
+  for (const auto& r : runs) {
+    stager.read(st.address + r.offset, r.size, st.region.kind, [&](const uint8_t* data, uint64_t n, uint64_t) {
+      out.write(data, n);
+      XXH64_update(whole, data, n);
+    });
+    st.region.stored->push_back({r.offset, r.size});
+    stored += r.size;
+  }
+  progress.add(st.region.size);
+  st.region.xxh64 = XXH64_digest(whole);
+  XXH64_freeState(whole);
+  out.close();
+  log::debug("region {}: {} of {} stored in {} runs (the rest is zeros)", st.region.id, human_bytes(stored),
+             human_bytes(st.region.size), runs.size());
+}
+
+void snapshot_after_changed(Stager& stager, const RegionState& st, const std::vector<ByteRun>& changed,
+                            format::BlobWriter& after, std::vector<format::AfterRun>& runs, Progress& progress) {
+  // Nearby runs are read with one copy (a window of at most the staging buffer, gaps under
+  // 1 MiB): a launch that changes every other chunk costs a few large copies, not millions.
+  constexpr uint64_t kMaxGap = uint64_t{1} << 20;
+  for (size_t i = 0; i < changed.size();) {
+    size_t j = i + 1;
+    const uint64_t start = changed[i].offset;
+    while (j < changed.size() && changed[j].offset + changed[j].size - start <= stager.bytes() &&
+           changed[j].offset - (changed[j - 1].offset + changed[j - 1].size) < kMaxGap)
+      ++j;
+    const uint64_t end = changed[j - 1].offset + changed[j - 1].size;
+    stager.read(st.address + start, end - start, st.region.kind, [&](const uint8_t* data, uint64_t n, uint64_t base) {
+      // One piece when the window fits the staging buffer; a single run larger than it comes
+      // in pieces, each appended in order.
+      for (size_t k = i; k < j; ++k) {
+        const uint64_t lo = std::max(changed[k].offset, start + base), hi = std::min(changed[k].offset + changed[k].size, start + base + n);
+        if (lo >= hi) continue;
+        if (!runs.empty() && runs.back().region == st.region.id && runs.back().offset + runs.back().size == lo &&
+            runs.back().file_offset + runs.back().size == after.offset())
+          runs.back().size += hi - lo;
+        else
+          runs.push_back({st.region.id, lo, hi - lo, after.offset()});
+        after.write(data + (lo - start - base), hi - lo);
+      }
+    });
+    i = j;
+  }
+  progress.add(st.region.size);
 }
 
 void snapshot_after(Stager& stager, const RegionState& st, format::BlobWriter& after, uint32_t chunk,

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/chunk_runs.hpp"
 #include "format/capture_dir.hpp"
 #include "format/manifest.hpp"
 
@@ -36,6 +37,7 @@ class Stager {
   using Sink = std::function<void(const uint8_t* data, uint64_t size, uint64_t offset)>;
   // Reads [addr, addr+size) piece by piece. Host-resident kinds are read in place.
   void read(uint64_t addr, uint64_t size, format::MemKind kind, const Sink& sink);
+  uint64_t bytes() const { return bytes_; }
 
  private:
   uint8_t* buf_ = nullptr;
@@ -45,12 +47,24 @@ class Stager {
 struct RegionState {
   format::Region region;
   uint64_t address = 0;          // where to read it now (== region.base except globals)
-  std::vector<uint64_t> hashes;  // one per chunk, from BEFORE
+  std::vector<uint64_t> hashes;  // one per chunk, from BEFORE (device signatures when scanned)
+  bool scanned = false;          // hashes are the device scan's (GpuScanner), BEFORE is sparse
 };
+
+// Refuses (device_error) when `dir`'s file system has less free space than `bytes` and a
+// margin: better a clear message before the snapshot than a full disk half-way through it.
+void check_disk_space(const std::filesystem::path& dir, uint64_t bytes);
 
 // BEFORE: writes the region to `dir/region.file`, records chunk hashes and the blob hash.
 void snapshot_before(Stager& stager, RegionState& st, const std::filesystem::path& dir, uint32_t chunk,
                      Progress& progress);
+// BEFORE of a scanned region: stores only `runs` (its non-zero parts, chunk_runs.hpp) and
+// records them in region.stored; region.xxh64 is the hash of the file.
+void snapshot_before_sparse(Stager& stager, RegionState& st, const std::vector<ByteRun>& runs,
+                            const std::filesystem::path& dir, Progress& progress);
+// AFTER of a scanned region: copies only the `changed` runs (from a second device scan).
+void snapshot_after_changed(Stager& stager, const RegionState& st, const std::vector<ByteRun>& changed,
+                            format::BlobWriter& after, std::vector<format::AfterRun>& runs, Progress& progress);
 // AFTER: re-reads the region, appends each run of changed chunks to `after`.
 void snapshot_after(Stager& stager, const RegionState& st, format::BlobWriter& after, uint32_t chunk,
                     std::vector<format::AfterRun>& runs, Progress& progress);

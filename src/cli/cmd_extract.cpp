@@ -84,8 +84,9 @@ void add_extract(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("extract", "Capture one launch of a kernel from a running application");
   cmd->footer(
       "The application runs with libkerncap.so injected (CUDA_INJECTION64_PATH). At the chosen launch kerncap\n"
-      "synchronises, saves every tracked allocation and the kernel's module globals (BEFORE), lets the launch run,\n"
-      "and saves the bytes it changed (AFTER), the parameters and the code image into OUT/capture.\n"
+      "synchronises, saves the allocations the launch can reach through pointers (--closure) and the kernel's\n"
+      "module globals, skipping zeros (BEFORE), lets the launch run, and saves the bytes it changed (AFTER), the\n"
+      "parameters and the code image into OUT/capture.\n"
       "Then it looks for the kernel's source (--source-dir, --compile-commands) and writes a reproducer\n"
       "into OUT: Makefile (run, validate, recompile, run-variant, validate-variant, ncu, sanitize, sass),\n"
       "README.md, compile.json and, when the source is found, kernel_variant.cu with src/.\n"
@@ -97,6 +98,15 @@ void add_extract(CLI::App& app, int& exit_code) {
   cmd->add_option("--dispatch", r.dispatch, "Capture the Nth matching launch, counting from 0")->default_val(0);
   cmd->add_flag("--regex", r.regex, "KERNEL is an ECMAScript regular expression");
   cmd->add_flag("--continue", r.keep_running, "Let the application run to completion after the capture");
+  cmd->add_option_function<std::string>(
+         "--closure",
+         [&r](const std::string& v) {
+           if (v != "reachable" && v != "all") throw CLI::ValidationError("--closure", "must be reachable or all");
+           r.closure_all = v == "all";
+         },
+         "Which regions to store: reachable (default: those the launch's parameters and module globals point "
+         "into, transitively; the rest is recorded by address and size and replayed filled with 0xCB) or all")
+      ->type_name("reachable|all");
   cmd->add_flag("--force", r.force, "Replace an existing capture in the output directory");
   cmd->add_flag("-v,--verbose", [&r](int64_t n) { r.verbose = 1 + static_cast<int>(n); }, "More output (repeatable)");
   cmd->add_flag("-q,--quiet", r.quiet, "Only errors");

@@ -37,15 +37,20 @@ void run_info(const std::string& dir, bool json, bool verify, int& exit_code) {
   std::cout << fmt::format("params     {} bytes from {}, {} slots:", m.params_size, m.params_source, m.params.size());
   for (const auto& s : m.params) std::cout << fmt::format(" {}@{}", s.size, s.offset);
   std::cout << fmt::format("\nimage      {} ({}, hash checked)\n", m.image_file, m.image_kind);
-  std::cout << fmt::format("memory     {} regions, BEFORE {}, AFTER {} in {} runs\n", m.regions.size(),
-                           human_bytes(m.before_bytes), human_bytes(m.after_bytes), m.after.size());
+  uint64_t stored = 0;
+  for (const auto& r : m.regions) stored += format::stored_bytes(r);
+  std::cout << fmt::format("memory     {} regions, BEFORE {} ({} stored, the rest zeros), AFTER {} in {} runs\n",
+                           m.regions.size(), human_bytes(m.before_bytes), human_bytes(stored),
+                           human_bytes(m.after_bytes), m.after.size());
   if (verify) std::cout << "           every BEFORE file matches the hash recorded at capture\n";
   for (const auto& r : m.regions) {
     uint64_t written = 0;
     for (const auto& a : m.after)
       if (a.region == r.id) written += a.size;
-    std::cout << fmt::format("  {:>4} {:<16} {:>18} {:>10}  written {:>10} {}\n", r.id, format::to_string(r.kind),
-                             hex_addr(r.base), human_bytes(r.size), human_bytes(written), r.global);
+    std::cout << fmt::format("  {:>4} {:<16} {:>18} {:>10}  written {:>10}{} {}\n", r.id, format::to_string(r.kind),
+                             hex_addr(r.base), human_bytes(r.size), human_bytes(written),
+                             r.stored ? fmt::format("  stored {:>10}", human_bytes(format::stored_bytes(r))) : "",
+                             r.global);
   }
   exit_code = 0;
 }

@@ -26,7 +26,8 @@ namespace kerncap {
   X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuEventCreate) X(cuEventRecord)           \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy) X(cuModuleGetFunctionCount)       \
   X(cuModuleEnumerateFunctions) X(cuMemHostGetDevicePointer) X(cuCtxGetId) X(cuCtxPushCurrent)   \
-  X(cuCtxPopCurrent) X(cuMemAllocHost) X(cuMemcpyAsync) X(cuMemsetD8Async) X(cuDeviceGetPCIBusId)
+  X(cuCtxPopCurrent) X(cuMemAllocHost) X(cuMemcpyAsync) X(cuMemsetD8Async) X(cuDeviceGetPCIBusId) \
+  X(cuMemGetAccess)
 
 struct Driver {
 #define KERNCAP_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;

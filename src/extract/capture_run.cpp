@@ -64,6 +64,7 @@ format::Config library_config(const Request& r, const fs::path& out) {
   c.regex = r.regex;
   c.dispatch = r.dispatch;
   c.keep_running = r.keep_running;
+  c.closure_all = r.closure_all;
   c.verbose = r.quiet ? 0 : r.verbose;
   return c;
 }

@@ -21,6 +21,7 @@ struct Request {
   uint64_t dispatch = 0;
   bool regex = false;
   bool keep_running = false;
+  bool closure_all = false;  // --closure all: store every tracked region
   bool force = false;
   int verbose = 1;  // the library's verbosity
   bool quiet = false;  // only errors

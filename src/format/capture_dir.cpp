@@ -90,7 +90,7 @@ Capture open_checked(const fs::path& dir_in) {
   };
   expect_size(m.params_file, m.params_size, "parameter bytes");
   c.read_image();
-  for (const auto& r : m.regions) expect_size(r.file, r.size, "BEFORE memory");
+  for (const auto& r : m.regions) expect_size(r.file, stored_bytes(r), "BEFORE memory");
   uint64_t after_total = 0;  // check_manifest made sure this does not wrap
   for (const auto& a : m.after) after_total += a.size;
   expect_size(m.after_file, after_total, "AFTER memory");
@@ -140,13 +140,17 @@ void verify_blobs(const Capture& c) {
 // Private (0600 whatever the umask: the blobs are the application's device memory) and never
 // through a symlink planted at the name (O_NOFOLLOW); buffered through stdio for speed.
 BlobWriter::BlobWriter(const fs::path& p) : path_(p) {
-  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, files::kPrivateFile);
+  // Exclusive: every blob is a new file in a directory kerncap just created (or a NAME.tmp
+  // that was unlinked first), so anything already there was planted and is never written through.
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, files::kPrivateFile);
   if (fd >= 0 && ::fchmod(fd, files::kPrivateFile) == 0) f_ = ::fdopen(fd, "wb");
   if (!f_) {
     const int err = errno;
     if (fd >= 0) ::close(fd);
     device_error(fmt::format("cannot create {}: {}", p.string(),
-                             err == ELOOP ? "it is a symbolic link (refused)" : std::strerror(err)));
+                             err == ELOOP    ? "it is a symbolic link (refused)"
+                             : err == EEXIST ? "a file of that name already exists (refused)"
+                                             : std::strerror(err)));
   }
 }
 

@@ -28,6 +28,13 @@ std::string bytes_to_hex(const std::vector<uint8_t>& b) {
 
 }  // namespace
 
+uint64_t stored_bytes(const Region& r) {
+  if (!r.stored) return r.size;
+  uint64_t n = 0;
+  for (const auto& s : *r.stored) n += s.size;  // check_regions made sure this does not wrap
+  return n;
+}
+
 std::string to_string(MemKind k) {
   for (auto& [kind, name] : kKinds)
     if (kind == k) return name;
@@ -83,6 +90,12 @@ nlohmann::json to_json(const Manifest& m) {
     json jr = {{"id", r.id},   {"kind", to_string(r.kind)}, {"base", hex_addr(r.base)},
                {"size", r.size}, {"file", r.file},          {"xxh64", hex_addr(r.xxh64)}};
     if (!r.global.empty()) jr["global"] = r.global;
+    if (r.omitted) jr["omitted"] = true;
+    if (r.stored) {
+      json st = json::array();
+      for (const auto& s : *r.stored) st.push_back(json::array({s.offset, s.size}));
+      jr["stored"] = st;
+    }
     regions.push_back(jr);
   }
   j["regions"] = regions;

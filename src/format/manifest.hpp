@@ -18,7 +18,9 @@
 
 namespace kerncap::format {
 
-inline constexpr int kFormatVersion = 1;
+// 2: regions may be sparse (Region::stored); 1 is still read (every region stored whole).
+inline constexpr int kFormatVersion = 2;
+inline constexpr int kOldestFormatVersion = 1;
 inline constexpr const char* kFormatName = "kerncap-capture";
 
 // What kind of memory a region was in the application. Replay restores every kind as
@@ -26,6 +28,13 @@ inline constexpr const char* kFormatName = "kerncap-capture";
 enum class MemKind { Device, Pitch, Async, Managed, HostMapped, HostRegistered, Vmm, Global };
 std::string to_string(MemKind k);
 MemKind mem_kind_from_string(const std::string& s);
+
+// A run of a region's BEFORE bytes kept in its file. The runs of a sparse region lie in the
+// file back to back in offset order; every byte of the region outside them was zero.
+struct StoredRun {
+  uint64_t offset = 0;  // region-relative
+  uint64_t size = 0;
+};
 
 struct Region {
   uint32_t id = 0;
@@ -35,7 +44,19 @@ struct Region {
   std::string file;      // BEFORE bytes, mem/<id>.bin
   uint64_t xxh64 = 0;    // hash of the BEFORE bytes (checked on read when asked)
   std::string global;    // for MemKind::Global: the symbol name (address differs per load)
+  // None: the file holds the whole region. Else the region is sparse and the file holds
+  // only these runs (none at all when the region was all zeros).
+  std::optional<std::vector<StoredRun>> stored;
+  // Not captured: no 8-byte word of the parameters, the module globals or a region reachable
+  // from them points into it (the capture's closure). Nothing is stored; replay fills it
+  // with kOmittedFill, so a kernel that does read it gives itself away with a FAIL.
+  bool omitted = false;
 };
+
+inline constexpr uint8_t kOmittedFill = 0xCB;
+
+// Bytes of the region's file: the stored runs of a sparse region, else the whole region.
+uint64_t stored_bytes(const Region& r);
 
 // A run of bytes the launch changed: region-relative offset, stored in after.bin.
 struct AfterRun {

@@ -50,7 +50,7 @@ std::array<uint32_t, 3> dims(const JsonField& f, const std::array<uint32_t, 3>& 
   return d;
 }
 
-void read_version(const JsonField& top) {
+int read_version(const JsonField& top) {
   const JsonField v = top.at("format_version");
   if (!v.json().is_number_integer()) v.wrong_type("an integer");
   const int64_t n = v.json().is_number_unsigned() && v.json().get<uint64_t>() > INT64_MAX ? INT64_MAX : v.json().get<int64_t>();
@@ -58,7 +58,10 @@ void read_version(const JsonField& top) {
     input_error(fmt::format("this capture was written by a newer kerncap (format version {}); this kerncap reads up "
                             "to version {}: update kerncap or extract again with this one",
                             n, kFormatVersion));
-  if (n != kFormatVersion) v.fail(fmt::format("is {}: not a capture format version (this kerncap reads {})", n, kFormatVersion));
+  if (n < kOldestFormatVersion)
+    v.fail(fmt::format("is {}: not a capture format version (this kerncap reads {} to {})", n, kOldestFormatVersion,
+                       kFormatVersion));
+  return static_cast<int>(n);
 }
 
 void read_launch(const JsonField& l, Manifest& m) {
@@ -99,6 +102,19 @@ void read_memory(const JsonField& top, Manifest& m) {
     reg.file = file_name(r.at("file"));
     if (const auto h = r.find("xxh64")) reg.xxh64 = h->hex();
     reg.global = opt_str(r, "global");
+    if (const auto om = r.find("omitted")) {
+      if (m.format_version < 2) om->fail("appears in a format version 1 capture (omitted regions came with version 2)");
+      reg.omitted = om->boolean();
+    }
+    if (const auto st = r.find("stored")) {
+      if (m.format_version < 2) st->fail("appears in a format version 1 capture (sparse regions came with version 2)");
+      reg.stored.emplace();
+      for (size_t j = 0, nj = st->array_size(); j < nj; ++j) {
+        const JsonField run = st->elem(j);
+        if (run.array_size() != 2) run.fail(fmt::format("has {} elements, expected [offset, size]", run.array_size()));
+        reg.stored->push_back({run.elem(0).u64(), run.elem(1).u64(1)});
+      }
+    }
     m.regions.push_back(std::move(reg));
   }
   const JsonField a = top.at("after");
@@ -115,8 +131,9 @@ Manifest read(const nlohmann::json& j) {
   const JsonField top(j, kDoc);
   if (!j.is_object() || !j.contains("format") || !j.at("format").is_string() || j.at("format") != kFormatName)
     input_error("not a kerncap capture manifest (no \"format\": \"kerncap-capture\")");
-  read_version(top);
+  const int version = read_version(top);
   Manifest m;
+  m.format_version = version;
   m.tool_version = opt_str(top, "tool_version");
   if (const auto c = top.find("config"); c && !c->json().is_null()) {  // null: written without one
     c->object();

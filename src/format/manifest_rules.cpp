@@ -59,6 +59,23 @@ void check_params(const Manifest& m) {
   }
 }
 
+// A sparse region's stored runs: in offset order, inside the region, apart (so the file
+// size they add up to cannot wrap either).
+void check_stored(const std::vector<StoredRun>& runs, uint64_t region_size, size_t i) {
+  uint64_t end = 0;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const StoredRun& s = runs[k];
+    const uint64_t e = checked_add(s.offset, s.size, fmt::format("regions[{}].stored[{}] (offset + size)", i, k));
+    if (e > region_size)
+      bad(fmt::format("regions[{}].stored[{}] (offset {}, size {}) ends past the region's {} bytes", i, k, s.offset,
+                      s.size, region_size));
+    if (k && s.offset < end)
+      bad(fmt::format("regions[{}].stored[{}] (offset {}) is not after the previous run, which ends at {}", i, k,
+                      s.offset, end));
+    end = e;
+  }
+}
+
 void check_regions(const Manifest& m) {
   std::set<uint32_t> ids;
   for (size_t i = 0; i < m.regions.size(); ++i) {
@@ -67,6 +84,9 @@ void check_regions(const Manifest& m) {
     checked_add(r.base, r.size, fmt::format("regions[{}] (base + size)", i));
     if (r.kind == MemKind::Global && r.global.empty())
       bad(fmt::format("regions[{}] is a module global without a symbol name ('global')", i));
+    if (r.stored) check_stored(*r.stored, r.size, i);
+    if (r.omitted && (!r.stored || !r.stored->empty()))
+      bad(fmt::format("regions[{}] is omitted but has stored bytes (an omitted region stores none: 'stored': [])", i));
   }
   // In address order (the manifest's own order is kept: other files index regions by it).
   std::vector<size_t> order(m.regions.size());

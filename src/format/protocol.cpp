@@ -54,6 +54,12 @@ std::string parse_flag_into(std::string_view v, bool& out) {
 std::string parse_regex(std::string_view v, Config& c) { return parse_flag_into(v, c.regex); }
 std::string parse_continue(std::string_view v, Config& c) { return parse_flag_into(v, c.keep_running); }
 std::string parse_dump(std::string_view v, Config& c) { return parse_flag_into(v, c.dump_images); }
+std::string parse_scan(std::string_view v, Config& c) { return parse_flag_into(v, c.device_scan); }
+std::string parse_closure(std::string_view v, Config& c) {
+  if (v != "reachable" && v != "all") return "must be reachable or all";
+  c.closure_all = v == "all";
+  return "";
+}
 std::string parse_dispatch(std::string_view v, Config& c) {
   auto n = parse_u64(v);
   if (!n) return "is not a number";
@@ -84,7 +90,7 @@ const Config kDefaults{};
 constexpr unsigned kLibShim = kLibrary | kTritonShim;
 constexpr unsigned kShimApi = kTritonShim | kPythonApi;
 
-const std::array<EnvVar, 16> kVars = {{
+const std::array<EnvVar, 18> kVars = {{
     {Var::Mode, "KERNCAP_MODE", kLibrary, true, "capture, profile", "",
      "what the injected library does; unset: it stays inert", parse_mode,
      [](const Config& c) -> std::optional<std::string> { return std::string(to_string(c.mode)); }},
@@ -121,6 +127,21 @@ const std::array<EnvVar, 16> kVars = {{
      [](const Config& c) -> std::optional<std::string> {
        if (!c.dump_images) return std::nullopt;
        return flag(c.dump_images);
+     }},
+    {Var::DeviceScan, "KERNCAP_DEVICE_SCAN", kLibrary, false, "0, 1", "1",
+     "0: snapshots read every byte of every region instead of scanning it on the GPU first (to compare)",
+     parse_scan,
+     [](const Config& c) -> std::optional<std::string> {
+       if (c.device_scan) return std::nullopt;
+       return flag(c.device_scan);
+     }},
+    {Var::Closure, "KERNCAP_CLOSURE", kLibrary, true, "reachable, all", "reachable",
+     "which regions a capture stores: those reachable from the launch's parameters and module globals through "
+     "pointers, or all tracked memory",
+     parse_closure,
+     [](const Config& c) -> std::optional<std::string> {
+       if (!c.closure_all) return std::nullopt;
+       return std::string("all");
      }},
     {Var::TritonOut, "KERNCAP_TRITON_OUT", kShimApi, true, "path", "",
      "where the Triton shim records compiled kernels and their sources (OUT/triton); unset: the shim is "
@@ -215,7 +236,9 @@ nlohmann::json Config::to_json() const {
           {"dispatch", dispatch},
           {"continue", keep_running},
           {"chunk_bytes", chunk_bytes},
-          {"staging_bytes", staging_bytes}};
+          {"staging_bytes", staging_bytes},
+          {"device_scan", device_scan},
+          {"closure", closure_all ? "all" : "reachable"}};
 }
 
 std::string env_text() {

@@ -35,6 +35,8 @@ struct Config {
   uint32_t chunk_bytes = 4096;           // change-detection granularity
   uint64_t staging_bytes = 64ull << 20;  // pinned staging buffer
   bool dump_images = false;              // save every loaded code image (debugging)
+  bool device_scan = true;               // snapshots skip zero and unchanged chunks (GpuScanner)
+  bool closure_all = false;              // keep every region, not only those the launch can reach
 
   // The variables that give a process this configuration (defaults of the tuning
   // variables are left out, so a user's own setting of them passes through).
@@ -42,7 +44,7 @@ struct Config {
   nlohmann::json to_json() const;
 };
 
-enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Verbose, ChunkBytes, StagingBytes, DumpImages,
+enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Verbose, ChunkBytes, StagingBytes, DumpImages, DeviceScan, Closure,
                  TritonOut, Library, PythonDir, Python, Bin, ReplayLib };
 
 // Who reads a variable (bits).

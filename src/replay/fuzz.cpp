@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -150,14 +152,19 @@ FuzzReport fuzz(const Options& captured, const Options& variant, const format::F
   FuzzReport rep;
   rep.seed = seed;
   rep.trials = trials;
-  const fs::path tmp = fs::temp_directory_path() / fmt::format("kerncap-fuzz-{}.bin", ::getpid());
+  // The variant's outputs go to a file in a fresh private directory: a predictable name in
+  // the shared temporary directory could be planted (a symlink) by another user.
+  std::string tmpl = (fs::temp_directory_path() / "kerncap-fuzz-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data()))
+    device_error(fmt::format("cannot create a temporary directory {}: {}", tmpl, std::strerror(errno)));
   struct Remove {
     fs::path p;
     ~Remove() {
       std::error_code ec;
-      fs::remove(p, ec);
+      fs::remove_all(p, ec);
     }
-  } cleanup{tmp};
+  } cleanup{tmpl};
+  const fs::path tmp = fs::path(tmpl) / "outputs.bin";
 
   std::vector<FuzzInput> inputs;
   std::vector<TypedSpan> typed;

@@ -10,6 +10,7 @@
 #include "common/hex.hpp"
 #include "common/log.hpp"
 #include "cubin/cubin.hpp"
+#include "format/region_bytes.hpp"
 #include "replay/global_match.hpp"
 
 #include <xxhash.h>
@@ -275,19 +276,30 @@ RestoreStats Session::restore() {
   auto last = std::chrono::steady_clock::now();
   for (size_t i = 0; i < m.regions.size(); ++i) {
     const format::Region& r = m.regions[i];
-    format::BlobReader in(capture_.dir, r.file, "BEFORE memory");
-    // The hash is checked on the first restore only: later ones read the same file.
+    format::RegionBytes in(capture_, r);
+    // The hash is checked on the first restore only: later ones read the same file. It is
+    // the hash of the file, which a sparse region's reads pass on in file order.
     const bool verify = options_.verify_hashes && !verified_;
     std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> hash(verify ? XXH64_createState() : nullptr,
                                                                      &XXH64_freeState);
-    if (hash) XXH64_reset(hash.get(), 0);
+    if (hash) {
+      XXH64_reset(hash.get(), 0);
+      in.on_file_bytes = [&](const uint8_t* d, uint64_t n) { XXH64_update(hash.get(), d, n); };
+    }
     for (uint64_t off = 0; off < r.size;) {
       uint64_t n = std::min(staging_bytes_, r.size - off);
       // Pieces end on 8-byte device addresses, so no pointer word straddles two of them and
       // relocation rewrites every word (regions of unaligned base included).
       if (off + n < r.size && (r.base + off + n) % 8 != 0) n -= (r.base + off + n) % 8;
+      if (!filter_ && in.unstored(off, n)) {
+        // Bytes a sparse capture did not store (zeros, or an omitted region's fill) hold no
+        // pointer, so they need no relocation.
+        KC_CU(cuMemsetD8(addresses_[i] + off, in.fill(), n));
+        off += n;
+        done += n;
+        continue;
+      }
       in.read_at(off, staging_a_, n);
-      if (hash) XXH64_update(hash.get(), staging_a_, n);
       st.rewritten_words += reloc.rewrite(staging_a_, n, r.base + off);
       if (filter_) filter_(i, off, staging_a_, n);
       KC_CU(cuMemcpyHtoD(addresses_[i] + off, staging_a_, n));

@@ -7,6 +7,7 @@
 
 #include "common/driver.hpp"
 #include "common/hex.hpp"
+#include "format/region_bytes.hpp"
 #include "replay/compare_spec.hpp"
 
 namespace kerncap::replay {
@@ -22,7 +23,7 @@ class Expected {
  public:
   Expected(const format::Capture& c, const format::Region& r, const RelocationMap& reloc, uint8_t* buffer,
            bool with_after = true, const Session::RestoreFilter* filter = nullptr, size_t index = 0)
-      : r_(r), reloc_(reloc), buffer_(buffer), before_(c.dir, r.file, "BEFORE memory"),
+      : r_(r), reloc_(reloc), buffer_(buffer), before_(c, r),
         after_(c.dir, c.manifest.after_file, "AFTER memory"), filter_(filter && *filter ? filter : nullptr),
         index_(index) {
     if (!with_after) return;
@@ -49,7 +50,8 @@ class Expected {
   const format::Region& r_;
   const RelocationMap& reloc_;
   uint8_t* buffer_;
-  format::BlobReader before_, after_;
+  format::RegionBytes before_;
+  format::BlobReader after_;
   std::vector<const format::AfterRun*> runs_;
   const Session::RestoreFilter* filter_ = nullptr;
   size_t index_ = 0;
@@ -207,9 +209,18 @@ std::string Verdict::line() const {
                          "{:.3g}); ",
                          nondeterministic.size(), worst_abs, worst_rel);
   const uint64_t violations = invariants ? invariants->violations.size() : 0;
+  if (closure_gaps)
+    nondet += fmt::format("closure gap: the launch changed {} region(s) no parameter points into, whose BEFORE bytes "
+                          "the capture lacks (extract with --closure all); ",
+                          closure_gaps);
   if (failing())
-    return fmt::format("Result: FAIL ({}{} of {} regions differ{})", nondet, failing(), regions.size(),
-                       violations ? fmt::format("; {} invariant violation(s)", violations) : "");
+    return fmt::format("Result: FAIL ({}{} of {} regions differ{}{})", nondet, failing(), regions.size(),
+                       violations ? fmt::format("; {} invariant violation(s)", violations) : "",
+                       omitted_regions ? fmt::format("; the capture omitted {} region(s) no pointer of the launch "
+                                                     "reaches, replayed as 0xCB bytes: if the kernel reads them, "
+                                                     "extract with --closure all",
+                                                     omitted_regions)
+                                       : "");
   if (violations)
     return fmt::format("Result: FAIL ({}{} invariant violation(s) of {}; every region matches the application's "
                        "result)",
@@ -268,6 +279,8 @@ nlohmann::json Verdict::to_json() const {
   }
   nlohmann::json out = {{"result", pass() ? "PASS" : "FAIL"}, {"regions", regs}, {"line", line()},
           {"spec", spec_source},
+          {"omitted_regions", omitted_regions},
+          {"closure_gaps", closure_gaps},
           {"written_bytes", written()},
           {"strength", strong ? "strong" : written() ? "weak-no-footprint" : "none: the launch changed no byte"},
           {"footprint_written_bytes", footprint_written},

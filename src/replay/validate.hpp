@@ -46,6 +46,9 @@ struct Verdict {
   uint64_t footprint_written = 0, footprint_regions = 0, poisoned = 0;
   // The invariants of the written bytes, when any were asked for (a violation fails the verdict).
   std::optional<compare::InvariantReport> invariants;
+  // The capture's closure: regions it omitted (no pointer reaches them; replayed as 0xCB),
+  // and how many of those the application's launch changed anyway (their BEFORE is unknown).
+  uint64_t omitted_regions = 0, closure_gaps = 0;
   bool pass() const;       // every region matches and no invariant is violated
   uint64_t failing() const;
   uint64_t exact() const;

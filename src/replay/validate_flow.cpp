@@ -37,9 +37,7 @@ Verdict run_once(Session& s, const CompareSpec& spec, const PoisonPlan* poison, 
   return v;
 }
 
-}  // namespace
-
-ValidateReport validate(const ValidateRequest& request) {
+ValidateReport validate_once_or_twice(const ValidateRequest& request) {
   ValidateReport report;
   // A bad comparison spec is bad input: refuse it before any GPU work (and without a GPU).
   {
@@ -91,6 +89,24 @@ ValidateReport validate(const ValidateRequest& request) {
   report.verdict = run_once(*s, report.spec, poison, request, report);
   report.verdict.nondeterministic = ids;
   report.placement = s->address_space().stats();
+  return report;
+}
+
+}  // namespace
+
+ValidateReport validate(const ValidateRequest& request) {
+  ValidateReport report = validate_once_or_twice(request);
+  // What the capture's closure left out, so the verdict can say what it cannot prove.
+  const format::Capture cap = format::open_capture(request.session.capture);
+  for (const auto& r : cap.manifest.regions) {
+    if (!r.omitted) continue;
+    ++report.verdict.omitted_regions;
+    for (const auto& a : cap.manifest.after)
+      if (a.region == r.id) {
+        ++report.verdict.closure_gaps;
+        break;
+      }
+  }
   return report;
 }
 

@@ -3,6 +3,11 @@
 # With OUT set (the device tool's output folder), each suite's log and table land under it and
 # $OUT/gpu-summary.md holds one line per suite plus every table. Exit 0 only when all passed;
 # 77 (skipped) without a GPU.
+#
+# KERNCAP_GPU_SUITES="a.sh b.sh" picks suites. KERNCAP_GPU_LANES=N (default 1) runs the
+# single-GPU suites in N parallel lanes, one GPU each (CUDA_VISIBLE_DEVICES), on a machine with
+# N GPUs or more; suites that need several GPUs (multigpu_*) run afterwards with all of them.
+# Timing suites and benchmarks are not in this list: run them alone.
 set -uo pipefail
 BUILD=$(cd "${1:?usage: tests/gpu/all.sh BUILD_DIR}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -12,17 +17,49 @@ SUMMARY=$OUT/gpu-summary.md
 : >"$SUMMARY"
 suites=(run.sh profile_e2e.sh repro_e2e.sh triton_e2e.sh footprint_e2e.sh contracts_e2e.sh cub_e2e.sh baseline_e2e.sh
         strong_e2e.sh stateful_e2e.sh)
+for extra in graph_e2e.sh editloop_e2e.sh multigpu_e2e.sh; do [ -x "$HERE/$extra" ] && suites+=("$extra"); done
 [ -n "${KERNCAP_GPU_SUITES:-}" ] && read -r -a suites <<<"$KERNCAP_GPU_SUITES"
-status=0
-for s in "${suites[@]}"; do
-  [ -x "$HERE/$s" ] || { echo "| $s | missing |" >>"$SUMMARY"; status=1; continue; }
+gpus=$(nvidia-smi -L | grep -c '^GPU')
+lanes=${KERNCAP_GPU_LANES:-1}
+(( lanes > gpus )) && lanes=$gpus
+(( lanes < 1 )) && lanes=1
+mkdir -p "$OUT/.lines"
+
+# One suite: its log under OUT, its summary line in OUT/.lines (gathered in suite order).
+run_suite() {
+  local s=$1 start rc took last
+  if [ ! -x "$HERE/$s" ]; then echo "| $s | missing |" >"$OUT/.lines/$s"; return; fi
   start=$(date +%s)
   "$HERE/$s" "$BUILD" >"$OUT/${s%.sh}.log" 2>&1
   rc=$?
   took=$(( $(date +%s) - start ))
   last=$(grep -E '^[0-9]+ passed' "$OUT/${s%.sh}.log" | tail -1)
-  echo "| $s | rc $rc | ${took}s | ${last:-no summary line} |" | tee -a "$SUMMARY"
-  [ $rc -eq 0 ] || status=1
+  echo "| $s | rc $rc | ${took}s | ${last:-no summary line} |${CUDA_VISIBLE_DEVICES:+ GPU $CUDA_VISIBLE_DEVICES |}" >"$OUT/.lines/$s"
+  cat "$OUT/.lines/$s"
+}
+
+single=() multi=()
+for s in "${suites[@]}"; do
+  case $s in multigpu_*) multi+=("$s") ;; *) single+=("$s") ;; esac
+done
+if (( lanes > 1 )); then
+  for ((lane = 0; lane < lanes; ++lane)); do
+    (
+      export CUDA_VISIBLE_DEVICES=$lane
+      for ((i = lane; i < ${#single[@]}; i += lanes)); do run_suite "${single[$i]}"; done
+    ) &
+  done
+  wait
+else
+  for s in "${single[@]}"; do run_suite "$s"; done
+fi
+for s in "${multi[@]}"; do run_suite "$s"; done
+
+status=0
+for s in "${suites[@]}"; do
+  line=$(cat "$OUT/.lines/$s" 2>/dev/null || echo "| $s | no result |")
+  echo "$line" >>"$SUMMARY"
+  case $line in *"| rc 0 |"*) ;; *) status=1 ;; esac
 done
 if [ -x "$BUILD/tests/fixtures/cubin_driver_check" ]; then
   "$BUILD/tests/fixtures/cubin_driver_check" "$BUILD/tests/fixtures/cubin" >"$OUT/cubin_driver_check.log" 2>&1
@@ -30,6 +67,6 @@ if [ -x "$BUILD/tests/fixtures/cubin_driver_check" ]; then
   [ $rc -eq 0 ] || status=1
 fi
 for s in "${suites[@]}"; do
-  { echo; echo "## ${s%.sh}"; grep -E '^\|' "$OUT/${s%.sh}.log" | head -120; } >>"$SUMMARY"
+  { echo; echo "## ${s%.sh}"; grep -E '^\|' "$OUT/${s%.sh}.log" 2>/dev/null | head -120; } >>"$SUMMARY"
 done
 exit $status

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Capture cost: how long a capture takes and how much it writes when the process holds much
+# more memory than the kernel touches, with the device scan (default) and without it
+# (KERNCAP_DEVICE_SCAN=0: every byte read and stored), measured side by side in one run.
+# Each capture is then validated (the verdicts must agree) and its disk use printed.
+#
+#   bench/capture_cost.sh BUILD_DIR
+# CAPTURE_COST_CASES="torch jax" picks cases.
+# Environment: KERNCAP_PYTHON (python with torch/jax, default python3), CAPTURE_COST_ZEROS_GIB
+# / CAPTURE_COST_RANDOM_GIB (the PyTorch case, default 8 and 4), CAPTURE_COST_JAX_DENSE=1 (also
+# capture the JAX case without the scan: ~60 GiB on disk, off by default), OUT (keeps logs).
+# Exit 0 measured, 1 a case failed, 77 skipped (no GPU).
+set -u -o pipefail
+
+BUILD=${1:?usage: bench/capture_cost.sh BUILD_DIR}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "SKIPPED: no GPU"
+  exit 77
+fi
+BUILD=$(cd "$BUILD" && pwd) || exit 1
+KC=$BUILD/bin/kerncap
+PY=${KERNCAP_PYTHON:-python3}
+Z=${CAPTURE_COST_ZEROS_GIB:-8}
+R=${CAPTURE_COST_RANDOM_GIB:-4}
+[ -x "$KC" ] || { echo "missing $KC"; exit 1; }
+if [ -n "${OUT:-}" ]; then
+  WORK=$OUT/capture_cost && mkdir -p "$WORK"
+else
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-capture-cost.XXXXXX") || exit 1
+fi
+# The captures themselves are large: always in a scratch folder, removed at exit.
+SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-capture-cost-data.XXXXXX") || exit 1
+trap 'rm -rf "$SCRATCH"' EXIT
+echo "disk: $(df -h "$SCRATCH" | tail -1)"
+
+rows=()
+fail=0
+# run NAME SCAN CLOSURE PATTERN -- APP...: extract, validate, print a row.
+run() {
+  local name=$1 scan=$2 closure=$3 pattern=$4
+  shift 5
+  local out=$SCRATCH/$name-$scan-$closure log=$WORK/$name-scan$scan-$closure.log
+  local t0 t1
+  t0=$(date +%s.%N)
+  KERNCAP_DEVICE_SCAN=$scan timeout 600 "$KC" extract "$pattern" --regex --closure "$closure" -o "$out" -v -- "$@" \
+    >"$log" 2>&1
+  local rc=$?
+  t1=$(date +%s.%N)
+  if [ $rc -ne 0 ]; then
+    echo "FAIL $name scan=$scan: extract exit $rc (log $log)"; tail -5 "$log"; fail=1
+    rows+=("| $name | $scan | $closure | extract failed | | | | | |"); return
+  fi
+  local info secs before stored after disk verdict
+  info=$("$KC" info "$out" --json 2>>"$log")
+  secs=$(echo "$info" | "$PY" -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["stats"]["capture_seconds"])')
+  before=$(echo "$info" | "$PY" -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["stats"]["before_bytes"]/2**30))')
+  after=$(echo "$info" | "$PY" -c 'import json,sys; print("%.1f" % (json.load(sys.stdin)["stats"]["after_bytes"]/2**20))')
+  disk=$(du -sb "$out" | awk '{printf "%.3f", $1/2^30}')
+  "$KC" validate "$out" >>"$log" 2>&1
+  verdict=$(grep -E '^Result:' "$log" | tail -1 | cut -c1-60)
+  case "$verdict" in Result:\ PASS*) ;; *) echo "FAIL $name scan=$scan: validate: $verdict"; fail=1 ;; esac
+  local wall
+  wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+  rows+=("| $name | $scan | $closure | $secs | $wall | $before | $disk | $after | ${verdict#Result: } |")
+  echo "$name scan=$scan closure=$closure: capture ${secs}s, BEFORE ${before} GiB, on disk ${disk} GiB; $verdict"
+  grep -E 'device scan:|closure:|snapshot BEFORE:' "$log" | sed 's/^/    /' 
+  rm -rf "$out"
+}
+
+CASES=${CAPTURE_COST_CASES:-torch jax}
+if [[ " $CASES " != *" torch "* ]]; then
+  :
+elif "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  # Default (scan + closure), the scan alone (every region, zeros skipped), neither.
+  for sc in "1 reachable" "1 all" "0 all"; do
+    set -- $sc
+    run "torch_${Z}z_${R}r" "$1" "$2" 'MulFunctor' -- "$PY" "$HERE/capture_cost_torch.py" "$Z" "$R"
+  done
+else
+  echo "torch: not importable, PyTorch case skipped"
+fi
+if [[ " $CASES " != *" jax "* ]]; then
+  :
+elif "$PY" -c 'import jax' >/dev/null 2>&1; then
+  run jax_prealloc 1 reachable 'multiply|fusion' -- "$PY" "$HERE/capture_cost_jax.py"
+  [ "${CAPTURE_COST_JAX_DENSE:-0}" = 1 ] && run jax_prealloc 0 all 'multiply|fusion' -- "$PY" "$HERE/capture_cost_jax.py"
+else
+  echo "jax: not importable, JAX case skipped"
+fi
+
+echo
+echo "| case | device scan | closure | capture s | extract wall s | BEFORE GiB | on disk GiB | AFTER MiB | validate |"
+echo "|---|---|---|---|---|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
+exit $fail

@@ -1,0 +1,128 @@
+#include "capture/gpu_scan.hpp"
+
+#include <algorithm>
+
+#include "capture/scan_image.hpp"
+#include "common/driver.hpp"
+#include "common/error.hpp"
+
+namespace kerncap::capture {
+namespace {
+
+// Signatures per kernel launch: 8 MiB of device memory, 32 GiB of 4 KiB chunks per pass.
+constexpr uint64_t kBatchChunks = uint64_t{1} << 20;
+
+}  // namespace
+
+std::unique_ptr<GpuScanner> GpuScanner::create(std::string* why) {
+  const auto image = scan_image();
+  if (image.empty()) {
+    *why = "kerncap was built without nvcc (no device scan)";
+    return nullptr;
+  }
+  std::unique_ptr<GpuScanner> s(new GpuScanner);
+  try {
+    KC_CU(cuCtxGetDevice(&s->device_));
+    KC_CU(cuModuleLoadData(&s->module_, image.data()));
+    KC_CU(cuModuleGetFunction(&s->function_, s->module_, kScanFunction));
+    KC_CU(cuModuleGetFunction(&s->reach_, s->module_, kReachFunction));
+    KC_CU(cuStreamCreate(&s->stream_, CU_STREAM_NON_BLOCKING));
+    KC_CU(cuMemAlloc(&s->out_, kBatchChunks * sizeof(uint64_t)));
+    s->out_chunks_ = kBatchChunks;
+  } catch (const std::exception& e) {
+    *why = e.what();
+    return nullptr;  // the destructor releases what was made
+  }
+  return s;
+}
+
+GpuScanner::~GpuScanner() {
+  for (CUdeviceptr p : {lo_, hi_, hit_})
+    if (p) driver().cuMemFree(p);
+  if (out_) driver().cuMemFree(out_);
+  if (stream_) driver().cuStreamDestroy(stream_);
+  if (module_) driver().cuModuleUnload(module_);
+}
+
+bool GpuScanner::can_scan(format::MemKind kind, uint64_t address) const {
+  using format::MemKind;
+  if (address % 8 != 0) return false;
+  if (kind != MemKind::Device && kind != MemKind::Pitch && kind != MemKind::Async && kind != MemKind::Vmm &&
+      kind != MemKind::Global)
+    return false;
+  int ordinal = -1;
+  if (KC_CU_TRY(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address)) != CUDA_SUCCESS ||
+      ordinal != static_cast<int>(device_))
+    return false;
+  if (kind == MemKind::Vmm) {
+    CUmemLocation here{};
+    here.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    here.id = static_cast<int>(device_);
+    unsigned long long flags = 0;
+    if (!driver().cuMemGetAccess || KC_CU_TRY(cuMemGetAccess(&flags, &here, address)) != CUDA_SUCCESS ||
+        (flags != CU_MEM_ACCESS_FLAGS_PROT_READ && flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
+      return false;
+  }
+  return true;
+}
+
+std::vector<uint64_t> GpuScanner::scan(uint64_t address, uint64_t size, uint32_t chunk) {
+  const uint64_t chunks = (size + chunk - 1) / chunk;
+  std::vector<uint64_t> sig(chunks);
+  for (uint64_t first = 0; first < chunks; first += out_chunks_) {
+    const uint64_t n = std::min(out_chunks_, chunks - first);
+    const uint64_t offset = first * chunk;
+    CUdeviceptr base = address + offset;
+    unsigned long long bytes = std::min<uint64_t>(size - offset, n * chunk);
+    unsigned chunk_arg = chunk;
+    CUdeviceptr out = out_;
+    void* args[] = {&base, &bytes, &chunk_arg, &out};
+    KC_CU(cuLaunchKernel(function_, static_cast<unsigned>(n), 1, 1, 256, 1, 1, 0, stream_, args, nullptr));
+    KC_CU(cuMemcpyDtoHAsync(sig.data() + first, out_, n * sizeof(uint64_t), stream_));
+    KC_CU(cuStreamSynchronize(stream_));
+  }
+  return sig;
+}
+
+void GpuScanner::set_ranges(const RangeIndex& index) {
+  const auto& sorted = index.sorted();
+  order_ = index.order();
+  std::vector<uint64_t> lo, hi;
+  for (const auto& r : sorted) {
+    lo.push_back(r.base);
+    hi.push_back(r.base + r.size);
+  }
+  for (CUdeviceptr* p : {&lo_, &hi_, &hit_})
+    if (*p) {
+      driver().cuMemFree(*p);
+      *p = 0;
+    }
+  if (sorted.empty()) return;
+  KC_CU(cuMemAlloc(&lo_, lo.size() * 8));
+  KC_CU(cuMemAlloc(&hi_, hi.size() * 8));
+  KC_CU(cuMemAlloc(&hit_, lo.size() * 4));
+  KC_CU(cuMemcpyHtoD(lo_, lo.data(), lo.size() * 8));
+  KC_CU(cuMemcpyHtoD(hi_, hi.data(), hi.size() * 8));
+}
+
+std::vector<size_t> GpuScanner::pointers_in(uint64_t address, uint64_t size) {
+  std::vector<size_t> out;
+  if (order_.empty() || size < 8) return out;
+  const unsigned n = static_cast<unsigned>(order_.size());
+  KC_CU(cuMemsetD8Async(hit_, 0, n * 4, stream_));
+  CUdeviceptr base = address, lo = lo_, hi = hi_, hit = hit_;
+  unsigned long long bytes = size;
+  unsigned count = n;
+  void* args[] = {&base, &bytes, &lo, &hi, &count, &hit};
+  // Enough blocks to fill the GPU; each thread walks the region with a grid stride.
+  const uint64_t blocks = std::min<uint64_t>((size / 8 + 255) / 256, 4096);
+  KC_CU(cuLaunchKernel(reach_, static_cast<unsigned>(blocks), 1, 1, 256, 1, 1, 0, stream_, args, nullptr));
+  std::vector<uint32_t> flags(n);
+  KC_CU(cuMemcpyDtoHAsync(flags.data(), hit_, n * 4, stream_));
+  KC_CU(cuStreamSynchronize(stream_));
+  for (unsigned k = 0; k < n; ++k)
+    if (flags[k]) out.push_back(order_[k]);
+  return out;
+}
+
+}  // namespace kerncap::capture

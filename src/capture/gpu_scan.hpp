@@ -1,0 +1,54 @@
+#pragma once
+// Per-chunk signatures of device memory, computed by kerncap's own kernel in the
+// application's context (at the target launch, after the synchronisation that is already
+// there, on a stream of its own): 0 for an all-zero chunk, else a hash. Lets the snapshot
+// skip zero chunks in BEFORE and unchanged chunks in AFTER without reading them to the host.
+#include <cuda.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "capture/closure.hpp"
+#include "format/manifest.hpp"
+
+namespace kerncap::capture {
+
+class GpuScanner {
+ public:
+  // Null (and why) when the scan cannot run here: no embedded image, the module does not
+  // load, or no device memory for the signatures. The snapshot then reads every byte.
+  static std::unique_ptr<GpuScanner> create(std::string* why);
+  ~GpuScanner();
+  GpuScanner(const GpuScanner&) = delete;
+  GpuScanner& operator=(const GpuScanner&) = delete;
+
+  // Whether the kernel can read the region without any chance of a fault (which would end
+  // the application's context): device memory of this context's device, 8-byte aligned,
+  // and for cuMemMap'ed memory mapped readable for this device. Host-resident and managed
+  // memory (a device read would migrate it) are read on the host as before.
+  bool can_scan(format::MemKind kind, uint64_t address) const;
+  // One signature per `chunk` bytes of [address, address + size).
+  std::vector<uint64_t> scan(uint64_t address, uint64_t size, uint32_t chunk);
+
+  // The tracked regions that pointers_in looks words up in.
+  void set_ranges(const RangeIndex& index);
+  // The regions (set_ranges' indices) that aligned 8-byte words of [address, address + size)
+  // point into: the closure's step, at memory speed.
+  std::vector<size_t> pointers_in(uint64_t address, uint64_t size);
+
+ private:
+  GpuScanner() = default;
+  CUmodule module_ = nullptr;
+  CUfunction function_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUdevice device_ = 0;
+  CUdeviceptr out_ = 0;
+  uint64_t out_chunks_ = 0;  // signatures out_ holds
+  CUfunction reach_ = nullptr;
+  CUdeviceptr lo_ = 0, hi_ = 0, hit_ = 0;  // the range table (sorted) and its hit flags
+  std::vector<size_t> order_;              // sorted position -> caller's index
+};
+
+}  // namespace kerncap::capture
