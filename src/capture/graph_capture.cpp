@@ -1,5 +1,8 @@
 #include "capture/graph_capture.hpp"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <optional>
 
 #include "capture/events.hpp"
@@ -71,7 +74,8 @@ CUDA_KERNEL_NODE_PARAMS node_params(const GraphKernel& k, std::vector<uint8_t>& 
 // Runs the nodes `target` depends on, and only those, as the executable would run them.
 // Removing every other node keeps the ancestors' own ordering: whatever an ancestor waits
 // for is an ancestor too.
-void run_ancestors(const GraphExec& g, size_t target, CUstream stream) {
+// `*ran` turns true once the application's memory may have changed.
+void run_ancestors(const GraphExec& g, size_t target, CUstream stream, bool* ran) {
   const std::vector<bool> anc = ancestors_of(g.nodes, target);
   size_t count = 0;
   for (bool a : anc) count += a;
@@ -98,25 +102,45 @@ void run_ancestors(const GraphExec& g, size_t target, CUstream stream) {
   KC_GRAPH(cuGraphInstantiate(&exec.h, reduced.h, 0));
   for (size_t i = 0; i < nodes.size(); ++i)
     if (anc[i] && !g.nodes[i].enabled) KC_GRAPH(cuGraphNodeSetEnabled(exec.h, nodes[i], 0));
+  *ran = true;
   KC_GRAPH(cuGraphLaunch(exec.h, stream));
   KC_CU(cuStreamSynchronize(stream));
+}
+
+// Without --continue no copy of the application's memory is kept, and the ancestors (maybe
+// the target too) have already run: the graph launch would run them a second time. An
+// application that cannot go on with its own results is stopped, as after a capture.
+[[noreturn]] void stop_after_failure() {
+  log::warn("stopping the application: kerncap already ran part of its CUDA graph, so it cannot go on with "
+            "its own results (--continue keeps a copy of its memory to put back)");
+  emit(format::events::stopping());
+  std::fflush(nullptr);
+  ::_exit(1);
+}
+
+void report_failure(const std::string& why) {
+  log::warn("capture failed: {}", why);
+  emit(format::events::error(why));
 }
 
 }  // namespace
 
 void GraphCapturer::capture(const GraphTarget& t) {
+  bool ran = false;
   try {
-    run(t);
+    run(t, &ran);
+    return;
   } catch (const std::exception& e) {
-    log::warn("capture failed: {}", e.what());
-    emit(format::events::error(e.what()));
+    report_failure(e.what());
   } catch (...) {
-    log::warn("capture failed inside a CUDA graph launch");
-    emit(format::events::error("capture failed inside a CUDA graph launch"));
+    report_failure("capture failed inside a CUDA graph launch");
   }
+  if (!ran) return;
+  if (!config_.keep_running) stop_after_failure();
+  log::warn("the application's memory could not be put back after the failed capture: its results may differ");
 }
 
-void GraphCapturer::run(const GraphTarget& t) {
+void GraphCapturer::run(const GraphTarget& t, bool* ran) {
   const GraphExec& g = *t.graph;
   const GraphKernel& k = *g.nodes[t.node].kernel;
   ContextScope ctx(t.entry->context);
@@ -133,7 +157,7 @@ void GraphCapturer::run(const GraphTarget& t) {
   Owned<CUstream, decltype(destroy_stream)> stream(destroy_stream);
   KC_CU(cuStreamCreate(&stream.h, CU_STREAM_NON_BLOCKING));
   try {
-    run_ancestors(g, t.node, stream.h);
+    run_ancestors(g, t.node, stream.h, ran);
 
     // The target as an ordinary launch, decoded by Capturer like any cuLaunchKernelEx.
     std::vector<uint8_t> bytes = k.params;
@@ -163,15 +187,19 @@ void GraphCapturer::run(const GraphTarget& t) {
     entry.functionReturnValue = &result;
     entry.symbolName = nullptr;
     if (capturer_.begin(TargetLaunch{CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &entry, k.mangled, t.launch_index})) {
+      *ran = true;
       result = KC_CU_TRY(cuLaunchKernelEx(&cfg, k.f, lp.kernelParams, nullptr));
       CUpti_CallbackData exit = entry;
       exit.callbackSite = CUPTI_API_EXIT;
-      capturer_.finish(exit);  // without --continue the application ends here
+      capturer_.finish(exit);  // a capture that succeeds without --continue ends the application here
     }
+    // Still here without --continue: the capture failed and was reported.
+    if (!saved && *ran) stop_after_failure();
   } catch (...) {
     if (saved) {
       KC_CU_TRY(cuCtxSynchronize());
       saved->restore();
+      *ran = false;  // put back: the application can go on
     }
     throw;
   }

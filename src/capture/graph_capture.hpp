@@ -21,7 +21,7 @@ class GraphCapturer final : public GraphTargetCapture {
   void capture(const GraphTarget& target) override;
 
  private:
-  void run(const GraphTarget& target);
+  void run(const GraphTarget& target, bool* ran);  // *ran: the application's memory may have changed
 
   const Config& config_;
   const Inventory& inventory_;

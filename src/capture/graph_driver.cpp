@@ -129,7 +129,10 @@ bool DriverGraphQueries::read_graph(CUgraph graph, GraphExec* out, std::string* 
       size_t m = 0;
       KC_GRAPH(cuGraphNodeGetDependencies(handles[i], nullptr, nullptr, &m));
       std::vector<CUgraphNode> deps(m);
-      if (m) KC_GRAPH(cuGraphNodeGetDependencies(handles[i], deps.data(), nullptr, &m));
+      // Edge data is asked for too: without it the driver refuses to list programmatic
+      // (non-default) edges (CUDA_ERROR_LOSSY_QUERY). Every edge orders the nodes here.
+      std::vector<CUgraphEdgeData> edges(m);
+      if (m) KC_GRAPH(cuGraphNodeGetDependencies(handles[i], deps.data(), edges.data(), &m));
       for (size_t k = 0; k < m; ++k) node.deps.push_back(index.at(deps[k]));
       if (node.type != CU_GRAPH_NODE_TYPE_KERNEL) continue;
       CUDA_KERNEL_NODE_PARAMS p{};
