@@ -156,9 +156,17 @@ bool DriverGraphQueries::read_graph(CUgraph graph, GraphExec* out, std::string* 
       }
       node.kernel = std::move(k);
     }
-    // The application may change or destroy its graph once it is instantiated.
-    KC_GRAPH(cuGraphClone(&out->copy, graph));
-    for (auto& node : out->nodes) KC_GRAPH(cuGraphNodeFindInClone(&node.copy, node.source, out->copy));
+    // The application may change or destroy its graph once it is instantiated. A graph the
+    // driver will not clone (graph memory nodes) is still counted; a target in it is refused.
+    try {
+      KC_GRAPH(cuGraphClone(&out->copy, graph));
+      for (auto& node : out->nodes) KC_GRAPH(cuGraphNodeFindInClone(&node.copy, node.source, out->copy));
+    } catch (const std::exception& e) {
+      if (out->copy) release(out->copy);
+      out->copy = nullptr;
+      for (auto& node : out->nodes) node.copy = nullptr;
+      out->stale = std::string("kerncap cannot copy this graph: ") + e.what();
+    }
     return true;
   } catch (const std::exception& e) {
     *why = e.what();

@@ -80,7 +80,6 @@ const char* node_type_name(CUgraphNodeType type) {
 }
 
 std::string split_refusal(const GraphExec& exec, size_t target) {
-  if (!exec.stale.empty()) return exec.stale;
   for (const auto& n : exec.nodes)
     switch (n.type) {
       case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
@@ -107,7 +106,7 @@ std::string split_refusal(const GraphExec& exec, size_t target) {
         break;
     }
   }
-  return "";
+  return exec.stale;
 }
 
 }  // namespace kerncap::capture
