@@ -369,3 +369,23 @@ TEST(CaptureGraph, UnknownExecutablesAreOnlyNoted) {
   EXPECT_EQ(h.events("graph_launch").size(), 1u);
   EXPECT_FALSE(h.watcher->done());
 }
+
+TEST(CaptureGraph, AutotunerGraphLaunchesAreNotCounted) {
+  Harness h("scale");
+  CUgraph graph = handle<CUgraph>(0x77);
+  CUgraphExec exec = handle<CUgraphExec>(0x88);
+  h.graph_queries.graphs[graph] = chain();
+  h.instantiate(exec, graph);
+  ignore_begin();  // as around triton.testing.do_bench_cudagraph
+  h.graph_launch(exec);
+  ignore_end();
+  EXPECT_TRUE(h.graph_target.taken.empty());
+  EXPECT_EQ(h.events("ignored").size(), 1u);
+  h.graph_launch(exec);
+  ASSERT_EQ(h.graph_target.taken.size(), 1u);
+  EXPECT_EQ(h.graph_target.taken[0].launch_index, 3u + 2u);  // ignored launches are still launches
+  // Once the target is taken, graph calls are no longer tracked or counted.
+  h.graph_launch(exec);
+  EXPECT_EQ(h.graph_target.taken.size(), 1u);
+  EXPECT_EQ(h.watcher->launches(), 6u);
+}
