@@ -24,7 +24,13 @@ struct LoadedGraphDriver {
 
 LoadedGraphDriver load() {
   LoadedGraphDriver out;
-  driver();  // throws when there is no driver at all
+  int version = 0;
+  // An older driver would hand back older ABIs under these names (cuGraphNodeGetDependencies
+  // without edge data): graphs are then not tracked at all rather than called wrongly.
+  if (KC_CU_TRY(cuDriverGetVersion(&version)) != CUDA_SUCCESS || version < 12030) {
+    out.missing = fmt::format("a CUDA 12.3 or newer driver (this one: {})", version);
+    return out;
+  }
   // The driver is loaded already (common/driver.cpp); only its entry points are looked up.
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
@@ -71,7 +77,8 @@ bool is_default(CUlaunchAttributeID id, const CUlaunchAttributeValue& v) {
 
 const GraphDriver& graph_driver() {
   static const LoadedGraphDriver l = load();
-  if (!l.table.cuGraphGetNodes || !l.table.cuGraphClone || !l.table.cuGraphKernelNodeGetParams)
+  // Every entry is called without a null check: all of them, or graphs are not tracked.
+  if (!l.missing.empty())
     device_error("this NVIDIA driver lacks the CUDA graph entry points kerncap needs: " + l.missing);
   return l.table;
 }

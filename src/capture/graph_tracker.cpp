@@ -1,5 +1,6 @@
 #include "capture/graph_tracker.hpp"
 
+#include <atomic>
 #include <cstddef>
 
 #include "common/log.hpp"
@@ -124,7 +125,11 @@ void GraphTracker::instantiated(CUgraphExec exec, CUgraph graph) {
   const bool ordered = read && order_topologically(g->nodes);
   if (read && !ordered) why = "its dependencies form a cycle";
   if (!ordered) {
-    log::warn("cannot read a CUDA graph the application instantiated ({}): kernels it runs are not counted", why);
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      log::warn("cannot read a CUDA graph the application instantiated ({}): kernels it runs are not counted", why);
+    else
+      log::debug("cannot read a CUDA graph the application instantiated ({})", why);
     return;
   }
   std::lock_guard lk(mu_);
