@@ -127,3 +127,22 @@ TEST(ProfileAggregateEmpty, NoRecordsGivesAnEmptySummary) {
   EXPECT_EQ(s.launches, 0u);
   EXPECT_TRUE(s.kernels.empty());
 }
+
+TEST(ProfileAggregateGraphs, KernelsOfOneGraphLaunchCountInNodeOrder) {
+  // One direct launch (correlation 1), then a graph launch (correlation 2) whose two
+  // parallel branches started in the other order: extract counts nodes by node id.
+  ProcessRecords p;
+  p.names = {"_Z1kv"};
+  auto rec = [](uint32_t corr, uint64_t start, uint32_t graph, uint64_t node) {
+    KernelRecord k;
+    k.start_ns = start;
+    k.end_ns = start + 10;
+    k.correlation = corr;
+    k.graph_id = graph;
+    k.graph_node = node;
+    return k;
+  };
+  p.kernels = {rec(2, 500, 7, 12), rec(1, 100, 0, 0), rec(2, 400, 7, 15), rec(2, 450, 7, 11)};
+  const std::vector<int64_t> d = dispatch_indices(p, {"k()"});
+  EXPECT_EQ(d, (std::vector<int64_t>{2, 0, 3, 1}));
+}
