@@ -1,7 +1,7 @@
 // Extra case: the kernel is first launched while its stream is being captured into a CUDA
-// graph (the launch does not run then, so kerncap must explain and skip it), the graph is
-// launched twice (no per-kernel callbacks), then the kernel is launched directly — that
-// direct launch is the one a capture of "graphStep" can take.
+// graph (the launch does not run then, so kerncap does not count it), the graph is launched
+// twice (its kernel node counts as dispatch 0 and 1), then the kernel is launched directly
+// (dispatch 2).
 #include <vector>
 
 #include "common.cuh"

@@ -22,6 +22,7 @@ format::KernelRecord kernel_record(const CUpti_ActivityKernel10& r) {
   k.context = r.contextId;
   k.correlation = r.correlationId;
   k.graph_id = r.graphId;
+  k.graph_node = r.graphNodeId;
   k.device_launched = r.isDeviceLaunched != 0;
   return k;
 }

@@ -18,6 +18,7 @@
 #include <cupti.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 
 #include <fmt/format.h>
@@ -26,6 +27,9 @@
 #include "capture/config.hpp"
 #include "capture/cupti_check.hpp"
 #include "capture/events.hpp"
+#include "capture/graph_capture.hpp"
+#include "capture/graph_driver.hpp"
+#include "capture/graph_tracker.hpp"
 #include "capture/in_app_records.hpp"
 #include "capture/launch_info.hpp"
 #include "capture/profiler.hpp"
@@ -41,13 +45,29 @@ namespace {
 struct CaptureMode {
   explicit CaptureMode(Config c)
       : config(std::move(c)), inventory(config), capturer(config, inventory),
-        watcher(config, inventory, queries, capturer) {}
+        watcher(config, inventory, queries, capturer), graphs(graph_queries),
+        graph_capturer(config, inventory, capturer) {
+    watcher.watch_graphs(graphs, graph_capturer);
+  }
   Config config;
   Inventory inventory;
   DriverLaunchQueries queries;
   Capturer capturer;
   LaunchWatcher watcher;
+  DriverGraphQueries graph_queries;
+  GraphTracker graphs;  // executable graphs and their kernel nodes
+  GraphCapturer graph_capturer;
 };
+CaptureMode* g_capture = nullptr;  // for the exit report; never freed
+
+// A target that exists only in graphs never launched: said at exit, when it is known.
+void report_at_exit() {
+  try {
+    ToolScope scope;
+    if (g_capture) g_capture->watcher.report_unlaunched_graphs();
+  } catch (...) {
+  }
+}
 
 void CUPTIAPI trampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   try {
@@ -71,6 +91,8 @@ bool started(CuptiStatus st, const char* what) {
 
 void start_capture(const Config& config) {
   auto* mode = new CaptureMode(config);
+  g_capture = mode;
+  std::atexit(&report_at_exit);
   CUpti_SubscriberHandle sub = nullptr;
   if (!started(KC_CUPTI(cuptiSubscribe(&sub, trampoline, &mode->watcher)), "cuptiSubscribe")) return;
   for (CUpti_CallbackId id : LaunchWatcher::driver_callback_ids())

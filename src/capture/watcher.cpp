@@ -49,6 +49,7 @@ std::vector<CUpti_CallbackId> LaunchWatcher::driver_callback_ids() {
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz);
+  for (auto id : GraphTracker::callback_ids()) ids.push_back(id);
   return ids;
 }
 
@@ -82,6 +83,11 @@ void LaunchWatcher::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     return;
   }
   if (inventory_.tracker.on_driver_api(cbid, cb)) return;
+  if (graphs_ && !done_ && graphs_->on_driver_api(cbid, cb)) return;
+  if (is_graph_launch(cbid) && graphs_) {
+    on_graph_launch(cb);
+    return;
+  }
   if (is_graph_launch(cbid)) {
     std::lock_guard lk(mu_);
     if (!graph_note_ && !done_) {
@@ -118,7 +124,8 @@ void LaunchWatcher::on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* c
   pending_ = Pending{cb->correlationId, std::this_thread::get_id()};
 }
 
-bool LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index) {
+bool LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index,
+                              bool check_stream) {
   std::lock_guard lk(mu_);
   *launch_index = launches_++;
   auto it = name_matches_.find(mangled);
@@ -129,10 +136,11 @@ bool LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint6
     emit(format::events::seen(mangled, dem, m));
   }
   if (!it->second || done_) return false;
-  if (driver_.stream_is_capturing(stream)) {
-    log::warn("skipping a launch of {}: its stream is being captured into a CUDA graph, so the kernel does "
-              "not run now (launches inside graphs cannot be captured yet)",
-              names::demangle(mangled));
+  if (check_stream && driver_.stream_is_capturing(stream)) {
+    // Recorded into a graph: it counts when the graph runs (graph_watch.cpp).
+    log::debug("not counting a launch of {}: its stream is being captured into a CUDA graph, so the kernel "
+               "runs when the graph is launched",
+               names::demangle(mangled));
     emit(format::events::skipped(mangled, "stream is capturing a CUDA graph"));
     return false;
   }

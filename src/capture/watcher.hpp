@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "capture/config.hpp"
+#include "capture/graph_seams.hpp"
+#include "capture/graph_tracker.hpp"
 #include "capture/inventory.hpp"
 #include "capture/seams.hpp"
 
@@ -42,12 +44,22 @@ class LaunchWatcher {
   // The driver-API callback ids to enable.
   static std::vector<CUpti_CallbackId> driver_callback_ids();
 
+  // Graph launches: track executables, count the kernel nodes each launch runs (in the
+  // order GraphExec gives) and hand a target among them to `target` (graph_watch.cpp).
+  // Without this call a graph launch is only noted.
+  void watch_graphs(GraphTracker& tracker, GraphTargetCapture& target);
+  // At process exit: matching kernels that exist only in graphs never launched.
+  void report_unlaunched_graphs();
+
   bool done() const { return done_; }  // the target was taken, or another process claimed it
   uint64_t launches() const;            // kernel launches seen (counted or not)
 
  private:
   void on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
-  bool is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index);
+  void on_graph_launch(const CUpti_CallbackData* cb);
+  // check_stream: skip the launch when `stream` is capturing (false for graph nodes, whose
+  // launch was checked once).
+  bool is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index, bool check_stream = true);
   bool claim();
 
   const Config& config_;
@@ -67,6 +79,9 @@ class LaunchWatcher {
   uint64_t matched_ = 0;
   uint64_t launches_ = 0;
   bool graph_note_ = false;
+  bool nested_note_ = false;
+  GraphTracker* graphs_ = nullptr;
+  GraphTargetCapture* graph_target_ = nullptr;
 };
 
 }  // namespace kerncap::capture

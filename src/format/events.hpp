@@ -10,9 +10,11 @@
 //                 demangled, matches (whether the pattern matches it)
 //   ignored       first launch of a name inside an autotuner benchmark (not counted):
 //                 mangled, why
-//   skipped       a matching launch on a stream capturing a CUDA graph (not counted):
-//                 mangled, why
-//   graph_launch  the application launched a CUDA graph (its kernels are not seen); once
+//   skipped       a matching launch not counted: on a stream capturing a CUDA graph (it
+//                 counts when the graph runs), inside a graph launched into a capturing
+//                 stream, or only in graphs never launched (at exit): mangled, why
+//   graph_launch  the application launched a CUDA graph kerncap did not see instantiated
+//                 (its kernels are not counted); once
 //   match         a matching launch was counted: index (from 0), mangled; written up to
 //                 the target dispatch
 //   error         the capture (or CUPTI start-up) failed: what

@@ -76,6 +76,7 @@ void read_line(const json& j, ProcessRecords& out) {
     k.context = num<uint32_t>(j, "c");
     k.correlation = num<uint32_t>(j, "corr");
     k.graph_id = num<uint32_t>(j, "gr");
+    k.graph_node = num<uint64_t>(j, "gn");
     k.device_launched = num<int>(j, "dl") != 0;
     out.kernels.push_back(k);
   } else if (t == "name") {

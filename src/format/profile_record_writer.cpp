@@ -128,6 +128,7 @@ void RecordWriter::kernel(std::string_view mangled_name, KernelRecord k) {
   if (k.cluster[0]) line += fmt::format(R"(,"cl":[{},{},{}])", k.cluster[0], k.cluster[1], k.cluster[2]);
   if (k.local_per_thread) line += fmt::format(R"(,"lm":{})", k.local_per_thread);
   if (k.graph_id) line += fmt::format(R"(,"gr":{})", k.graph_id);
+  if (k.graph_node) line += fmt::format(R"(,"gn":{})", k.graph_node);
   if (k.device_launched) line += R"(,"dl":1)";
   line += '}';
   put(line);

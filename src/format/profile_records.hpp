@@ -38,6 +38,7 @@ struct KernelRecord {
   uint32_t local_per_thread = 0;
   uint32_t stream = 0, device = 0, context = 0, correlation = 0;
   uint32_t graph_id = 0;         // != 0: ran inside a CUDA graph (not a cuLaunchKernel)
+  uint64_t graph_node = 0;       // CUPTI's id of its graph node (orders the kernels of one graph launch)
   bool device_launched = false;  // launched from the GPU (dynamic parallelism)
 };
 

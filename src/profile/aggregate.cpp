@@ -93,15 +93,20 @@ void finish_stats(KernelStats& ks, Accumulator& acc) {
 
 }  // namespace
 
-// Launch order is correlation-id order: CUPTI numbers API calls as they are made.
+// Launch order is correlation-id order: CUPTI numbers API calls as they are made. The
+// kernels of one graph launch share its correlation id; extract counts them in the order
+// of their graph nodes, which is node-id order when the graph's edges follow its creation
+// order (stream capture, nodes added with their dependencies).
 std::vector<int64_t> dispatch_indices(const ProcessRecords& p, const std::vector<std::string>& demangled) {
   std::vector<int64_t> out(p.kernels.size(), -1);
   std::vector<size_t> order;
   for (size_t i = 0; i < p.kernels.size(); ++i)
-    if (!p.kernels[i].graph_id && !p.kernels[i].device_launched) order.push_back(i);
+    if (!p.kernels[i].device_launched) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const KernelRecord &ka = p.kernels[a], &kb = p.kernels[b];
-    return ka.correlation != kb.correlation ? ka.correlation < kb.correlation : ka.start_ns < kb.start_ns;
+    if (ka.correlation != kb.correlation) return ka.correlation < kb.correlation;
+    if (ka.graph_id && kb.graph_id && ka.graph_node != kb.graph_node) return ka.graph_node < kb.graph_node;
+    return ka.start_ns < kb.start_ns;
   });
   auto matches = pattern_matches(p.names, demangled);
   std::vector<uint64_t> counter(p.names.size(), 0);

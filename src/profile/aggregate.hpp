@@ -27,14 +27,14 @@ using format::RecordError;
 struct KernelInProcess {
   int64_t pid = 0;
   uint64_t calls = 0;
-  // For each launch made with cuLaunchKernel & co. (not replayed from a CUDA graph),
-  // in launch order: the value of `extract --dispatch` that captures it when the pattern
+  // For each launch made with cuLaunchKernel & co. or run as a node of a CUDA graph
+  // launch (not launched from the device), in launch order: the value of `extract --dispatch` that captures it when the pattern
   // is this kernel's mangled name (0 = first). `extract` counts, per process, launches
   // whose mangled or demangled name contains the pattern, so a name contained in another
   // kernel's name (triton_poi_fused_add_1 in ..._add_10) counts those too; this list
   // already accounts for that.
   std::vector<uint64_t> dispatch;
-  uint64_t graph_calls = 0;  // ran inside a CUDA graph: no --dispatch reaches them
+  uint64_t graph_calls = 0;  // of `calls`, how many ran inside a CUDA graph launch (or from the device)
 };
 
 struct KernelStats {
@@ -73,7 +73,7 @@ struct Summary {
 Summary aggregate(const std::vector<ProcessRecords>& processes);
 
 // For each of p.kernels (same order): its `extract --dispatch` index, or -1 for a kernel
-// that ran inside a CUDA graph or was launched from the device (extract cannot reach it).
+// launched from the device (extract cannot reach it).
 // `demangled[i]` is the demangled form of p.names[i].
 std::vector<int64_t> dispatch_indices(const ProcessRecords& p, const std::vector<std::string>& demangled);
 

@@ -41,6 +41,8 @@ json process_json(const ProcessSummary& p) {
 
 json kernel_json(const KernelStats& k, size_t rank) {
   json per = json::array();
+  bool in_graph = false;  // some of its calls ran inside a CUDA graph launch
+  for (const auto& kp : k.processes) in_graph = in_graph || kp.graph_calls > 0;
   for (const auto& kp : k.processes)
     per.push_back({{"pid", kp.pid}, {"calls", kp.calls}, {"dispatch", kp.dispatch}, {"graph_calls", kp.graph_calls}});
   return {{"rank", rank},
@@ -64,6 +66,7 @@ json kernel_json(const KernelStats& k, size_t rank) {
           {"static_shared", k.static_shared},
           {"dynamic_shared", k.dynamic_shared},
           {"shapes", k.shapes},
+          {"in_graph", in_graph},
           {"extract",
            {{"pattern", k.mangled},
             {"match", "substring of the mangled or demangled name, counted per process in launch order"},

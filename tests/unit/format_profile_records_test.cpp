@@ -63,6 +63,7 @@ TEST(ProfileRecords, RoundTrip) {
   w.kernel("_Z6squarePfi", kernel(100, 250, 1));
   KernelRecord g = kernel(300, 400, 2);
   g.graph_id = 5;
+  g.graph_node = 0x1234567890ull;
   g.cluster = {2, 1, 1};
   w.kernel("triton_poi_fused_add_0", g);
   w.kernel("_Z6squarePfi", kernel(500, 510, 3));
@@ -103,6 +104,8 @@ TEST(ProfileRecords, RoundTrip) {
   EXPECT_EQ(p.kernels[0].context, 3u);
   EXPECT_EQ(p.kernels[0].correlation, 1u);
   EXPECT_EQ(p.kernels[1].graph_id, 5u);
+  EXPECT_EQ(p.kernels[1].graph_node, 0x1234567890ull);
+  EXPECT_EQ(p.kernels[0].graph_node, 0u);
   EXPECT_EQ(p.kernels[1].cluster, (std::array<uint32_t, 3>{2, 1, 1}));
   ASSERT_EQ(p.memops.size(), 1u);
   EXPECT_EQ(p.memops[0].copy_kind, "HtoD");

@@ -95,9 +95,9 @@ TEST_F(ProfileAggregate, TotalsRanksAndStatistics) {
 TEST_F(ProfileAggregate, DispatchIndicesFollowLaunchOrderAndTheExtractMatcher) {
   const KernelStats& sq = find(s, "_Z6squarePfi");
   ASSERT_EQ(sq.processes.size(), 2u);
-  // Process 1000: launches with correlation 1, 3, 5 (file order was 3, 1, 5), the graph
-  // launch is not reachable by --dispatch.
-  EXPECT_EQ(in_process(sq, 1000).dispatch, (std::vector<uint64_t>{0, 1, 2}));
+  // Process 1000: launches with correlation 1, 3, 5 (file order was 3, 1, 5), then the
+  // graph launch (correlation 10): its kernel node counts as a launch too.
+  EXPECT_EQ(in_process(sq, 1000).dispatch, (std::vector<uint64_t>{0, 1, 2, 3}));
   EXPECT_EQ(in_process(sq, 1000).calls, 4u);
   EXPECT_EQ(in_process(sq, 1000).graph_calls, 1u);
   EXPECT_EQ(in_process(sq, 1001).dispatch, (std::vector<uint64_t>{0, 1}));
@@ -126,4 +126,23 @@ TEST(ProfileAggregateEmpty, NoRecordsGivesAnEmptySummary) {
   Summary s = aggregate({});
   EXPECT_EQ(s.launches, 0u);
   EXPECT_TRUE(s.kernels.empty());
+}
+
+TEST(ProfileAggregateGraphs, KernelsOfOneGraphLaunchCountInNodeOrder) {
+  // One direct launch (correlation 1), then a graph launch (correlation 2) whose two
+  // parallel branches started in the other order: extract counts nodes by node id.
+  ProcessRecords p;
+  p.names = {"_Z1kv"};
+  auto rec = [](uint32_t corr, uint64_t start, uint32_t graph, uint64_t node) {
+    KernelRecord k;
+    k.start_ns = start;
+    k.end_ns = start + 10;
+    k.correlation = corr;
+    k.graph_id = graph;
+    k.graph_node = node;
+    return k;
+  };
+  p.kernels = {rec(2, 500, 7, 12), rec(1, 100, 0, 0), rec(2, 400, 7, 15), rec(2, 450, 7, 11)};
+  const std::vector<int64_t> d = dispatch_indices(p, {"k()"});
+  EXPECT_EQ(d, (std::vector<int64_t>{2, 0, 3, 1}));
 }

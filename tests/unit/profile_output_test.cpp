@@ -125,7 +125,9 @@ TEST_F(ProfileOutput, ReportJson) {
   EXPECT_EQ(sq["calls"], 6);
   EXPECT_EQ(sq["extract"]["pattern"], "_Z6squarePfi");
   EXPECT_EQ(sq["extract"]["processes"][0]["pid"], 1000);
-  EXPECT_EQ(sq["extract"]["processes"][0]["dispatch"], json::array({0, 1, 2}));
+  EXPECT_EQ(sq["extract"]["processes"][0]["dispatch"], json::array({0, 1, 2, 3}));
+  EXPECT_EQ(sq["in_graph"], true);
+  EXPECT_EQ(doc["kernels"][0]["in_graph"], false);
   EXPECT_EQ(sq["extract"]["processes"][0]["graph_calls"], 1);
 
   json no_run = report_json(s, RunInfo{});

@@ -1,0 +1,79 @@
+// LaunchWatcher's graph launches: every kernel node an executable graph runs counts as one
+// launch of its kernel, in the executable's node order (GraphExec), so that
+// `extract --dispatch N` reaches kernels that only run inside graphs and agrees with
+// `profile`. The target found inside a launch goes to GraphTargetCapture at the launch's
+// API entry, before the graph runs.
+#include "capture/events.hpp"
+#include "capture/watcher.hpp"
+#include "common/log.hpp"
+#include "names/demangle.hpp"
+
+namespace kerncap::capture {
+
+void LaunchWatcher::watch_graphs(GraphTracker& tracker, GraphTargetCapture& target) {
+  graphs_ = &tracker;
+  graph_target_ = &target;
+}
+
+void LaunchWatcher::on_graph_launch(const CUpti_CallbackData* cb) {
+  if (cb->callbackSite != CUPTI_API_ENTER || done_) return;
+  // cuGraphLaunch and cuGraphLaunch_ptsz both take (CUgraphExec, CUstream).
+  const auto* p = static_cast<const cuGraphLaunch_ptsz_params*>(cb->functionParams);
+  std::shared_ptr<const GraphExec> g = graphs_->launched(p->hGraphExec);
+  if (!g) {
+    // Instantiated before kerncap was loaded, or unreadable (warned then).
+    std::lock_guard lk(mu_);
+    if (!graph_note_) {
+      graph_note_ = true;
+      emit(format::events::graph_launch());
+    }
+    return;
+  }
+  if (driver_.stream_is_capturing(p->hStream)) {
+    // The graph becomes a child node of the graph being captured and runs only with it.
+    for (const auto& n : g->nodes) {
+      if (!n.kernel) continue;
+      const std::string dem = names::demangle(n.kernel->mangled);
+      if (!inventory_.matcher.matches(n.kernel->mangled, dem)) continue;
+      std::lock_guard lk(mu_);
+      if (!nested_note_)
+        log::warn("a CUDA graph holding {} was launched on a stream that is itself being captured into another "
+                  "graph: that launch does not run now, and kernels inside nested graphs cannot be captured",
+                  dem);
+      nested_note_ = true;
+      emit(format::events::skipped(n.kernel->mangled, "graph launched on a stream capturing another CUDA graph"));
+    }
+    return;
+  }
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    const GraphNode& n = g->nodes[i];
+    if (!n.kernel || !n.enabled) continue;
+    uint64_t launch_index = 0;
+    if (!is_target(n.kernel->mangled, p->hStream, &launch_index, false)) {
+      if (done_) return;  // another process claimed the capture
+      continue;
+    }
+    done_ = true;
+    const std::string why = split_refusal(*g, i);
+    if (!why.empty()) {
+      const std::string msg = "cannot capture " + names::demangle(n.kernel->mangled) + " inside a CUDA graph: " + why;
+      log::warn("{}", msg);
+      emit(format::events::error(msg));
+      return;
+    }
+    graph_target_->capture(GraphTarget{cb, p->hGraphExec, p->hStream, g.get(), i, launch_index});
+    return;
+  }
+}
+
+void LaunchWatcher::report_unlaunched_graphs() {
+  if (done_ || !graphs_) return;
+  for (const std::string& mangled : graphs_->unlaunched_kernels()) {
+    const std::string dem = names::demangle(mangled);
+    if (!inventory_.matcher.matches(mangled, dem)) continue;
+    log::warn("{} is in a CUDA graph that was instantiated but never launched, so it never ran there", dem);
+    emit(format::events::skipped(mangled, "only in a CUDA graph that was never launched"));
+  }
+}
+
+}  // namespace kerncap::capture
