@@ -20,7 +20,7 @@ class SparseRegionTest : public kerncap::testing::ScratchDir {
 
   // Region 0: 4096 bytes, of which [512, 768) and [2048, 2052) were stored (0x11, 0x22).
   Manifest write_sparse(std::vector<StoredRun> runs = {{512, 256}, {2048, 4}}) {
-    Manifest m = write_small_capture(out_);
+    Manifest m = kerncap::testing::write_small_capture(out_);
     m.regions[0].size = 4096;
     m.regions[0].stored = runs;
     std::vector<uint8_t> file;
@@ -120,7 +120,7 @@ TEST_F(SparseRegionTest, VersionOneCapturesStillOpenButCannotBeSparse) {
   edit_manifest([](nlohmann::json& j) { j["format_version"] = 1; });
   EXPECT_NE(refusal().find("format version 1"), std::string::npos) << refusal();
   // A version 1 capture without sparse regions (as kerncap wrote them before) opens.
-  Manifest m = write_small_capture(out_ / "v1");
+  Manifest m = kerncap::testing::write_small_capture(out_ / "v1");
   auto j = to_json(m);
   j["format_version"] = 1;
   fs::remove(out_ / "v1" / kCaptureDirName / kManifestName);
