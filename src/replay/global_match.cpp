@@ -63,10 +63,9 @@ size_t nv_static_prefix(std::string_view s) {
 std::string normalise_internal_name(std::string_view s) {
   std::string out;
   size_t copied = 0;  // s[0, copied) is in out
-  if (const size_t prefix = nv_static_prefix(s)) {
-    out = "__nv_static_";
-    copied = prefix;
-  }
+  // Dropped, not replaced: the same variable compiled whole-program (as a variant is) has
+  // no such scope at all.
+  copied = nv_static_prefix(s);
   for (size_t j = copied + 1; j < s.size(); ++j) {
     const std::string_view marker = s.substr(j).starts_with(kInternal) ? kInternal
                                     : s.substr(j).starts_with(kAnon)   ? kAnon

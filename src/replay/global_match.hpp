@@ -7,8 +7,9 @@
 // changes with the file's contents and the file part with its name, so a variant compiled
 // from an edited copy (kernel_variant.cu) names cuda::std::ignore, CUB's tag objects and
 // every `static __device__` variable of its headers differently from the captured module.
-// nvlink adds one more scope to file-local variables of -rdc translation units:
-// `__nv_static_<n>__<hash>_<len>_<file>_<hash>_`.
+// nvlink adds one more scope to file-local variables of -rdc translation units,
+// `__nv_static_<n>__<hash>_<len>_<file>_<hash>_`, which a whole-program compile of the same
+// unit (the variant) does not have: it is dropped.
 // Pure string work: no CUDA, testable on fixture cubins.
 #include <cstdint>
 #include <optional>

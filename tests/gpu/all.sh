@@ -11,7 +11,7 @@ OUT=${OUT:-$(mktemp -d)}; export OUT
 SUMMARY=$OUT/gpu-summary.md
 : >"$SUMMARY"
 suites=(run.sh profile_e2e.sh repro_e2e.sh triton_e2e.sh footprint_e2e.sh contracts_e2e.sh cub_e2e.sh baseline_e2e.sh
-        strong_e2e.sh stateful_e2e.sh)
+        strong_e2e.sh stateful_e2e.sh editloop_e2e.sh)
 [ -n "${KERNCAP_GPU_SUITES:-}" ] && read -r -a suites <<<"$KERNCAP_GPU_SUITES"
 status=0
 for s in "${suites[@]}"; do
