@@ -5,8 +5,9 @@
 // (.nv.constant4, filled by .rela.nv.constant4 at load) and reads a __constant__ variable
 // at its offset in bank 3. Which slots and offsets the kernel reads is written only in its
 // instructions, so the code is scanned for constant-bank operands (sm_70+ encoding, 16-byte
-// instructions: bank in bits 54..58, byte offset in bits 38..53, present when the operand
-// form in bits 9..11 is 3 or 5). -rdc objects and device functions in their own sections
+// instructions: bank in bits 54..58, byte offset in bits 38..53 (37..52 for sm_100's LDCU),
+// present when the operand form in bits 9..11 is 3 or 5). Checked against nvdisasm on
+// sm_75 to sm_120 code: every constant operand of a bank above 0 decoded, none invented. -rdc objects and device functions in their own sections
 // reach symbols through relocations of .text.<name>, followed the same way, and a
 // variable's initialiser (a pointer to another variable) is followed too.
 // Anything this cannot see (a pre-Volta encoding, an unresolved call) answers "unknown".
@@ -17,6 +18,7 @@
 
 #include "cubin/cubin.hpp"
 #include "cubin/elf.hpp"
+#include "cubin/sass_operands.hpp"
 
 namespace kerncap::cubin {
 
@@ -124,20 +126,7 @@ struct Reader {
       unknown = true;
       return;
     }
-    for (size_t at = 0; at < code.size(); at += 16) {
-      uint64_t lo = 0;
-      std::memcpy(&lo, code.data() + at, 8);
-      const uint32_t form = (lo >> 9) & 7;
-      if (form != 3 && form != 5) continue;
-      const uint32_t bank = (lo >> 54) & 0x1f;
-      if (bank == 0) continue;  // parameters
-      const uint64_t offset = (lo >> 38) & 0xffff;
-      const uint32_t op = lo & 0xfff;
-      // LDC takes a register index (RZ = 255); ULDC has a form with a uniform one (0xabb,
-      // URZ = 63) beside the direct one (0xab9). The offset is then only where it starts.
-      const bool indexed = (op == 0xb82 && ((lo >> 24) & 0xff) != 0xff) || (op == 0xabb && ((lo >> 24) & 0x3f) != 0x3f);
-      use_bank(bank, offset, indexed);
-    }
+    for (const ConstOperand& c : constant_operands(code)) use_bank(c.bank, c.offset, c.indexed);
   }
 
   // A variable's initialiser may hold the address of another variable or function.
@@ -151,6 +140,32 @@ struct Reader {
 };
 
 }  // namespace
+
+namespace detail {
+
+std::vector<ConstOperand> constant_operands(std::span<const uint8_t> code) {
+  std::vector<ConstOperand> out;
+  if (code.size() % 16 != 0) return out;
+  for (size_t at = 0; at < code.size(); at += 16) {
+    uint64_t lo = 0;
+    std::memcpy(&lo, code.data() + at, 8);
+    const uint32_t form = (lo >> 9) & 7;
+    if (form != 3 && form != 5) continue;
+    const uint32_t bank = (lo >> 54) & 0x1f;
+    if (bank == 0) continue;  // parameters
+    const uint32_t op = lo & 0xfff;
+    // sm_100's LDCU (0x7ac) keeps its offset one bit lower than every other form.
+    const uint64_t offset = (op == 0x7ac ? lo >> 37 : lo >> 38) & 0xffff;
+    // LDC and LDCU take a register index (RZ = 255); ULDC has a form with a uniform one
+    // (0xabb, URZ = 63) beside the direct one (0xab9).
+    const bool indexed = ((op == 0xb82 || op == 0x7ac) && ((lo >> 24) & 0xff) != 0xff) ||
+                         (op == 0xabb && ((lo >> 24) & 0x3f) != 0x3f);
+    out.push_back({at, bank, offset, indexed});
+  }
+  return out;
+}
+
+}  // namespace detail
 
 std::optional<std::vector<std::string>> globals_used(std::span<const uint8_t> image, std::string_view kernel,
                                                      int sm) {

@@ -17,7 +17,7 @@ using testing::fixture;
 using Names = std::vector<std::string>;
 
 Names used(const std::string& file, const std::string& kernel) {
-  const auto r = globals_used(fixture(file), kernel, 90);
+  const auto r = globals_used(fixture(file), kernel, file.find("sm100") != std::string::npos ? 100 : 90);
   EXPECT_TRUE(r.has_value()) << file << " " << kernel;
   return r.value_or(Names{"<unknown>"});
 }
@@ -36,6 +36,11 @@ void check_refs(const std::string& file) {
 TEST(GlobalsUsed, WholeProgramCubin) {
   KC_NEED_FIXTURES();
   check_refs("refs_sm90.cubin");
+}
+
+TEST(GlobalsUsed, Sm100Cubin) {
+  KC_NEED_FIXTURES();
+  check_refs("refs_sm100.cubin");
 }
 
 TEST(GlobalsUsed, LinkedRdcCubin) {
