@@ -137,6 +137,20 @@ def test_a_compiled_kernel_with_its_source_is_rebuilt_from_it(shim, tmp_path):
     assert c["options"]["num_warps"] == 8 and c["cubin_sha256"] == SHA and c["hash"] == "h-ck"
 
 
+def test_compile_meta_of_the_result_is_preferred(shim, tmp_path):
+    """Inductor's CompileResult keeps what _precompile_config passed to triton.compile."""
+    kernel = types.SimpleNamespace(cubin_raw=CUBIN, name="triton_poi_fused_gelu_0", hash="h-meta", num_warps=2,
+                                   shared=0)
+    a = fake_autotuner(kernel)
+    a.compile_results[0].compile_meta = {"signature": {"in_ptr0": "*bf16", "out_ptr0": "*bf16", "xnumel": "i32"},
+                                         "constants": {"XBLOCK": 64}, "configs": [{}], "num_stages": 2}
+    shim.record_inductor_kernels(a)
+    c = [r for r in records(tmp_path) if r["kind"] == "compile"][0]
+    assert c["signature"]["in_ptr0"] == "*bf16" and c["constants"] == [[[3], 64]]
+    assert c["options"]["num_warps"] == 2 and c["options"]["num_stages"] == 1  # the config's, then the meta's
+    assert c["cubin_sha256"] == SHA and c["hash"] == "h-meta"
+
+
 def test_records_written_on_load_paths_bind_a_capture(shim, tmp_path):
     """End to end without a GPU: the warm run's records match the captured image by its hash."""
     from conftest import write_capture

@@ -489,14 +489,16 @@ def _metadata_dict(kernel, cfg) -> dict:
 
 
 class _RebuiltSource:
-    """What triton.compile's ASTSource held, rebuilt from an Inductor autotuner and one config."""
+    """What triton.compile's ASTSource held, rebuilt from an Inductor autotuner and one compiled
+    configuration: its compile_meta (what _precompile_config passed to triton.compile) when the
+    result kept it, else the autotuner's triton_meta and the config's constexprs."""
 
-    def __init__(self, autotuner, cfg):
-        meta = getattr(autotuner, "triton_meta", None) or {}
+    def __init__(self, autotuner, cfg, compile_meta=None):
+        meta = compile_meta if isinstance(compile_meta, dict) else (getattr(autotuner, "triton_meta", None) or {})
         self.fn = autotuner.fn
         self.signature = dict(meta.get("signature") or {})
-        self.constants = dict(meta.get("constants") or {})
-        self.constants.update(getattr(cfg, "kwargs", None) or {})
+        self.constants = dict(getattr(cfg, "kwargs", None) or {})
+        self.constants.update(meta.get("constants") or {})  # what was compiled wins
         for k in self.constants:  # Triton 3.x types every constexpr "constexpr" in the signature
             if isinstance(k, str):
                 self.signature[k] = "constexpr"
@@ -517,9 +519,13 @@ def record_inductor_kernels(autotuner, save=save_source) -> None:
                 continue
             _rebuilt_seen.add(sha)
             src = getattr(kernel, "src", None)
+            compile_meta = getattr(result, "compile_meta", None)
             if not hasattr(getattr(src, "fn", None), "arg_names") or not hasattr(src, "signature"):
-                src = _RebuiltSource(autotuner, cfg)
+                src = _RebuiltSource(autotuner, cfg, compile_meta)
             md = _metadata_dict(kernel, cfg)
+            for k in ("num_warps", "num_stages", "num_ctas"):
+                if md.get(k) is None and isinstance(compile_meta, dict) and compile_meta.get(k) is not None:
+                    md[k] = compile_meta[k]
             md.setdefault("name", getattr(kernel, "name", None) or kname)
             rec = build_compile_record(src, md, {}, True, save=save, cubin=data)
             rec["via"] = "inductor load"
