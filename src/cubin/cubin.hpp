@@ -83,6 +83,17 @@ Image parse_ptx(std::span<const uint8_t> ptx);
 // when sm is 0) is used, else PTX the driver could JIT for `sm`; for PTX only kernel names
 // and parameter layouts are known, no resources. Throws Error(Input) when nothing fits.
 Image parse_image(std::span<const uint8_t> image, int sm = 0);
+// The bytes parse_image reads for `sm`: the image itself for a cubin or PTX, the chosen
+// entry of a fatbin (decompressed). Throws Error(Input) as parse_image does.
+std::vector<uint8_t> code_for(std::span<const uint8_t> image, int sm = 0);
+// The module globals (names as in Image::globals) that `kernel`'s code can reach in the
+// code parse_image would read for `sm`: through constant-bank operands of its instructions
+// (a __constant__ variable's bytes, a __device__ variable's address slot), relocations of
+// its code and of the device functions it calls, and initialisers of the variables found.
+// nullopt when the image cannot tell (PTX, a pre-sm_70 encoding, the kernel's code absent,
+// a call to code outside the image): then take every global as used. See references.cpp.
+std::optional<std::vector<std::string>> globals_used(std::span<const uint8_t> image, std::string_view kernel,
+                                                     int sm = 0);
 // Every kernel name an image of any kind holds (all cubins of a fatbin, PTX .entry names).
 std::vector<std::string> kernel_names(std::span<const uint8_t> image);
 

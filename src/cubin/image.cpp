@@ -109,6 +109,14 @@ Image parse_image(std::span<const uint8_t> image, int sm) {
   return img;
 }
 
+std::vector<uint8_t> code_for(std::span<const uint8_t> image, int sm) {
+  if (detect_kind(image) != ImageKind::Fatbin) return {image.begin(), image.end()};
+  const std::vector<FatbinEntry> entries = parse_fatbin(image);
+  const FatbinEntry* e = choose(entries, sm);
+  if (!e) input_error(fmt::format("the fatbin holds {}; none of it runs on sm_{}", describe(entries), sm));
+  return e->bytes;
+}
+
 std::vector<std::string> kernel_names(std::span<const uint8_t> image) {
   std::vector<std::string> names;
   auto add = [&](const Image& img) {

@@ -42,12 +42,31 @@ bool is_tu_scope(std::string_view id, std::string_view marker) {
   return !hex2.empty() && std::all_of(hex2.begin(), hex2.end(), is_hex);
 }
 
+// nvlink's prefix for a file-local variable of an -rdc translation unit:
+// "__nv_static_" <n> "_" <n chars: _<hex>_<len>_<file>_<hex>> "_" <the name>. Its length.
+size_t nv_static_prefix(std::string_view s) {
+  constexpr std::string_view kStatic = "__nv_static_";
+  if (!s.starts_with(kStatic)) return 0;
+  size_t p = kStatic.size(), n = 0;
+  const size_t digits = p;
+  while (p < s.size() && is_digit(s[p]) && p - digits < 6) n = n * 10 + static_cast<size_t>(s[p++] - '0');
+  if (p == digits || p >= s.size() || s[p] != '_') return 0;
+  ++p;
+  if (n == 0 || p + n >= s.size() || s[p + n] != '_') return 0;
+  // The scope has the shape of an _INTERNAL_ one without its marker.
+  if (!is_tu_scope(fmt::format("_INTERNAL_{}", s.substr(p + 1, n - 1)), "_INTERNAL_")) return 0;
+  return p + n + 1;
+}
+
 }  // namespace
 
 std::string normalise_internal_name(std::string_view s) {
   std::string out;
   size_t copied = 0;  // s[0, copied) is in out
-  for (size_t j = 1; j < s.size(); ++j) {
+  // Dropped, not replaced: the same variable compiled whole-program (as a variant is) has
+  // no such scope at all.
+  copied = nv_static_prefix(s);
+  for (size_t j = copied + 1; j < s.size(); ++j) {
     const std::string_view marker = s.substr(j).starts_with(kInternal) ? kInternal
                                     : s.substr(j).starts_with(kAnon)   ? kAnon
                                                                         : std::string_view{};
@@ -69,46 +88,91 @@ std::string normalise_internal_name(std::string_view s) {
   return out;
 }
 
-std::vector<std::optional<std::string>> bind_globals(std::span<const std::string> captured,
-                                                     std::span<const std::string> variant,
-                                                     std::string_view variant_desc) {
-  const std::set<std::string_view> exact(variant.begin(), variant.end());
-  // Normalised name -> the globals not bound by their exact name, on each side.
-  std::map<std::string, std::vector<std::string_view>> cap_by, var_by;
-  const std::set<std::string_view> cap_names(captured.begin(), captured.end());
-  for (const std::string& c : captured)
-    if (!exact.contains(c)) cap_by[normalise_internal_name(c)].push_back(c);
-  for (const std::string& v : variant)
-    if (!cap_names.contains(v)) var_by[normalise_internal_name(v)].push_back(v);
+namespace {
 
-  auto list = [](const std::vector<std::string_view>& v) {
-    std::string s;
-    for (std::string_view x : v) s += fmt::format("\n    {}", x);
-    return s;
-  };
+using Group = std::vector<const ModuleGlobal*>;
+
+std::string list(const Group& v) {
+  std::string s;
+  for (const ModuleGlobal* g : v)
+    s += fmt::format("\n    {} ({} bytes{})", g->name, g->size, g->used ? ", used by the kernel" : "");
+  return s;
+}
+
+Group only(const Group& v, auto keep) {
+  Group out;
+  for (const ModuleGlobal* g : v)
+    if (keep(*g)) out.push_back(g);
+  return out;
+}
+
+// Among globals of one normalised name on both sides, the one `c` is: the single one each
+// kernel uses, else the single one of c's size on each side. nullptr when neither decides.
+const ModuleGlobal* disambiguate(const ModuleGlobal& c, const Group& caps, const Group& vars) {
+  const auto used = [](const ModuleGlobal& g) { return g.used; };
+  const Group caps_used = only(caps, used), vars_used = only(vars, used);
+  if (caps_used.size() == 1 && caps_used[0] == &c && vars_used.size() == 1) return vars_used[0];
+  const auto sized = [&](const ModuleGlobal& g) { return g.size == c.size; };
+  const Group caps_sized = only(caps, sized), vars_sized = only(vars, sized);
+  if (caps_sized.size() == 1 && vars_sized.size() == 1) return vars_sized[0];
+  return nullptr;
+}
+
+// The variant global `c` binds to (see bind_globals).
+std::optional<std::string> bind_one(const ModuleGlobal& c, const std::map<std::string, Group>& cap_by,
+                                    const std::map<std::string, Group>& var_by,
+                                    const std::set<std::string_view>& var_names, std::string_view variant_desc) {
+  if (var_names.contains(c.name)) return c.name;
+  const std::string key = normalise_internal_name(c.name);
+  const Group& caps = cap_by.at(key);  // c itself is there
+  const auto found = var_by.find(key);
+  const Group vars = found == var_by.end() ? Group{} : found->second;
+  if (vars.empty()) {
+    if (c.used)
+      input_error(fmt::format(
+          "the captured kernel uses module global '{}' ({} bytes), which {} does not have, not even under "
+          "another translation unit's prefix; a variant must keep the __device__/__constant__ variables the "
+          "kernel uses",
+          c.name, c.size, variant_desc));
+    return std::nullopt;
+  }
+  if (caps.size() == 1 && vars.size() == 1) return vars.front()->name;
+  if (const ModuleGlobal* v = disambiguate(c, caps, vars)) return v->name;
+  if (!c.used) return std::nullopt;  // the captured kernel never reads it: which one does not matter
+  input_error(fmt::format(
+      "cannot tell which module global of {} is the captured kernel's '{}': their names differ only in "
+      "the translation-unit prefix nvcc gives internal-linkage names, and several share the rest, with "
+      "neither use by the kernel nor size telling them apart.\n  captured:{}\n  in {}:{}\n"
+      "Compile the variant as one translation unit holding the kernel, or give these variables distinct "
+      "names.",
+      variant_desc, c.name, list(caps), variant_desc, list(vars)));
+}
+
+}  // namespace
+
+std::vector<std::optional<std::string>> bind_globals(std::span<const ModuleGlobal> captured,
+                                                     std::span<const ModuleGlobal> variant,
+                                                     std::string_view variant_desc) {
+  std::set<std::string_view> var_names, cap_names;
+  for (const ModuleGlobal& v : variant) var_names.insert(v.name);
+  for (const ModuleGlobal& c : captured) cap_names.insert(c.name);
+  // Normalised name -> the globals not bound by their exact name, on each side.
+  std::map<std::string, Group> cap_by, var_by;
+  for (const ModuleGlobal& c : captured)
+    if (!var_names.contains(c.name)) cap_by[normalise_internal_name(c.name)].push_back(&c);
+  for (const ModuleGlobal& v : variant)
+    if (!cap_names.contains(v.name)) var_by[normalise_internal_name(v.name)].push_back(&v);
+
   std::vector<std::optional<std::string>> out;
   out.reserve(captured.size());
-  for (const std::string& c : captured) {
-    if (exact.contains(c)) {
-      out.emplace_back(c);
-      continue;
-    }
-    const std::string key = normalise_internal_name(c);
-    const auto& caps = cap_by[key];
-    const auto it = var_by.find(key);
-    if (it == var_by.end()) {
-      out.emplace_back(std::nullopt);
-      continue;
-    }
-    if (caps.size() != 1 || it->second.size() != 1)
-      input_error(fmt::format(
-          "cannot tell which module global of {} is the captured kernel's '{}': their names differ only in "
-          "the translation-unit prefix nvcc gives internal-linkage names, and several share the rest.\n"
-          "  captured:{}\n  in {}:{}\n"
-          "Compile the variant as one translation unit holding the kernel, or give these variables distinct "
-          "names.",
-          variant_desc, c, list(caps), variant_desc, list(it->second)));
-    out.emplace_back(std::string(it->second.front()));
+  for (const ModuleGlobal& c : captured) {
+    out.emplace_back(bind_one(c, cap_by, var_by, var_names, variant_desc));
+    if (!out.back()) continue;
+    const auto v = std::find_if(variant.begin(), variant.end(), [&](const ModuleGlobal& g) { return g.name == *out.back(); });
+    if (v != variant.end() && v->size != c.size)
+      input_error(fmt::format("module global '{}' has {} bytes in {} but {} in the capture ('{}'); a variant must "
+                              "keep the sizes of the module's __device__/__constant__ variables",
+                              v->name, v->size, variant_desc, c.size, c.name));
   }
   return out;
 }

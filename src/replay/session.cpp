@@ -113,24 +113,13 @@ void Session::open(const Options& options) {
   // 3. The code, its globals (the driver picks their addresses: they always move).
   load_module(options);
   // A variant recompiled from an edited copy names internal-linkage globals differently
-  // (global_match.hpp): bind them by normalised name. One the variant lacks entirely cannot
-  // be used by its code; it gets scratch memory so restore and compare treat it as before.
-  std::vector<std::string> captured_globals;
+  // (global_match.hpp): bind them by normalised name. Only the globals the kernel's code
+  // reaches must be found; one the variant lacks that the kernel never used gets scratch
+  // memory, so restore and compare treat it as before.
+  std::vector<std::optional<std::string>> bound;
   for (const auto& r : m.regions)
-    if (r.kind == MemKind::Global) captured_globals.push_back(r.global);
-  std::vector<std::optional<std::string>> bound(captured_globals.begin(), captured_globals.end());
-  if (options.cubin) {
-    cubin::Image variant = cubin::parse_image(format::read_file(*options.cubin), m.cc_major * 10 + m.cc_minor);
-    std::vector<std::string> variant_globals;
-    for (auto& g : variant.globals) variant_globals.push_back(std::move(g.name));
-    if (variant.code_kind == cubin::ImageKind::Cubin)  // PTX lists no globals: names stay as captured
-      bound = bind_globals(captured_globals, variant_globals, image_desc_);
-    size_t renamed = 0;
-    for (size_t k = 0; k < bound.size(); ++k) renamed += bound[k] && *bound[k] != captured_globals[k];
-    if (renamed)
-      log::info("{} of the module's globals are bound to {}'s by name without the translation-unit prefix",
-                renamed, image_desc_);
-  }
+    if (r.kind == MemKind::Global) bound.emplace_back(r.global);
+  if (options.cubin) bound = bind_variant_globals(*options.cubin);
   for (size_t i = 0, g = 0; i < m.regions.size(); ++i) {
     const format::Region& r = m.regions[i];
     if (r.kind != MemKind::Global) continue;
@@ -138,8 +127,8 @@ void Session::open(const Options& options) {
     CUdeviceptr addr = 0;
     size_t size = r.size;
     if (!name) {
-      log::warn("{} has no module global '{}' (not even under another translation unit's prefix), so its code "
-                "cannot use it; its captured bytes are restored to scratch memory and compared as usual",
+      log::info("{} has no module global '{}' (not even under another translation unit's prefix) and the "
+                "captured kernel does not use it; its captured bytes are restored to scratch memory",
                 image_desc_, r.global);
       KC_CU(cuMemAlloc(&addr, r.size));
       scratch_.push_back(addr);
@@ -242,6 +231,38 @@ void Session::load_module(const Options& options) {
   if (m.shared_mem_bytes > 48 * 1024)
     KC_CU(cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              static_cast<int>(m.shared_mem_bytes)));
+}
+
+std::vector<std::optional<std::string>> Session::bind_variant_globals(const fs::path& cubin) {
+  const format::Manifest& m = capture_.manifest;
+  const int sm = m.cc_major * 10 + m.cc_minor;
+  const std::vector<uint8_t> variant_bytes = format::read_file(cubin);
+  const cubin::Image variant = cubin::parse_image(variant_bytes, sm);
+  std::vector<ModuleGlobal> captured;
+  for (const auto& r : m.regions)
+    if (r.kind == MemKind::Global) captured.push_back({r.global, r.size, true});
+  if (variant.code_kind != cubin::ImageKind::Cubin) {  // PTX lists no globals: names stay as captured
+    std::vector<std::optional<std::string>> same;
+    for (const auto& c : captured) same.emplace_back(c.name);
+    return same;
+  }
+  // Which globals each kernel's code reaches; when the image cannot tell, all of them.
+  const std::vector<uint8_t> image = capture_.read_image();
+  const auto mark = [](std::vector<ModuleGlobal>& globals, const std::optional<std::vector<std::string>>& used) {
+    if (!used) return;
+    for (auto& g : globals) g.used = std::binary_search(used->begin(), used->end(), g.name);
+  };
+  mark(captured, cubin::globals_used(image, m.mangled_name, sm));
+  std::vector<ModuleGlobal> in_variant;
+  for (const auto& g : variant.globals) in_variant.push_back({g.name, g.size, true});
+  mark(in_variant, cubin::globals_used(variant_bytes, m.mangled_name, sm));
+  std::vector<std::optional<std::string>> bound = bind_globals(captured, in_variant, image_desc_);
+  size_t renamed = 0;
+  for (size_t k = 0; k < bound.size(); ++k) renamed += bound[k] && *bound[k] != captured[k].name;
+  if (renamed)
+    log::info("{} of the module's globals are bound to {}'s by name without the translation-unit prefix", renamed,
+              image_desc_);
+  return bound;
 }
 
 void Session::check_variant_layout(const fs::path& cubin) {

@@ -93,6 +93,8 @@ class Session {
   void release() noexcept;
   void load_module(const Options& options);
   void check_variant_layout(const std::filesystem::path& cubin);
+  // The variant's global for each captured module global (global_match.hpp), nullopt: scratch.
+  std::vector<std::optional<std::string>> bind_variant_globals(const std::filesystem::path& cubin);
 
   Options options_;
   format::Capture capture_;

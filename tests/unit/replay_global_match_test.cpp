@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -44,9 +45,29 @@ TEST(NormaliseInternalName, LeavesOtherNamesAlone) {
     EXPECT_EQ(normalise_internal_name(n), n) << n;
 }
 
+TEST(NormaliseInternalName, StripsNvlinksStaticScope) {
+  // nvlink's scope for file-local variables of -rdc translation units, around the rest.
+  EXPECT_EQ(normalise_internal_name("__nv_static_28__171dfdea_7_main_cu_2370eb71_file_local_scale"),
+            normalise_internal_name("__nv_static_39__0c0ffee1_17_kernel_variant_cu_2370eb71_file_local_scale"));
+  EXPECT_EQ(normalise_internal_name("__nv_static_28__171dfdea_7_main_cu_2370eb71_file_local_scale"),
+            "file_local_scale");
+  EXPECT_EQ(normalise_internal_name("__nv_static_28__171dfdea_7_main_cu_2370eb71__ZN37_INTERNAL_171dfdea_7_main_"
+                                    "cu_2370eb7139_GLOBAL__N__171dfdea_7_main_cu_2370eb719anon_biasE"),
+            "_ZN10_INTERNAL_12_GLOBAL__N__9anon_biasE");
+  EXPECT_EQ(normalise_internal_name("__nv_static_3_abc_x"), "__nv_static_3_abc_x");  // not nvlink's shape
+}
+
+using G = ModuleGlobal;
+
+std::vector<G> plain(std::initializer_list<std::string> names) {
+  std::vector<G> v;
+  for (const auto& n : names) v.push_back({n, 4, true});
+  return v;
+}
+
 TEST(BindGlobals, ExactNamesFirstThenNormalised) {
-  const std::vector<std::string> captured{"counter", kIgnoreMain, kBeginMain};
-  const std::vector<std::string> variant{kBeginOther, "counter", kIgnoreOther, "extra"};
+  const auto captured = plain({"counter", kIgnoreMain, kBeginMain});
+  const auto variant = plain({kBeginOther, "counter", kIgnoreOther, "extra"});
   const auto bound = bind_globals(captured, variant, "optimized.cubin");
   ASSERT_EQ(bound.size(), 3u);
   EXPECT_EQ(bound[0], "counter");
@@ -54,60 +75,161 @@ TEST(BindGlobals, ExactNamesFirstThenNormalised) {
   EXPECT_EQ(bound[2], kBeginOther);
 }
 
-TEST(BindGlobals, AbsentIsNullopt) {
-  const std::vector<std::string> captured{kIgnoreMain, "gone"};
-  const std::vector<std::string> variant{"counter"};
-  const auto bound = bind_globals(captured, variant, "v.cubin");
+TEST(BindGlobals, AbsentAndUnusedIsNullopt) {
+  const std::vector<G> captured{{kIgnoreMain, 1, false}, {"gone", 4, false}};
+  const auto bound = bind_globals(captured, plain({"counter"}), "v.cubin");
   EXPECT_FALSE(bound[0].has_value());
   EXPECT_FALSE(bound[1].has_value());
 }
 
-TEST(BindGlobals, AmbiguityNamesBothLists) {
+TEST(BindGlobals, AbsentButUsedIsRefused) {
+  const std::vector<G> captured{{"table", 128, true}};
+  try {
+    bind_globals(captured, plain({"counter"}), "optimized.cubin");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Input);
+    EXPECT_NE(std::string(e.what()).find("uses module global 'table'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(BindGlobals, SizeChangeIsRefused) {
+  const std::vector<G> captured{{kIgnoreMain, 4, false}};
+  const std::vector<G> variant{{kIgnoreOther, 8, false}};
+  EXPECT_THROW(bind_globals(captured, variant, "optimized.cubin"), Error);
+}
+
+const std::string kIgnoreUtil =
+    "_ZN37_INTERNAL_0badf00d_7_util_cu_2370eb714cuda3std3__439_GLOBAL__N__0badf00d_7_util_cu_2370eb716ignoreE";
+
+TEST(BindGlobals, AmbiguityTheKernelDoesNotUseIsLeftAlone) {
   // Two translation units of one -rdc module, each with its own cuda::std::ignore.
-  const std::string second =
-      "_ZN37_INTERNAL_0badf00d_7_util_cu_2370eb714cuda3std3__439_GLOBAL__N__0badf00d_7_util_cu_2370eb716ignoreE";
-  const std::vector<std::string> captured{kIgnoreMain, second};
-  const std::vector<std::string> variant{kIgnoreOther};
+  const std::vector<G> captured{{kIgnoreMain, 1, false}, {kIgnoreUtil, 1, false}};
+  const std::vector<G> variant{{kIgnoreOther, 1, false}};
+  const auto bound = bind_globals(captured, variant, "optimized.cubin");
+  EXPECT_FALSE(bound[0].has_value());
+  EXPECT_FALSE(bound[1].has_value());
+}
+
+TEST(BindGlobals, AmbiguityIsSettledByUseThenSize) {
+  std::vector<G> captured{{kIgnoreMain, 1, true}, {kIgnoreUtil, 1, false}};
+  // util.cu's copy in the variant: another content hash, the same normalised name.
+  const std::string util_variant =
+      "_ZN37_INTERNAL_1badf00d_7_util_cu_2370eb714cuda3std3__439_GLOBAL__N__1badf00d_7_util_cu_2370eb716ignoreE";
+  std::vector<G> variant{{kIgnoreOther, 1, true}, {util_variant, 1, false}};
+  auto bound = bind_globals(captured, variant, "optimized.cubin");
+  EXPECT_EQ(bound[0], kIgnoreOther);
+  EXPECT_FALSE(bound[1].has_value());
+  // Both used, told apart by size.
+  captured = {{kIgnoreMain, 4, true}, {kIgnoreUtil, 8, true}};
+  variant[0].size = 8;
+  variant[1].size = 4;
+  bound = bind_globals(captured, variant, "optimized.cubin");
+  EXPECT_EQ(bound[0], variant[1].name);
+  EXPECT_EQ(bound[1], variant[0].name);
+}
+
+TEST(BindGlobals, AmbiguityNamesBothLists) {
+  const std::vector<G> captured{{kIgnoreMain, 1, true}, {kIgnoreUtil, 1, true}};
+  const std::vector<G> variant{{kIgnoreOther, 1, true}};
   try {
     bind_globals(captured, variant, "optimized.cubin");
     FAIL() << "expected an ambiguity error";
   } catch (const Error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find(kIgnoreMain), std::string::npos) << what;
-    EXPECT_NE(what.find(second), std::string::npos) << what;
+    EXPECT_NE(what.find(kIgnoreUtil), std::string::npos) << what;
     EXPECT_NE(what.find(kIgnoreOther), std::string::npos) << what;
     EXPECT_NE(what.find("optimized.cubin"), std::string::npos) << what;
   }
 }
 
-std::vector<std::string> global_names(const std::string& fixture) {
-  std::vector<std::string> names;
-  for (const auto& g : cubin::parse_cubin(cubin::testing::fixture(fixture)).globals) names.push_back(g.name);
-  return names;
+// A fixture's globals, marked with what its kernel uses (as the replay session does).
+std::vector<G> globals_of(const std::string& fixture, const std::string& kernel) {
+  const auto bytes = cubin::testing::fixture(fixture);
+  const auto used = cubin::globals_used(bytes, kernel, 90);
+  EXPECT_TRUE(used.has_value()) << fixture;
+  std::vector<G> out;
+  for (const auto& g : cubin::parse_cubin(bytes).globals)
+    out.push_back({g.name, g.size, !used || std::find(used->begin(), used->end(), g.name) != used->end()});
+  return out;
 }
+
+constexpr const char* kBlockSum = "_Z9block_sumPKfPf";
 
 // The real thing: one CUB translation unit compiled as main.cu and as kernel_variant.cu.
 TEST(BindGlobals, CubTranslationUnitUnderTwoFileNames) {
   KC_NEED_FIXTURES();
-  const auto captured = global_names("cub_main.cubin");
-  const auto variant = global_names("cub_kernel_variant.cubin");
+  const auto captured = globals_of("cub_main.cubin", kBlockSum);
+  const auto variant = globals_of("cub_kernel_variant.cubin", kBlockSum);
   ASSERT_EQ(captured.size(), variant.size());
   // The fixture is only a test of this if nvcc really renamed some of them.
-  const auto renamed = std::count_if(captured.begin(), captured.end(), [&](const std::string& c) {
-    return std::find(variant.begin(), variant.end(), c) == variant.end();
+  const auto renamed = std::count_if(captured.begin(), captured.end(), [&](const G& c) {
+    return std::none_of(variant.begin(), variant.end(), [&](const G& v) { return v.name == c.name; });
   });
   ASSERT_GT(renamed, 3) << "the CUB headers no longer produce translation-unit-prefixed globals";
   const auto bound = bind_globals(captured, variant, "cub_kernel_variant.cubin");
-  std::vector<std::string> used;
+  std::vector<std::string> targets;
   for (size_t i = 0; i < captured.size(); ++i) {
-    ASSERT_TRUE(bound[i].has_value()) << captured[i];
-    EXPECT_EQ(normalise_internal_name(captured[i]), normalise_internal_name(*bound[i]));
-    used.push_back(*bound[i]);
+    ASSERT_TRUE(bound[i].has_value()) << captured[i].name;
+    EXPECT_EQ(normalise_internal_name(captured[i].name), normalise_internal_name(*bound[i]));
+    targets.push_back(*bound[i]);
   }
-  std::sort(used.begin(), used.end());
-  EXPECT_EQ(std::adjacent_find(used.begin(), used.end()), used.end()) << "two captured globals bound to one";
-  for (const char* plain : {"blocks_done", "file_local_scale"})
-    EXPECT_NE(std::find(captured.begin(), captured.end(), plain), captured.end()) << plain;
+  std::sort(targets.begin(), targets.end());
+  EXPECT_EQ(std::adjacent_find(targets.begin(), targets.end()), targets.end()) << "two captured globals bound to one";
+  for (const char* name : {"blocks_done", "file_local_scale", "never_used"})
+    EXPECT_TRUE(std::any_of(captured.begin(), captured.end(), [&](const G& c) { return c.name == name; })) << name;
+}
+
+TEST(BindGlobals, CubEditsThatChangeWhatTheKernelUsesAreRefused) {
+  KC_NEED_FIXTURES();
+  const auto captured = globals_of("cub_main.cubin", kBlockSum);
+  // anon_bias became float[2]: a size change of a variable the kernel uses.
+  EXPECT_THROW(bind_globals(captured, globals_of("cub_edit_size.cubin", kBlockSum), "v.cubin"), Error);
+  // file_local_scale is gone, but the captured kernel used it.
+  try {
+    bind_globals(captured, globals_of("cub_edit_drop.cubin", kBlockSum), "v.cubin");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("file_local_scale"), std::string::npos) << e.what();
+  }
+}
+
+// Two CUB translation units linked into one -rdc module: each has its own copy of every
+// CUB tag object, under nvlink's static scope; only what the kernel uses must be told apart.
+TEST(BindGlobals, CubRdcModuleOfTwoTranslationUnits) {
+  KC_NEED_FIXTURES();
+  const std::string dir = cubin::testing::kFixtureDir;
+  if (!std::ifstream(dir + "/cub_linked_main.cubin")) GTEST_SKIP() << "no nvlink at build time";
+  const auto captured = globals_of("cub_linked_main.cubin", kBlockSum);
+  const auto variant = globals_of("cub_linked_kernel_variant.cubin", kBlockSum);
+  const auto used = std::count_if(captured.begin(), captured.end(), [](const G& g) { return g.used; });
+  EXPECT_EQ(used, 3);
+  const auto bound = bind_globals(captured, variant, "cub_linked_kernel_variant.cubin");
+  for (size_t i = 0; i < captured.size(); ++i)
+    if (captured[i].used) {
+      ASSERT_TRUE(bound[i].has_value()) << captured[i].name;
+      EXPECT_EQ(normalise_internal_name(captured[i].name), normalise_internal_name(*bound[i]));
+    }
+}
+
+// The captured module linked -rdc from two units, the variant the kernel's unit compiled
+// whole-program (as the reproducer recompiles it): nvlink's scope is gone from every name.
+TEST(BindGlobals, CubRdcModuleAgainstAWholeProgramVariant) {
+  KC_NEED_FIXTURES();
+  const std::string dir = cubin::testing::kFixtureDir;
+  if (!std::ifstream(dir + "/cub_linked_main.cubin")) GTEST_SKIP() << "no nvlink at build time";
+  const auto captured = globals_of("cub_linked_main.cubin", kBlockSum);
+  const auto variant = globals_of("cub_kernel_variant.cubin", kBlockSum);
+  const auto bound = bind_globals(captured, variant, "optimized.cubin");
+  size_t used = 0;
+  for (size_t i = 0; i < captured.size(); ++i) {
+    if (!captured[i].used) continue;
+    ++used;
+    ASSERT_TRUE(bound[i].has_value()) << captured[i].name;
+    EXPECT_EQ(normalise_internal_name(captured[i].name), normalise_internal_name(*bound[i]));
+  }
+  EXPECT_EQ(used, 3u);
 }
 
 }  // namespace

@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# The edit loop on real code (GPU): CUB kernels recompiled from the generated reproducer, and
+# torch.compile run the way users run it (caches on, a second run finds them warm).
+#   cub_scan         a program including <cub/cub.cuh> (tests/gpu/editloop_apps/cub_scan.cu):
+#                    extract (source found) -> make recompile -> make validate-variant PASS ->
+#                    kerncap validate --cubin optimized.cubin PASS; the module's internal-linkage
+#                    globals are named after kernel_variant.cu in the variant
+#   cub_scan_wrong   an edit that changes out[] -> validate-variant FAIL
+#   cub_scan_counter the anonymous-namespace counter += 2 -> validate-variant FAIL
+#   cub_rdc          two units including CUB, -rdc, linked (rdc_main.cu + rdc_other.cu): the
+#                    kernel's unit recompiled whole-program -> validate-variant PASS; an edit
+#                    of out[] -> FAIL
+#   inductor_default_cold / _warm, inductor_maxautotune_cold / _warm
+#                    tests/gpu/editloop_apps/inductor_mlp.py under torch.compile (default and
+#                    mode="max-autotune-no-cudagraphs"), run twice with TORCHINDUCTOR_CACHE_DIR
+#                    and TRITON_CACHE_DIR in a fresh folder (cold, then warm): the first Triton
+#                    launch of the model (--dispatch 0) is captured — it has the model's input
+#                    address, which no benchmark launch has — and `python3 reproducer.py` PASSes
+# Prints one row per case and "N passed, N failed". Exit 0 all passed, 1 some failed,
+# 77 skipped (no GPU; the Inductor cases alone are SKIP without python3 + torch + triton).
+#
+#   tests/gpu/editloop_e2e.sh BUILD_DIR
+#
+# Environment: OUT (work in $OUT/editloop-work, logs in $OUT/editloop-logs), KERNCAP_GPU_CASES
+# (extended regex over case names), KERNCAP_GPU_KEEP=1 (keep the work folder),
+# KERNCAP_GPU_TIMEOUT (per command, default 600 s: max-autotune compiles for minutes),
+# KERNCAP_PYTHON (python with torch + triton, default python3), NVCC (default: nvcc on PATH,
+# else /usr/local/cuda/bin/nvcc).
+set -u -o pipefail
+ulimit -c 0
+
+BUILD=${1:?usage: tests/gpu/editloop_e2e.sh BUILD_DIR}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+APPS=$HERE/editloop_apps
+PY=${KERNCAP_PYTHON:-python3}
+TIMEOUT=${KERNCAP_GPU_TIMEOUT:-600}
+ONLY=${KERNCAP_GPU_CASES:-}
+
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "SKIPPED: no GPU"
+  exit 77
+fi
+BUILD=$(cd "$BUILD" && pwd) || exit 1
+KC=$BUILD/bin/kerncap
+[ -x "$KC" ] || { echo "kerncap is not built: $KC missing"; exit 1; }
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+[ -x "$NVCC" ] || { echo "no nvcc (set NVCC)"; exit 1; }
+command -v make >/dev/null || { echo "make is not installed: the reproducer's Makefile needs it"; exit 1; }
+export KERNCAP_REPLAY_LIB=${KERNCAP_REPLAY_LIB:-$BUILD/lib/libkerncap_replay.so}
+CC=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')
+ARCH=sm_${CC:-90}
+
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT/editloop-logs" && WORK=$(mktemp -d "$OUT/editloop-work.XXXXXX") && LOGS=$OUT/editloop-logs
+else
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-editloop.XXXXXX") && LOGS=$WORK/logs && mkdir -p "$LOGS"
+fi
+[ -n "${WORK:-}" ] || exit 1
+cleanup() { [ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
+trap cleanup EXIT
+
+PASSED=0 FAILED=0 SKIPPED=0
+row() {  # row CASE PASS|FAIL|SKIP NOTE
+  printf '| %-26s | %-4s | %s |\n' "$1" "$2" "$3"
+  case $2 in
+    PASS) PASSED=$((PASSED + 1)) ;;
+    SKIP) SKIPPED=$((SKIPPED + 1)) ;;
+    *) FAILED=$((FAILED + 1)) ;;
+  esac
+}
+wanted() { [ -z "$ONLY" ] || [[ $1 =~ $ONLY ]]; }
+
+# step NAME CMD...: output in $LOGS/NAME.log; sets STEP_LOG; returns the command's status.
+step() {
+  local name=$1
+  shift
+  STEP_LOG=$LOGS/$name.log
+  printf '$ %s\n' "$*" >"$STEP_LOG"
+  timeout -k 5 "$TIMEOUT" "$@" >>"$STEP_LOG" 2>&1
+}
+first_error() { grep -m1 -Ei 'error|fail|cannot|module global' "$STEP_LOG" | cut -c1-160; }
+
+echo "| case                       | res  | notes |"
+echo "|----------------------------|------|-------|"
+
+# ---- CUDA: build the programs, with a compile database like CMake's -----------------------
+SRC=$WORK/src
+mkdir -p "$SRC" && cp "$APPS"/*.cu "$SRC"/
+# compile NAME FLAGS...: one unit to NAME.o, recorded in the database
+DB_ENTRIES=()
+compile() {
+  local name=$1
+  shift
+  local cmd="$NVCC -arch=$ARCH -O2 $* -c -o $SRC/$name.o $SRC/$name.cu"
+  DB_ENTRIES+=("{\"directory\": \"$SRC\", \"command\": \"$cmd\", \"file\": \"$SRC/$name.cu\"}")
+  step "build-$name" $cmd
+}
+BUILT=1
+compile cub_scan && step link-cub_scan "$NVCC" -arch="$ARCH" -o "$SRC/cub_scan" "$SRC/cub_scan.o" || BUILT=0
+compile rdc_main -rdc=true && compile rdc_other -rdc=true &&
+  step link-rdc "$NVCC" -arch="$ARCH" -rdc=true -o "$SRC/rdc_app" "$SRC/rdc_main.o" "$SRC/rdc_other.o" || BUILT=0
+DB=$SRC/compile_commands.json
+{ echo "["; (IFS=,; echo "${DB_ENTRIES[*]}"); echo "]"; } >"$DB"
+
+# cuda_case NAME KERNEL APP STORE_SED COUNTER_SED: extract, recompile, validate-variant PASS,
+# validate --cubin PASS; then each edit must FAIL.
+cuda_case() {
+  local name=$1 kernel=$2 app=$3 store_sed=$4 counter_sed=$5
+  local dir=$WORK/$name note ok=1 src internal
+  if [ "$BUILT" != 1 ]; then row "$name" FAIL "the test programs did not build: $(first_error)"; return; fi
+  if ! step "$name-extract" "$KC" extract "$kernel" --cmd "$app" --source-dir "$SRC" --compile-commands "$DB" -o "$dir"; then
+    row "$name" FAIL "extract failed: $(first_error)"; return
+  fi
+  src=$(grep -m1 -oE 'source: [a-z-]+' "$STEP_LOG" | cut -d' ' -f2)
+  internal=$(grep -rhoE '"(__nv_static_[^"]*|_ZN[0-9]+_INTERNAL_[^"]*)"' "$dir/capture/manifest.json" | sort -u | wc -l)
+  note="source ${src:-?}; $internal captured globals with a translation-unit scope"
+  [ "$src" = found ] || { ok=0; note="$note; source not found"; }
+  [ "$internal" -gt 0 ] || { ok=0; note="$note; expected translation-unit-scoped globals in the capture"; }
+  local edit=$dir/kernel_variant.cu
+  cp "$edit" "$WORK/$name.original.cu" 2>/dev/null || { row "$name" FAIL "$note; no kernel_variant.cu"; return; }
+  if step "$name-recompile" make -C "$dir" recompile KERNCAP="$KC"; then
+    if step "$name-validate-variant" make -C "$dir" validate-variant KERNCAP="$KC" && grep -q '^Result: PASS' "$STEP_LOG"; then
+      note="$note; validate-variant PASS"
+    else
+      ok=0; note="$note; validate-variant: $(grep -m1 -E '^Result' "$STEP_LOG" || first_error)"
+    fi
+    if step "$name-validate-cubin" "$KC" validate "$dir" --cubin "$dir/optimized.cubin" && grep -q '^Result: PASS' "$STEP_LOG"; then
+      note="$note; validate --cubin PASS"
+    else
+      ok=0; note="$note; validate --cubin: $(grep -m1 -E '^Result' "$STEP_LOG" || first_error)"
+    fi
+  else
+    ok=0; note="$note; recompile: $(first_error)"
+  fi
+  row "$name" "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
+  wrong_edit "$name" "${name}_wrong" "$store_sed" "an output off by one"
+  [ -n "$counter_sed" ] && wrong_edit "$name" "${name}_counter" "$counter_sed" "the internal counter +2"
+  cp "$WORK/$name.original.cu" "$edit"
+}
+
+# wrong_edit CASE ROW SED WHAT: an edit that changes results; validate-variant must FAIL
+# (not refuse: the globals still bind).
+wrong_edit() {
+  local name=$1 label=$2 expr=$3 what=$4 dir=$WORK/$1
+  local edit=$dir/kernel_variant.cu rc
+  cp "$WORK/$name.original.cu" "$edit"
+  sed -i "$expr" "$edit"
+  if cmp -s "$WORK/$name.original.cu" "$edit"; then row "$label" FAIL "edit not applied"; return; fi
+  if ! step "$label-recompile" make -C "$dir" recompile KERNCAP="$KC"; then
+    row "$label" FAIL "recompile failed: $(first_error)"; return
+  fi
+  step "$label-validate" make -C "$dir" validate-variant KERNCAP="$KC"
+  rc=$?
+  if [ $rc -ne 0 ] && grep -q '^Result: FAIL' "$STEP_LOG"; then
+    row "$label" PASS "$what: FAIL as wanted; $(grep -m1 '^  region' "$STEP_LOG" | cut -c1-100)"
+  else
+    row "$label" FAIL "$what: rc=$rc $(grep -m1 -E '^Result' "$STEP_LOG" || first_error)"
+  fi
+}
+
+if wanted cub_scan; then
+  cuda_case cub_scan scan_tiles "$SRC/cub_scan" \
+    's|if (i < n) out\[i\] = v;  // kc:store|if (i < n) out[i] = v + (i == 1000 ? 1.0f : 0.0f);  // kc:store|' \
+    's|atomicAdd(&tiles_done, 1u);|atomicAdd(\&tiles_done, 2u);|'
+fi
+if wanted cub_rdc; then
+  cuda_case cub_rdc tile_max "$SRC/rdc_app" \
+    's|out\[blockIdx.x\] = m;  // kc:store|out[blockIdx.x] = m + (blockIdx.x == 7 ? 1.0f : 0.0f);  // kc:store|' \
+    's|atomicAdd(&max_blocks, 1u);|atomicAdd(\&max_blocks, 2u);|'
+fi
+
+# ---- torch.compile, cold then warm caches -----------------------------------------------
+HAVE_TORCH=1
+"$PY" -c 'import torch, triton, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null || HAVE_TORCH=0
+export PYTHONPATH="$REPO/python${PYTHONPATH:+:$PYTHONPATH}"
+
+jget() {  # jget FILE EXPR: a Python expression over j = the file as JSON
+  "$PY" - "$1" "$2" <<'PY' 2>/dev/null
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(eval(sys.argv[2]))
+PY
+}
+
+# inductor_case LABEL MODE CACHE: capture the model's first Triton launch and run the reproducer.
+inductor_case() {
+  local label=$1 mode=$2 cache=$3 dir=$WORK/$1 note ok=1 ptrs want how via compiled
+  if [ "$HAVE_TORCH" != 1 ]; then row "$label" SKIP "$PY cannot import torch (with CUDA) and triton"; return; fi
+  PYTHONPATH="$REPO/python/kerncap/triton_shim:$PYTHONPATH" KERNCAP_TRITON_OUT="$dir/triton" \
+    TORCHINDUCTOR_CACHE_DIR="$cache/inductor" TRITON_CACHE_DIR="$cache/triton" \
+    step "$label-extract" "$KC" extract 'triton_(poi|tem|per|red)_' --regex --dispatch 0 -o "$dir" -- \
+    "$PY" "$APPS/inductor_mlp.py" "$mode"
+  if [ ! -f "$dir/capture/manifest.json" ]; then row "$label" FAIL "extract: $(first_error)"; return; fi
+  cp "$STEP_LOG" "$dir/app.log"
+  if [ ! -f "$dir/reproducer.py" ]; then
+    step "$label-generate" "$PY" -m kerncap.triton_repro "$dir" || { row "$label" FAIL "generator: $(first_error)"; return; }
+  fi
+  want=$(grep -m1 '^MODEL input 0 ' "$dir/app.log" | awk '{print $4}')
+  ptrs=$(jget "$dir/triton/launch.json" '" ".join(str(a["value"]) for a in j["args"] if a["type"].startswith("*"))')
+  note="$(jget "$dir/triton/launch.json" 'j["kernel"]')"
+  if [ -n "$want" ] && [[ " $ptrs " == *" $want "* ]]; then
+    note="$note; reads the model's input (its own launch)"
+  else
+    ok=0; note="$note; the captured launch does not read the model's input $want (pointers: $ptrs): a benchmark launch?"
+  fi
+  how=$(jget "$dir/triton/name_map.json" 'j["captured"]["how"]')
+  via=$(jget "$dir/triton/name_map.json" '[c for cs in j["kernels"].values() for c in cs if c["hash"] == j["captured"]["hash"]][0].get("cache_hit")')
+  compiled=$(grep -h '"kind": "compile"' "$dir"/triton/records/*.jsonl 2>/dev/null | grep -c '"cache_hit": false')
+  note="$note; bound by ${how:-?} (cache_hit ${via:-?}; $compiled fresh compiles in the run)"
+  if step "$label-repro" "$PY" "$dir/reproducer.py"; then  # exit 0 is PASS
+    note="$note; reproducer PASS"
+  else
+    ok=0; note="$note; reproducer: $(grep -m1 -E 'FAIL' "$STEP_LOG" || first_error)"
+  fi
+  row "$label" "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
+}
+
+for spec in "inductor_default default" "inductor_maxautotune max-autotune-no-cudagraphs"; do
+  set -- $spec
+  wanted "$1" || continue
+  cache=$WORK/cache-$1
+  mkdir -p "$cache"
+  inductor_case "$1_cold" "$2" "$cache"
+  inductor_case "$1_warm" "$2" "$cache"
+done
+
+echo "logs: $LOGS"
+echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
+[ "$FAILED" -eq 0 ]
