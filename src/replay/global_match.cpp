@@ -38,8 +38,14 @@ bool is_tu_scope(std::string_view id, std::string_view marker) {
   if (p == digits || p >= id.size() || id[p] != '_') return false;
   p += 1 + file_len;  // the file name, e.g. main_cu
   if (p >= id.size() || id[p] != '_') return false;
-  const std::string_view hex2 = id.substr(p + 1);
-  return !hex2.empty() && std::all_of(hex2.begin(), hex2.end(), is_hex);
+  // Then a tail nvcc derives per translation unit: a hash ("_1a2b3c4d") in CUDA 12; in
+  // CUDA 13 also a symbol of the unit ("_weights") or a hash and a counter ("_0efc21a4_938",
+  // nvlink's __nv_static_ form). Any identifier characters: the exact file length above is
+  // what anchors the match.
+  const std::string_view tail = id.substr(p + 1);
+  return !tail.empty() && std::all_of(tail.begin(), tail.end(), [](char c) {
+    return is_hex(c) || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  });
 }
 
 // nvlink's prefix for a file-local variable of an -rdc translation unit:

@@ -127,7 +127,7 @@ bad_case() {
 }
 
 CHAIN=$WORK/graph_chain
-want chain_mid && continue_case chain_mid gTarget 1 'param(3, "<f") == 3.0 and m["dispatch"] == 1' -- "$CHAIN"
+want chain_mid && continue_case chain_mid gTarget 1 'param(3, "<f") == 3.0 and m["kernel"]["dispatch"] == 1' -- "$CHAIN"
 if want chain_strong; then
   NOTE=""
   if [ -f "$WORK/chain_mid.cap/capture/manifest.json" ]; then
@@ -154,7 +154,7 @@ if want chain_first; then
   [ $ok = 1 ] && { validate chain_first.validate "$WORK/chain_first.cap" || ok=0; }
   result chain_first $ok
 fi
-want chain_last && continue_case chain_last gTail 2 'm["dispatch"] == 2' -- "$CHAIN"
+want chain_last && continue_case chain_last gTail 2 'm["kernel"]["dispatch"] == 2' -- "$CHAIN"
 want update && continue_case update uAxpy 2 'param(2, "<f") == 3.0' -- "$WORK/graph_update"
 
 if want torch_profile || want torch_mid; then
@@ -179,7 +179,7 @@ PY
       NOTE="exp kernel: calls, graph calls, dispatch = ${v#* }"
       [ $RC -eq 0 ] && [[ $v == True* ]] && result torch_profile 1 || { NOTE="$NOTE (rc=$RC)"; result torch_profile 0; }
     fi
-    want torch_mid && continue_case torch_mid exp_kernel_cuda 4 'm["dispatch"] == 4' -- "$PY" "$HERE/graph_apps/graph_torch.py"
+    want torch_mid && continue_case torch_mid exp_kernel_cuda 4 'm["kernel"]["dispatch"] == 4' -- "$PY" "$HERE/graph_apps/graph_torch.py"
   fi
 fi
 

@@ -45,6 +45,18 @@ TEST(NormaliseInternalName, LeavesOtherNamesAlone) {
     EXPECT_EQ(normalise_internal_name(n), n) << n;
 }
 
+TEST(NormaliseInternalName, CudaThirteenScopeTails) {
+  // nvcc 13 ends a unit's scope with one of its symbols, and nvlink's static scope with a
+  // hash and a counter (names taken from an H100 run of tests/gpu/editloop_e2e.sh).
+  EXPECT_EQ(normalise_internal_name("_ZN41_INTERNAL_de5dc55c_11_cub_scan_cu_weights43_GLOBAL__N__de5dc55c_11_cub_"
+                                    "scan_cu_weights10tiles_doneE"),
+            "_ZN10_INTERNAL_12_GLOBAL__N__10tiles_doneE");
+  EXPECT_EQ(normalise_internal_name("_ZN47_INTERNAL_0badf00d_17_kernel_variant_cu_weights49_GLOBAL__N__0badf00d_17_"
+                                    "kernel_variant_cu_weights10tiles_doneE"),
+            "_ZN10_INTERNAL_12_GLOBAL__N__10tiles_doneE");
+  EXPECT_EQ(normalise_internal_name("__nv_static_37__246b2d9b_11_rdc_main_cu_0efc21a4_938_max_blocks"), "max_blocks");
+}
+
 TEST(NormaliseInternalName, StripsNvlinksStaticScope) {
   // nvlink's scope for file-local variables of -rdc translation units, around the rest.
   EXPECT_EQ(normalise_internal_name("__nv_static_28__171dfdea_7_main_cu_2370eb71_file_local_scale"),
