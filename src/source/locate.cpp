@@ -3,6 +3,7 @@
 #include "source/locate.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <regex>
@@ -70,12 +71,13 @@ std::string cmake_target(const RepoIndex& repo, const std::string& rel, SourceCa
   return {};
 }
 
-// `def NAME(` in Python text whose body holds `word[` (a Triton launch) or `word(`: the
-// host function that launches a kernel.
+// The outermost `def`/`class` of Python text around each launch `word[...]`, call
+// `word(...)` or use `word.apply(...)`: the host function that launches a Triton kernel, or the autograd class that
+// calls that function (what tests import).
 std::set<std::string> python_wrappers(const std::string& text, const std::string& word) {
   std::set<std::string> out;
   std::vector<std::pair<size_t, std::string>> defs;  // indentation, name
-  static const std::regex def_re(R"(^(\s*)(async\s+)?def\s+([A-Za-z_]\w*))");
+  static const std::regex def_re(R"(^(\s*)(async\s+def|def|class)\s+([A-Za-z_]\w*))");
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t end = text.find('\n', pos);
@@ -83,21 +85,56 @@ std::set<std::string> python_wrappers(const std::string& text, const std::string
     const std::string line = text.substr(pos, end - pos);
     pos = end + 1;
     const size_t indent = line.find_first_not_of(" \t");
-    if (indent == std::string::npos) continue;
-    while (!defs.empty() && defs.back().first >= indent && line[indent] != '#' && line[indent] != ')') defs.pop_back();
+    if (indent == std::string::npos || line[indent] == '#' || line[indent] == ')') continue;
+    while (!defs.empty() && defs.back().first >= indent) defs.pop_back();
     std::smatch m;
     if (std::regex_search(line, m, def_re)) {
       defs.emplace_back(m[1].length(), m[3].str());
       continue;
     }
-    const size_t at = line.find(word);
-    if (at != std::string::npos && contains_word(line, word) && !defs.empty()) {
+    for (size_t at = line.find(word); at != std::string::npos; at = line.find(word, at + 1)) {
       const size_t after = at + word.size();
-      if (after < line.size() && (line[after] == '[' || line[after] == '(') && defs.front().second != word)
+      const bool starts = at == 0 || !(std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_');
+      if (starts && after < line.size() && (line[after] == '[' || line[after] == '(' || line[after] == '.') && !defs.empty() &&
+          defs.front().second != word)
         out.insert(defs.front().second);
     }
   }
   return out;
+}
+
+// What tests of a Triton kernel name: the kernel, the function that launches it, the
+// autograd class that calls that, the module class that wraps the autograd class... up to
+// three levels, following imports across the package's (non-test) modules.
+std::set<std::string> python_callers(Locator::Context& c, const RepoIndex& repo, const SourceRef& def,
+                                     const std::string& kernel) {
+  std::set<std::string> all = {kernel};
+  std::set<std::string> level;
+  for (const auto& w : python_wrappers(read_file_text(c.cache, def.path()), kernel)) level.insert(w);
+  for (int depth = 0; depth < 3 && !level.empty() && all.size() < 32; ++depth) {
+    std::set<std::string> next;
+    for (const auto& w : level) {
+      if (!all.insert(w).second) continue;
+      for (uint32_t id : repo.files_with(w)) {
+        const std::string& rel = repo.files[id];
+        if (!rel.ends_with(".py") || is_test_path(rel)) continue;
+        const std::string text = read_file_text(c.cache, repo.path(id));
+        if (rel != def.file && !std::regex_search(text, std::regex("import[^\\n]*\\b" + w + "\\b"))) continue;
+        for (const auto& outer : python_wrappers(text, w))
+          if (!all.count(outer)) next.insert(outer);
+      }
+    }
+    level = std::move(next);
+  }
+  return all;
+}
+
+// Shallower paths first: among namesakes, the main implementation rather than a backend's
+// copy (src/pkg/ops/x.py before src/pkg/ops/backends/npu/ops/x.py).
+void shallow_first(std::vector<SourceRef>& refs) {
+  std::stable_sort(refs.begin(), refs.end(), [](const SourceRef& a, const SourceRef& b) {
+    return std::count(a.file.begin(), a.file.end(), '/') < std::count(b.file.begin(), b.file.end(), '/');
+  });
 }
 
 std::string test_command_for(const RepoIndex& repo, const std::string& rel, const std::set<std::string>& words,
@@ -169,14 +206,16 @@ void triton(Locator::Context& c) {
         if (us == 0) break;
       }
     if (found.empty()) continue;
-    for (const auto& d : repo.triton.at(found))
-      c.out.sources.push_back({repo.root, repo.files[d.file], d.line, "@triton.jit " + found});
+    std::vector<SourceRef> defs;
+    for (const auto& d : repo.triton.at(found)) defs.push_back({repo.root, repo.files[d.file], d.line, "@triton.jit " + found});
+    shallow_first(defs);
+    c.out.sources.insert(c.out.sources.end(), defs.begin(), defs.end());
     if (found != name) c.out.notes.push_back(fmt::format("{} is {} specialized (its name carries the specialization)", name, found));
     if (c.out.status == LocateStatus::NotFound) {
       c.out.status = LocateStatus::Found;
-      std::set<std::string> words = {found};
-      for (const auto& d : repo.triton.at(found))
-        for (const auto& w : python_wrappers(read_file_text(c.cache, repo.path(d.file)), found)) words.insert(w);
+      // The kernel, the functions that launch it, and the functions or classes that call
+      // those, in the module of the first definition.
+      std::set<std::string> words = python_callers(c, repo, defs.front(), found);
       find_tests(c, repo, words, "");
     }
   }
@@ -186,6 +225,7 @@ void cxx(Locator::Context& c) {
   for (const auto& repo : c.repos) {
     auto defs = kernel_definitions(c, repo, c.name.base, c.name.scopes, !c.name.cxx, c.rule.under);
     if (defs.empty()) continue;
+    shallow_first(defs);
     const bool first = c.out.sources.empty();
     c.out.sources.insert(c.out.sources.end(), defs.begin(), defs.end());
     if (!first) continue;
@@ -238,17 +278,45 @@ void cutlass(Locator::Context& c) {
         for (const auto& d : type_definitions(*toks, tmpl)) {
           int score = 0;
           std::set<std::string> seen;
-          for (const auto& h : d.head)
-            if (!generic_word(h) && words.count(h) && seen.insert(h).second) ++score;
+          // A head word the name holds counts for it; a schedule or mainloop tag the name
+          // lacks (KernelTmaWarpSpecializedPingpong for a cooperative kernel) against it.
+          static const std::regex tag("^(Kernel|Mainloop|Sm[0-9])");
+          for (const auto& h : d.head) {
+            if (generic_word(h) || !seen.insert(h).second) continue;
+            if (words.count(h)) ++score;
+            else if (std::regex_search(h, tag)) --score;
+          }
           cands.push_back({{repo.root, repo.files[id], d.line, ""}, score, d.specialization});
         }
       }
       if (cands.empty()) continue;
+      // CUTLASS's folders follow its namespaces: cutlass::gemm::kernel::GemmUniversal lives
+      // under gemm/kernel/, cutlass::gemm::device::GemmUniversal under gemm/device/.
+      std::smatch q;
+      if (std::regex_search(c.out.demangled, q, std::regex("((?:[A-Za-z_]\\w*::)+)" + tmpl + "<"))) {
+        std::string dir = q[1].str();
+        if (dir.starts_with("cutlass::")) dir = dir.substr(9);
+        for (size_t p = dir.find("::"); p != std::string::npos; p = dir.find("::", p + 1)) dir.replace(p, 2, "/");
+        if (!dir.empty()) {
+          std::vector<Cand> placed;
+          for (const auto& k : cands)
+            if (("/" + k.ref.file).find("/" + dir) != std::string::npos) placed.push_back(k);
+          if (!placed.empty()) cands = std::move(placed);
+        }
+      }
       int best = -1;
       for (const auto& k : cands) best = std::max(best, k.score);
       std::vector<Cand> top;
       for (const auto& k : cands)
-        if (k.score == best && (best > 0 || !k.spec)) top.push_back(k);
+        if (k.score == best) top.push_back(k);
+      // Nothing in the name speaks for any specialization, and several fit as little:
+      // the primary template, if it has a body, is the honest answer.
+      if (best <= 0 && top.size() > 1) {
+        std::vector<Cand> primary;
+        for (const auto& k : top)
+          if (!k.spec) primary.push_back(k);
+        if (!primary.empty()) top = std::move(primary);
+      }
       if (top.empty()) continue;
       const bool kernel = found.empty();
       for (auto& k : top) {
@@ -300,6 +368,18 @@ const LocateRule* pick_rule(const LocateRules& rules, const names::Classificatio
 
 }  // namespace
 
+bool scopes_fit(const std::vector<std::string>& written, const std::vector<std::string>& named) {
+  if (written.size() != named.size()) return false;
+  for (size_t i = 0; i < written.size(); ++i) {
+    if (written[i] == named[i]) continue;
+    // `namespace FLASH_NAMESPACE {`: a namespace named by a macro (flash-attention) fits any name.
+    const bool macro = std::none_of(written[i].begin(), written[i].end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); }) &&
+                       written[i].find('_') != std::string::npos;
+    if (!macro) return false;
+  }
+  return true;
+}
+
 std::vector<uint32_t> files_under(const RepoIndex& repo, const std::string& word, const std::vector<std::string>& under) {
   const auto all = repo.files_with(word);
   if (under.empty()) return all;
@@ -320,7 +400,7 @@ std::vector<SourceRef> kernel_definitions(Locator::Context& c, const RepoIndex& 
     const auto* toks = c.cache.tokens(repo.path(id));
     if (!toks) continue;
     for (const auto& d : find_kernels(*toks, global_macros(*toks)))
-      if (d.name == base && d.definition && (any_scope || d.scopes == scopes))
+      if (d.name == base && d.definition && (any_scope || scopes_fit(d.scopes, scopes)))
         out.push_back({repo.root, repo.files[id], d.line, "__global__ " + d.qualified()});
     for (size_t i = 0; i + 2 < toks->size(); ++i)
       if ((*toks)[i].kind == TokKind::Ident && (*toks)[i + 1].text == "(" && (*toks)[i + 2].text == base &&
@@ -371,8 +451,11 @@ void find_tests(Locator::Context& c, const RepoIndex& repo, const std::set<std::
     for (uint32_t id : repo.files_with(w))
       if (is_test_path(repo.files[id])) score[id] += w == c.name.base ? 2 : 1;
   std::vector<std::tuple<int, std::string, uint32_t>> ranked;
+  const std::string stem = c.out.sources.empty() ? std::string() : fs::path(c.out.sources.front().file).stem().string();
   for (const auto& [id, s] : score) {
     int total = s;
+    // test_rms_norm.py for a kernel defined in rms_norm.py
+    if (!stem.empty() && fs::path(repo.files[id]).stem().string() == "test_" + stem) total += 3;
     if (repo.files[id].ends_with(".py")) {
       const std::string text = read_file_text(c.cache, repo.path(id));
       for (const auto& w : words)

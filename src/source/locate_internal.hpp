@@ -18,6 +18,10 @@ struct Locator::Context {
   LocateResult& out;
 };
 
+// Namespaces written around a definition against those of a name; a namespace named by a
+// macro (ALL_CAPS) fits any.
+bool scopes_fit(const std::vector<std::string>& written, const std::vector<std::string>& named);
+
 // Files of `repo` holding `word`, restricted to paths under one of `under` (all when empty),
 // in the order of `under`.
 std::vector<uint32_t> files_under(const RepoIndex& repo, const std::string& word, const std::vector<std::string>& under);

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <fstream>
 #include <iterator>
 #include <regex>
-#include <unordered_set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -53,10 +54,8 @@ std::string_view trim_left(std::string_view s) {
   return s;
 }
 
-}  // namespace
-
-std::vector<std::string_view> identifiers(std::string_view text) {
-  std::vector<std::string_view> out;
+template <typename F>
+void each_identifier(std::string_view text, F&& f) {
   for (size_t i = 0; i < text.size();) {
     if (!ident_start(text[i]) || (i > 0 && ident_char(text[i - 1]))) {
       ++i;
@@ -64,9 +63,16 @@ std::vector<std::string_view> identifiers(std::string_view text) {
     }
     size_t j = i + 1;
     while (j < text.size() && ident_char(text[j])) ++j;
-    if (j - i >= kMinWord) out.push_back(text.substr(i, j - i));
+    if (j - i >= kMinWord) f(text.substr(i, j - i));
     i = j;
   }
+}
+
+}  // namespace
+
+std::vector<std::string_view> identifiers(std::string_view text) {
+  std::vector<std::string_view> out;
+  each_identifier(text, [&](std::string_view w) { out.push_back(w); });
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -124,11 +130,11 @@ std::vector<uint32_t> RepoIndex::files_with(std::string_view word) const {
     for (uint32_t i = 0; i < all.size(); ++i) all[i] = i;
     return all;
   }
-  auto it = words.find(std::string(word));
+  auto it = words.find(word);
   return it == words.end() ? std::vector<uint32_t>{} : it->second;
 }
 
-RepoIndex build_index(const fs::path& root_in, const IndexProgress& progress) {
+RepoIndex build_index(const fs::path& root_in, const IndexProgress& progress, unsigned threads) {
   const auto t0 = std::chrono::steady_clock::now();
   std::error_code ec;
   if (!fs::is_directory(root_in, ec))
@@ -154,28 +160,63 @@ RepoIndex build_index(const fs::path& root_in, const IndexProgress& progress) {
   }
   std::sort(idx.files.begin(), idx.files.end());
 
-  std::string text;
-  auto last = std::chrono::steady_clock::now();
-  bool reported = false;  // small trees finish before the first progress line
-  for (uint32_t id = 0; id < idx.files.size(); ++id) {
-    if (progress && (id % 256) == 0) {
-      const auto now = std::chrono::steady_clock::now();
-      if (now - last > std::chrono::milliseconds(500)) {
-        progress(id, idx.files.size());
-        last = now;
-        reported = true;
+  // Contiguous slices of the sorted list, one per thread; merged in slice order, so every
+  // word's file list stays sorted. The calling thread reports progress.
+  if (threads == 0) threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  const size_t n = idx.files.size();
+  threads = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(threads, n / 64 + 1)));
+  struct Slice {
+    std::unordered_map<std::string, std::vector<uint32_t>, WordHash, std::equal_to<>> words;
+    std::vector<std::pair<std::string, PyDef>> triton;
+    size_t bytes = 0, skipped = 0;
+  };
+  std::vector<Slice> slices(threads);
+  std::atomic<size_t> done{0};
+  auto work = [&](unsigned t) {
+    Slice& sl = slices[t];
+    std::string text;
+    const size_t from = n * t / threads, to = n * (t + 1) / threads;
+    for (size_t i = from; i < to; ++i, ++done) {
+      const auto id = static_cast<uint32_t>(i);
+      if (!read_text(idx.path(id), text)) {
+        ++sl.skipped;
+        continue;
       }
+      sl.bytes += text.size();
+      // Each word once per file: the file being read is the only one that can be last.
+      each_identifier(text, [&](std::string_view w) {
+        auto f = sl.words.find(w);
+        if (f == sl.words.end()) f = sl.words.emplace(std::string(w), std::vector<uint32_t>{}).first;
+        if (f->second.empty() || f->second.back() != id) f->second.push_back(id);
+      });
+      if (idx.files[id].ends_with(".py") && text.find("jit") != std::string::npos)
+        for (auto& [name, line] : triton_functions(text)) sl.triton.emplace_back(name, PyDef{id, line});
     }
-    if (!read_text(idx.path(id), text)) {
-      ++idx.skipped;
-      continue;
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  std::thread first(work, 0u);
+  bool reported = false;  // small trees finish before the first progress line
+  while (progress && done.load() < n) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(500) && done.load() < n) {
+      progress(done.load(), n);
+      reported = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(480));
     }
-    idx.bytes += text.size();
-    for (std::string_view w : identifiers(text)) idx.words[std::string(w)].push_back(id);
-    if (idx.files[id].ends_with(".py") && text.find("jit") != std::string::npos)
-      for (auto& [name, line] : triton_functions(text)) idx.triton[name].push_back({id, line});
   }
-  if (progress && reported) progress(idx.files.size(), idx.files.size());
+  first.join();
+  for (auto& th : pool) th.join();
+  for (auto& sl : slices) {
+    idx.bytes += sl.bytes;
+    idx.skipped += sl.skipped;
+    for (auto& [w, ids] : sl.words) {
+      auto& all = idx.words[w];
+      all.insert(all.end(), ids.begin(), ids.end());
+    }
+    for (auto& [name, d] : sl.triton) idx.triton[name].push_back(d);
+  }
+  if (progress && reported) progress(n, n);
   idx.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return idx;
 }

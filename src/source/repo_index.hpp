@@ -20,10 +20,17 @@ struct PyDef {
   uint32_t line = 0;
 };
 
+// Lookups by string_view without building a std::string.
+struct WordHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 struct RepoIndex {
   fs::path root;                   // canonical
   std::vector<std::string> files;  // relative to root, '/'-separated, sorted
-  std::unordered_map<std::string, std::vector<uint32_t>> words;  // identifier -> files holding it (sorted)
+  // identifier -> files holding it (sorted)
+  std::unordered_map<std::string, std::vector<uint32_t>, WordHash, std::equal_to<>> words;
   std::unordered_map<std::string, std::vector<PyDef>> triton;    // @triton.jit function -> definitions
   size_t bytes = 0;     // text read
   size_t skipped = 0;   // unreadable, binary or too large
@@ -40,10 +47,11 @@ inline constexpr size_t kMinWord = 3;
 // Called now and then while a large tree is read: files done, files in all.
 using IndexProgress = std::function<void(size_t done, size_t total)>;
 
-// Throws Error(Usage) when `root` is not a directory. Hidden directories, __pycache__,
+// Throws Error(Usage) when `root` is not a directory. Files are read by several threads
+// (`threads` 0: one per core, at most 8). Hidden directories, __pycache__,
 // node_modules, build trees (a CMakeCache.txt inside, or named build/dist/*.egg-info) are
 // skipped; so are unreadable files, binary files (a NUL byte) and files over 4 MiB.
-RepoIndex build_index(const fs::path& root, const IndexProgress& progress = {});
+RepoIndex build_index(const fs::path& root, const IndexProgress& progress = {}, unsigned threads = 0);
 
 // `@triton.jit` functions in Python text (also `@jit` and decorator stacks with autotune/
 // heuristics, decorators over several lines): name -> 1-based line of its `def`.
