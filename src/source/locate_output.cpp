@@ -57,8 +57,10 @@ std::string format_locate(const LocateResult& r) {
 std::string short_where(const LocateResult& r) {
   switch (r.status) {
     case LocateStatus::Found: {
+      // "pytorch/aten/...": the repository's folder name says which --source-repo it is in.
       const auto& f = r.sources.front();
-      return f.line ? fmt::format("{}:{}", f.file, f.line) : f.file;
+      const std::string file = f.repo.empty() ? f.file : (f.repo.filename() / f.file).string();
+      return f.line ? fmt::format("{}:{}", file, f.line) : file;
     }
     case LocateStatus::ClosedSource: return "closed source: " + r.library;
     case LocateStatus::Generated:
