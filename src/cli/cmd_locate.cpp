@@ -80,8 +80,10 @@ void add_locate(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("locate", "Find where a kernel is defined in checked-out repositories, and how to test it");
   cmd->footer(kFooter);
   cmd->add_option("name", args->names, "Kernel name(s): mangled, demangled or plain")->required();
-  cmd->add_option("--source-repo", args->repos, "A checked-out repository to search (repeatable)");
-  cmd->add_option("--rules", args->rules, "A TOML rules file tried before the built-in rules (repeatable)");
+  cmd->add_option("--source-repo", args->repos, "A checked-out repository to search (repeatable)")
+      ->allow_extra_args(false);  // one folder per flag: `--source-repo DIR NAME` leaves NAME a name
+  cmd->add_option("--rules", args->rules, "A TOML rules file tried before the built-in rules (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("--capture", args->capture, "A capture directory (OUT) whose recorded Triton sources to search");
   cmd->add_flag("--json", args->json, "Print one JSON document on stdout");
   cmd->add_flag("-q,--quiet", args->quiet, "No progress or index summary on stderr");

@@ -204,8 +204,10 @@ void add_profile(CLI::App& app, int& exit_code) {
   cmd->add_option("--cmd", args->cmd, "The application as one shell command line (instead of -- APP ARGS)");
   cmd->add_flag("-v,--verbose", args->verbose, "Let the injected library report progress (repeatable)");
   cmd->add_option("--source-repo", args->source_repos,
-                  "A checked-out repository in which to find each kernel's source and tests (repeatable)");
-  cmd->add_option("--rules", args->rules, "Extra locate rules (TOML) for --source-repo (repeatable)");
+                  "A checked-out repository in which to find each kernel's source and tests (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--rules", args->rules, "Extra locate rules (TOML) for --source-repo (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("app", args->argv, "The application and its arguments (after --)");
   cmd->callback([args, &exit_code] { run_profile(*args, exit_code); });
 }

@@ -240,6 +240,12 @@ void cxx(Locator::Context& c) {
     c.out.notes.push_back(fmt::format("{} definitions fit (overloads, or one per build variant)", c.out.sources.size()));
 }
 
+// A file that is a program or a test by itself (not a header an example includes).
+bool runnable(const std::string& rel) {
+  const std::string ext = fs::path(rel).extension().string();
+  return ext == ".cu" || ext == ".cpp" || ext == ".cc" || ext == ".cxx" || ext == ".py";
+}
+
 // Identifiers that say nothing about which specialization a CUTLASS name instantiates.
 bool generic_word(const std::string& w) {
   static const std::set<std::string> s = {"cute", "cutlass", "std", "enable_if_t", "enable_if", "is_base_of_v",
@@ -342,7 +348,8 @@ void cutlass(Locator::Context& c) {
       if (files.empty() || files.size() > repo.files.size() / 4) continue;
       const double weight = std::log(n / static_cast<double>(files.size()));
       for (uint32_t id : files)
-        if (!c.rule.tests_under.empty() && under_any(repo.files[id], c.rule.tests_under)) score[id] += weight;
+        if (!c.rule.tests_under.empty() && under_any(repo.files[id], c.rule.tests_under) && runnable(repo.files[id]))
+          score[id] += weight;
     }
     std::vector<std::pair<double, uint32_t>> ranked;
     for (const auto& [id, s] : score) ranked.emplace_back(-s, id);

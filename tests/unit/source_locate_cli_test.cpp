@@ -80,6 +80,9 @@ TEST(LocateCli, LocateJsonAndExitCodes) {
   EXPECT_EQ(doc["format"], "kerncap-locate");
   EXPECT_EQ(doc["results"][0]["status"], "found");
   EXPECT_EQ(doc["repos"][0]["files"], 2);
+  // Flags first, names after: --source-repo takes one folder.
+  r = kerncap("locate" + repo("squareapp") + " -q _Z6squarePfi");
+  EXPECT_EQ(r.code, 0) << r.out;
   r = kerncap("locate _Z7missingPf -q" + repo("squareapp"));
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("not found"), std::string::npos) << r.out;
