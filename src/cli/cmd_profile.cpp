@@ -10,18 +10,22 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <regex>
 
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/locate_repos.hpp"
 #include "common/error.hpp"
 #include "extract/environment.hpp"
 #include "extract/profile_run.hpp"
 #include "profile/aggregate.hpp"
 #include "profile/report_json.hpp"
 #include "profile/table.hpp"
+#include "names/match.hpp"
 #include "profile/trace.hpp"
+#include "source/locate_output.hpp"
 
 namespace kerncap::cli {
 namespace fs = std::filesystem;
@@ -35,8 +39,14 @@ processes included) and each process writes its records at exit. kerncap then ra
 kernels by total GPU time and classifies them (kind: cublas, aten, triton, user, ...;
 category: gemm, attention, norm, ...).
 
+With --source-repo DIR (repeatable; checked-out repositories such as PyTorch, vLLM,
+triton_kernels, CUTLASS, llama.cpp), each ranked kernel also gets the file and line that
+define it and a test command (see `kerncap locate --help`), in the table's "Sources"
+section and as "source"/"test" in profile.json.
+
 Examples:
   kerncap profile -- ./app --size 4096
+  kerncap profile --source-repo ~/pytorch --source-repo ~/vllm -- python serve.py
   kerncap profile --top 50 --filter 'gemm|attn' -o profile.json --trace trace.json -- python train.py
   kerncap profile --from records/            analyze records kept earlier with --records
 
@@ -60,6 +70,8 @@ struct ProfileArgs {
   size_t width = 0;
   bool json = false;
   int verbose = 0;
+  std::vector<std::string> source_repos;
+  std::vector<std::string> rules;
 };
 
 size_t terminal_width() {
@@ -74,6 +86,30 @@ void write_json_file(const nlohmann::json& doc, const std::string& file) {
   if (!out) usage_error(fmt::format("cannot write {}: check the directory exists and is writable", file));
   out << doc.dump(1) << '\n';
   if (!out.flush()) usage_error(fmt::format("writing {} failed (disk full?)", file));
+}
+
+// "source"/"test" for every kernel of the report, and the rows of the table's Sources
+// section (ranked kernels that pass the filter, as many as the table shows).
+std::string add_sources(const ProfileArgs& a, const Summary& s, nlohmann::json& doc, const names::Matcher* filter) {
+  source::Locator loc(source::load_locate_rules(a.rules), index_repos(a.source_repos, a.json));
+  std::string section;
+  size_t shown = 0;
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    const auto& k = s.kernels[i];
+    const source::LocateResult r = loc.locate(k.mangled);
+    const nlohmann::json j = source::to_json(r);
+    auto& row = doc["kernels"][i];
+    row["source"] = j["source"];
+    row["source_status"] = j["status"];
+    row["test"] = j["test"];
+    if (r.status == source::LocateStatus::ClosedSource) row["library"] = j["library"];
+    const bool pass = !filter || filter->matches(k.mangled, k.demangled);
+    if (!pass || (a.top && shown >= a.top)) continue;
+    ++shown;
+    section += fmt::format("{:>3} {}\n", i + 1, source::short_where(r));
+    if (!r.test_command.empty()) section += fmt::format("    test: (cd {} && {})\n", r.test_cwd.string(), r.test_command);
+  }
+  return section;
 }
 
 void run_profile(const ProfileArgs& a, int& exit_code) {
@@ -109,7 +145,13 @@ void run_profile(const ProfileArgs& a, int& exit_code) {
 
   const std::vector<ProcessRecords> records = read_records(dir);
   const Summary s = aggregate(records);
-  const nlohmann::json doc = report_json(s, run);
+  nlohmann::json doc = report_json(s, run);
+  std::string sources;
+  if (!a.source_repos.empty()) {
+    std::optional<names::Matcher> m;
+    if (filter) m = names::Matcher(a.filter, true);  // validated above
+    sources = add_sources(a, s, doc, m ? &*m : nullptr);
+  }
   if (!a.output.empty()) write_json_file(doc, a.output);
   if (!a.trace.empty()) write_trace_file(records, a.trace);
 
@@ -121,6 +163,7 @@ void run_profile(const ProfileArgs& a, int& exit_code) {
     opt.filter = a.filter;
     opt.width = a.width ? a.width : terminal_width();
     std::cout << '\n' << format_table(s, opt);
+    if (!sources.empty()) std::cout << "\nSources:\n" << sources;
     std::string procs = format_processes(s);
     bool trouble = procs.find("\n      ") != std::string::npos;
     if (s.processes.size() > 1 || trouble) std::cout << "\nProcesses:\n" << procs;
@@ -160,6 +203,11 @@ void add_profile(CLI::App& app, int& exit_code) {
   cmd->add_option("--width", args->width, "Table width in columns (default: the terminal's)");
   cmd->add_option("--cmd", args->cmd, "The application as one shell command line (instead of -- APP ARGS)");
   cmd->add_flag("-v,--verbose", args->verbose, "Let the injected library report progress (repeatable)");
+  cmd->add_option("--source-repo", args->source_repos,
+                  "A checked-out repository in which to find each kernel's source and tests (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--rules", args->rules, "Extra locate rules (TOML) for --source-repo (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("app", args->argv, "The application and its arguments (after --)");
   cmd->callback([args, &exit_code] { run_profile(*args, exit_code); });
 }

@@ -15,5 +15,6 @@ void add_footprint(CLI::App& app, int& exit_code);
 void add_lint(CLI::App& app, int& exit_code);
 void add_baseline(CLI::App& app, int& exit_code);
 void add_diff(CLI::App& app, int& exit_code);
+void add_locate(CLI::App& app, int& exit_code);
 
 }  // namespace kerncap::cli

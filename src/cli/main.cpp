@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
       "  kerncap replay DIR                     replay it alone, at its original addresses, and time it\n"
       "  kerncap validate DIR                   replay and compare with what the application wrote\n"
       "  kerncap info DIR                       show what a capture holds\n"
+      "  kerncap locate NAME --source-repo DIR  find the kernel's source and tests in checked-out repositories\n"
       "  kerncap footprint DIR                  measure which bytes the launch reads and writes\n"
       "  kerncap lint DIR                       check the kernel's compiled code offline (no GPU)\n"
       "  kerncap baseline save NAME DIR         store time, resources and error for later comparison\n"
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   kerncap::cli::add_diff(app, exit_code);
   kerncap::cli::add_env(app, exit_code);
   kerncap::cli::add_footprint(app, exit_code);
+  kerncap::cli::add_locate(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

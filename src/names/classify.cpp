@@ -85,10 +85,17 @@ const CategoryRule kCategoryRules[] = {
     {R"(^triton_poi_)", Category::Elementwise},
     {R"(^triton_(per|red)_)", Category::Reduce},
     {R"(^triton_tem_)", Category::Gemm},
+    // Quantized matrix products and stand-alone (de)quantization, which is its own kind of
+    // work (llama.cpp's quantize_q8_1/quantize_mmq_q8_1, vLLM's scaled_fp8_quant_kernel), not
+    // elementwise arithmetic. The older dequantize_mul_mat_vec is a GEMV that dequantizes
+    // inside; quantize_mmq_q8_1 says "mmq" but only prepares mul_mat_q's input.
+    {R"(dequantize_mul_mat)", Category::Gemm},
+    {R"((^|[\s:_])(de)?quantiz|(^|[\s:])\w*_quant(_kernel)?[<(])", Category::Quantize},
+    {R"((^|[^a-z])(mul_mat|mmvq|mmq|mmvf|mmf)([^a-z]|$)|matmul_ogs)", Category::Gemm},
     {R"(gemm|gemv|xmma|nvjet|matmul|(^|[^a-z])(b|add|addb)?mm([^a-z]|$)|wgmma|hgmma|tensorop|s1688|s16816|h1688|h16816|i8816|conv(\d+d|olution|olve|_)|fprop|dgrad|wgrad|splitkreduce|cutlass::kernel)",
      Category::Gemm},
     {R"(memset|fillfunctor|fill_kernel|zeros?_kernel|(^|[^a-z])fill_)", Category::Memset},
-    {R"(copy|memcpy|catarray|transpose|permute|contiguous|index_?select|gather|scatter|clone|concat|nchwtonhwc|nhwctonchw|im2col|col2im|unfold|(^|[^a-z])cat_)",
+    {R"(copy|memcpy|(^|[^a-z])cpy_|get_rows|catarray|transpose|permute|contiguous|index_?select|gather|scatter|clone|concat|nchwtonhwc|nhwctonchw|im2col|col2im|unfold|(^|[^a-z])cat_)",
      Category::Copy},
     {R"(reduce|reduction|scan|cumsum|cumprod|argmax|argmin|histogram|moe_sum|(^|[^a-z])(sum|mean|amax|amin)([^a-z]|$))",
      Category::Reduce},
@@ -214,6 +221,7 @@ std::string_view to_string(Category c) {
     case Category::Copy: return "copy";
     case Category::Memset: return "memset";
     case Category::Collective: return "collective";
+    case Category::Quantize: return "quantize";
     case Category::Other: return "other";
   }
   return "?";

@@ -24,7 +24,7 @@ enum class Kind {
 
 enum class Category {
   Attention, Gemm, MoeGemm, Norm, Softmax, Elementwise, Reduce, RouterTopk, KvCache,
-  Copy, Memset, Collective, Other,
+  Copy, Memset, Collective, Quantize, Other,
 };
 
 struct Classification {

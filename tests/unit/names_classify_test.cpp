@@ -104,6 +104,23 @@ const Case kCases[] = {
     {Y, "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, int, long, long, int, int, int)", K::User, C::Elementwise, Y},
     {Y, "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)", K::User, C::Collective, Y},
     {Y, "void flashinfer::BatchPrefillWithPagedKVCacheKernel<flashinfer::KernelTraits<int>, flashinfer::PagedParams<int> >(flashinfer::PagedParams<int>)", K::User, C::Attention, Y},
+    // ---- llama.cpp (ggml-cuda): quantized GEMM/GEMV and (de)quantization
+    {Y, "void mul_mat_q<(ggml_type)12, 64, false>(char const*, int const*, int const*, int const*, float*, float*, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int)", K::User, C::Gemm, Y},
+    {Y, "void mul_mat_vec_q<(ggml_type)12, 1, false>(void const*, void const*, int const*, float*, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int)", K::User, C::Gemm, Y},
+    {Y, "void mul_mat_vec_f<__half, __half, 1, 128, false>(__half const*, __half const*, int const*, float*, int, int, int, int, int, int, int, int, int, int, int, int, int)", K::User, C::Gemm, Y},
+    {Y, "void dequantize_mul_mat_vec<(ggml_type)8>(void const*, float const*, float*, int, int)", K::User, C::Gemm, Y},
+    {Y, "void quantize_mmq_q8_1<(mmq_q8_1_ds_layout)1>(float const*, int const*, void*, long, long, long, long, long, long, long)", K::User, C::Quantize, Y},
+    {Y, "quantize_q8_1(float const*, void*, long, long, long, long, long, long)", K::User, C::Quantize, Y},
+    {Y, "void dequantize_block<32, 2, &(dequantize_q4_0(void const*, long, int, float2&)), __half>(void const*, __half*, long)", K::User, C::Quantize, Y},
+    {Y, "void cpy_f32_f16<&(cpy_1_f32_f16(char const*, char*))>(char const*, char*, int, int, int, int, int, int, int, int, int, int, int, int, int, int, char**, int)", K::User, C::Copy, Y},
+    {Y, "void k_get_rows_float<__half, float>(__half const*, int const*, float*, long, long, long, long, long, long, long, long, long, long, unsigned long, unsigned long, unsigned long, unsigned long, unsigned long, unsigned long)", K::User, C::Copy, Y},
+    {Y, "void rms_norm_f32<1024, false, false>(float const*, float*, int, long, long, long, float, float const*, long, long, long, uint3, uint3, uint3, uint3, float const*, long, long, long, uint3, uint3, uint3, uint3)", K::User, C::Norm, Y},
+    {Y, "void flash_attn_ext_f16<128, 128, 4, 2, 2, 1, false, false>(char const*, char const*, char const*, char const*, char const*, int const*, float*, float2*, float, float, float, float, float, unsigned int, float, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int, long, int, int, long, int, int, int, int, int, long)", K::User, C::Attention, Y},
+    // ---- vLLM quantization, triton_kernels' MoE matmul
+    {Y, "void vllm::scaled_fp8_quant_kernel<c10::BFloat16, c10::Float8_e4m3fn>(c10::Float8_e4m3fn*, c10::BFloat16 const*, float const*, long)", K::User, C::Quantize, Y},
+    {Y, "void vllm::dynamic_per_token_scaled_fp8_quant_kernel<c10::BFloat16, c10::Float8_e4m3fn>(c10::Float8_e4m3fn*, float*, c10::BFloat16 const*, float const*, int)", K::User, C::Quantize, Y},
+    {N, "_matmul_ogs_NNT_bf16xbf16xmxfp4_128x256x128x1_swiglu", K::Triton, C::Gemm, Y},
+    {N, "_quantize_mxfp8_fn", K::Triton, C::Quantize, Y},
     // ---- NCCL
     {Y, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", K::Nccl, C::Collective, N},
     {Y, "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", K::Nccl, C::Collective, N},

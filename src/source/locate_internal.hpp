@@ -1,0 +1,44 @@
+#pragma once
+// Shared by the strategy files of `kerncap locate` (not part of its interface).
+#include <set>
+#include <string>
+#include <vector>
+
+#include "source/kernel_name.hpp"
+#include "source/locate.hpp"
+
+namespace kerncap::source {
+
+struct Locator::Context {
+  const LocateRules& rules;
+  const LocateRule& rule;
+  const std::vector<RepoIndex>& repos;
+  SourceCache& cache;
+  KernelName name;
+  LocateResult& out;
+};
+
+// Namespaces written around a definition against those of a name; a namespace named by a
+// macro (ALL_CAPS) fits any.
+bool scopes_fit(const std::vector<std::string>& written, const std::vector<std::string>& named);
+
+// Files of `repo` holding `word`, restricted to paths under one of `under` (all when empty),
+// in the order of `under`.
+std::vector<uint32_t> files_under(const RepoIndex& repo, const std::string& word, const std::vector<std::string>& under);
+
+// __global__ definitions (and kernels a function-like macro defines) named `base` whose
+// namespaces are `scopes` (any namespaces when `any_scope`).
+std::vector<SourceRef> kernel_definitions(Locator::Context& c, const RepoIndex& repo, const std::string& base,
+                                          const std::vector<std::string>& scopes, bool any_scope,
+                                          const std::vector<std::string>& under);
+
+// Test files mentioning `words` and a command for the best; fills c.out.tests/test_command.
+void find_tests(Locator::Context& c, const RepoIndex& repo, const std::set<std::string>& words,
+                const std::string& op);
+
+// The command a [[test]] rule gives for the found file, if one fits.
+bool test_from_rules(Locator::Context& c, const RepoIndex& repo, const std::string& rel, const std::string& op);
+
+void locate_aten(Locator::Context& c);
+
+}  // namespace kerncap::source

@@ -1,0 +1,163 @@
+// The locate rules through toml++ (header-only, as for kerncap.toml). Strict: unknown keys
+// are refused so that a typo does not silently disable a rule.
+#define TOML_HEADER_ONLY 1
+#include <toml++/toml.h>
+
+#include "source/locate_rules.hpp"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
+namespace kerncap::source {
+
+std::string_view to_string(Strategy s) {
+  switch (s) {
+    case Strategy::Closed: return "closed";
+    case Strategy::Generated: return "generated";
+    case Strategy::Aten: return "aten";
+    case Strategy::Triton: return "triton";
+    case Strategy::Cxx: return "cxx";
+    case Strategy::Cutlass: return "cutlass";
+  }
+  return "?";
+}
+
+namespace {
+
+class Reader {
+ public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void error(const toml::node& at, std::string_view what) const {
+    input_error(fmt::format("{}:{}: {}", source_, at.source().begin.line, what));
+  }
+  std::string str(const toml::node& n, std::string_view key) const {
+    if (!n.is_string()) error(n, fmt::format("{}: expected a string", key));
+    return n.as_string()->get();
+  }
+  std::vector<std::string> strs(const toml::node& n, std::string_view key) const {
+    if (!n.is_array()) error(n, fmt::format("{}: expected an array of strings", key));
+    std::vector<std::string> out;
+    for (const auto& e : *n.as_array()) out.push_back(str(e, key));
+    return out;
+  }
+  std::shared_ptr<std::regex> regex(const toml::node& n, const std::string& re, std::string_view key) const {
+    try {
+      return std::make_shared<std::regex>(re, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      error(n, fmt::format("{}: bad regular expression \"{}\": {}", key, re, e.what()));
+    }
+  }
+  const toml::array& tables(const toml::node& n, std::string_view key) const {
+    if (!n.is_array_of_tables()) error(n, fmt::format("{}: expected [[{}]] tables", key, key));
+    return *n.as_array();
+  }
+
+  LocateRule rule(const toml::table& t) const {
+    static const std::set<std::string> kinds = {"triton", "cublas", "cublasLt", "cutlass", "cudnn", "flash-attn",
+                                                "aten", "cub/thrust", "nccl", "cuda-lib", "user"};
+    LocateRule r;
+    bool has_strategy = false;
+    for (const auto& [k, v] : t) {
+      const std::string key(k.str());
+      if (key == "name") r.name = str(v, key);
+      else if (key == "kinds") {
+        r.kinds = strs(v, key);
+        for (const auto& kind : r.kinds)
+          if (!kinds.count(kind)) error(v, fmt::format("kinds: unknown kind \"{}\"", kind));
+      } else if (key == "match") {
+        r.match = str(v, key);
+        r.match_re = regex(v, r.match, key);
+      } else if (key == "strategy") {
+        const std::string s = str(v, key);
+        has_strategy = true;
+        if (s == "closed") r.strategy = Strategy::Closed;
+        else if (s == "generated") r.strategy = Strategy::Generated;
+        else if (s == "aten") r.strategy = Strategy::Aten;
+        else if (s == "triton") r.strategy = Strategy::Triton;
+        else if (s == "cxx") r.strategy = Strategy::Cxx;
+        else if (s == "cutlass") r.strategy = Strategy::Cutlass;
+        else error(v, fmt::format("strategy: unknown \"{}\" (known: closed, generated, aten, triton, cxx, cutlass)", s));
+      } else if (key == "library") r.library = str(v, key);
+      else if (key == "reproduce") r.reproduce = str(v, key);
+      else if (key == "under") r.under = strs(v, key);
+      else if (key == "templates") r.templates = strs(v, key);
+      else if (key == "tests_under") r.tests_under = strs(v, key);
+      else error(v, fmt::format("[[rule]]: unknown key \"{}\" (known: name, kinds, match, strategy, library, "
+                                "reproduce, under, templates, tests_under)", key));
+    }
+    if (!has_strategy) error(t, "[[rule]]: no strategy");
+    if (r.name.empty()) r.name = std::string(to_string(r.strategy));
+    return r;
+  }
+
+  TestRule test(const toml::table& t) const {
+    TestRule r;
+    for (const auto& [k, v] : t) {
+      const std::string key(k.str());
+      if (key == "file") {
+        r.file = str(v, key);
+        r.file_re = regex(v, r.file, key);
+      } else if (key == "requires") r.requires_path = str(v, key);
+      else if (key == "command") r.command = str(v, key);
+      else error(v, fmt::format("[[test]]: unknown key \"{}\" (known: file, requires, command)", key));
+    }
+    if (!r.file_re || r.command.empty()) error(t, "[[test]]: needs file and command");
+    return r;
+  }
+
+ private:
+  std::string source_;
+};
+
+}  // namespace
+
+LocateRules parse_locate_rules(std::string_view text, const std::string& source) {
+  toml::table doc;
+  try {
+    doc = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    input_error(fmt::format("{}:{}: {}", source, e.source().begin.line, e.description()));
+  }
+  Reader rd(source);
+  LocateRules out;
+  for (const auto& [k, v] : doc) {
+    const std::string key(k.str());
+    if (key == "version") {
+      if (!v.is_integer() || v.as_integer()->get() != 1) rd.error(v, "version: this kerncap reads version 1");
+    } else if (key == "rule") {
+      for (const auto& t : rd.tables(v, key)) out.rules.push_back(rd.rule(*t.as_table()));
+    } else if (key == "test") {
+      for (const auto& t : rd.tables(v, key)) out.tests.push_back(rd.test(*t.as_table()));
+    } else if (key == "ops") {
+      if (!v.is_table()) rd.error(v, "ops: expected a table of NAME = \"op\"");
+      for (const auto& [name, op] : *v.as_table()) out.ops[std::string(name.str())] = rd.str(op, "ops");
+    } else {
+      rd.error(v, fmt::format("unknown key \"{}\" (known: version, rule, test, ops)", key));
+    }
+  }
+  return out;
+}
+
+LocateRules load_locate_rules(const std::vector<std::string>& user_files) {
+  LocateRules all = parse_locate_rules(builtin_rules_text(), "locate_rules.toml (built in)");
+  for (auto f = user_files.rbegin(); f != user_files.rend(); ++f) {
+    std::ifstream in(*f, std::ios::binary);
+    if (!in) usage_error(fmt::format("--rules {}: cannot read it", *f));
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    LocateRules user = parse_locate_rules(ss.str(), *f);
+    user.rules.insert(user.rules.end(), all.rules.begin(), all.rules.end());
+    user.tests.insert(user.tests.end(), all.tests.begin(), all.tests.end());
+    for (auto& [k, v] : all.ops) user.ops.emplace(k, v);  // the user's entry stays
+    all = std::move(user);
+  }
+  return all;
+}
+
+}  // namespace kerncap::source

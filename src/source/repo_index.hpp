@@ -1,0 +1,67 @@
+#pragma once
+// An index of one checked-out repository for `kerncap locate`: its C/C++/CUDA and Python
+// files, which identifiers each file holds (so a lookup lexes only the few files that can
+// matter), and every `@triton.jit` function. Built once per run; a PyTorch checkout takes
+// seconds, a lookup milliseconds.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace kerncap::source {
+
+namespace fs = std::filesystem;
+
+struct PyDef {
+  uint32_t file = 0;  // index into RepoIndex::files
+  uint32_t line = 0;
+};
+
+// Lookups by string_view without building a std::string.
+struct WordHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+struct RepoIndex {
+  fs::path root;                   // canonical
+  std::vector<std::string> files;  // relative to root, '/'-separated, sorted
+  // identifier -> files holding it (sorted)
+  std::unordered_map<std::string, std::vector<uint32_t>, WordHash, std::equal_to<>> words;
+  std::unordered_map<std::string, std::vector<PyDef>> triton;    // @triton.jit function -> definitions
+  size_t bytes = 0;     // text read
+  size_t skipped = 0;   // unreadable, binary or too large
+  double seconds = 0;   // time to build
+
+  fs::path path(uint32_t id) const { return root / files[id]; }
+  // Files holding `word` as an identifier. Words shorter than kMinWord are not indexed:
+  // for those every file is returned (the caller parses and decides).
+  std::vector<uint32_t> files_with(std::string_view word) const;
+};
+
+inline constexpr size_t kMinWord = 3;
+
+// Called now and then while a large tree is read: files done, files in all.
+using IndexProgress = std::function<void(size_t done, size_t total)>;
+
+// Throws Error(Usage) when `root` is not a directory. Files are read by several threads
+// (`threads` 0: one per core, at most 8). Hidden directories, __pycache__,
+// node_modules, build trees (a CMakeCache.txt inside, or named build/dist/*.egg-info) are
+// skipped; so are unreadable files, binary files (a NUL byte) and files over 4 MiB.
+RepoIndex build_index(const fs::path& root, const IndexProgress& progress = {}, unsigned threads = 0);
+
+// `@triton.jit` functions in Python text (also `@jit` and decorator stacks with autotune/
+// heuristics, decorators over several lines): name -> 1-based line of its `def`.
+std::vector<std::pair<std::string, uint32_t>> triton_functions(std::string_view text);
+
+// Every identifier in `text` of at least kMinWord characters, each once.
+std::vector<std::string_view> identifiers(std::string_view text);
+
+// True for a path (relative, '/'-separated) that looks like a test: under tests/, test/,
+// testing/, unittest(s)/, or named test_*.py, *_test.*, test-*.c*.
+bool is_test_path(std::string_view rel);
+
+}  // namespace kerncap::source
