@@ -38,9 +38,11 @@ std::string diagnose(const Target& t, const format::events::Log& log, const AppE
                       t.kernel, log.matches.size(), t.dispatch, t.dispatch, app_state);
   }
   if (!log.skipped.empty())
-    msg += fmt::format("\n{} matching launch(es) were skipped because their stream was capturing a CUDA graph",
+    msg += fmt::format("\n{} matching launch(es) were not counted (recorded into a CUDA graph being captured, or in "
+                       "a graph kerncap could not follow: the library's messages above say which)",
                        log.skipped.size());
-  if (log.graph_launch) msg += "\nnote: the application launched CUDA graphs; kernels inside graph launches are not seen";
+  if (log.graph_launch)
+    msg += "\nnote: the application launched CUDA graphs kerncap did not see instantiated; their kernels are not seen";
   return msg;
 }
 

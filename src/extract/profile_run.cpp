@@ -128,7 +128,7 @@ std::string next_step(const profile::Summary& s, const AppCommand& a, const std:
       return fmt::format("Next: capture the top kernel{} with\n  kerncap extract {} --dispatch {} -o iso/{} {}\n",
                          where, shell_quote(k.mangled), p.dispatch.front(), capture_dir_name(k), app);
     }
-    return "The top kernel ran only inside CUDA graphs, which `extract --dispatch` cannot target.\n";
+    return "The top kernel ran only from device-side graph launches, which `extract --dispatch` cannot target.\n";
   }
   return "";
 }
