@@ -46,6 +46,12 @@ const Region* Manifest::find_region(uint32_t id) const {
   return nullptr;
 }
 
+size_t Manifest::peer_regions() const {
+  size_t n = 0;
+  for (const auto& r : regions) n += r.device >= 0 && r.device != device_ordinal;
+  return n;
+}
+
 nlohmann::json to_json(const Manifest& m) {
   using nlohmann::json;
   json j;
@@ -58,6 +64,7 @@ nlohmann::json to_json(const Manifest& m) {
                  {"name", m.device_name},
                  {"cc", {m.cc_major, m.cc_minor}},
                  {"driver_version", m.driver_version}};
+  if (!m.device_uuid.empty()) j["device"]["uuid"] = m.device_uuid;
   json attrs = json::array();
   for (const auto& a : m.launch_attrs) attrs.push_back({{"id", a.id}, {"name", a.name}, {"raw", bytes_to_hex(a.raw)}});
   json fattrs = json::array();
@@ -83,6 +90,7 @@ nlohmann::json to_json(const Manifest& m) {
     json jr = {{"id", r.id},   {"kind", to_string(r.kind)}, {"base", hex_addr(r.base)},
                {"size", r.size}, {"file", r.file},          {"xxh64", hex_addr(r.xxh64)}};
     if (!r.global.empty()) jr["global"] = r.global;
+    if (r.device >= 0) jr["device"] = r.device;
     regions.push_back(jr);
   }
   j["regions"] = regions;

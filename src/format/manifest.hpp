@@ -35,6 +35,10 @@ struct Region {
   std::string file;      // BEFORE bytes, mem/<id>.bin
   uint64_t xxh64 = 0;    // hash of the BEFORE bytes (checked on read when asked)
   std::string global;    // for MemKind::Global: the symbol name (address differs per load)
+  // The CUDA device ordinal (in the application) whose memory this is; -1: not recorded
+  // (host or managed memory, a global, a capture from before multi-GPU support). A device
+  // other than Manifest::device_ordinal is peer memory the kernel reached (docs/replay.md).
+  int device = -1;
 };
 
 // A run of bytes the launch changed: region-relative offset, stored in after.bin.
@@ -76,6 +80,7 @@ struct Manifest {
   std::string device_name;
   int cc_major = 0, cc_minor = 0;
   int driver_version = 0;
+  std::string device_uuid;  // "GPU-xxxxxxxx-...", as nvidia-smi -L prints it; "" in older captures
 
   // Kernel and launch.
   std::string mangled_name;
@@ -118,6 +123,8 @@ struct Manifest {
   std::optional<double> in_app_median_ns;
 
   const Region* find_region(uint32_t id) const;
+  // Regions whose device is known and differs from the launch's (peer memory).
+  size_t peer_regions() const;
 };
 
 // What a manifest may say about a launch: the limits of every CUDA device (a value past
@@ -131,6 +138,7 @@ inline constexpr uint32_t kMaxSharedMemBytes = 1u << 20;  // devices offer at mo
 inline constexpr uint64_t kMaxParamBytes = 1u << 16;      // CUDA allows 32,764 bytes
 inline constexpr size_t kMaxLaunchAttrBytes = 64;         // sizeof(CUlaunchAttributeValue)
 inline constexpr int kMaxComputeCapability = 99;          // per part, major and minor
+inline constexpr int kMaxDeviceOrdinal = 1023;
 
 nlohmann::json to_json(const Manifest& m);
 // The strict reader (manifest_read.cpp): every field of exactly its type and range, then
