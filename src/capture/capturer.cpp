@@ -10,6 +10,9 @@
 
 #include "capture/events.hpp"
 #include "capture/launch_info.hpp"
+#include "capture/peer_scan.hpp"
+#include "capture/region_devices.hpp"
+#include "common/device_uuid.hpp"
 #include "common/driver.hpp"
 #include "common/error.hpp"
 #include "common/hex.hpp"
@@ -20,6 +23,7 @@
 #include "format/capture_writer.hpp"
 #include "format/events.hpp"
 #include "format/out_layout.hpp"
+#include "format/rank.hpp"
 
 namespace kerncap::capture {
 namespace fs = std::filesystem;
@@ -69,6 +73,17 @@ void fill_device(format::Manifest& m) {
   KC_CU(cuDeviceGetAttribute(&m.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
   KC_CU(cuDeviceGetAttribute(&m.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
   KC_CU(cuDriverGetVersion(&m.driver_version));
+  m.device_uuid = device_uuid(dev);  // tells two GPUs of one model apart (replay --device)
+}
+
+// Memory of other GPUs that this launch can reach: said in the log (and tagged in the
+// manifest by tag_region_devices).
+void note_peer_memory(const std::vector<RegionState>& states, const format::Manifest& m,
+                      const std::vector<uint8_t>& params) {
+  std::vector<format::Region> regions;
+  for (const auto& st : states) regions.push_back(st.region);
+  const auto refs = peer_references(params, m.params, regions, m.device_ordinal);
+  if (const std::string s = peer_summary(regions, m.device_ordinal, refs); !s.empty()) log::info("{}", s);
 }
 
 }  // namespace
@@ -182,6 +197,8 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
       ++id;
     }
   }
+  tag_region_devices(p->regions);
+  note_peer_memory(p->regions, m, param_bytes);
   uint64_t total = 0;
   for (const auto& st : p->regions) total += st.region.size;
   m.before_bytes = total;
@@ -331,7 +348,8 @@ void Capturer::finish_capture(const CUpti_CallbackData* cb) {
     log::info("stopping the application now that the capture is complete (--continue lets it run on)");
     emit(format::events::stopping());
     std::fflush(nullptr);
-    ::_exit(0);
+    // One rank of a job: a non-zero status makes its launcher end the other ranks (format/rank.hpp).
+    ::_exit(config_.rank >= 0 ? format::kStoppedRankExitStatus : 0);
   }
 }
 

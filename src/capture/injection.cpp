@@ -33,6 +33,7 @@
 #include "capture/in_app_records.hpp"
 #include "capture/launch_info.hpp"
 #include "capture/profiler.hpp"
+#include "capture/rank_gate.hpp"
 #include "capture/tool_scope.hpp"
 #include "capture/watcher.hpp"
 #include "common/log.hpp"
@@ -119,7 +120,20 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     for (const auto& p : problems) kerncap::log::warn("configuration: {}", p);
     if (config.mode == Mode::Off) return 1;
     events_open(config.output);
-    emit(kerncap::format::events::start(kerncap::format::to_string(config.mode)));
+    auto start_line = kerncap::format::events::start(kerncap::format::to_string(config.mode));
+    if (config.mode == Mode::Capture && config.rank >= 0) {
+      const RankDecision d = decide_rank(config, read_process_rank(),
+                                         [&] { return kerncap::format::take_start_slot(config.output); });
+      kerncap::format::events::add_rank(start_line, d.rank, d.source, d.selected);
+      emit(start_line);
+      if (!d.selected) {
+        kerncap::log::info("rank {} ({}), not rank {}: this process runs without kerncap", d.rank,
+                           d.source.empty() ? "unknown" : d.source, config.rank);
+        return 1;
+      }
+    } else {
+      emit(start_line);
+    }
     if (config.mode == Mode::Profile) start_profiler(config);
     else start_capture(config);
   } catch (const std::exception& e) {

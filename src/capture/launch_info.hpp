@@ -7,7 +7,9 @@
 
 #include <array>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "capture/seams.hpp"
@@ -33,6 +35,11 @@ class DriverLaunchQueries final : public LaunchQueries {
  public:
   std::string kernel_name(CUfunction f) override;
   bool stream_is_capturing(CUstream stream) override;
+  int device_of(CUcontext ctx) override;  // launch_device.cpp
+
+ private:
+  std::mutex device_mu_;
+  std::unordered_map<CUcontext, int> devices_;  // a context's device never changes
 };
 
 // The launch CBIDs kerncap watches.

@@ -15,6 +15,7 @@
 //    the child cannot use CUDA, drops the parent's unwritten bytes and writes its own
 //    (empty) file; a child that execs is a new process and loads us afresh.
 #include "capture/profiler.hpp"
+#include "capture/rank_gate.hpp"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -105,6 +106,10 @@ format::ProcessInfo self_info() {
   format::ProcessInfo info;
   info.pid = ::getpid();
   info.ppid = ::getppid();
+  if (const format::ProcessRank r = read_process_rank(); r.rank) {  // per-rank columns of `kerncap profile`
+    info.rank = static_cast<int64_t>(*r.rank);
+    info.rank_source = r.source;
+  }
   std::error_code ec;
   info.exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   std::ifstream in("/proc/self/cmdline", std::ios::binary);

@@ -24,6 +24,9 @@ class LaunchQueries {
   // Whether `stream` is being captured into a CUDA graph: the launch is then recorded into
   // the graph and does not run now, so it can be neither captured nor counted.
   virtual bool stream_is_capturing(CUstream stream) = 0;
+  // The CUDA device ordinal (as this process numbers them) of a launch's context, for
+  // `extract --device`; -1 when the driver cannot tell. Asked only when a device was given.
+  virtual int device_of(CUcontext /*ctx*/) { return -1; }
 };
 
 // The launch chosen as the target, at its API entry.

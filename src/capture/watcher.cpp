@@ -116,8 +116,9 @@ void LaunchWatcher::on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* c
   if (!decode_launch(cbid, cb->functionParams, &args)) return;
   std::string mangled = cb->symbolName ? cb->symbolName : "";
   if (mangled.empty()) mangled = driver_.kernel_name(args.f);
+  if (mangled.empty() || !on_chosen_device(mangled, cb->context)) return;
   uint64_t launch_index = 0;
-  if (mangled.empty() || !is_target(mangled, args.stream, &launch_index)) return;
+  if (!is_target(mangled, args.stream, &launch_index)) return;
   done_ = true;
   if (!target_.begin(TargetLaunch{cbid, cb, mangled, launch_index})) return;
   std::lock_guard lk(mu_);
@@ -159,6 +160,19 @@ bool LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint6
     return false;
   }
   return true;
+}
+
+bool LaunchWatcher::on_chosen_device(const std::string& mangled, CUcontext ctx) {
+  if (config_.device < 0) return true;
+  const int dev = driver_.device_of(ctx);
+  if (dev == config_.device) return true;
+  std::lock_guard lk(mu_);
+  ++launches_;  // still a launch of this process: launch_index counts every one
+  if (other_device_names_.insert(mangled).second)
+    emit(format::events::ignored(mangled, dev < 0 ? std::string("on an unknown CUDA device (--device)")
+                                                  : "on CUDA device " + std::to_string(dev) + ", not --device " +
+                                                        std::to_string(config_.device)));
+  return false;
 }
 
 bool LaunchWatcher::claim() {

@@ -1,7 +1,8 @@
 #pragma once
 // Capture mode's decisions, made on every CUPTI callback: track allocations and code
 // images, and for each kernel launch decide whether it is the target — the pattern
-// matches, it is the Nth match (Config::dispatch), its stream is not capturing a graph,
+// matches, it runs on the chosen device (Config::device), it is the Nth match
+// (Config::dispatch), its stream is not capturing a graph,
 // no autotuner benchmark is running (the ignore window), and no other process of the
 // application claimed the capture first (OUT/.kerncap/claim). At the target it hands over
 // to TargetCapture, at entry and again at the same launch's exit.
@@ -61,6 +62,8 @@ class LaunchWatcher {
   // launch was checked once).
   bool is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index, bool check_stream = true);
   bool claim();
+  // Config::device: false for a launch on another device (not counted, noted once per name).
+  bool on_chosen_device(const std::string& mangled, CUcontext ctx);
 
   const Config& config_;
   Inventory& inventory_;
@@ -82,6 +85,7 @@ class LaunchWatcher {
   bool nested_note_ = false;
   GraphTracker* graphs_ = nullptr;
   GraphTargetCapture* graph_target_ = nullptr;
+  std::unordered_set<std::string> other_device_names_;
 };
 
 }  // namespace kerncap::capture

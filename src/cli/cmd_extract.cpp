@@ -10,6 +10,8 @@
 #include "cli/commands.hpp"
 #include "common/hex.hpp"
 #include "extract/capture_run.hpp"
+#include "format/rank.hpp"
+#include "names/collective.hpp"
 
 namespace kerncap::cli {
 namespace fs = std::filesystem;
@@ -59,7 +61,9 @@ void run_extract(ExtractArgs& a, int& exit_code) {
                         {"before_bytes", m.before_bytes},
                         {"after_bytes", m.after_bytes},
                         {"capture_seconds", m.capture_seconds},
-                        {"application", res.stopped ? "stopped after capture" : res.app.describe()}};
+                        {"application", res.stopped ? "stopped after capture" : res.app.describe()},
+                        {"device", m.device_ordinal}};
+    if (res.rank >= 0) j["rank"] = {{"rank", res.rank}, {"source", res.rank_source}};
     j.update(extract::to_json(res.reproducer, res.out));
     std::cout << j.dump(2) << std::endl;
   } else {
@@ -68,10 +72,18 @@ void run_extract(ExtractArgs& a, int& exit_code) {
                              m.demangled_name, m.launch_index, m.dispatch, m.grid[0], m.grid[1], m.grid[2], m.block[0],
                              m.block[1], m.block[2], m.shared_mem_bytes, m.regions.size(), human_bytes(m.before_bytes),
                              human_bytes(m.after_bytes), m.after.size(), m.capture_seconds, cap.string());
-    if (res.stopped) std::cout << "  the application was stopped after the capture (--continue lets it finish)\n";
+    if (res.rank >= 0) std::cout << fmt::format("  in rank {} (from {}) on CUDA device {}\n", res.rank, res.rank_source, m.device_ordinal);
+    if (res.stopped && res.rank >= 0)
+      std::cout << fmt::format("  rank {} was stopped after the capture (exit status {}), so the job's launcher ended "
+                               "the other ranks: torchrun sends them SIGTERM and reports a failed rank (expected); "
+                               "--continue lets the job finish\n",
+                               res.rank, format::kStoppedRankExitStatus);
+    else if (res.stopped) std::cout << "  the application was stopped after the capture (--continue lets it finish)\n";
     else std::cout << "  the application " << res.app.describe() << "\n";
     for (const auto& line : extract::describe(res.reproducer, res.out)) std::cout << line << "\n";
   }
+  if (names::is_nccl_kernel(m.mangled_name, m.demangled_name))
+    std::fprintf(stderr, "kerncap: warning: %s\n", names::nccl_capture_note().c_str());
   if (!res.stopped && !(res.app.exited && res.app.code == 0))
     std::fprintf(stderr, "kerncap: warning: the application %s after the capture\n", res.app.describe().c_str());
   exit_code = 0;
@@ -90,6 +102,8 @@ void add_extract(CLI::App& app, int& exit_code) {
       "Then it looks for the kernel's source (--source-dir, --compile-commands) and writes a reproducer\n"
       "into OUT: Makefile (run, validate, recompile, run-variant, validate-variant, ncu, sanitize, sass),\n"
       "README.md, compile.json and, when the source is found, kernel_variant.cu with src/.\n"
+      "Multi-process jobs: --rank R captures in rank R only (the others run untouched); without --continue that\n"
+      "rank then exits with status 75 so that torchrun/mpirun/srun end the others (docs/multigpu.md).\n"
       "Example: kerncap extract vectorAdd --cmd \"./app --n 1000000\" -o iso/vadd");
   extract::Request& r = args->request;
   cmd->add_option("kernel", r.kernel, "Substring of the kernel's demangled (or mangled) name")->required();
@@ -107,6 +121,15 @@ void add_extract(CLI::App& app, int& exit_code) {
          "Which regions to store: reachable (default: those the launch's parameters and module globals point "
          "into, transitively; the rest is recorded by address and size and replayed filled with 0xCB) or all")
       ->type_name("reachable|all");
+  cmd->add_option("--rank", r.rank,
+                  "Multi-process jobs: capture only in the process of this rank (its RANK, LOCAL_RANK, "
+                  "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID, first set wins; else its place in the order "
+                  "the processes initialised CUDA); the other ranks run untouched")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  cmd->add_option("--device", r.device,
+                  "Count only launches on this CUDA device ordinal of the process (as the process numbers its "
+                  "devices, after CUDA_VISIBLE_DEVICES)")
+      ->check(CLI::Range(0, 1023));
   cmd->add_flag("--force", r.force, "Replace an existing capture in the output directory");
   cmd->add_flag("-v,--verbose", [&r](int64_t n) { r.verbose = 1 + static_cast<int>(n); }, "More output (repeatable)");
   cmd->add_flag("-q,--quiet", r.quiet, "Only errors");

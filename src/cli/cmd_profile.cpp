@@ -167,6 +167,8 @@ void run_profile(const ProfileArgs& a, int& exit_code) {
     std::string procs = format_processes(s);
     bool trouble = procs.find("\n      ") != std::string::npos;
     if (s.processes.size() > 1 || trouble) std::cout << "\nProcesses:\n" << procs;
+    if (const std::string ranks = format_ranks(s); !ranks.empty())
+      std::cout << "\nKernel time per rank and device (extract --rank R --device N captures there):\n" << ranks;
     std::cout << '\n' << extract::next_step(s, command, filter.get());
   }
   if (!a.json) {

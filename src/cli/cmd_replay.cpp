@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
 #include "common/error.hpp"
+#include "replay/peer.hpp"
 #include "replay/session.hpp"
 #include "replay/timing.hpp"
 #include "replay/timing_flags.hpp"
@@ -25,6 +26,7 @@ void run_replay(const ReplayCommon& c, const replay::TimingOptions& t, int& exit
     nlohmann::json j = timing.to_json();
     j.update({{"kernel", m.demangled_name},
               {"image", s.image_description()},
+              {"device", s.device().ordinal},
               {"restored_bytes", rs.bytes},
               {"blocks", st.blocks},
               {"blocks_at_hint", st.blocks_at_hint},
@@ -34,10 +36,13 @@ void run_replay(const ReplayCommon& c, const replay::TimingOptions& t, int& exit
     std::cout << j.dump(2) << std::endl;
   } else {
     const auto& x = timing.stats;
-    std::cout << fmt::format("{}\n  image: {}\n  {}\n  {}\n  {} iterations after {} warm-up: median {:.4f} ms, min "
-                             "{:.4f} ms, max {:.4f} ms, stddev {:.4f} ms\n",
-                             m.demangled_name, s.image_description(), placement_line(st, rs.rewritten_words),
+    std::cout << fmt::format("{}\n  image: {}\n  {}\n  {}\n  {}\n  {} iterations after {} warm-up: median {:.4f} ms, "
+                             "min {:.4f} ms, max {:.4f} ms, stddev {:.4f} ms\n",
+                             m.demangled_name, s.image_description(), s.device().line(m),
+                             placement_line(st, rs.rewritten_words),
                              timing.describe(), t.iterations, t.warmup, x.median, x.min, x.max, x.stddev);
+    if (const std::string note = replay::peer_note(m, s.device().ordinal); !note.empty())
+      std::cout << "  note: " << note << "\n";
     if (const std::string line = replay::in_app_line(timing, m.in_app_median_ns); !line.empty())
       std::cout << "  " << line << "\n";
   }

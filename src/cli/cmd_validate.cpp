@@ -114,6 +114,7 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
     nlohmann::json j = v.to_json();
     j["kernel"] = r.kernel;
     j["image"] = r.image;
+    j["device"] = r.device_ordinal;
     j["relocated_regions"] = r.placement.runs_relocated;
     j["rewritten_words"] = r.restore.rewritten_words;
     j["determinism_checked"] = r.determinism_checked;
@@ -124,8 +125,8 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
     j["line"] = line;
     std::cout << j.dump(2) << std::endl;
   } else {
-    std::cout << r.kernel << "\n  image: " << r.image << "\n  " << placement_line(r.placement, r.restore.rewritten_words)
-              << "\n";
+    std::cout << r.kernel << "\n  image: " << r.image << "\n  " << r.device << "\n  "
+              << placement_line(r.placement, r.restore.rewritten_words) << "\n";
     if (r.spec.source != "default") std::cout << "  compared with: " << r.spec.source << "\n";
     for (const auto& x : v.regions) {
       if (x.result.pass() && std::find(v.nondeterministic.begin(), v.nondeterministic.end(), x.id) ==

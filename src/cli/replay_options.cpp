@@ -20,6 +20,7 @@ replay::Options ReplayCommon::options() const {
   if (collide >= 0) o.collide_region = static_cast<uint32_t>(collide);
   if (!grid.empty()) o.grid = parse_dims(grid, "--grid");
   if (!block.empty()) o.block = parse_dims(block, "--block");
+  if (device >= 0) o.device = device;
   if ((o.grid || o.block) && !quiet && !json)
     std::fprintf(stderr, "kerncap: note: launching with%s%s%s%s instead of the captured geometry (`kerncap info` shows it)\n",
                  o.grid ? " grid " : "", o.grid ? grid.c_str() : "", o.block ? " block " : "", o.block ? block.c_str() : "");
@@ -41,6 +42,10 @@ void add_replay_common(CLI::App* cmd, const std::shared_ptr<ReplayCommon>& c) {
                   "Launch with this grid (X[,Y[,Z]]) instead of the captured one: a variant tuned for another "
                   "geometry, or a check that a smaller launch fails validation");
   cmd->add_option("--block", c->block, "Launch with this block (X[,Y[,Z]], at most 1024 threads) instead of the captured one");
+  cmd->add_option("--device", c->device,
+                  "Replay on this CUDA device (default: the first of the captured model and compute capability, "
+                  "else the captured ordinal); another architecture is refused")
+      ->check(CLI::Range(0, 1023));
   cmd->add_flag("--verify", c->verify,
                 "Check every BEFORE file against the hashes recorded at capture (damaged captures; the code image "
                 "is always checked)");

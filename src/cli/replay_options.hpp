@@ -21,6 +21,7 @@ struct ReplayCommon {
   bool quiet = false;
   bool baseline = false;  // the captured image even when the reproducer has a fresh variant
   std::string grid, block;  // "X[,Y[,Z]]": launch geometry instead of the captured one
+  int device = -1;          // --device: the CUDA device to replay on (-1: chosen, device_choice.hpp)
   replay::Options options() const;
 };
 

@@ -56,6 +56,13 @@ void check_request(const Request& r) {
   }
 }
 
+std::string where_text(const Request& r) {
+  std::string s;
+  if (r.rank >= 0) s += fmt::format(", rank {}", r.rank);
+  if (r.device >= 0) s += fmt::format(", device {}", r.device);
+  return s;
+}
+
 format::Config library_config(const Request& r, const fs::path& out) {
   format::Config c;
   c.mode = format::Mode::Capture;
@@ -65,6 +72,8 @@ format::Config library_config(const Request& r, const fs::path& out) {
   c.dispatch = r.dispatch;
   c.keep_running = r.keep_running;
   c.closure_all = r.closure_all;
+  c.rank = r.rank;
+  c.device = r.device;
   c.verbose = r.quiet ? 0 : r.verbose;
   return c;
 }
@@ -83,16 +92,21 @@ Result run_capture(const Request& r) {
   auto env = app_environment(library_config(r, res.out), lib);
   add_triton_shim(env, res.out, host);
   if (!r.quiet)
-    std::fprintf(stderr, "kerncap: running the application to capture '%s' (dispatch %llu)\n", r.kernel.c_str(),
-                 static_cast<unsigned long long>(r.dispatch));
+    std::fprintf(stderr, "kerncap: running the application to capture '%s' (dispatch %llu%s)\n", r.kernel.c_str(),
+                 static_cast<unsigned long long>(r.dispatch), where_text(r).c_str());
   res.app = r.cmd.empty() ? run_application(r.argv, false, env) : run_application({r.cmd}, true, env);
   const auto log = format::events::read_dir(format::out::state_dir(res.out));
   check_protocol(log, lib);
   const fs::path cap = format::out::capture_dir(res.out);
   if (!fs::exists(cap / format::kManifestName))
-    fail(ErrorKind::Input, diagnose({r.kernel, r.dispatch}, log, res.app));
+    fail(ErrorKind::Input, diagnose({r.kernel, r.dispatch, r.rank, r.device}, log, res.app));
   res.capture = format::open_capture(cap);
   res.stopped = log.stopping;
+  for (const auto& s : log.starts)
+    if (r.rank >= 0 && s.selected && s.rank == r.rank) {
+      res.rank = s.rank;
+      res.rank_source = s.rank_source;
+    }
   write_triton_reproducer(res.out, r.quiet || r.terse, host);
   res.reproducer = make_reproducer(res.out, r.source, r.kerncap);
   lint::write_default_kerncap_toml(res.out);  // per-kernel rules; an existing file is the user's

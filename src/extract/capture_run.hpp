@@ -22,6 +22,8 @@ struct Request {
   bool regex = false;
   bool keep_running = false;
   bool closure_all = false;  // --closure all: store every tracked region
+  int64_t rank = -1;  // --rank: capture only in that rank's process (format/rank.hpp)
+  int device = -1;    // --device: count only launches on that CUDA device ordinal
   bool force = false;
   int verbose = 1;  // the library's verbosity
   bool quiet = false;  // only errors
@@ -35,6 +37,8 @@ struct Result {
   format::Capture capture;
   AppExit app;
   bool stopped = false;  // the library ended the application after the capture
+  int64_t rank = -1;     // --rank: the rank that captured
+  std::string rank_source;  // where that process's rank came from (RANK, ..., "cuInit order")
   Outcome reproducer;
 };
 

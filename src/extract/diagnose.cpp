@@ -8,6 +8,29 @@
 
 namespace kerncap::extract {
 
+namespace {
+
+std::string no_such_rank(int64_t rank, const format::events::Log& log, const std::string& app_state) {
+  std::string seen;
+  size_t unknown = 0;
+  for (const auto& s : log.starts) {
+    if (s.rank < 0) {
+      ++unknown;
+      continue;
+    }
+    seen += fmt::format("{}{} ({})", seen.empty() ? "" : ", ", s.rank, s.rank_source);
+  }
+  std::string msg = fmt::format("no process of the application is rank {}; {}", rank, app_state);
+  if (!seen.empty()) msg += fmt::format("\nranks of the processes that initialised CUDA: {}", seen);
+  if (unknown)
+    msg += fmt::format("\n{} process(es) could not tell their rank (no RANK, LOCAL_RANK, OMPI_COMM_WORLD_RANK, "
+                       "PMI_RANK or SLURM_PROCID, and no free start-order slot)",
+                       unknown);
+  return msg;
+}
+
+}  // namespace
+
 std::string diagnose(const Target& t, const format::events::Log& log, const AppExit& app) {
   std::string app_state = fmt::format("the application {}", app.describe());
   if (!app.exited && app.code) app_state += " before the target launch";
@@ -21,6 +44,11 @@ std::string diagnose(const Target& t, const format::events::Log& log, const AppE
     return fmt::format("{} and never initialised CUDA with kerncap attached (it may not use the GPU, may have "
                        "failed to start, or CUDA_INJECTION64_PATH was overridden)",
                        app_state);
+  }
+  if (t.rank >= 0) {
+    bool any = false;
+    for (const auto& s : log.starts) any = any || s.selected;
+    if (!any) return no_such_rank(t.rank, log, app_state);
   }
   std::string msg;
   if (log.seen.empty()) {
@@ -41,6 +69,10 @@ std::string diagnose(const Target& t, const format::events::Log& log, const AppE
     msg += fmt::format("\n{} matching launch(es) were not counted (recorded into a CUDA graph being captured, or in "
                        "a graph kerncap could not follow: the library's messages above say which)",
                        log.skipped.size());
+  if (t.device >= 0 && !log.ignored.empty())
+    msg += fmt::format("\n--device {} counts only launches on CUDA device {} of the process (as it numbers its "
+                       "devices, after CUDA_VISIBLE_DEVICES); {} kernel name(s) ran on other devices",
+                       t.device, t.device, log.ignored.size());
   if (log.graph_launch)
     msg += "\nnote: the application launched CUDA graphs kerncap did not see instantiated; their kernels are not seen";
   return msg;

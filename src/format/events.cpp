@@ -34,6 +34,12 @@ json start(std::string_view mode) {
   return j;
 }
 
+void add_rank(json& j, int64_t rank, std::string_view source, bool selected) {
+  if (rank >= 0) j["rank"] = rank;
+  j["rank_source"] = source;
+  j["selected"] = selected;
+}
+
 json seen(const std::string& mangled, const std::string& demangled, bool matches) {
   json j = line(Kind::Seen);
   j["mangled"] = mangled;
@@ -100,6 +106,11 @@ void add_line(Log& log, std::string_view text) {
       s.tool = str("tool");
       auto p = e.find("protocol");
       s.protocol = p != e.end() && p->is_number_integer() ? p->get<int>() : 0;
+      auto r = e.find("rank");
+      if (r != e.end() && r->is_number_integer()) s.rank = r->get<int64_t>();
+      s.rank_source = str("rank_source");
+      auto sel = e.find("selected");
+      if (sel != e.end() && sel->is_boolean()) s.selected = sel->get<bool>();
       log.starts.push_back(std::move(s));
       break;
     }

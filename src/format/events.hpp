@@ -5,7 +5,10 @@
 // has "event" (its kind) and "pid". The kinds, in the order they can appear:
 //
 //   start         always first: mode ("capture" | "profile"), tool (kerncap version),
-//                 protocol (kProtocolVersion; the launcher refuses another one)
+//                 protocol (kProtocolVersion; the launcher refuses another one); with
+//                 `extract --rank`: rank (the process's, absent when unknown), rank_source
+//                 (the launcher variable, or "cuInit order"), selected (false: another
+//                 rank's process, which then runs untouched and writes nothing more)
 //   seen          a kernel name launched for the first time in this process: mangled,
 //                 demangled, matches (whether the pattern matches it)
 //   ignored       first launch of a name inside an autotuner benchmark (not counted):
@@ -45,6 +48,8 @@ std::optional<Kind> kind_from_name(std::string_view s);
 
 // Line builders ("pid" is added by the writer).
 nlohmann::json start(std::string_view mode);  // carries this build's tool and protocol versions
+// Adds the rank fields to a start line (`extract --rank`); rank < 0: unknown.
+void add_rank(nlohmann::json& start_line, int64_t rank, std::string_view source, bool selected);
 nlohmann::json seen(const std::string& mangled, const std::string& demangled, bool matches);
 nlohmann::json ignored(const std::string& mangled, std::string_view why);
 nlohmann::json skipped(const std::string& mangled, std::string_view why);
@@ -60,6 +65,9 @@ struct Start {
   std::string mode;
   std::string tool;  // "" when the library predates versioned events
   int protocol = 0;  // 0 when the library predates versioned events
+  int64_t rank = -1;        // `extract --rank` only: the process's rank (-1: unknown or not asked)
+  std::string rank_source;  // the launcher variable it came from, or "cuInit order"
+  bool selected = true;     // false: not the asked rank, the process ran untouched
 };
 
 // Everything the launcher learns from the events of all processes.

@@ -53,6 +53,12 @@ const Region* Manifest::find_region(uint32_t id) const {
   return nullptr;
 }
 
+size_t Manifest::peer_regions() const {
+  size_t n = 0;
+  for (const auto& r : regions) n += r.device >= 0 && r.device != device_ordinal;
+  return n;
+}
+
 nlohmann::json to_json(const Manifest& m) {
   using nlohmann::json;
   json j;
@@ -65,6 +71,7 @@ nlohmann::json to_json(const Manifest& m) {
                  {"name", m.device_name},
                  {"cc", {m.cc_major, m.cc_minor}},
                  {"driver_version", m.driver_version}};
+  if (!m.device_uuid.empty()) j["device"]["uuid"] = m.device_uuid;
   json attrs = json::array();
   for (const auto& a : m.launch_attrs) attrs.push_back({{"id", a.id}, {"name", a.name}, {"raw", bytes_to_hex(a.raw)}});
   json fattrs = json::array();
@@ -96,6 +103,7 @@ nlohmann::json to_json(const Manifest& m) {
       for (const auto& s : *r.stored) st.push_back(json::array({s.offset, s.size}));
       jr["stored"] = st;
     }
+    if (r.device >= 0) jr["device"] = r.device;
     regions.push_back(jr);
   }
   j["regions"] = regions;

@@ -51,6 +51,10 @@ struct Region {
   // from them points into it (the capture's closure). Nothing is stored; replay fills it
   // with kOmittedFill, so a kernel that does read it gives itself away with a FAIL.
   bool omitted = false;
+  // The CUDA device ordinal (in the application) whose memory this is; -1: not recorded
+  // (host or managed memory, a global, a capture from before multi-GPU support). A device
+  // other than Manifest::device_ordinal is peer memory the kernel reached (docs/replay.md).
+  int device = -1;
 };
 
 inline constexpr uint8_t kOmittedFill = 0xCB;
@@ -97,6 +101,7 @@ struct Manifest {
   std::string device_name;
   int cc_major = 0, cc_minor = 0;
   int driver_version = 0;
+  std::string device_uuid;  // "GPU-xxxxxxxx-...", as nvidia-smi -L prints it; "" in older captures
 
   // Kernel and launch.
   std::string mangled_name;
@@ -139,6 +144,8 @@ struct Manifest {
   std::optional<double> in_app_median_ns;
 
   const Region* find_region(uint32_t id) const;
+  // Regions whose device is known and differs from the launch's (peer memory).
+  size_t peer_regions() const;
 };
 
 // What a manifest may say about a launch: the limits of every CUDA device (a value past
@@ -152,6 +159,7 @@ inline constexpr uint32_t kMaxSharedMemBytes = 1u << 20;  // devices offer at mo
 inline constexpr uint64_t kMaxParamBytes = 1u << 16;      // CUDA allows 32,764 bytes
 inline constexpr size_t kMaxLaunchAttrBytes = 64;         // sizeof(CUlaunchAttributeValue)
 inline constexpr int kMaxComputeCapability = 99;          // per part, major and minor
+inline constexpr int kMaxDeviceOrdinal = 1023;
 
 nlohmann::json to_json(const Manifest& m);
 // The strict reader (manifest_read.cpp): every field of exactly its type and range, then

@@ -115,6 +115,7 @@ void read_memory(const JsonField& top, Manifest& m) {
         reg.stored->push_back({run.elem(0).u64(), run.elem(1).u64(1)});
       }
     }
+    if (const auto d = r.find("device")) reg.device = d->i32(0, kMaxDeviceOrdinal);  // absent: not recorded
     m.regions.push_back(std::move(reg));
   }
   const JsonField a = top.at("after");
@@ -144,13 +145,14 @@ Manifest read(const nlohmann::json& j) {
   m.command = opt_str(proc, "command");
 
   const JsonField dev = top.at("device");
-  m.device_ordinal = dev.at("ordinal").i32(0);
+  m.device_ordinal = dev.at("ordinal").i32(0, kMaxDeviceOrdinal);
   m.device_name = opt_str(dev, "name");
   const JsonField cc = dev.at("cc");
   if (cc.array_size() != 2) cc.fail(fmt::format("has {} elements, expected 2 (major, minor)", cc.array_size()));
   m.cc_major = cc.elem(0).i32(0, kMaxComputeCapability);
   m.cc_minor = cc.elem(1).i32(0, kMaxComputeCapability);
   if (const auto f = dev.find("driver_version")) m.driver_version = f->i32(0);
+  if (const auto f = dev.find("uuid")) m.device_uuid = f->str(64);  // absent before multi-GPU support
 
   const JsonField k = top.at("kernel");
   m.mangled_name = k.at("mangled").str(64 << 10);

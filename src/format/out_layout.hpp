@@ -5,6 +5,8 @@
 //   capture.partial-<pid>/   a capture being written (renamed to capture/ when complete)
 //   .kerncap/                the launcher's and the library's working state:
 //     claim                  the pid of the one process that took the capture
+//     rank-slot-<n>          `extract --rank` without launcher variables: the pid of the
+//                            process that was the nth to initialise CUDA (format/rank.hpp)
 //     events-<pid>.jsonl     the library's live report (format/events.hpp)
 //     images/                every loaded code image (Config::dump_images, debugging)
 //   triton/                  what the Triton shim recorded (records/, sources/)
@@ -34,6 +36,7 @@ inline constexpr std::string_view kCapture = "capture";
 inline constexpr std::string_view kPartialPrefix = "capture.partial-";
 inline constexpr std::string_view kState = ".kerncap";
 inline constexpr std::string_view kClaim = "claim";
+inline constexpr std::string_view kRankSlotPrefix = "rank-slot-";
 inline constexpr std::string_view kEventsPrefix = "events-";
 inline constexpr std::string_view kEventsSuffix = ".jsonl";
 inline constexpr std::string_view kImageDump = "images";
@@ -60,6 +63,9 @@ inline fs::path partial_dir(const fs::path& out, long pid) {
 }
 inline fs::path state_dir(const fs::path& out) { return out / kState; }
 inline fs::path claim_file(const fs::path& out) { return state_dir(out) / kClaim; }
+inline fs::path rank_slot_file(const fs::path& out, unsigned long long n) {
+  return state_dir(out) / (std::string(kRankSlotPrefix) + std::to_string(n));
+}
 inline fs::path image_dump_dir(const fs::path& out) { return state_dir(out) / kImageDump; }
 inline fs::path events_file(const fs::path& out, long pid) {
   return state_dir(out) / (std::string(kEventsPrefix) + std::to_string(pid) + std::string(kEventsSuffix));

@@ -50,6 +50,8 @@ void read_header(const json& j, const fs::path& file, ProcessRecords& out) {
   out.info.ppid = num<int64_t>(j, "ppid");
   out.info.forked_from = num<int64_t>(j, "forked_from");
   out.info.exe = str(j, "exe");
+  out.info.rank = num<int64_t>(j, "rank", -1);  // absent in files of single-process kerncaps
+  out.info.rank_source = str(j, "rank_source");
   if (auto it = j.find("cmdline"); it != j.end() && it->is_array())
     for (const auto& a : *it)
       if (a.is_string()) out.info.cmdline.push_back(a.get<std::string>());

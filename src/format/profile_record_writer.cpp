@@ -66,9 +66,11 @@ bool RecordWriter::open_locked() {
     cmd += json_quote(info_.cmdline[i]);
   }
   cmd += ']';
-  put(fmt::format(R"({{"t":"header","format":{},"version":{},"pid":{},"ppid":{},"forked_from":{},"exe":{},"cmdline":{}}})",
+  std::string rank;
+  if (info_.rank >= 0) rank = fmt::format(R"(,"rank":{},"rank_source":{})", info_.rank, json_quote(info_.rank_source));
+  put(fmt::format(R"({{"t":"header","format":{},"version":{},"pid":{},"ppid":{},"forked_from":{},"exe":{},"cmdline":{}{}}})",
                   json_quote(kRecordsFormat), kRecordsVersion, info_.pid, info_.ppid, info_.forked_from,
-                  json_quote(info_.exe), cmd));
+                  json_quote(info_.exe), cmd, rank));
   flush_locked();  // the header is on disk even if the process dies right away
   return true;
 }

@@ -4,7 +4,8 @@
 // live here together so the format has one definition; it is versioned and checked.
 //
 // DIR/profile-<pid>.jsonl, one JSON object per line, "t" says what the line is:
-//   header  format, version, pid, ppid, forked_from, exe, cmdline   (always first)
+//   header  format, version, pid, ppid, forked_from, exe, cmdline   (always first);
+//           rank, rank_source when a launcher variable names the rank (format/rank.hpp)
 //   device  id, name, cc [major, minor], sms, memory                (CUPTI device records)
 //   name    id, s: a kernel's mangled name, given once, referenced by id from "k" lines
 //   k       one kernel execution (see KernelRecord for the keys)
@@ -63,6 +64,8 @@ struct ProcessInfo {
   int64_t forked_from = 0;  // != 0: a fork() child of that pid that did not exec
   std::string exe;
   std::vector<std::string> cmdline;
+  int64_t rank = -1;        // the process's rank in its job (RANK, ...); -1: not told
+  std::string rank_source;  // the variable that told it
 };
 
 struct RecordError {

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <charconv>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -66,6 +67,18 @@ std::string parse_dispatch(std::string_view v, Config& c) {
   c.dispatch = *n;
   return "";
 }
+std::string parse_rank(std::string_view v, Config& c) {
+  auto n = parse_u64(v);
+  if (!n || *n > uint64_t{INT64_MAX}) return "is not a rank (a number from 0)";
+  c.rank = static_cast<int64_t>(*n);
+  return "";
+}
+std::string parse_device(std::string_view v, Config& c) {
+  auto n = parse_u64(v);
+  if (!n || *n > 1023) return "is not a CUDA device ordinal (0..1023)";
+  c.device = static_cast<int>(*n);
+  return "";
+}
 std::string parse_verbose(std::string_view v, Config& c) {
   auto n = parse_u64(v);
   if (!n || *n > 9) return "must be 0, 1 or 2";
@@ -90,7 +103,7 @@ const Config kDefaults{};
 constexpr unsigned kLibShim = kLibrary | kTritonShim;
 constexpr unsigned kShimApi = kTritonShim | kPythonApi;
 
-const std::array<EnvVar, 18> kVars = {{
+const std::array<EnvVar, 20> kVars = {{
     {Var::Mode, "KERNCAP_MODE", kLibrary, true, "capture, profile", "",
      "what the injected library does; unset: it stays inert", parse_mode,
      [](const Config& c) -> std::optional<std::string> { return std::string(to_string(c.mode)); }},
@@ -108,6 +121,21 @@ const std::array<EnvVar, 18> kVars = {{
     {Var::Continue, "KERNCAP_CONTINUE", kLibrary, true, "0, 1", "0",
      "1: let the application run on after the capture (0: stop it)", parse_continue,
      [](const Config& c) -> std::optional<std::string> { return flag(c.keep_running); }},
+    {Var::Rank, "KERNCAP_RANK", kLibrary, true, "rank", "",
+     "capture only in the process of this rank (its RANK, LOCAL_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or "
+     "SLURM_PROCID, first set wins; else its place in the order the job's processes initialised CUDA); other "
+     "processes run untouched",
+     parse_rank,
+     [](const Config& c) -> std::optional<std::string> {
+       return c.rank < 0 ? std::string() : std::to_string(c.rank);  // "": a stale value in the shell is overridden
+     }},
+    {Var::Device, "KERNCAP_DEVICE", kLibrary, true, "ordinal", "",
+     "count only launches on this CUDA device ordinal of the process (as the process numbers its devices, "
+     "after CUDA_VISIBLE_DEVICES)",
+     parse_device,
+     [](const Config& c) -> std::optional<std::string> {
+       return c.device < 0 ? std::string() : std::to_string(c.device);
+     }},
     {Var::Verbose, "KERNCAP_VERBOSE", kLibShim, true, "0, 1, 2", "0", "0 quiet, 1 progress, 2 debug",
      parse_verbose, [](const Config& c) -> std::optional<std::string> { return std::to_string(c.verbose); }},
     {Var::ChunkBytes, "KERNCAP_CHUNK_BYTES", kLibrary, false, "bytes, a power of two >= 256", "4096",
@@ -235,6 +263,8 @@ nlohmann::json Config::to_json() const {
           {"regex", regex},
           {"dispatch", dispatch},
           {"continue", keep_running},
+          {"rank", rank},
+          {"device", device},
           {"chunk_bytes", chunk_bytes},
           {"staging_bytes", staging_bytes},
           {"device_scan", device_scan},

@@ -37,6 +37,11 @@ struct Config {
   bool dump_images = false;              // save every loaded code image (debugging)
   bool device_scan = true;               // snapshots skip zero and unchanged chunks (GpuScanner)
   bool closure_all = false;              // keep every region, not only those the launch can reach
+  // Multi-process jobs (format/rank.hpp): capture only in the process of this rank (-1:
+  // every process may), and count only launches on this CUDA device ordinal of the process
+  // (-1: every device).
+  int64_t rank = -1;
+  int device = -1;
 
   // The variables that give a process this configuration (defaults of the tuning
   // variables are left out, so a user's own setting of them passes through).
@@ -44,8 +49,8 @@ struct Config {
   nlohmann::json to_json() const;
 };
 
-enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Verbose, ChunkBytes, StagingBytes, DumpImages, DeviceScan, Closure,
-                 TritonOut, Library, PythonDir, Python, Bin, ReplayLib };
+enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Rank, Device, Verbose, ChunkBytes, StagingBytes,
+                 DumpImages, DeviceScan, Closure, TritonOut, Library, PythonDir, Python, Bin, ReplayLib };
 
 // Who reads a variable (bits).
 inline constexpr unsigned kLibrary = 1, kCli = 2, kTritonShim = 4, kPythonApi = 8;

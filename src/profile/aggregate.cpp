@@ -120,6 +120,18 @@ std::vector<int64_t> dispatch_indices(const ProcessRecords& p, const std::vector
   return out;
 }
 
+namespace {
+
+void add_rank_device(std::vector<RankDevice>& out, const ProcessInfo& p, uint32_t device, uint64_t ns) {
+  auto it = std::find_if(out.begin(), out.end(), [&](const RankDevice& r) { return r.rank == p.rank && r.device == device; });
+  if (it == out.end()) it = out.insert(out.end(), RankDevice{p.rank, device, 0, 0, {}});
+  ++it->launches;
+  it->kernel_ns += ns;
+  if (std::find(it->pids.begin(), it->pids.end(), p.pid) == it->pids.end()) it->pids.push_back(p.pid);
+}
+
+}  // namespace
+
 Summary aggregate(const std::vector<ProcessRecords>& processes) {
   Summary s;
   std::unordered_map<std::string, size_t> index;  // mangled name -> s.kernels
@@ -147,7 +159,10 @@ Summary aggregate(const std::vector<ProcessRecords>& processes) {
     }
     const std::vector<int64_t> dispatch = dispatch_indices(p, demangled);
     std::vector<KernelInProcess> per_name(p.names.size());
-    for (auto& kip : per_name) kip.pid = p.info.pid;
+    for (auto& kip : per_name) {
+      kip.pid = p.info.pid;
+      kip.rank = p.info.rank;
+    }
     for (size_t r = 0; r < p.kernels.size(); ++r) {
       const KernelRecord& k = p.kernels[r];
       if (dispatch[r] >= 0) per_name[k.name_id].dispatch.push_back(static_cast<uint64_t>(dispatch[r]));
@@ -157,6 +172,8 @@ Summary aggregate(const std::vector<ProcessRecords>& processes) {
       ++acc.shapes[Shape{k.grid, k.block, k.static_shared, k.dynamic_shared, k.registers}];
       KernelInProcess& kip = per_name[k.name_id];
       ++kip.calls;
+      if (std::find(kip.devices.begin(), kip.devices.end(), k.device) == kip.devices.end()) kip.devices.push_back(k.device);
+      add_rank_device(s.ranks, p.info, k.device, d);
       if (k.graph_id || k.device_launched) ++kip.graph_calls;
       s.kernels[global[k.name_id]].total_ns += d;
       s.total_kernel_ns += d;
@@ -165,7 +182,10 @@ Summary aggregate(const std::vector<ProcessRecords>& processes) {
       s.last_ns = any ? std::max(s.last_ns, k.end_ns) : k.end_ns;
       any = true;
     }
-    for (auto& kip : per_name) std::sort(kip.dispatch.begin(), kip.dispatch.end());  // = launch order
+    for (auto& kip : per_name) {
+      std::sort(kip.dispatch.begin(), kip.dispatch.end());  // = launch order
+      std::sort(kip.devices.begin(), kip.devices.end());
+    }
     for (size_t i = 0; i < per_name.size(); ++i)
       if (per_name[i].calls) s.kernels[global[i]].processes.push_back(std::move(per_name[i]));
   }
@@ -177,6 +197,9 @@ Summary aggregate(const std::vector<ProcessRecords>& processes) {
   }
   // A name listed by a process that never ran it (cannot happen with our writer) stays out.
   std::erase_if(s.kernels, [](const KernelStats& k) { return k.calls == 0; });
+  std::sort(s.ranks.begin(), s.ranks.end(), [](const RankDevice& a, const RankDevice& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.device < b.device;
+  });
   std::sort(s.kernels.begin(), s.kernels.end(), [](const KernelStats& a, const KernelStats& b) {
     return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.mangled < b.mangled;
   });

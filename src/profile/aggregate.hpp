@@ -35,6 +35,8 @@ struct KernelInProcess {
   // already accounts for that.
   std::vector<uint64_t> dispatch;
   uint64_t graph_calls = 0;  // of `calls`, how many ran inside a CUDA graph launch (or from the device)
+  int64_t rank = -1;              // the process's rank in its job (-1: not told)
+  std::vector<uint32_t> devices;  // CUDA devices it ran on in this process, ascending
 };
 
 struct KernelStats {
@@ -63,8 +65,17 @@ struct ProcessSummary {
   std::vector<RecordError> errors;
 };
 
+// Kernel time of one rank on one device (multi-process jobs: `profile` shows the split).
+struct RankDevice {
+  int64_t rank = -1;  // -1: processes that did not tell their rank
+  uint32_t device = 0;
+  uint64_t launches = 0, kernel_ns = 0;
+  std::vector<int64_t> pids;
+};
+
 struct Summary {
   std::vector<KernelStats> kernels;  // by total time, largest first
+  std::vector<RankDevice> ranks;     // by rank, then device
   std::vector<ProcessSummary> processes;
   uint64_t launches = 0, total_kernel_ns = 0;
   uint64_t first_ns = 0, last_ns = 0;  // span of all kernel activity

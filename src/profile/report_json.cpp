@@ -23,6 +23,8 @@ json process_json(const ProcessSummary& p) {
   json errors = json::array();
   for (const auto& e : p.errors) errors.push_back({{"code", e.code}, {"message", e.message}});
   return {{"pid", p.info.pid},
+          {"rank", p.info.rank >= 0 ? json(p.info.rank) : json(nullptr)},
+          {"rank_source", p.info.rank_source},
           {"ppid", p.info.ppid},
           {"forked_from", p.info.forked_from},
           {"exe", p.info.exe},
@@ -44,7 +46,12 @@ json kernel_json(const KernelStats& k, size_t rank) {
   bool in_graph = false;  // some of its calls ran inside a CUDA graph launch
   for (const auto& kp : k.processes) in_graph = in_graph || kp.graph_calls > 0;
   for (const auto& kp : k.processes)
-    per.push_back({{"pid", kp.pid}, {"calls", kp.calls}, {"dispatch", kp.dispatch}, {"graph_calls", kp.graph_calls}});
+    per.push_back({{"pid", kp.pid},
+                   {"rank", kp.rank >= 0 ? json(kp.rank) : json(nullptr)},
+                   {"devices", kp.devices},
+                   {"calls", kp.calls},
+                   {"dispatch", kp.dispatch},
+                   {"graph_calls", kp.graph_calls}});
   return {{"rank", rank},
           {"name", k.mangled},
           {"demangled", k.demangled},
@@ -92,6 +99,14 @@ json report_json(const Summary& s, const RunInfo& run) {
   json procs = json::array();
   for (const auto& p : s.processes) procs.push_back(process_json(p));
   doc["processes"] = std::move(procs);
+  json ranks = json::array();  // kernel time per (rank, device); rank null: not told
+  for (const auto& r : s.ranks)
+    ranks.push_back({{"rank", r.rank >= 0 ? json(r.rank) : json(nullptr)},
+                     {"device", r.device},
+                     {"launches", r.launches},
+                     {"kernel_ns", r.kernel_ns},
+                     {"pids", r.pids}});
+  doc["by_rank_device"] = std::move(ranks);
   json kernels = json::array();
   for (size_t i = 0; i < s.kernels.size(); ++i) kernels.push_back(kernel_json(s.kernels[i], i + 1));
   doc["kernels"] = std::move(kernels);

@@ -99,7 +99,8 @@ std::string format_processes(const Summary& s) {
       if (!devs.empty()) devs += ", ";
       devs += d.name.empty() ? fmt::format("GPU {}", d.id) : fmt::format("GPU {} ({})", d.id, d.name);
     }
-    out += fmt::format("  pid {:<8} {:<60} {:>8} kernels  {}\n", p.info.pid, command_of(p.info), p.kernels,
+    const std::string rank = p.info.rank >= 0 ? fmt::format("rank {}", p.info.rank) : "";
+    out += fmt::format("  pid {:<8} {:<8} {:<60} {:>8} kernels  {}\n", p.info.pid, rank, command_of(p.info), p.kernels,
                        devs.empty() ? "-" : devs);
     if (p.info.forked_from)
       out += fmt::format("      forked from pid {} without exec (CUDA cannot be used there)\n", p.info.forked_from);
@@ -109,6 +110,20 @@ std::string format_processes(const Summary& s) {
              "called _exit); the kernels of its last moments are missing\n";
     if (p.dropped)
       out += fmt::format("      {} records were dropped by CUPTI (buffers full); totals are low\n", p.dropped);
+  }
+  return out;
+}
+
+std::string format_ranks(const Summary& s) {
+  if (s.ranks.size() < 2 && s.processes.size() < 2) return "";
+  std::string out = fmt::format("{:>6} {:>6} {:>10} {:>12} {:>6}  {}\n", "Rank", "Device", "Launches", "Kernel ms",
+                                "%GPU", "pids");
+  for (const auto& r : s.ranks) {
+    std::string pids;
+    for (int64_t p : r.pids) pids += (pids.empty() ? "" : " ") + std::to_string(p);
+    const double pct = s.total_kernel_ns ? 100.0 * static_cast<double>(r.kernel_ns) / static_cast<double>(s.total_kernel_ns) : 0;
+    out += fmt::format("{:>6} {:>6} {:>10} {:>12.3f} {:>6.2f}  {}\n", r.rank >= 0 ? std::to_string(r.rank) : "-",
+                       r.device, r.launches, static_cast<double>(r.kernel_ns) / 1e6, pct, pids);
   }
   return out;
 }

@@ -20,4 +20,8 @@ std::string format_table(const Summary& s, const TableOptions& opt);
 // One line per process: pid, command, devices, kernel count, and what went wrong.
 std::string format_processes(const Summary& s);
 
+// Multi-process jobs: one row per (rank, device) with its launches, kernel time and share;
+// "" when the whole run was one process on one device.
+std::string format_ranks(const Summary& s);
+
 }  // namespace kerncap::profile

@@ -12,6 +12,7 @@
 #include "cubin/cubin.hpp"
 #include "format/region_bytes.hpp"
 #include "replay/global_match.hpp"
+#include "replay/peer.hpp"
 
 #include <xxhash.h>
 
@@ -64,19 +65,13 @@ void Session::open(const Options& options) {
   const format::Manifest& m = capture_.manifest;
 
   // 1. Before anything of ours takes address space: the driver, then the reservations.
+  refuse_unreplayable(m);  // before CUDA: NCCL's kernels cannot run without their peers
   KC_CU(cuInit(0));
-  int count = 0;
-  KC_CU(cuDeviceGetCount(&count));
-  if (count == 0) device_error("no CUDA device is visible (check CUDA_VISIBLE_DEVICES)");
-  int ordinal = m.device_ordinal < count ? m.device_ordinal : 0;
-  KC_CU(cuDeviceGet(&dev_, ordinal));
-  int major = 0, minor = 0;
-  KC_CU(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_));
-  KC_CU(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_));
-  if (major != m.cc_major || minor != m.cc_minor)
-    log::warn("this GPU is sm_{}{} but the capture was taken on sm_{}{} ({}); the kernel may not load or "
-              "may behave differently",
-              major, minor, m.cc_major, m.cc_minor, m.device_name);
+  // Which GPU: refused here, before any context, when its architecture is not the capture's.
+  device_ = choose_device(m, visible_devices(), options.device);
+  KC_CU(cuDeviceGet(&dev_, device_.ordinal));
+  log::debug("replaying on device {}: {}", device_.ordinal, device_.why);
+  log::debug("{}", peer_note(m, device_.ordinal));  // the commands print it (replay, validate)
 
   std::vector<Span> fixed;  // regions that must come back at their address (not globals)
   std::vector<size_t> fixed_index;

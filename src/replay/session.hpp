@@ -13,6 +13,7 @@
 
 #include "format/capture_dir.hpp"
 #include "replay/address_space.hpp"
+#include "replay/device_choice.hpp"
 
 namespace kerncap::replay {
 
@@ -26,6 +27,8 @@ struct Options {
   // Launch geometry other than the captured one (a variant tuned for another block size, or a
   // test that a launch covering less than the captured grid fails validation).
   std::optional<std::array<uint32_t, 3>> grid, block;
+  // The CUDA device to replay on (device_choice.hpp); unset: the first of the captured model.
+  std::optional<int> device;
   bool overrides_launch() const { return cubin.has_value() || grid.has_value() || block.has_value(); }
   // The same options for the captured kernel exactly as the application launched it.
   Options as_captured() const {
@@ -80,6 +83,8 @@ class Session {
   const std::vector<uint8_t>& params() const { return params_; }
 
   const format::Capture& capture() const { return capture_; }
+  // The device this replay runs on and why it was chosen.
+  const DeviceChoice& device() const { return device_; }
   const AddressSpace& address_space() const { return *space_; }
   const RelocationMap& relocations() const { return space_->relocations(); }
   // Replay address of region i (manifest order).
@@ -99,6 +104,7 @@ class Session {
   Options options_;
   format::Capture capture_;
   CUdevice dev_ = 0;
+  DeviceChoice device_;
   CUcontext ctx_ = nullptr;
   std::unique_ptr<AddressSpace> space_;
   CUmodule module_ = nullptr;

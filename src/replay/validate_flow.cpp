@@ -1,4 +1,5 @@
 #include "replay/validate_flow.hpp"
+#include "replay/peer.hpp"
 
 #include <memory>
 #include <optional>
@@ -51,6 +52,10 @@ ValidateReport validate_once_or_twice(const ValidateRequest& request) {
   const PoisonPlan* poison = plan ? &*plan : nullptr;
   report.kernel = s->capture().manifest.demangled_name;
   report.image = s->image_description();
+  report.device = s->device().line(s->capture().manifest);
+  if (const std::string note = peer_note(s->capture().manifest, s->device().ordinal); !note.empty())
+    report.device += "\n  note: " + note;
+  report.device_ordinal = s->device().ordinal;
   report.placement = s->address_space().stats();
   report.verdict = run_once(*s, report.spec, poison, request, report);
   // Only a differing comparison asks whether the kernel is deterministic (an invariant

@@ -35,6 +35,8 @@ struct ValidateReport {
   RestoreStats restore;
   PlacementStats placement;
   std::string kernel, image;
+  std::string device;  // DeviceChoice::line: where it ran and why
+  int device_ordinal = 0;
   bool determinism_checked = false;
 };
 

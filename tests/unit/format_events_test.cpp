@@ -35,6 +35,27 @@ TEST(FormatEvents, StartCarriesToolAndProtocol) {
   EXPECT_EQ(log.starts[0].protocol, kProtocolVersion);
 }
 
+TEST(FormatEvents, StartCarriesTheRankOfEachProcess) {
+  Log log;
+  auto a = start("capture");
+  add_rank(a, 0, "RANK", false);
+  a["pid"] = 1;
+  auto b = start("capture");
+  add_rank(b, -1, "", false);  // no launcher variable and no slot: unknown
+  b["pid"] = 2;
+  add_line(log, a.dump());
+  add_line(log, b.dump());
+  add_line(log, R"({"event":"start","mode":"capture","pid":3,"protocol":1})");  // no --rank: selected
+  ASSERT_EQ(log.starts.size(), 3u);
+  EXPECT_EQ(log.starts[0].rank, 0);
+  EXPECT_EQ(log.starts[0].rank_source, "RANK");
+  EXPECT_FALSE(log.starts[0].selected);
+  EXPECT_EQ(log.starts[1].rank, -1);
+  EXPECT_FALSE(log.starts[1].selected);
+  EXPECT_EQ(log.starts[2].rank, -1);
+  EXPECT_TRUE(log.starts[2].selected);
+}
+
 TEST(FormatEvents, AnOldLibrarysStartHasProtocolZero) {
   Log log;
   add_line(log, R"({"event":"start","mode":"capture","pid":7})");

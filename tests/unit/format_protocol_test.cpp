@@ -54,12 +54,36 @@ TEST(FormatProtocol, ToEnvRoundTripsThroughTheLibrarysReader) {
   c.chunk_bytes = 65536;
   c.staging_bytes = 8u << 20;
   c.dump_images = true;
+  c.rank = 3;
+  c.device = 1;
   std::vector<std::string> problems;
   Config back = from_map(c.to_env(), &problems);
   EXPECT_TRUE(problems.empty()) << problems.front();
   EXPECT_EQ(back.to_json(), c.to_json());
   EXPECT_EQ(back.verbose, 2);
   EXPECT_TRUE(back.dump_images);
+  EXPECT_EQ(back.rank, 3);
+  EXPECT_EQ(back.device, 1);
+}
+
+TEST(FormatProtocol, RankAndDeviceAreAnyUnlessGivenAndBadValuesAreReported) {
+  Config c;
+  c.mode = Mode::Capture;
+  c.output = "/o";
+  c.kernel = "k";
+  auto env = c.to_env();
+  EXPECT_EQ(env.at("KERNCAP_RANK"), "");  // a stale rank in the user's shell is overridden
+  EXPECT_EQ(env.at("KERNCAP_DEVICE"), "");
+  Config back = from_map(env, nullptr);
+  EXPECT_EQ(back.rank, -1);
+  EXPECT_EQ(back.device, -1);
+  std::vector<std::string> problems;
+  back = from_map({{"KERNCAP_MODE", "capture"}, {"KERNCAP_OUTPUT", "/o"}, {"KERNCAP_KERNEL", "k"},
+                   {"KERNCAP_RANK", "-1"}, {"KERNCAP_DEVICE", "gpu1"}},
+                  &problems);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0], "KERNCAP_RANK is not a rank (a number from 0)");
+  EXPECT_EQ(problems[1], "KERNCAP_DEVICE is not a CUDA device ordinal (0..1023)");
 }
 
 TEST(FormatProtocol, TunablesAtTheirDefaultsAreLeftToTheUser) {
