@@ -1,14 +1,9 @@
 """The shim's records (OUT/triton/records/<pid>.jsonl) read back, and matched to a capture.
 
-The captured code image is the cubin Triton (or Inductor's static launcher) handed to
-cuModuleLoadData, so the kernel is identified by the image's sha256 and nothing else:
-- a compile record with that cubin sha256 (written when Triton compiled the kernel, from its
-  cache too, or when Inductor loaded it from its own caches), whichever process wrote it
-  (Inductor compiles in worker processes);
-- else a load record with that sha256 (Triton's kernel_load_end_hook, Inductor's static
-  launcher) names the Triton compile hash, and a compile record of that hash is used.
-Same-named compilations are never guessed between: when neither binds, the error says what
-was recorded and why the image cannot be placed.
+The captured code image is the cubin Triton handed to cuModuleLoadData, so the compile record
+whose cubin sha256 equals the image's is the captured kernel, whichever process compiled it
+(Inductor compiles in worker processes). Without an exact match, a record of the same kernel
+name whose warps and shared memory fit the launch is used, with a warning.
 Pure stdlib; unit tested without a GPU.
 """
 from __future__ import annotations
@@ -34,7 +29,6 @@ class RecordError(Exception):
 class Records:
     compiles: List[dict] = field(default_factory=list)
     autotunes: List[dict] = field(default_factory=list)
-    loads: List[dict] = field(default_factory=list)
     benches: List[dict] = field(default_factory=list)
     shim: List[dict] = field(default_factory=list)
     errors: List[dict] = field(default_factory=list)
@@ -54,7 +48,7 @@ def load(triton_dir: str) -> Records:
                 if not isinstance(rec, dict) or rec.get("version", 0) > RECORD_VERSION:
                     r.unreadable += 1
                     continue
-                {"compile": r.compiles, "load": r.loads, "autotune": r.autotunes, "bench": r.benches, "shim": r.shim,
+                {"compile": r.compiles, "autotune": r.autotunes, "bench": r.benches, "shim": r.shim,
                  "error": r.errors}.get(rec.get("kind"), []).append(rec)
     return r
 
@@ -62,55 +56,45 @@ def load(triton_dir: str) -> Records:
 @dataclass
 class Match:
     record: dict
-    how: str                 # "cubin sha256" | "load record"
+    how: str                 # "cubin sha256" | "kernel name"
     warnings: List[str]
 
 
-def _preferred(recs: List[dict]) -> dict:
-    """Among records of one image: one written at compile time (the real ASTSource) before
-    one rebuilt on Inductor's load path; the latest of those."""
-    compiled = [c for c in recs if c.get("via", "compile") == "compile"]
-    return (compiled or recs)[-1]
+def _fits(rec: dict, m: capture.Manifest) -> bool:
+    o = rec.get("options", {})
+    nw, shared = o.get("num_warps"), o.get("shared")
+    if nw is not None and nw * 32 != m.block[0]:
+        return False
+    return shared is None or shared == m.shared_mem_bytes
 
 
 def match(records: Records, m: capture.Manifest, image_sha256: str) -> Match:
     exact = [c for c in records.compiles if c.get("cubin_sha256") == image_sha256]
     with_source = [c for c in exact if c.get("source_kind") == "ast"]
     if with_source:
-        return Match(_preferred(with_source), "cubin sha256", [])
+        return Match(with_source[-1], "cubin sha256", [])
     if exact:
         raise RecordError(f"the captured kernel {m.mangled} was compiled from IR ({exact[-1].get('ir_path')}), not "
                           "from a @triton.jit function: there is no Python source to reproduce it from")
-    loads = [ld for ld in records.loads if ld.get("cubin_sha256") == image_sha256]
-    hashes = {ld.get("hash") for ld in loads if ld.get("hash")}
-    by_hash = [c for c in records.compiles if c.get("hash") in hashes and c.get("source_kind") == "ast"]
-    if by_hash:
-        return Match(_preferred(by_hash), "load record", [])
-    if not records.compiles and not records.loads:
-        raise RecordError("no Triton compile or kernel load was recorded: was the application run by `kerncap "
-                          "extract` with the Triton shim (KERNCAP_TRITON_OUT and PYTHONPATH set), and does it use "
-                          "Triton? (python -S / -I skip sitecustomize)")
-    short = image_sha256[:16]
-    if loads:
-        vias = sorted({ld.get("via", "?") for ld in loads})
-        raise RecordError(f"the captured image (sha256 {short}...) of {m.mangled} was loaded through "
-                          f"{', '.join(vias)} as Triton compilation {', '.join(sorted(hashes)) or '(no hash)'}, but "
-                          "no record of that compilation carries its source: it came from a cache whose load path "
-                          "the shim does not record. Rerun with the caches cold (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 "
-                          "or a fresh TRITON_CACHE_DIR/TORCHINDUCTOR_CACHE_DIR)")
-    named = [c for c in records.compiles if c.get("name") == m.mangled]
+    named = [c for c in records.compiles if c.get("name") == m.mangled and c.get("source_kind") == "ast"]
+    fitting = [c for c in named if _fits(c, m)]
+    hashes = {c.get("hash") for c in fitting}
+    if len(hashes) == 1:
+        return Match(fitting[-1], "kernel name", [
+            f"no compile record has the captured image's sha256 ({image_sha256[:16]}...); using the record of "
+            f"{m.mangled} whose warps and shared memory fit the launch"])
+    if not records.compiles:
+        raise RecordError("no Triton compile was recorded: was the application run by `kerncap extract` with the "
+                          "Triton shim (KERNCAP_TRITON_OUT and PYTHONPATH set), and does it use Triton? "
+                          "(python -S / -I skip sitecustomize)")
     if not named:
-        names = sorted({c.get("name", "?") for c in records.compiles + records.loads})
+        names = sorted({c.get("name", "?") for c in records.compiles})
         raise RecordError(f"the captured kernel {m.mangled} is not among the {len(names)} Triton kernels the "
-                          f"application compiled or loaded ({', '.join(names[:12])}{' ...' if len(names) > 12 else ''}):"
-                          " it is not a Triton kernel, or it was loaded by a process or through a path the shim does "
-                          "not see")
-    others = sorted({(c.get("hash") or "?")[:12] for c in named})
-    raise RecordError(f"{len(named)} compilation record(s) of {m.mangled} (Triton hashes {', '.join(others)}) were "
-                      f"written, but none produced the captured image (sha256 {short}...) and no load of it was "
-                      "recorded; kerncap does not guess among same-named compilations. The image was compiled or "
-                      "loaded where the shim was not active (a process started without it, or a cache path it "
-                      "does not hook)")
+                          f"application compiled ({', '.join(names[:12])}{' ...' if len(names) > 12 else ''}): "
+                          "it is not a Triton kernel, or it was loaded from a cache without compiling "
+                          "(for torch.compile set TORCHINDUCTOR_FORCE_DISABLE_CACHES=1)")
+    raise RecordError(f"{len(hashes)} different compilations of {m.mangled} fit the launch and none has the "
+                      "captured image's sha256; cannot tell which one was captured")
 
 
 def autotune_for(records: Records, rec: dict) -> Optional[dict]:
@@ -168,7 +152,6 @@ def name_map(records: Records, m: capture.Manifest, image_sha256: str, found: Op
         "autotune": autotune,
         "python_path": None if found is None else python_path(found.record),
         "kernels": kernels,
-        "loads": [{k: ld.get(k) for k in ("name", "hash", "cubin_sha256", "via", "pid")} for ld in records.loads][:200],
         "benchmarks": bench,
         "ignore_handshake": handshake[-1] if handshake else None,
         "shim_errors": [e.get("where", "") + ": " + e.get("error", "") for e in records.errors][:20],

@@ -178,26 +178,3 @@ def test_watched_modules_are_wrapped_when_the_application_imports_them(tmp_path)
     assert windows["torch._inductor.select_algorithm"] == ["AlgorithmSelectorCache.benchmark_choices"]
     assert [r["name"] for r in recs if r["kind"] == "bench"] == [
         "Benchmarker.benchmark_gpu", "triton.testing.do_bench", "AlgorithmSelectorCache.benchmark_choices"]
-
-
-def test_fusion_benchmarks_run_inside_the_ignore_window(shim):
-    """Inductor's fusion decisions launch the fused kernel once (to check it runs) before timing
-    it through the Benchmarker: the whole benchmark_* method is one window."""
-    calls, state = fake_lib(shim)
-    for name in ("torch._inductor.codegen.triton", "torch._inductor.codegen.simd", "torch._inductor.scheduler"):
-        assert shim._WATCH[name] is shim._patch_benchmark_methods
-    mod = types.ModuleType("torch._inductor.codegen.triton")
-
-    class TritonScheduling:
-        def benchmark_codegened_module(self, mod_call):
-            first = mod_call()  # the check launch, outside any Benchmarker
-            return first, state["depth"]
-
-        def codegen_node(self):
-            return state["depth"]
-
-    TritonScheduling.__module__ = mod.__name__
-    mod.TritonScheduling = TritonScheduling
-    shim._patch_benchmark_methods(mod)
-    assert TritonScheduling().benchmark_codegened_module(lambda: state["depth"]) == (1, 1)
-    assert TritonScheduling().codegen_node() == 0 and state["depth"] == 0

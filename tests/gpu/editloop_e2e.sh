@@ -48,8 +48,9 @@ NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 [ -x "$NVCC" ] || { echo "no nvcc (set NVCC)"; exit 1; }
 command -v make >/dev/null || { echo "make is not installed: the reproducer's Makefile needs it"; exit 1; }
 export KERNCAP_REPLAY_LIB=${KERNCAP_REPLAY_LIB:-$BUILD/lib/libkerncap_replay.so}
-CC=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')
-ARCH=sm_${CC:-90}
+# Not CC: an exported CC (the C compiler Triton builds its launcher with) would be overwritten.
+GPU_CC=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')
+ARCH=sm_${GPU_CC:-90}
 
 if [ -n "${OUT:-}" ]; then
   mkdir -p "$OUT/editloop-logs" && WORK=$(mktemp -d "$OUT/editloop-work.XXXXXX") && LOGS=$OUT/editloop-logs

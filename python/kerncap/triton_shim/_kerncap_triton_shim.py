@@ -15,14 +15,6 @@ What it records, in $KERNCAP_TRITON_OUT/records/<pid>.jsonl (format below, versi
   compile options and metadata, sys.path and the module's package root (so the reproducer
   can import what the kernel's module imports); the function's and its whole module's source text go to
   sources/<sha256>.py (Inductor's generated files live in temporary directories).
-- "load": every kernel image loaded to the GPU (Triton's kernel_load_end_hook, Inductor's
-  static CUDA launcher): kernel name, Triton compile hash, cubin sha256, "via". With caches
-  warm nothing compiles, so this is what ties a captured image to its compilation.
-- "compile" records rebuilt on Inductor's load path ("via": "inductor load"): when a
-  CachingAutotuner makes its launchers, each compiled configuration is recorded from the
-  autotuner's JITFunction, triton_meta and config, and the kernel module's source that
-  AsyncCompile.triton was given (FX graph cache and autotune cache hits, statically
-  launched kernels: no triton.compile runs in this process).
 - "autotune": the configuration @triton.autotune (or Inductor) chose, written just before the
   launch that uses it, with the benchmark timings and the compiled kernel's hash.
 - "bench": per autotuner benchmark, how many launches it made and whether libkerncap was told
@@ -35,8 +27,7 @@ CUDA driver from CUDA_INJECTION64_PATH) exports kerncap_ignore_begin()/kerncap_i
 while the count is above zero it neither counts nor captures matching launches. The shim
 calls them around Autotuner._bench, Inductor's CachingAutotuner.bench, triton.testing.do_bench
 (and do_bench_cudagraph), and every benchmark* method of the classes in Inductor's
-runtime.benchmarking, select_algorithm, autotune_process, scheduler, codegen.simd and
-codegen.triton (benchmark_fused_nodes, benchmark_codegened_module), through ctypes with RTLD_NOLOAD
+runtime.benchmarking, select_algorithm and autotune_process, through ctypes with RTLD_NOLOAD
 (never loading the library itself).
 """
 from __future__ import annotations
@@ -180,23 +171,16 @@ def _app_sys_path() -> list:
             if isinstance(p, str) and os.path.abspath(p or ".") != here]
 
 
-def _cubin_path(metadata_group):
-    return next((p for k, p in (metadata_group or {}).items() if str(k).endswith(".cubin")), None)
-
-
-def build_compile_record(src, metadata: dict, metadata_group: dict, cache_hit: bool, save=save_source,
-                         cubin: bytes = None) -> dict:
-    """The 'compile' record for one triton.compile (src: ASTSource or IRSource); `cubin`: the
-    image's bytes when they are at hand rather than in metadata_group's files."""
+def build_compile_record(src, metadata: dict, metadata_group: dict, cache_hit: bool, save=save_source) -> dict:
+    """The 'compile' record for one triton.compile (src: ASTSource or IRSource)."""
     name = metadata.get("name") or getattr(src, "name", "?")
     rec = {"kind": "compile", "name": name, "hash": metadata.get("hash"), "cache_hit": bool(cache_hit)}
-    path = _cubin_path(metadata_group)
-    if cubin is None and path:
-        with open(path, "rb") as f:
-            cubin = f.read()
+    cubin = next((p for k, p in metadata_group.items() if k.endswith(".cubin")), None)
     if cubin:
-        rec["cubin_sha256"] = hashlib.sha256(cubin).hexdigest()
-        rec["cubin_size"] = len(cubin)
+        with open(cubin, "rb") as f:
+            data = f.read()
+        rec["cubin_sha256"] = hashlib.sha256(data).hexdigest()
+        rec["cubin_size"] = len(data)
     jit = getattr(src, "fn", None)
     if jit is None or not hasattr(jit, "arg_names"):
         rec["source_kind"] = "ir"
@@ -213,9 +197,8 @@ def build_compile_record(src, metadata: dict, metadata_group: dict, cache_hit: b
     fn = {"name": getattr(py, "__name__", name), "qualname": getattr(py, "__qualname__", name),
           "module": getattr(py, "__module__", None), "line": getattr(jit, "starting_line_number", None)}
     raw = getattr(jit, "raw_src", None)
-    text = "".join(raw) if raw else getattr(jit, "src", None)  # Inductor's pickled JITFunction keeps src
-    if isinstance(text, str) and text:
-        fn["source_sha256"] = save(text)
+    if raw:
+        fn["source_sha256"] = save("".join(raw))
     if py is not None:
         path, text = _module_text(py)
         fn["file"] = path
@@ -307,30 +290,9 @@ def _listener(*, src, metadata, metadata_group, cache_hit=False, **_):
         _error("compile listener", e)
 
 
-_loads_seen = set()  # (via, compile hash, cubin sha256) already recorded by this process
-
-
-def record_load(via: str, name, khash, cubin: bytes) -> str:
-    """A 'load' record: this image (sha256) is Triton compilation `khash` of kernel `name`."""
-    sha = hashlib.sha256(cubin).hexdigest()
-    key = (via, khash, sha)
-    if key not in _loads_seen:
-        _loads_seen.add(key)
-        write_record({"kind": "load", "via": via, "name": name, "hash": khash, "cubin_sha256": sha,
-                      "cubin_size": len(cubin)})
-    return sha
-
-
 def _kernel_loaded(module, function, name, metadata_group, hash):
     if function is not None:
         _handles[function] = (name, hash)
-    try:
-        path = _cubin_path(metadata_group)
-        if path:
-            with open(path, "rb") as f:
-                record_load("triton kernel_load_end_hook", name, hash, f.read())
-    except Exception as e:
-        _error("kernel_load_end_hook", e)
 
 
 def _config_json(cfg) -> dict:
@@ -443,145 +405,7 @@ def _patch_inductor(mod) -> None:
     C.bench = bench
     if orig_one is not None:
         C.autotune_to_one_config = autotune_to_one_config
-    orig_make = getattr(C, "_make_launchers", None)
-    if orig_make is not None:
-        def _make_launchers(self, *args, **kwargs):
-            r = orig_make(self, *args, **kwargs)
-            record_inductor_kernels(self)
-            return r
-        C._make_launchers = _make_launchers
     C._kerncap_patched = True
-
-
-# ---- Inductor's load path: kernels that were not compiled in this process ------------------
-_inductor_sources = {}  # kernel name -> the module source AsyncCompile.triton was given
-_rebuilt_seen = set()   # cubin sha256 of the kernels rebuilt records were written for
-
-
-def _kernel_image(kernel):
-    """(cubin bytes or None, sha256 or None) of a CompiledKernel or a static launcher kernel."""
-    sha = getattr(kernel, "_kerncap_cubin_sha256", None)
-    asm = getattr(kernel, "asm", None)
-    data = asm.get("cubin") if isinstance(asm, dict) else None
-    if data is None:
-        raw = getattr(kernel, "cubin_raw", None) or getattr(kernel, "cubin", None)
-        data = raw if isinstance(raw, (bytes, bytearray)) else None
-    if data is not None:
-        sha = hashlib.sha256(data).hexdigest()
-    return data, sha
-
-
-def _metadata_dict(kernel, cfg) -> dict:
-    md = getattr(kernel, "metadata", None)
-    if hasattr(md, "_asdict"):
-        out = dict(md._asdict())
-    elif isinstance(md, dict):
-        out = dict(md)
-    else:
-        out = {}
-    for k in ("num_warps", "shared", "num_stages", "num_ctas", "name", "hash"):
-        if out.get(k) is None and getattr(kernel, k, None) is not None:
-            out[k] = getattr(kernel, k)
-    for k in ("num_warps", "num_stages", "num_ctas", "maxnreg"):
-        if out.get(k) is None and getattr(cfg, k, None) is not None:
-            out[k] = getattr(cfg, k)
-    return out
-
-
-class _RebuiltSource:
-    """What triton.compile's ASTSource held, rebuilt from an Inductor autotuner and one compiled
-    configuration: its compile_meta (what _precompile_config passed to triton.compile) when the
-    result kept it, else the autotuner's triton_meta and the config's constexprs."""
-
-    def __init__(self, autotuner, cfg, compile_meta=None):
-        meta = compile_meta if isinstance(compile_meta, dict) else (getattr(autotuner, "triton_meta", None) or {})
-        self.fn = autotuner.fn
-        self.signature = dict(meta.get("signature") or {})
-        self.constants = dict(getattr(cfg, "kwargs", None) or {})
-        self.constants.update(meta.get("constants") or {})  # what was compiled wins
-        for k in self.constants:  # Triton 3.x types every constexpr "constexpr" in the signature
-            if isinstance(k, str):
-                self.signature[k] = "constexpr"
-        attrs = (meta.get("configs") or [None])[0]
-        self.attrs = attrs if isinstance(attrs, dict) else {}
-
-
-def record_inductor_kernels(autotuner, save=save_source) -> None:
-    """A compile record ("via": "inductor load") for each launcher an Inductor autotuner made,
-    unless a record of that image was written already in this process."""
-    try:
-        kname = (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name")
-        for result in list(getattr(autotuner, "compile_results", None) or []):
-            kernel = getattr(result, "kernel", None)
-            cfg = getattr(result, "config", None)
-            data, sha = _kernel_image(kernel)
-            if sha is None or sha in _rebuilt_seen:
-                continue
-            _rebuilt_seen.add(sha)
-            src = getattr(kernel, "src", None)
-            compile_meta = getattr(result, "compile_meta", None)
-            if not hasattr(getattr(src, "fn", None), "arg_names") or not hasattr(src, "signature"):
-                src = _RebuiltSource(autotuner, cfg, compile_meta)
-            md = _metadata_dict(kernel, cfg)
-            for k in ("num_warps", "num_stages", "num_ctas"):
-                if md.get(k) is None and isinstance(compile_meta, dict) and compile_meta.get(k) is not None:
-                    md[k] = compile_meta[k]
-            md.setdefault("name", getattr(kernel, "name", None) or kname)
-            rec = build_compile_record(src, md, {}, True, save=save, cubin=data)
-            rec["via"] = "inductor load"
-            if data is None:
-                rec["cubin_sha256"] = sha
-            fn = rec.get("fn", {})
-            module_text = _inductor_sources.get(kname) or _inductor_sources.get(rec.get("name"))
-            if module_text and not fn.get("module_sha256"):
-                fn["module_sha256"] = save(module_text)
-                fn.setdefault("name", rec.get("name"))
-            write_record(rec)
-    except Exception as e:
-        _error("inductor load record", e)
-
-
-def _patch_async_compile(mod) -> None:
-    A = getattr(mod, "AsyncCompile", None)
-    orig = getattr(A, "triton", None) if A is not None else None
-    if orig is None or getattr(orig, "_kerncap_wrapped", False):
-        return
-
-    def triton(self, kernel_name, source_code, *args, **kwargs):
-        try:
-            if isinstance(kernel_name, str) and isinstance(source_code, str):
-                _inductor_sources[kernel_name] = source_code
-        except Exception as e:
-            _error("AsyncCompile.triton", e)
-        return orig(self, kernel_name, source_code, *args, **kwargs)
-
-    triton._kerncap_wrapped = True
-    A.triton = triton
-
-
-def _patch_static_launcher(mod) -> None:
-    K = getattr(mod, "StaticallyLaunchedCudaKernel", None)
-    orig = getattr(K, "load_kernel", None) if K is not None else None
-    if orig is None or getattr(orig, "_kerncap_wrapped", False):
-        return
-
-    def load_kernel(self, *args, **kwargs):
-        # The cubin file (or bytes) is dropped once loaded: read it first.
-        try:
-            path = getattr(self, "cubin_path", None)
-            data, _ = _kernel_image(self)
-            if data is None and path and getattr(self, "function", None) is None:
-                with open(path, "rb") as f:
-                    data = f.read()
-            if data is not None:
-                self._kerncap_cubin_sha256 = record_load("inductor static_cuda_launcher", getattr(self, "name", None),
-                                                         getattr(self, "hash", None), data)
-        except Exception as e:
-            _error("static launcher load", e)
-        return orig(self, *args, **kwargs)
-
-    load_kernel._kerncap_wrapped = True
-    K.load_kernel = load_kernel
 
 
 # ---- benchmarking paths outside the autotuners ----------------------------------------------
@@ -647,15 +471,9 @@ _WATCH = {
     "triton": _patch_triton,
     "triton.testing": _patch_triton_testing,
     "torch._inductor.runtime.triton_heuristics": _patch_inductor,
-    "torch._inductor.runtime.static_cuda_launcher": _patch_static_launcher,
-    "torch._inductor.async_compile": _patch_async_compile,
     "torch._inductor.runtime.benchmarking": _patch_benchmark_methods,
     "torch._inductor.select_algorithm": _patch_benchmark_methods,
     "torch._inductor.autotune_process": _patch_benchmark_methods,
-    # Fusion decisions run the fused kernel once outside the Benchmarker before timing it.
-    "torch._inductor.scheduler": _patch_benchmark_methods,
-    "torch._inductor.codegen.simd": _patch_benchmark_methods,
-    "torch._inductor.codegen.triton": _patch_benchmark_methods,
 }
 
 
