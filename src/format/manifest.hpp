@@ -44,6 +44,10 @@ struct Region {
   std::string file;      // BEFORE bytes, mem/<id>.bin
   uint64_t xxh64 = 0;    // hash of the BEFORE bytes (checked on read when asked)
   std::string global;    // for MemKind::Global: the symbol name (address differs per load)
+  // The CUDA device ordinal (in the application) whose memory this is; -1: not recorded
+  // (host or managed memory, a global, a capture from before multi-GPU support). A device
+  // other than Manifest::device_ordinal is peer memory the kernel reached (docs/replay.md).
+  int device = -1;
   // None: the file holds the whole region. Else the region is sparse and the file holds
   // only these runs (none at all when the region was all zeros).
   std::optional<std::vector<StoredRun>> stored;
@@ -51,10 +55,6 @@ struct Region {
   // from them points into it (the capture's closure). Nothing is stored; replay fills it
   // with kOmittedFill, so a kernel that does read it gives itself away with a FAIL.
   bool omitted = false;
-  // The CUDA device ordinal (in the application) whose memory this is; -1: not recorded
-  // (host or managed memory, a global, a capture from before multi-GPU support). A device
-  // other than Manifest::device_ordinal is peer memory the kernel reached (docs/replay.md).
-  int device = -1;
 };
 
 inline constexpr uint8_t kOmittedFill = 0xCB;
