@@ -37,6 +37,9 @@ fs::path resolve_capture_dir(const fs::path& dir) {
 std::vector<uint8_t> read_file(const fs::path& p) { return ReadOnlyFile::open(p).read_all(); }
 
 void write_file(const fs::path& p, const void* data, size_t size) {
+  // Replaces a file of that name: unlinking removes a planted symlink itself (never its
+  // target), and the exclusive create below refuses one planted again in between.
+  ::unlink(p.c_str());
   BlobWriter w(p);
   w.write(data, size);
   w.close();

@@ -54,7 +54,7 @@ TEST(ExtractProfile, NextStepNamesTheTopKernelAndTheCommand) {
   EXPECT_NE(next_step(s, shell, nullptr).find("--cmd './app | tee log'"), std::string::npos);
   s.kernels = {graph_only, k};
   EXPECT_EQ(next_step(s, argv_cmd, nullptr),
-            "The top kernel ran only inside CUDA graphs, which `extract --dispatch` cannot target.\n");
+            "The top kernel ran only from device-side graph launches, which `extract --dispatch` cannot target.\n");
   std::regex only_gemm("gemm");
   EXPECT_NE(next_step(s, argv_cmd, &only_gemm).find("--dispatch 4"), std::string::npos);
   EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
