@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/log.hpp"
 
 namespace kerncap::replay {
 namespace {
@@ -134,12 +135,13 @@ std::optional<std::string> bind_one(const ModuleGlobal& c, const std::map<std::s
   const auto found = var_by.find(key);
   const Group vars = found == var_by.end() ? Group{} : found->second;
   if (vars.empty()) {
+    // A variant without the variable cannot read it (an edit that computes a table instead of
+    // loading it, a no-op kernel): nothing to restore. Said, because a name nvcc changed in a
+    // way the normalisation does not know would look the same.
     if (c.used)
-      input_error(fmt::format(
-          "the captured kernel uses module global '{}' ({} bytes), which {} does not have, not even under "
-          "another translation unit's prefix; a variant must keep the __device__/__constant__ variables the "
-          "kernel uses",
-          c.name, c.size, variant_desc));
+      log::info("{} has no module global '{}' ({} bytes) that the captured kernel uses, not even under another "
+                "translation unit's prefix; it is not restored for the variant",
+                variant_desc, c.name, c.size);
     return std::nullopt;
   }
   if (caps.size() == 1 && vars.size() == 1) return vars.front()->name;
