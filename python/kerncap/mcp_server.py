@@ -28,27 +28,27 @@ before trusting a variant; compare replay times; lint for registers/spills. Ever
 `line`; validate/lint/diff's is the CLI's 'Result: ...' verdict."""
 
 
+# The SDK: MCPServer (mcp 2), else FastMCP (mcp 1); without it the module still imports, and
+# main() says what to install.
+_SDK_ERROR: Optional[ImportError] = None
+try:
+    from mcp.server.mcpserver import Context
+    from mcp.server.mcpserver import MCPServer as _Server
+    from mcp.server.mcpserver.exceptions import ToolError
+except ImportError:
+    try:
+        from mcp.server.fastmcp import Context  # type: ignore
+        from mcp.server.fastmcp import FastMCP as _Server  # type: ignore
+        from mcp.server.fastmcp.exceptions import ToolError  # type: ignore
+    except ImportError as e:
+        _SDK_ERROR = e
+
+
 def _missing_mcp(e: ImportError) -> NoReturn:
     print(f"kerncap: error: the MCP server needs the `mcp` Python package ({e}); install it with "
           f"pip install 'kerncap[mcp]' or pip install '{REQUIREMENT}' (interpreter: {sys.executable})",
           file=sys.stderr)
     raise SystemExit(2)
-
-
-def _sdk() -> tuple:
-    """(server class, Context, ToolError) of the installed SDK: MCPServer (mcp 2) or FastMCP (mcp 1)."""
-    try:
-        from mcp.server.mcpserver import Context, MCPServer
-        from mcp.server.mcpserver.exceptions import ToolError
-        return MCPServer, Context, ToolError
-    except ImportError:
-        pass
-    try:
-        from mcp.server.fastmcp import Context, FastMCP  # type: ignore[no-redef]
-        from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
-        return FastMCP, Context, ToolError
-    except ImportError as e:
-        _missing_mcp(e)
 
 
 def _document(res: Any) -> Dict[str, Any]:
@@ -74,12 +74,13 @@ def _profile_rows(prof: api.ProfileResult, top: int, pattern: Optional[str]) -> 
 def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
     """The MCP server with kerncap's tools. kerncap: the CLI to run (default: found on first call,
     so listing the tools needs no executable)."""
-    Server, Context, ToolError = _sdk()
+    if _SDK_ERROR is not None:
+        _missing_mcp(_SDK_ERROR)
     import anyio
     import anyio.to_thread
     import anyio.from_thread
 
-    server = Server("kerncap", instructions=INSTRUCTIONS)
+    server = _Server("kerncap", instructions=INSTRUCTIONS)
     state: Dict[str, api.Kerncap] = {}
     if kerncap is not None:
         state["kc"] = kerncap

@@ -9,7 +9,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import IO, Callable, Dict, List, Optional, Sequence
 
 from .errors import KerncapError, cli_message, error_for
 
@@ -35,7 +35,7 @@ class Completed:
     stderr: str
 
 
-def _pump(stream, sink: "queue.Queue[Optional[str]]") -> None:
+def _pump(stream: IO[str], sink: "queue.Queue[Optional[str]]") -> None:
     for line in iter(stream.readline, ""):
         sink.put(line)
     sink.put(None)
@@ -62,12 +62,15 @@ def run(argv: Sequence[str], *, ok: Sequence[int] = (0,), env: Optional[Dict[str
     err: List[str] = []
     step = 0
     verb = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(argv[:2]))
+    def killed() -> KerncapError:
+        p.kill()
+        p.wait()
+        return KerncapError(f"{verb} did not finish within {timeout:g} s (killed)", 124, argv, "".join(err))
+
     while True:
         elapsed = time.monotonic() - start
         if timeout is not None and elapsed > timeout:
-            p.kill()
-            p.wait()
-            raise KerncapError(f"{verb} did not finish within {timeout:g} s (killed)", 124, argv, "".join(err))
+            raise killed()
         wait = tick_s if timeout is None else max(0.05, min(tick_s, timeout - elapsed))
         try:
             line = lines.get(timeout=wait)
@@ -82,7 +85,10 @@ def run(argv: Sequence[str], *, ok: Sequence[int] = (0,), env: Optional[Dict[str
         step += 1
         if on_progress and line.strip():
             on_progress(Progress(step, time.monotonic() - start, line.strip()))
-    rc = p.wait()
+    try:  # stderr is closed; the process may still be exiting
+        rc = p.wait(timeout=None if timeout is None else max(0.1, timeout - (time.monotonic() - start)))
+    except subprocess.TimeoutExpired:
+        raise killed() from None
     reader.join()
     stderr = "".join(err)
     if rc not in ok:

@@ -214,3 +214,14 @@ def test_module_functions_use_the_default_kerncap(kc, tmp_path, monkeypatch):
 def test_last_json_skips_what_the_application_printed():
     assert last_json('app says {"x": 1}\n{\n  "a": {\n    "b": 2\n  }\n}\n') == {"a": {"b": 2}}
     assert last_json('{"one": 1}\n') == {"one": 1}
+
+
+def test_runner_ticks_while_quiet_and_kills_at_the_timeout():
+    from kerncap import runner
+    ticks = []
+    p = runner.run([sys.executable, "-c", "import time; time.sleep(0.5); print('{}')"], tick_s=0.1,
+                   on_progress=ticks.append)
+    assert p.stdout.strip() == "{}" and len(ticks) >= 2 and "running" in ticks[0].message
+    with pytest.raises(KerncapError) as e:
+        runner.run([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.3)
+    assert e.value.exit_code == 124 and "did not finish within 0.3 s" in str(e.value)

@@ -75,6 +75,8 @@ def test_lists_the_tools_and_calls_info_and_validate(kerncap_bin, tmp_path):
     assert attr(refused, "is_error", "isError")
     msg = text(refused)
     assert "exit 2" in msg and "--min-speedup compares a variant with the captured image" in msg, msg
+    # The CLI's stderr lines reach the client as progress notifications while it runs.
+    assert any("--min-speedup compares a variant" in (m or "") for m in progress), progress
 
 
 def test_a_missing_capture_is_the_clis_input_error(kerncap_bin, tmp_path):
