@@ -7,8 +7,8 @@ Long commands report MCP progress notifications (the CLI's stderr lines, and a t
 seconds while it is quiet). A refusal or failure is a tool error whose text is the CLI's own
 message with its exit code. docs/agents.md is the playbook an agent follows with these tools.
 """
-# No `from __future__ import annotations`: the SDK reads the tools' annotations, and Context
-# is bound inside build_server.
+# No `from __future__ import annotations`: the SDK evaluates the tools' annotations (Context,
+# Optional[...]) when it registers them.
 import re
 import sys
 from typing import Any, Callable, Dict, List, NoReturn, Optional, TypeVar
@@ -19,7 +19,7 @@ from .runner import Progress
 
 R = TypeVar("R")
 
-REQUIREMENT = "mcp>=2.3,<3"
+REQUIREMENT = "mcp>=1.30,<3"
 INSTRUCTIONS = """kerncap takes one CUDA kernel launch out of an application and replays it alone.
 Workflow (docs/agents.md): profile the application; pick a kernel by a long unique substring of
 its demangled name (template arguments included); extract it with --source-dir so the reproducer
@@ -112,6 +112,11 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
         regex `filter`): mangled name, demangled name, calls, time, share, and under `extract` the
         dispatch index per process. source_repos: checked-out repositories to find each kernel's
         source and tests in."""
+        if filter:
+            try:
+                re.compile(filter)
+            except re.error as e:
+                raise ToolError(f"kerncap input error (exit 2): filter '{filter}' is not a valid regular expression: {e}")
         prof = await call(ctx, lambda kc, pr: kc.profile(command, source_repos=source_repos or (), progress=pr))
         return _profile_rows(prof, top, filter)
 
