@@ -27,7 +27,7 @@ else:  # pragma: no cover
     from typing_extensions import Concatenate, ParamSpec
 
 from . import cli_path, runner
-from .errors import KerncapError, KerncapVersionError, error_for
+from .errors import KerncapError, KerncapVersionError, cli_message, error_for
 from .json_fields import from_json
 from .results import (BaselineResult, DiffResult, ExtractResult, FootprintResult, InfoResult, LintResult,
                       LocateResult, ProfileResult, ReplayResult, ValidateResult)
@@ -143,7 +143,7 @@ class Kerncap:
             doc = last_json(p.stdout)
         except ValueError:
             if p.returncode:  # an exit code allowed for its JSON, but no JSON came: the error it is
-                raise error_for(p.returncode, p.stderr.strip()[-500:] or "no output", p.argv, p.stderr) from None
+                raise error_for(p.returncode, cli_message(p.stderr, p.returncode), p.argv, p.stderr) from None
             raise KerncapError(f"kerncap {args[0]} printed no JSON (stdout: {p.stdout.strip()[-300:]!r})", 70,
                                p.argv, p.stderr) from None
         check_version(doc, p.argv)

@@ -19,12 +19,17 @@ a = sys.argv[1:]
 open(os.environ["FAKE_LOG"], "a").write(json.dumps({"argv": a, "out": os.environ.get("KERNCAP_TRITON_OUT"),
                                                      "pp": os.environ.get("PYTHONPATH", "")}) + "\n")
 cmd = a[0]
+if cmd == "profile" and "bad(" in a:
+    print("kerncap: error: --filter 'bad(' is not a valid regular expression: mismatched", file=sys.stderr)
+    sys.exit(2)
 if cmd == "profile":
     print("kerncap: profiling", file=sys.stderr)
     print(json.dumps({"format": "kerncap-profile", "totals": {"launches": 3},
                       "kernels": [{"rank": 1, "name": "add_kernel", "demangled": "add_kernel", "kind": "triton",
                                    "category": "elementwise", "calls": 3, "total_ns": 3000, "avg_ns": 1000.0,
-                                   "median_ns": 1000.0, "percent": 100.0, "grid": [96, 1, 1], "block": [128, 1, 1]}]}))
+                                   "median_ns": 1000.0, "percent": 100.0, "grid": [96, 1, 1], "block": [128, 1, 1]}],
+                      "application": {"code": 3 if "fails" in a else 0}}))
+    sys.exit(3 if "fails" in a else 0)
 elif cmd == "extract":
     if a[1] == "missing":
         print("kerncap: error: no launched kernel matches 'missing'", file=sys.stderr); sys.exit(2)
@@ -225,3 +230,11 @@ def test_runner_ticks_while_quiet_and_kills_at_the_timeout():
     with pytest.raises(KerncapError) as e:
         runner.run([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.3)
     assert e.value.exit_code == 124 and "did not finish within 0.3 s" in str(e.value)
+
+
+def test_profile_of_a_failing_application_and_a_refused_one(kc):
+    p = kc.profile(["./app", "fails"])
+    assert p.application == {"code": 3} and p.kernels[0].name == "add_kernel"
+    with pytest.raises(KerncapInputError) as e:
+        kc.profile(["./app"], filter="bad(")
+    assert e.value.message.startswith("--filter 'bad(' is not a valid regular expression")
