@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The agent playbook on a GPU (docs/agents.md), through the Python API and, when the `mcp`
-# package is importable, the MCP server: profile examples/templated.cu (four instantiations of
+# package is importable, the MCP server: profile examples/templated.cu (three instantiations of
 # one template), pick `transform_kernel<float, 4` by its template arguments, extract with its
 # source, validate (strong + fuzz), replay, lint, baseline; a wrong edit + `make recompile`
 # must FAIL, the original back must PASS with fuzzing and diff; a refusal is an input error.
