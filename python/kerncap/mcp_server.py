@@ -181,13 +181,15 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
     @server.tool()
     async def lint(dir: str, ctx: Context, cubin: Optional[str] = None, captured: bool = False,
                    max_registers: Optional[int] = None, max_spills: Optional[int] = None,
-                   require: Optional[List[str]] = None, forbid: Optional[List[str]] = None) -> Dict[str, Any]:
+                   require: Optional[List[str]] = None, forbid: Optional[List[str]] = None,
+                   no_sass: bool = False) -> Dict[str, Any]:
         """Check the kernel's compiled code offline (no GPU): registers, spills, local and shared
         memory, occupancy of the captured launch, SASS mix, required/forbidden regex patterns.
-        Returns the checks and `line`, the CLI's 'Result: PASS' / 'Result: FAIL'."""
+        no_sass: skip the disassembler (resources and occupancy only). Returns the checks and
+        `line`, the CLI's 'Result: PASS' / 'Result: FAIL'."""
         return _document(await call(ctx, lambda kc, pr: kc.lint(
             dir, cubin=cubin, captured=captured, max_registers=max_registers, max_spills=max_spills,
-            require=require or (), forbid=forbid or ())))
+            require=require or (), forbid=forbid or (), no_sass=no_sass)))
 
     @server.tool()
     async def baseline_save(name: str, dir: str, ctx: Context, cubin: Optional[str] = None, captured: bool = False,

@@ -86,3 +86,21 @@ def test_a_missing_capture_is_the_clis_input_error(kerncap_bin, tmp_path):
     r = with_server(kerncap_bin, body)
     assert attr(r, "is_error", "isError")
     assert "kerncap input error (exit 2)" in text(r) and "nothing-here" in text(r), text(r)
+
+
+def test_lint_returns_the_clis_result_line(kerncap_bin, tmp_path):
+    from test_results_fields import lint_fixture
+    image = lint_fixture(kerncap_bin)
+    if image is None:
+        pytest.skip("no fixture cubin in the build tree (tests/fixtures/cubin/lint_sm90.cubin)")
+    out = tmp_path / "out"
+    write_capture(str(out), name="k_spill", image=image, block=(1024, 1, 1))
+
+    async def body(s):
+        return (await s.call_tool("lint", {"dir": str(out), "max_registers": 24, "no_sass": True}),
+                await s.call_tool("lint", {"dir": str(out), "no_sass": True}))
+
+    failed, passed = with_server(kerncap_bin, body)
+    assert not attr(failed, "is_error", "isError"), text(failed)  # a FAIL verdict is a result, not an error
+    assert structured(failed)["line"] == "Result: FAIL" and structured(failed)["result"] == "FAIL"
+    assert structured(passed)["line"] == "Result: PASS" and structured(passed)["resources"]["registers"] == 32
