@@ -21,11 +21,13 @@ R = TypeVar("R")
 
 REQUIREMENT = "mcp>=1.30,<3"
 INSTRUCTIONS = """kerncap takes one CUDA kernel launch out of an application and replays it alone.
-Workflow (docs/agents.md): profile the application; pick a kernel by a long unique substring of
-its demangled name (template arguments included); extract it with --source-dir so the reproducer
-has its source; edit OUT's kernel_variant, run `make recompile` in OUT; validate (strong, fuzz>0)
-before trusting a variant; compare replay times; lint for registers/spills. Every result has
-`line`; validate/lint/diff's is the CLI's 'Result: ...' verdict."""
+Workflow (docs/agents.md): profile the application; pick a kernel by a long substring of its
+demangled name that matches no other kernel (template arguments included); extract it with
+source_dir (and compile_commands) so the reproducer has its source; edit the file extract names
+(reproducer.edit_file), run `make recompile` in OUT; validate with fuzz > 0 before trusting a
+variant (strong validation is the default); compare replay times (captured=true for the
+original) or diff against a baseline; lint for registers and spills. Every result has `line`;
+validate/lint/diff's is the CLI's 'Result: ...' verdict. Errors carry the CLI's message."""
 
 
 # The SDK: MCPServer (mcp 2), else FastMCP (mcp 1); without it the module still imports, and
