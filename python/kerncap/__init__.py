@@ -1,7 +1,23 @@
-"""kerncap's Python side: the API over the CLI, and the Triton support (compile-metadata shim,
-reproducer generator). See docs/python-api.md and docs/triton.md."""
-from .api import (ExtractResult, Kerncap, KerncapError, KernelProfile, ProfileResult, RegionResult, ReplayResult,
-                  ValidateResult, triton_env)
+"""kerncap's Python side: the typed API over the CLI (api.py, results.py), the MCP server
+(mcp_server.py), and the Triton support (compile-metadata shim, reproducer generator). See
+docs/python-api.md, docs/agents.md and docs/triton.md."""
+from .api import (Kerncap, baseline_save, default_kerncap, diff, extract, footprint, info, lint, locate, profile,
+                  replay, triton_env, validate)
+from .cli_path import find_kerncap
+from .errors import (KerncapDeviceError, KerncapError, KerncapInputError, KerncapNotFoundError,
+                     KerncapVersionError)
+from .results import (BaselineResult, DiffResult, DiffRow, ExtractReproducer, ExtractResult, ExtractSource,
+                      FootprintResult, FuzzResult, InfoResult, KernelProfile, LintCheck, LintResult, LocateEntry,
+                      LocateResult, PieceResult, ProfileResult, RegionResult, ReplayResult, SpeedupResult,
+                      ValidateResult)
+from .runner import Progress
 
-__all__ = ["Kerncap", "KerncapError", "KernelProfile", "ProfileResult", "ExtractResult", "ReplayResult",
-           "ValidateResult", "RegionResult", "triton_env"]
+__all__ = [
+    "Kerncap", "default_kerncap", "find_kerncap", "triton_env", "Progress",
+    "profile", "extract", "info", "replay", "validate", "footprint", "lint", "baseline_save", "diff", "locate",
+    "KerncapError", "KerncapInputError", "KerncapDeviceError", "KerncapNotFoundError", "KerncapVersionError",
+    "ProfileResult", "KernelProfile", "ExtractResult", "ExtractSource", "ExtractReproducer", "InfoResult",
+    "ReplayResult", "ValidateResult", "RegionResult", "PieceResult", "FuzzResult", "SpeedupResult",
+    "FootprintResult", "LintResult", "LintCheck", "BaselineResult", "DiffResult", "DiffRow", "LocateResult",
+    "LocateEntry",
+]

@@ -1,133 +1,86 @@
-"""The Python API: a thin layer over the `kerncap` CLI's --json output.
+"""The Python API: every `kerncap` command as a typed function over the CLI's --json output.
 
     from kerncap import Kerncap
-    kc = Kerncap()
+    kc = Kerncap()                                   # finds the CLI (cli_path.find_kerncap)
     prof = kc.profile(["python3", "train.py"])
     ex = kc.extract(prof.kernels[0].name, ["python3", "train.py"], "iso/k0")
-    print(kc.replay("iso/k0").median_ms, kc.validate("iso/k0").passed)
+    print(kc.replay("iso/k0").median_ms, kc.validate("iso/k0", fuzz=20).line)
 
-Exit codes of the CLI: 0 ok / PASS, 1 FAIL (validate: returned as passed=False), 2 bad input,
-3 device error (both raised as KerncapError with the CLI's message).
+The same calls exist as module functions on a default Kerncap (kerncap.validate(...)). The CLI
+does all the work (replay, comparison, timing); this module builds argument lists, runs the CLI
+and fills dataclasses (results.py). Exit codes: 0 ok / PASS; 1 a FAIL verdict (validate, lint,
+diff --fail-on-regression, locate's not found), returned in the result; 2 bad input and 3 device
+error raise KerncapInputError / KerncapDeviceError with the CLI's message (errors.py).
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
-import shutil
-import subprocess
 import sys
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Type, TypeVar, Union
+
+if sys.version_info >= (3, 10):
+    from typing import Concatenate, ParamSpec
+else:  # pragma: no cover
+    from typing_extensions import Concatenate, ParamSpec
+
+from . import cli_path, runner
+from .errors import KerncapError, KerncapVersionError, cli_message, error_for
+from .json_fields import from_json
+from .results import (BaselineResult, DiffResult, ExtractResult, FootprintResult, InfoResult, LintResult,
+                      LocateResult, ProfileResult, ReplayResult, ValidateResult)
+from .runner import ProgressFn
 
 Command = Union[str, Sequence[str]]
-PY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # python/
+PY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the folder holding the package
 SHIM_DIR = os.path.join(PY_DIR, "kerncap", "triton_shim")
+R = TypeVar("R")
+P = ParamSpec("P")
 
-
-class KerncapError(Exception):
-    """The CLI failed: kind is "input" (exit 2), "device" (exit 3) or "internal"."""
-
-    def __init__(self, message: str, exit_code: int, command: List[str], stderr: str = ""):
-        super().__init__(message)
-        self.exit_code, self.command, self.stderr = exit_code, command, stderr
-        self.kind = {2: "input", 3: "device"}.get(exit_code, "internal")
-
-
-@dataclass
-class KernelProfile:
-    rank: int
-    name: str
-    demangled: str
-    kind: str
-    category: str
-    calls: int
-    total_ns: int
-    avg_ns: float
-    median_ns: float
-    percent: float
-    grid: Any
-    block: Any
-    raw: dict = field(repr=False, default_factory=dict)
-
-
-@dataclass
-class ProfileResult:
-    kernels: List[KernelProfile]
-    totals: dict
-    application: Optional[dict]
-    raw: dict = field(repr=False, default_factory=dict)
-
-
-@dataclass
-class ExtractResult:
-    output: str
-    capture: str
-    kernel: str
-    mangled: str
-    dispatch: int
-    regions: int
-    before_bytes: int
-    after_bytes: int
-    capture_seconds: float
-    application: str
-    triton: Optional[dict] = None  # the Triton reproducer's summary, when the kernel is a Triton kernel
-    raw: dict = field(repr=False, default_factory=dict)
-
-
-@dataclass
-class ReplayResult:
-    kernel: str
-    median_ms: float
-    min_ms: float
-    max_ms: float
-    times_ms: List[float]
-    relocated_regions: int
-    rewritten_words: int
-    raw: dict = field(repr=False, default_factory=dict)
-
-
-@dataclass
-class RegionResult:
-    id: int
-    kind: str
-    base: str
-    size: int
-    written: int
-    passed: bool
-    exact: bool
-    max_abs_error: float
-    max_rel_error: float
-    summary: str
-
-
-@dataclass
-class ValidateResult:
-    passed: bool
-    result: str  # "PASS" | "FAIL"
-    line: str
-    regions: List[RegionResult]
-    relocated_regions: int
-    rewritten_words: int
-    raw: dict = field(repr=False, default_factory=dict)
+# The newest version of each versioned document this package reads: (format name, version key).
+KNOWN_FORMATS: Dict[str, tuple] = {
+    "kerncap-profile": ("version", 1),
+    "kerncap-locate": ("version", 1),
+    "kerncap-baseline": ("version", 1),
+    "kerncap-footprint": ("format_version", 1),
+    "kerncap-capture": ("format_version", 2),
+}
 
 
 def _argv(cmd: Command) -> List[str]:
     return shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
 
 
-def _last_json(text: str) -> dict:
-    """The last JSON object printed (profile prints it as the last stdout line; others pretty-print)."""
-    for line in reversed(text.strip().splitlines()):
-        if line.startswith("{"):
+def last_json(text: str) -> Dict[str, Any]:
+    """The last JSON object on stdout: one line (profile, locate) or pretty-printed from a line
+    that starts with "{" to the end (the others); whatever the application printed before it is
+    skipped."""
+    lines = text.rstrip().splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("{"):
             try:
-                return json.loads(line)
+                doc = json.loads("\n".join(lines[i:]))
             except json.JSONDecodeError:
-                break
-    start = text.find("{")
-    if start < 0:
-        raise ValueError("no JSON in the output")
-    return json.loads(text[start:])
+                continue
+            if isinstance(doc, dict):
+                return doc
+    raise ValueError("no JSON object in the output")
+
+
+def check_version(doc: Mapping[str, Any], command: List[str]) -> None:
+    """Refuses a document newer than this package reads (an older package beside a newer CLI)."""
+    known = KNOWN_FORMATS.get(str(doc.get("format", "")))
+    if not known:
+        return
+    field_name, newest = known
+    v = doc.get(field_name)
+    if isinstance(v, int) and v > newest:
+        raise KerncapVersionError(
+            f"kerncap printed a {doc['format']} document of version {v}; this Python package reads up to version "
+            f"{newest}: install the kerncap package that matches the CLI ({command[0] if command else 'kerncap'})",
+            2, command)
 
 
 def triton_env(output: str, base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
@@ -139,112 +92,259 @@ def triton_env(output: str, base: Optional[Dict[str, str]] = None) -> Dict[str, 
     return env
 
 
+def _opt(flag: str, value: Any) -> List[str]:
+    """[flag, value] when value is given (None and "" mean: the CLI's default)."""
+    return [] if value is None or value == "" else [flag, str(value)]
+
+
+def _flag(flag: str, on: bool) -> List[str]:
+    return [flag] if on else []
+
+
+def _each(flag: str, values: Optional[Sequence[str]]) -> List[str]:
+    out: List[str] = []
+    for v in values or ():
+        out += [flag, str(v)]
+    return out
+
+
 class Kerncap:
+    """One kerncap executable and the settings to run it with.
+
+    binary: the CLI (default: cli_path.find_kerncap: $KERNCAP_BIN, beside the package, PATH,
+    build tree); timeout: seconds per command (None: no limit); env: variables added to the
+    CLI's environment."""
+
     def __init__(self, binary: Optional[str] = None, timeout: Optional[float] = None,
                  env: Optional[Dict[str, str]] = None):
-        self.binary = binary or os.environ.get("KERNCAP_BIN") or shutil.which("kerncap") or self._in_tree()
-        if not self.binary:
-            raise KerncapError("kerncap executable not found: pass Kerncap(binary=...), set KERNCAP_BIN, or put it "
-                               "on PATH", 2, [])
+        self.binary = cli_path.find_kerncap(binary)
         self.timeout, self.env = timeout, env
 
-    @staticmethod
-    def _in_tree() -> Optional[str]:
-        root = os.path.dirname(PY_DIR)
-        for b in ("build", "build-release"):
-            p = os.path.join(root, b, "bin", "kerncap")
-            if os.access(p, os.X_OK):
-                return p
-        return None
+    @property
+    def version(self) -> str:
+        """The CLI's version (`kerncap --version`)."""
+        return cli_path.cli_version(self.binary)
 
-    def _run(self, args: List[str], ok=(0,), env=None) -> subprocess.CompletedProcess:
-        cmd = [self.binary] + args
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout,
-                           env=env if env is not None else (dict(os.environ, **self.env) if self.env else None))
-        if p.returncode not in ok:
-            msg = next((l for l in reversed(p.stderr.splitlines()) if "error" in l), p.stderr.strip()[-500:])
-            raise KerncapError(msg or f"kerncap exited with {p.returncode}", p.returncode, cmd, p.stderr)
-        return p
+    def _environ(self, env: Optional[Dict[str, str]] = None) -> Optional[Dict[str, str]]:
+        if env is not None:
+            return env
+        return dict(os.environ, **self.env) if self.env else None
 
-    def profile(self, cmd: Command, top: Optional[int] = None, filter: Optional[str] = None) -> ProfileResult:
-        args = ["profile", "--json"]
-        if top is not None:
-            args += ["--top", str(top)]
-        if filter:
-            args += ["--filter", filter]
-        p = self._run(args + ["--"] + _argv(cmd))
-        doc = _last_json(p.stdout)
-        ks = [KernelProfile(k.get("rank", 0), k.get("name", ""), k.get("demangled", ""), k.get("kind", ""),
-                            k.get("category", ""), k.get("calls", 0), k.get("total_ns", 0), k.get("avg_ns", 0),
-                            k.get("median_ns", 0), k.get("percent", 0), k.get("grid"), k.get("block"), k)
-              for k in doc.get("kernels", [])]
-        return ProfileResult(ks, doc.get("totals", {}), doc.get("application"), doc)
+    def run(self, args: List[str], ok: Sequence[int] = (0,), env: Optional[Dict[str, str]] = None,
+            progress: Optional[ProgressFn] = None) -> runner.Completed:
+        """Runs `kerncap ARGS` (for commands this class does not wrap)."""
+        return runner.run([self.binary] + args, ok=ok, env=self._environ(env), timeout=self.timeout,
+                          on_progress=progress)
+
+    def _doc(self, args: List[str], ok: Sequence[int] = (0,), env: Optional[Dict[str, str]] = None,
+             progress: Optional[ProgressFn] = None) -> Dict[str, Any]:
+        p = self.run(args, ok=ok, env=env, progress=progress)
+        try:
+            doc = last_json(p.stdout)
+        except ValueError:
+            if p.returncode:  # an exit code allowed for its JSON, but no JSON came: the error it is
+                raise error_for(p.returncode, cli_message(p.stderr, p.returncode), p.argv, p.stderr) from None
+            raise KerncapError(f"kerncap {args[0]} printed no JSON (stdout: {p.stdout.strip()[-300:]!r})", 70,
+                               p.argv, p.stderr) from None
+        check_version(doc, p.argv)
+        return doc
+
+    def _typed(self, cls: Type[R], args: List[str], **kw: Any) -> R:
+        return from_json(cls, self._doc(args, **kw))
+
+    # ---- the commands ----------------------------------------------------------------------
+
+    def profile(self, cmd: Optional[Command] = None, top: Optional[int] = None, filter: Optional[str] = None,
+                output: Optional[str] = None, trace: Optional[str] = None, records: Optional[str] = None,
+                from_records: Optional[str] = None, source_repos: Sequence[str] = (), rules: Sequence[str] = (),
+                progress: Optional[ProgressFn] = None) -> ProfileResult:
+        """`kerncap profile --json -- CMD`: every kernel of the run, ranked by GPU time (top and
+        filter shape the CLI's table only; the JSON lists them all). An application that exits
+        non-zero still returns its profile (application.code says how it ended)."""
+        args = ["profile", "--json"] + _opt("--top", top) + _opt("--filter", filter) + _opt("-o", output)
+        args += _opt("--trace", trace) + _opt("--records", records) + _opt("--from", from_records)
+        args += _each("--source-repo", source_repos) + _each("--rules", rules)
+        if cmd is not None:
+            args += ["--"] + _argv(cmd)
+        return self._typed(ProfileResult, args, ok=range(0, 256), progress=progress)
 
     def extract(self, kernel: str, cmd: Command, output: str, dispatch: int = 0, regex: bool = False,
-                keep_running: bool = False, force: bool = False, triton: Union[bool, str] = "auto") -> ExtractResult:
-        """Captures one launch. triton="auto": the Triton shim records compile metadata and, when the
-        captured kernel is a Triton kernel, kernel_variant.py and reproducer.py are written."""
+                keep_running: bool = False, force: bool = False, triton: Union[bool, str] = "auto",
+                source_dir: Optional[str] = None, compile_commands: Optional[str] = None,
+                defines: Sequence[str] = (), language: Optional[str] = None, rank: Optional[int] = None,
+                device: Optional[int] = None, closure: Optional[str] = None,
+                progress: Optional[ProgressFn] = None) -> ExtractResult:
+        """`kerncap extract KERNEL -o OUTPUT --json -- CMD`: captures one launch. KERNEL is a
+        substring of the demangled (or mangled) name: a long unique one, template arguments
+        included, picks the kernel you mean. triton="auto": the Triton shim records compile
+        metadata and, when the captured kernel is a Triton kernel, kernel_variant.py and
+        reproducer.py are written (result.triton)."""
         args = ["extract", kernel, "-o", output, "--dispatch", str(dispatch), "--json"]
-        args += ["--regex"] * regex + ["--continue"] * keep_running + ["--force"] * force
-        env = None
-        if triton:
-            env = triton_env(output, dict(os.environ, **(self.env or {})))
-        p = self._run(args + ["--"] + _argv(cmd), env=env)
-        j = _last_json(p.stdout)
-        res = ExtractResult(j.get("output", output), j.get("capture", ""), j.get("kernel", ""), j.get("mangled", ""),
-                            j.get("dispatch", dispatch), j.get("regions", 0), j.get("before_bytes", 0),
-                            j.get("after_bytes", 0), j.get("capture_seconds", 0.0), j.get("application", ""), None, j)
+        args += _flag("--regex", regex) + _flag("--continue", keep_running) + _flag("--force", force)
+        args += _opt("--source-dir", source_dir) + _opt("--compile-commands", compile_commands)
+        args += _each("-D", defines) + _opt("--language", language) + _opt("--rank", rank)
+        args += _opt("--device", device) + _opt("--closure", closure)
+        env = triton_env(output, dict(os.environ, **(self.env or {}))) if triton else None
+        res = self._typed(ExtractResult, args + ["--"] + _argv(cmd), env=env, progress=progress)
         if triton:
             from . import triton_records
             if triton_records.load(os.path.join(output, "triton")).compiles:  # the application compiled Triton
                 res.triton = self.triton_reproducer(output, required=triton is True)
         return res
 
-    def triton_reproducer(self, output: str, required: bool = True) -> Optional[dict]:
+    def info(self, dir: str, verify: bool = False) -> InfoResult:
+        """`kerncap info DIR --json`: the capture's manifest (no GPU)."""
+        return self._typed(InfoResult, ["info", dir, "--json"] + _flag("--verify", verify))
+
+    def replay(self, dir: str, cubin: Optional[str] = None, iterations: int = 20, warmup: int = 3,
+               restore_each: bool = False, no_restore: bool = False, cache: Optional[str] = None,
+               timer: Optional[str] = None, captured: bool = False, grid: Optional[str] = None,
+               block: Optional[str] = None, device: Optional[int] = None, verify: bool = False,
+               progress: Optional[ProgressFn] = None) -> ReplayResult:
+        """`kerncap replay DIR --json`: the launch alone at its captured addresses, timed.
+        cubin: a variant image; captured: the captured image even when the reproducer has a
+        fresh variant (--baseline); cache "warm"/"cold"; timer as `kerncap replay --help`."""
+        args = ["replay", dir, "--json", "--iterations", str(iterations), "--warmup", str(warmup)]
+        args += self._image_args(cubin, captured, grid, block, device, verify)
+        args += _flag("--restore-each", restore_each) + _flag("--no-restore", no_restore)
+        args += _opt("--cache", cache) + _opt("--timer", timer)
+        return self._typed(ReplayResult, args, progress=progress)
+
+    def validate(self, dir: str, cubin: Optional[str] = None, dtype: Optional[str] = None,
+                 atol: Optional[float] = None, rtol: Optional[float] = None, footprint: Optional[str] = None,
+                 fuzz: int = 0, seed: Optional[int] = None, invariants: Optional[Sequence[str]] = None,
+                 no_invariants: bool = False, tolerances: Sequence[str] = (), min_speedup: Optional[float] = None,
+                 speedup_iterations: Optional[int] = None, no_determinism_check: bool = False,
+                 captured: bool = False, grid: Optional[str] = None, block: Optional[str] = None,
+                 device: Optional[int] = None, verify: bool = False,
+                 progress: Optional[ProgressFn] = None) -> ValidateResult:
+        """`kerncap validate DIR --json`: replay and compare with what the application wrote.
+        Strong validation: footprint="auto" (default: measured once if missing) or "require"
+        (an input error without one); "never" is weak. fuzz=N adds N random-input trials against
+        the captured kernel (needs the footprint). A FAIL returns passed=False; the verdict's
+        text is `line` ("Result: ...")."""
+        args = ["validate", dir, "--json"] + self._image_args(cubin, captured, grid, block, device, verify)
+        args += _opt("--dtype", dtype) + _opt("--atol", atol) + _opt("--rtol", rtol)
+        args += _opt("--footprint", footprint) + (["--fuzz", str(fuzz)] if fuzz else []) + _opt("--seed", seed)
+        if invariants is not None:
+            args += ["--invariant", ",".join(invariants)]
+        args += _flag("--no-invariants", no_invariants) + _each("--tolerance", tolerances)
+        args += _opt("--min-speedup", min_speedup) + _opt("--speedup-iterations", speedup_iterations)
+        args += _flag("--no-determinism-check", no_determinism_check)
+        return self._typed(ValidateResult, args, ok=(0, 1), progress=progress)
+
+    def footprint(self, dir: str, force: bool = False, no_timing: bool = False,
+                  sanitizer_lib: Optional[str] = None, max_escapes: Optional[int] = None,
+                  progress: Optional[ProgressFn] = None) -> FootprintResult:
+        """`kerncap footprint DIR --json`: which bytes the launch reads and writes (kept in the
+        capture; measured with the Compute Sanitizer API when missing or force=True)."""
+        args = ["footprint", dir, "--json"] + _flag("--force", force) + _flag("--no-timing", no_timing)
+        args += _opt("--sanitizer-lib", sanitizer_lib) + _opt("--max-escapes", max_escapes)
+        return self._typed(FootprintResult, args, progress=progress)
+
+    def lint(self, dir: str, cubin: Optional[str] = None, captured: bool = False, no_sass: bool = False,
+             disassembler: Optional[str] = None, max_registers: Optional[int] = None,
+             max_spills: Optional[int] = None, max_local_memory: Optional[int] = None,
+             require: Sequence[str] = (), forbid: Sequence[str] = ()) -> LintResult:
+        """`kerncap lint DIR --json`: the compiled code checked offline (no GPU). A FAIL returns
+        passed=False."""
+        args = ["lint", dir, "--json"] + _opt("--cubin", cubin) + _flag("--baseline", captured)
+        args += _flag("--no-sass", no_sass) + _opt("--disassembler", disassembler)
+        args += _opt("--max-registers", max_registers) + _opt("--max-spills", max_spills)
+        args += _opt("--max-local-memory", max_local_memory) + _each("--require", require) + _each("--forbid", forbid)
+        return self._typed(LintResult, args, ok=(0, 1))
+
+    def baseline_save(self, name: str, dir: str, cubin: Optional[str] = None, captured: bool = False,
+                      iterations: Optional[int] = None, warmup: Optional[int] = None, fuzz: int = 0,
+                      seed: Optional[int] = None, progress: Optional[ProgressFn] = None) -> BaselineResult:
+        """`kerncap baseline save NAME DIR --json`: measure (time, resources, validation) and
+        store OUT/baselines/NAME.json."""
+        args = ["baseline", "save", name, dir, "--json"] + self._measure_args(cubin, captured, iterations, warmup,
+                                                                              fuzz, seed)
+        return self._typed(BaselineResult, args, progress=progress)
+
+    def diff(self, dir: str, baseline: str, fail_on_regression: bool = False, cubin: Optional[str] = None,
+             captured: bool = False, iterations: Optional[int] = None, warmup: Optional[int] = None,
+             fuzz: int = 0, seed: Optional[int] = None, progress: Optional[ProgressFn] = None) -> DiffResult:
+        """`kerncap diff DIR --baseline NAME --json`: measure now and compare with the stored
+        baseline; `regression` and `line` ("Result: REGRESSION" / "Result: NO REGRESSION")."""
+        args = ["diff", dir, "--baseline", baseline, "--json"] + _flag("--fail-on-regression", fail_on_regression)
+        args += self._measure_args(cubin, captured, iterations, warmup, fuzz, seed)
+        return self._typed(DiffResult, args, ok=(0, 1), progress=progress)
+
+    def locate(self, names: Union[str, Sequence[str]], source_repos: Sequence[str] = (), rules: Sequence[str] = (),
+               capture: Optional[str] = None, progress: Optional[ProgressFn] = None) -> LocateResult:
+        """`kerncap locate NAME... --json`: where each kernel is defined and how to test it. A
+        kernel not found has status "not-found" (the CLI's exit 1 is not an error here)."""
+        names = [names] if isinstance(names, str) else list(names)
+        args = ["locate"] + names + ["--json", "--quiet"] + _each("--source-repo", source_repos)
+        args += _each("--rules", rules) + _opt("--capture", capture)
+        return self._typed(LocateResult, args, ok=(0, 1), progress=progress)
+
+    @staticmethod
+    def _image_args(cubin: Optional[str], captured: bool, grid: Optional[str], block: Optional[str],
+                    device: Optional[int], verify: bool) -> List[str]:
+        return (_opt("--cubin", cubin) + _flag("--baseline", captured) + _opt("--grid", grid) + _opt("--block", block)
+                + _opt("--device", device) + _flag("--verify", verify))
+
+    @staticmethod
+    def _measure_args(cubin: Optional[str], captured: bool, iterations: Optional[int], warmup: Optional[int],
+                      fuzz: int, seed: Optional[int]) -> List[str]:
+        return (_opt("--cubin", cubin) + _flag("--captured", captured) + _opt("--iterations", iterations)
+                + _opt("--warmup", warmup) + (["--fuzz", str(fuzz)] if fuzz else []) + _opt("--seed", seed))
+
+    # ---- Triton reproducers (Python-side generator) ----------------------------------------
+
+    def triton_reproducer(self, output: str, required: bool = True) -> Optional[Dict[str, Any]]:
         """Writes kernel_variant.py / reproducer.py for a captured Triton kernel (see triton_repro)."""
         from . import engine, triton_launch, triton_records, triton_repro
         try:
             return triton_repro.generate(output, quiet=True)
         except (triton_records.RecordError, engine.EngineError, triton_launch.PlanError) as e:
             if required:
-                raise KerncapError(str(e), getattr(e, "exit_code", 2), ["triton_repro", output]) from e
+                raise error_for(getattr(e, "exit_code", 2), str(e), ["triton_repro", output], "") from e
             return {"error": str(e)}
 
-    def run_reproducer(self, output: str, *args: str, python: str = sys.executable) -> dict:
+    def run_reproducer(self, output: str, *args: str, python: str = sys.executable) -> Dict[str, Any]:
         """Runs OUT/reproducer.py --json; returns its result (result, max_abs_error, median_ms, ...)."""
-        p = subprocess.run([python, os.path.join(output, "reproducer.py"), "--json", *args], capture_output=True,
-                           text=True, timeout=self.timeout)
+        p = runner.run([python, os.path.join(output, "reproducer.py"), "--json", *args], ok=range(0, 256),
+                       timeout=self.timeout)
         try:
-            res = _last_json(p.stdout)
+            res = last_json(p.stdout)
         except ValueError:
-            raise KerncapError(p.stderr.strip()[-500:] or "reproducer printed nothing", p.returncode,
-                               [python, "reproducer.py"], p.stderr) from None
+            raise error_for(p.returncode or 70, p.stderr.strip()[-500:] or "reproducer printed nothing", p.argv,
+                            p.stderr) from None
         res["stderr"] = p.stderr
         return res
 
-    def replay(self, dir: str, cubin: Optional[str] = None, iterations: int = 20, warmup: int = 3,
-               restore_each: bool = False, no_restore: bool = False, cache: Optional[str] = None,
-               timer: Optional[str] = None) -> ReplayResult:
-        args = ["replay", dir, "--json", "--iterations", str(iterations), "--warmup", str(warmup)]
-        args += (["--cubin", cubin] if cubin else []) + ["--restore-each"] * restore_each
-        args += ["--no-restore"] * no_restore + (["--cache", cache] if cache else [])
-        args += ["--timer", timer] if timer else []
-        j = _last_json(self._run(args).stdout)
-        return ReplayResult(j.get("kernel", ""), j["median_ms"], j["min_ms"], j["max_ms"], j.get("times_ms", []),
-                            j.get("relocated_regions", 0), j.get("rewritten_words", 0), j)
 
-    def validate(self, dir: str, cubin: Optional[str] = None, dtype: Optional[str] = None,
-                 atol: Optional[float] = None, rtol: Optional[float] = None) -> ValidateResult:
-        args = ["validate", dir, "--json"] + (["--cubin", cubin] if cubin else [])
-        args += (["--dtype", dtype] if dtype else []) + (["--atol", str(atol)] if atol is not None else [])
-        args += ["--rtol", str(rtol)] if rtol is not None else []
-        j = _last_json(self._run(args, ok=(0, 1)).stdout)
-        regs = [RegionResult(r.get("id", 0), r.get("kind", ""), r.get("base", ""), r.get("size", 0),
-                             r.get("written", 0), bool(r.get("pass")), bool(r.get("exact")),
-                             r.get("max_abs_error", 0.0), r.get("max_rel_error", 0.0), r.get("summary", ""))
-                for r in j.get("regions", [])]
-        return ValidateResult(j.get("result") == "PASS", j.get("result", ""), j.get("line", ""), regs,
-                              j.get("relocated_regions", 0), j.get("rewritten_words", 0), j)
+# ---- the same calls as module functions, on a default Kerncap ------------------------------
 
-    def info(self, dir: str) -> dict:
-        return _last_json(self._run(["info", dir, "--json"]).stdout)
+_default: Optional[Kerncap] = None
+
+
+def default_kerncap() -> Kerncap:
+    """The Kerncap the module functions use (created on first use; $KERNCAP_BIN is read then)."""
+    global _default
+    if _default is None:
+        _default = Kerncap()
+    return _default
+
+
+def _on_default(method: Callable[Concatenate[Kerncap, P], R]) -> Callable[P, R]:
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        return method(default_kerncap(), *args, **kwargs)
+    return call
+
+
+profile = _on_default(Kerncap.profile)
+extract = _on_default(Kerncap.extract)
+info = _on_default(Kerncap.info)
+replay = _on_default(Kerncap.replay)
+validate = _on_default(Kerncap.validate)
+footprint = _on_default(Kerncap.footprint)
+lint = _on_default(Kerncap.lint)
+baseline_save = _on_default(Kerncap.baseline_save)
+diff = _on_default(Kerncap.diff)
+locate = _on_default(Kerncap.locate)

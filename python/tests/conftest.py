@@ -40,6 +40,24 @@ def engine_lib(request):
         pytest.skip(f"the replay engine is not built: {e}")
 
 
+@pytest.fixture
+def kerncap_bin(request):
+    """The kerncap executable under test: $KERNCAP_BIN, else the build tree's bin/kerncap beside
+    --engine-lib (a missing one fails, as the engine does), else the API's own lookup; skips
+    when there is none."""
+    lib = request.config.getoption("--engine-lib")
+    if not os.environ.get("KERNCAP_BIN") and lib:
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(lib))), "bin", "kerncap")
+        if not os.access(path, os.X_OK):
+            pytest.fail(f"{path} is not built (the build tree of --engine-lib)")
+        return path
+    from kerncap import KerncapNotFoundError, find_kerncap
+    try:
+        return find_kerncap()
+    except KerncapNotFoundError as e:
+        pytest.skip(f"no kerncap executable: {e}")
+
+
 def load_shim():
     path = os.path.join(PY, "kerncap", "triton_shim", "_kerncap_triton_shim.py")
     spec = importlib.util.spec_from_file_location("_kerncap_triton_shim_test", path)

@@ -182,9 +182,11 @@ const std::array<EnvVar, 20> kVars = {{
      "folder holding the kerncap Python package (default: share/kerncap/python, else the source tree)",
      nullptr, nullptr},
     {Var::Python, "KERNCAP_PYTHON", kCli, false, "path", "python3",
-     "Python interpreter that writes the Triton reproducer (also used by the test scripts)", nullptr, nullptr},
+     "Python interpreter that writes the Triton reproducer and runs `kerncap mcp` (also used by the test "
+     "scripts)", nullptr, nullptr},
     {Var::Bin, "KERNCAP_BIN", kPythonApi, false, "path", "",
-     "the kerncap executable the Python API runs (default: PATH, then the build tree)", nullptr, nullptr},
+     "the kerncap executable the Python API and the MCP server run (default: installed with the package, "
+     "PATH, then the build tree)", nullptr, nullptr},
     {Var::ReplayLib, "KERNCAP_REPLAY_LIB", kPythonApi, false, "path", "",
      "the replay engine (libkerncap_replay.so) that the Python package and Triton reproducers load (default: "
      "beside the module, then the build's lib/)",

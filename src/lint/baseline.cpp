@@ -266,12 +266,16 @@ DiffReport diff(const Baseline& b, const Baseline& c, const DiffThresholds& t) {
   return d;
 }
 
+std::string result_line(const DiffReport& d) {
+  return fmt::format("Result: {}", d.regression() ? "REGRESSION" : "NO REGRESSION");
+}
+
 std::string to_text(const DiffReport& d, const Baseline& b, const Baseline& c) {
   std::string s = fmt::format("baseline \"{}\" ({}, {}) vs now ({})\n", b.name, b.created, b.gpu, c.gpu);
   s += fmt::format("  {:<18} {:<28} {:<28} {:<7} {}\n", "metric", "baseline", "current", "", "change");
   for (const DiffRow& r : d.rows)
     s += fmt::format("  {:<18} {:<28} {:<28} {:<7} {}\n", r.metric, r.baseline, r.current, to_string(r.change), r.delta);
-  s += fmt::format("Result: {}\n", d.regression() ? "REGRESSION" : "NO REGRESSION");
+  s += result_line(d) + "\n";
   return s;
 }
 
@@ -280,7 +284,7 @@ nlohmann::json to_json(const DiffReport& d) {
   for (const DiffRow& r : d.rows)
     rows.push_back({{"metric", r.metric}, {"baseline", r.baseline}, {"current", r.current}, {"delta", r.delta},
                     {"change", to_string(r.change)}});
-  return {{"rows", rows}, {"speedup", d.speedup}, {"regression", d.regression()}};
+  return {{"rows", rows}, {"speedup", d.speedup}, {"regression", d.regression()}, {"line", result_line(d)}};
 }
 
 }  // namespace kerncap::lint

@@ -87,6 +87,7 @@ struct DiffReport {
 // worse. Validation: a pass turning into a failure, or a failure with a larger error, is worse.
 // Fuzz and invariants: a pass turning into a failure is worse (only shown when one side lacks them).
 DiffReport diff(const Baseline& base, const Baseline& cur, const DiffThresholds& t = {});
+std::string result_line(const DiffReport& d);  // "Result: REGRESSION" / "Result: NO REGRESSION"
 std::string to_text(const DiffReport& d, const Baseline& base, const Baseline& cur);
 nlohmann::json to_json(const DiffReport& d);
 

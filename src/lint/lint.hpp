@@ -59,6 +59,7 @@ struct CodeObjects {
 CodeObjects select_code(const std::vector<uint8_t>& image_bytes, int sm);
 
 // The report: one line per check and a final "Result: PASS" / "Result: FAIL".
+std::string result_line(const LintReport& r);  // "Result: PASS" / "Result: FAIL", in the text and the JSON
 std::string to_text(const LintReport& r);
 nlohmann::json to_json(const LintReport& r);
 

@@ -5,6 +5,8 @@
 
 namespace kerncap::lint {
 
+std::string result_line(const LintReport& r) { return fmt::format("Result: {}", r.passed() ? "PASS" : "FAIL"); }
+
 std::string to_text(const LintReport& r) {
   std::string s = fmt::format("kernel  {}\nimage   {} ({}{})\nlaunch  block of {} threads, {} B dynamic shared, sm_{}\n",
                               r.kernel, r.image, r.image_kind,
@@ -15,7 +17,7 @@ std::string to_text(const LintReport& r) {
     const char* tag = c.status == Status::Pass ? "PASS" : c.status == Status::Fail ? "FAIL" : "info";
     s += fmt::format("  {:<4}  {:<16} {}\n", tag, c.name, c.detail);
   }
-  s += fmt::format("Result: {}\n", r.passed() ? "PASS" : "FAIL");
+  s += result_line(r) + "\n";
   return s;
 }
 
@@ -60,6 +62,7 @@ nlohmann::json to_json(const LintReport& r) {
   for (const Check& c : r.checks) checks.push_back({{"name", c.name}, {"status", to_string(c.status)}, {"detail", c.detail}});
   j["checks"] = std::move(checks);
   j["result"] = r.passed() ? "PASS" : "FAIL";
+  j["line"] = result_line(r);
   return j;
 }
 

@@ -93,6 +93,7 @@ TEST(LintBaseline, SameMeasurementIsNoRegression) {
   EXPECT_EQ(row(d, "time (median)").change, Change::Same);
   EXPECT_EQ(row(d, "registers").change, Change::Same);
   EXPECT_DOUBLE_EQ(d.speedup, 1.0);
+  EXPECT_EQ(to_json(d)["line"], "Result: NO REGRESSION");
 }
 
 TEST(LintBaseline, TimeWithinNoiseIsSame) {
@@ -102,6 +103,7 @@ TEST(LintBaseline, TimeWithinNoiseIsSame) {
   cur.median_ms = 1.05;  // 5%: beyond 3% and beyond 3 x sqrt(2) x 0.01
   EXPECT_EQ(row(diff(sample(), cur), "time (median)").change, Change::Worse);
   EXPECT_TRUE(diff(sample(), cur).regression());
+  EXPECT_EQ(to_json(diff(sample(), cur))["line"], "Result: REGRESSION");
   cur.stddev_ms = 0.05;  // noisy now: 3 x sqrt(0.01^2 + 0.05^2) = 0.153 ms
   EXPECT_EQ(row(diff(sample(), cur), "time (median)").change, Change::Same);
 }

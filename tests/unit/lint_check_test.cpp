@@ -65,6 +65,7 @@ TEST(LintCheck, LimitsFail) {
   EXPECT_NE(text.find("  FAIL  registers        32 per thread (limit 24)\n"), std::string::npos) << text;
   EXPECT_EQ(text.substr(text.size() - 13), "Result: FAIL\n");
   EXPECT_EQ(to_json(r)["result"], "FAIL");
+  EXPECT_EQ(to_json(r)["line"], "Result: FAIL");  // the text's verdict line, for the Python API and MCP
 }
 
 TEST(LintCheck, SharedMemoryLimitsOccupancy) {

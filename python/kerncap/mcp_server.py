@@ -1,0 +1,229 @@
+"""kerncap as an MCP server (Model Context Protocol, stdio), on the official `mcp` Python SDK.
+
+Run it as `kerncap mcp` (or `python3 -m kerncap.mcp_server`). Each tool runs the kerncap CLI
+through the Python API (api.py) and returns the CLI's --json document plus `line`: the CLI's
+canonical "Result: ..." line for validate, lint and diff, a one-line summary for the others.
+Long commands report MCP progress notifications (the CLI's stderr lines, and a tick every few
+seconds while it is quiet). A refusal or failure is a tool error whose text is the CLI's own
+message with its exit code. docs/agents.md is the playbook an agent follows with these tools.
+"""
+# No `from __future__ import annotations`: the SDK evaluates the tools' annotations (Context,
+# Optional[...]) when it registers them.
+import re
+import sys
+from typing import Any, Callable, Dict, List, NoReturn, Optional, TypeVar
+
+from . import api
+from .errors import KerncapError
+from .runner import Progress
+
+R = TypeVar("R")
+
+REQUIREMENT = "mcp>=1.30,<3"
+INSTRUCTIONS = """kerncap takes one CUDA kernel launch out of an application and replays it alone.
+Workflow (docs/agents.md): profile the application; pick a kernel by a long substring of its
+demangled name that matches no other kernel (template arguments included); extract it with
+source_dir (and compile_commands) so the reproducer has its source; edit the file extract names
+(reproducer.edit_file), run `make recompile` in OUT; validate with fuzz > 0 before trusting a
+variant (strong validation is the default); compare replay times (captured=true for the
+original) or diff against a baseline; lint for registers and spills. Every result has `line`;
+validate/lint/diff's is the CLI's 'Result: ...' verdict. Errors carry the CLI's message."""
+
+
+# The SDK: MCPServer (mcp 2), else FastMCP (mcp 1); without it the module still imports, and
+# main() says what to install.
+_SDK_ERROR: Optional[ImportError] = None
+try:
+    from mcp.server.mcpserver import Context
+    from mcp.server.mcpserver import MCPServer as _Server
+    from mcp.server.mcpserver.exceptions import ToolError
+except ImportError:
+    try:
+        from mcp.server.fastmcp import Context  # type: ignore
+        from mcp.server.fastmcp import FastMCP as _Server  # type: ignore
+        from mcp.server.fastmcp.exceptions import ToolError  # type: ignore
+    except ImportError as e:
+        _SDK_ERROR = e
+
+
+def _missing_mcp(e: ImportError) -> NoReturn:
+    print(f"kerncap: error: the MCP server needs the `mcp` Python package ({e}); install it with "
+          f"pip install 'kerncap[mcp]' or pip install '{REQUIREMENT}' (interpreter: {sys.executable})",
+          file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _document(res: Any) -> Dict[str, Any]:
+    """The CLI's JSON document of a result, with its `line`."""
+    doc = dict(res.raw)
+    doc["line"] = res.line
+    return doc
+
+
+def _profile_rows(prof: api.ProfileResult, top: int, pattern: Optional[str]) -> Dict[str, Any]:
+    """The profile for an agent: totals and the first `top` kernels (matching `pattern`), each with
+    what picking and extracting it needs; the full document is what `kerncap profile -o` writes."""
+    rx = re.compile(pattern) if pattern else None
+    rows = [k for k in prof.kernels if not rx or rx.search(k.name) or rx.search(k.demangled)]
+    keep = ("rank", "name", "demangled", "kind", "category", "calls", "total_ns", "avg_ns", "median_ns", "percent",
+            "grid", "block", "in_graph", "extract", "source", "test")
+    shown = [{k: r.raw[k] for k in keep if k in r.raw} for r in rows[:top] if r.raw] if top else []
+    return {"line": prof.line, "format": prof.format, "version": prof.version, "application": prof.application,
+            "totals": prof.totals, "by_rank_device": prof.by_rank_device, "kernels": shown,
+            "kernels_not_shown": len(rows) - len(shown)}
+
+
+def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
+    """The MCP server with kerncap's tools. kerncap: the CLI to run (default: found on first call,
+    so listing the tools needs no executable)."""
+    if _SDK_ERROR is not None:
+        _missing_mcp(_SDK_ERROR)
+    import anyio
+    import anyio.to_thread
+    import anyio.from_thread
+
+    server = _Server("kerncap", instructions=INSTRUCTIONS)
+    state: Dict[str, api.Kerncap] = {}
+    if kerncap is not None:
+        state["kc"] = kerncap
+
+    async def call(ctx: Any, work: Callable[[api.Kerncap, Optional[Callable[[Progress], None]]], R]) -> R:
+        """Runs work(kc, progress) in a worker thread; the CLI's progress becomes notifications and
+        its errors tool errors carrying its message."""
+        def progress(p: Progress) -> None:
+            try:
+                anyio.from_thread.run(ctx.report_progress, float(p.step), None, p.message)
+            except Exception:  # a client that went away must not fail the command
+                pass
+
+        def run() -> R:
+            if "kc" not in state:
+                state["kc"] = api.Kerncap()
+            return work(state["kc"], progress)
+
+        try:
+            return await anyio.to_thread.run_sync(run)
+        except KerncapError as e:
+            raise ToolError(f"kerncap {e.kind} error (exit {e.exit_code}): {e.message}") from e
+
+    @server.tool()
+    async def profile(command: List[str], ctx: Context, top: int = 20, filter: Optional[str] = None,
+                      source_repos: Optional[List[str]] = None) -> Dict[str, Any]:
+        """Run the application (command: argv list) under kerncap's profiler and rank its kernels by
+        GPU time. Returns totals and the first `top` kernels (optionally only names matching the
+        regex `filter`): mangled name, demangled name, calls, time, share, and under `extract` the
+        dispatch index per process. source_repos: checked-out repositories to find each kernel's
+        source and tests in."""
+        if filter:
+            try:
+                re.compile(filter)
+            except re.error as e:
+                raise ToolError(f"kerncap input error (exit 2): filter '{filter}' is not a valid regular expression: {e}")
+        prof = await call(ctx, lambda kc, pr: kc.profile(command, source_repos=source_repos or (), progress=pr))
+        return _profile_rows(prof, top, filter)
+
+    @server.tool()
+    async def extract(kernel: str, command: List[str], output: str, ctx: Context, dispatch: int = 0,
+                      regex: bool = False, force: bool = False, keep_running: bool = False,
+                      source_dir: Optional[str] = None, compile_commands: Optional[str] = None,
+                      language: Optional[str] = None, rank: Optional[int] = None,
+                      device: Optional[int] = None) -> Dict[str, Any]:
+        """Capture one launch of a kernel into the directory `output` (OUT) and write a reproducer
+        there. kernel: a substring of the demangled name; use a long unique one (template arguments
+        included) so it matches only the kernel you mean. dispatch: which matching launch (from 0).
+        source_dir / compile_commands: the application's source tree and build, so that OUT gets
+        kernel_variant.cu and `make recompile`. force: replace an existing OUT."""
+        res = await call(ctx, lambda kc, pr: kc.extract(
+            kernel, command, output, dispatch=dispatch, regex=regex, force=force, keep_running=keep_running,
+            source_dir=source_dir, compile_commands=compile_commands, language=language, rank=rank,
+            device=device, progress=pr))
+        doc = _document(res)
+        if res.triton is not None:
+            doc["triton"] = res.triton
+        return doc
+
+    @server.tool()
+    async def info(dir: str, ctx: Context, verify: bool = False) -> Dict[str, Any]:
+        """What a capture holds (its manifest): kernel, launch geometry, parameters, regions, device.
+        No GPU needed. dir: OUT or OUT/capture; verify: also check every stored file's hash."""
+        return _document(await call(ctx, lambda kc, pr: kc.info(dir, verify=verify)))
+
+    @server.tool()
+    async def replay(dir: str, ctx: Context, cubin: Optional[str] = None, iterations: int = 20, warmup: int = 3,
+                     cache: Optional[str] = None, timer: Optional[str] = None,
+                     captured: bool = False) -> Dict[str, Any]:
+        """Replay the captured launch alone and time it: median/min/max/stddev in ms over
+        `iterations` launches. cubin: time this variant image instead (default: OUT's freshly
+        recompiled variant when there is one); captured: time the captured image even then;
+        cache: warm or cold (flush L2 before each launch)."""
+        return _document(await call(ctx, lambda kc, pr: kc.replay(
+            dir, cubin=cubin, iterations=iterations, warmup=warmup, cache=cache, timer=timer, captured=captured,
+            progress=pr)))
+
+    @server.tool()
+    async def validate(dir: str, ctx: Context, cubin: Optional[str] = None, footprint: str = "auto", fuzz: int = 0,
+                       seed: int = 1, dtype: Optional[str] = None, atol: Optional[float] = None,
+                       rtol: Optional[float] = None, min_speedup: Optional[float] = None,
+                       captured: bool = False) -> Dict[str, Any]:
+        """Replay once and compare every byte the launch wrote with what the application's launch
+        wrote. Strong validation (footprint auto/require) poisons the bytes the launch must write, so
+        a variant that skips writes fails; fuzz=N adds N trials with random float inputs against the
+        captured kernel (do use it for a variant). cubin / captured as in replay. Returns the verdict
+        (`result` PASS/FAIL, per-region errors) and `line`, the CLI's 'Result: ...'."""
+        return _document(await call(ctx, lambda kc, pr: kc.validate(
+            dir, cubin=cubin, footprint=footprint, fuzz=fuzz, seed=seed, dtype=dtype, atol=atol, rtol=rtol,
+            min_speedup=min_speedup, captured=captured, progress=pr)))
+
+    @server.tool()
+    async def footprint(dir: str, ctx: Context, force: bool = False) -> Dict[str, Any]:
+        """Measure which bytes the captured launch reads and writes (Compute Sanitizer; kept in the
+        capture, so validate's strong mode and fuzzing can use it)."""
+        return _document(await call(ctx, lambda kc, pr: kc.footprint(dir, force=force, progress=pr)))
+
+    @server.tool()
+    async def lint(dir: str, ctx: Context, cubin: Optional[str] = None, captured: bool = False,
+                   max_registers: Optional[int] = None, max_spills: Optional[int] = None,
+                   require: Optional[List[str]] = None, forbid: Optional[List[str]] = None,
+                   no_sass: bool = False) -> Dict[str, Any]:
+        """Check the kernel's compiled code offline (no GPU): registers, spills, local and shared
+        memory, occupancy of the captured launch, SASS mix, required/forbidden regex patterns.
+        no_sass: skip the disassembler (resources and occupancy only). Returns the checks and
+        `line`, the CLI's 'Result: PASS' / 'Result: FAIL'."""
+        return _document(await call(ctx, lambda kc, pr: kc.lint(
+            dir, cubin=cubin, captured=captured, max_registers=max_registers, max_spills=max_spills,
+            require=require or (), forbid=forbid or (), no_sass=no_sass)))
+
+    @server.tool()
+    async def baseline_save(name: str, dir: str, ctx: Context, cubin: Optional[str] = None, captured: bool = False,
+                            fuzz: int = 0) -> Dict[str, Any]:
+        """Measure the reproducer (replay time, resources, validation) and store it as baseline
+        `name` in OUT/baselines, for `diff` after an edit."""
+        return _document(await call(ctx, lambda kc, pr: kc.baseline_save(
+            name, dir, cubin=cubin, captured=captured, fuzz=fuzz, progress=pr)))
+
+    @server.tool()
+    async def diff(dir: str, baseline: str, ctx: Context, cubin: Optional[str] = None, captured: bool = False,
+                   fuzz: int = 0) -> Dict[str, Any]:
+        """Measure now and compare with a saved baseline: time (beyond noise, same GPU only),
+        registers, spills, occupancy, validation. `line` is the CLI's 'Result: REGRESSION' or
+        'Result: NO REGRESSION'."""
+        return _document(await call(ctx, lambda kc, pr: kc.diff(
+            dir, baseline, cubin=cubin, captured=captured, fuzz=fuzz, progress=pr)))
+
+    @server.tool()
+    async def locate(names: List[str], ctx: Context, source_repos: Optional[List[str]] = None,
+                     capture: Optional[str] = None) -> Dict[str, Any]:
+        """Find where kernels (mangled, demangled or plain names) are defined in checked-out
+        repositories, and the command that tests them; closed-source libraries are named."""
+        return _document(await call(ctx, lambda kc, pr: kc.locate(
+            names, source_repos=source_repos or (), capture=capture, progress=pr)))
+
+    return server
+
+
+def main() -> None:
+    build_server().run()
+
+
+if __name__ == "__main__":
+    main()

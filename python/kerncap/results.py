@@ -1,0 +1,490 @@
+"""What each `kerncap ... --json` command prints, as dataclasses with the same field names
+(src/cli/cmd_*.cpp and the to_json functions they call are the reference; docs/python-api.md
+lists them). Objects the documentation describes elsewhere (the manifest's parts, footprint
+regions) stay dicts. Each top-level result has `raw` (the whole document) and `line`: the CLI's
+canonical "Result: ..." line for validate, lint and diff, a one-line summary for the others."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from .json_fields import key
+
+
+def _raw() -> Any:
+    return field(default_factory=dict, repr=False, compare=False)
+
+
+# ---- profile -------------------------------------------------------------------------------
+
+@dataclass
+class KernelProfile:
+    """One row of `kerncap profile --json`'s "kernels" (ranked by total GPU time)."""
+
+    rank: int = 0
+    name: str = ""  # the mangled name: a pattern `extract` accepts
+    demangled: str = ""
+    short: str = ""
+    kind: str = ""
+    category: str = ""
+    source_expected: bool = False
+    calls: int = 0
+    total_ns: int = 0
+    avg_ns: float = 0.0
+    median_ns: float = 0.0
+    min_ns: float = 0.0
+    max_ns: float = 0.0
+    stddev_ns: float = 0.0
+    percent: float = 0.0
+    grid: Any = None
+    block: Any = None
+    registers: int = 0
+    static_shared: int = 0
+    dynamic_shared: int = 0
+    shapes: int = 0
+    in_graph: bool = False
+    extract: Dict[str, Any] = field(default_factory=dict)  # pattern, match, processes (dispatch per pid)
+    source: Optional[str] = None  # with --source-repo
+    source_status: Optional[str] = None
+    test: Optional[Dict[str, Any]] = None
+    library: Optional[Dict[str, Any]] = None
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class ProfileResult:
+    format: str = ""
+    version: int = 0
+    kerncap: str = ""
+    application: Optional[Dict[str, Any]] = None  # command, exited, code, description
+    totals: Dict[str, Any] = field(default_factory=dict)  # launches, kernels, kernel_ns, span_ns, processes
+    processes: List[Dict[str, Any]] = field(default_factory=list)
+    by_rank_device: List[Dict[str, Any]] = field(default_factory=list)
+    kernels: List[KernelProfile] = field(default_factory=list)
+    raw: Dict[str, Any] = _raw()
+
+    @property
+    def line(self) -> str:
+        t = self.totals
+        return (f"profile: {t.get('kernels', len(self.kernels))} kernels, {t.get('launches', 0)} launches, "
+                f"{t.get('kernel_ns', 0) / 1e6:.3f} ms of kernel time")
+
+
+# ---- extract -------------------------------------------------------------------------------
+
+@dataclass
+class ExtractSource:
+    """Where the kernel's source was found (or why not)."""
+
+    status: str = ""
+    classification: str = ""
+    summary: str = ""
+    detail: str = ""
+    how: str = ""
+    notes: List[str] = field(default_factory=list)
+    definition: Optional[str] = None
+    line: Optional[int] = None
+    translation_unit: Optional[str] = None
+
+
+@dataclass
+class ExtractReproducer:
+    dir: str = ""
+    recompile_available: bool = False
+    arch: str = ""
+    edit_file: Optional[str] = None  # the file to edit (kernel_variant.cu or its mirror)
+    reason: Optional[str] = None  # why `make recompile` is not available
+
+
+@dataclass
+class ExtractResult:
+    output: str = ""
+    capture: str = ""
+    kernel: str = ""
+    mangled: str = ""
+    dispatch: int = 0
+    regions: int = 0
+    before_bytes: int = 0
+    after_bytes: int = 0
+    capture_seconds: float = 0.0
+    application: str = ""
+    device: int = 0
+    rank: Optional[Dict[str, Any]] = None
+    source: Optional[ExtractSource] = None
+    reproducer: Optional[ExtractReproducer] = None
+    triton: Optional[Dict[str, Any]] = None  # not the CLI's: the Triton reproducer's summary (Kerncap.extract)
+    raw: Dict[str, Any] = _raw()
+
+    @property
+    def line(self) -> str:
+        return (f"captured {self.kernel} (dispatch {self.dispatch}): {self.regions} regions, BEFORE {self.before_bytes} "
+                f"bytes, AFTER {self.after_bytes} bytes -> {self.output}")
+
+
+# ---- replay --------------------------------------------------------------------------------
+
+@dataclass
+class ReplayResult:
+    kernel: str = ""
+    image: str = ""
+    device: int = 0
+    method: str = ""
+    method_note: Optional[str] = None
+    timer: str = ""
+    warmup: int = 0
+    iterations: int = 0
+    restore: str = ""
+    restore_each: bool = False
+    cache: str = ""
+    clock: Any = None
+    median_ms: float = 0.0
+    min_ms: float = 0.0
+    max_ms: float = 0.0
+    mean_ms: float = 0.0
+    stddev_ms: float = 0.0
+    times_ms: List[float] = field(default_factory=list)
+    kernels_per_launch: Optional[int] = None
+    reset: Optional[Dict[str, Any]] = None
+    l2_flush_bytes: Optional[int] = None
+    restored_bytes: int = 0
+    blocks: int = 0
+    blocks_at_hint: int = 0
+    relocated_regions: int = 0
+    rewritten_words: int = 0
+    in_app_median_ms: Optional[float] = None
+    replay_in_app_ratio: Optional[float] = None
+    raw: Dict[str, Any] = _raw()
+
+    @property
+    def line(self) -> str:
+        return (f"replay: median {self.median_ms:.4f} ms (min {self.min_ms:.4f}, max {self.max_ms:.4f}, stddev "
+                f"{self.stddev_ms:.4f}) over {self.iterations} launches, {self.method}")
+
+
+# ---- validate ------------------------------------------------------------------------------
+
+@dataclass
+class PieceResult:
+    """A typed span of a region, compared as its element type."""
+
+    offset: int = 0
+    size: int = 0
+    dtype: str = ""
+    atol: float = 0.0
+    rtol: float = 0.0
+    passed: bool = field(default=False, metadata=key("pass"))
+    exact: bool = False
+    mismatches: int = 0
+    elements: int = 0
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    nan_expected: int = 0
+    nan_actual: int = 0
+    summary: str = ""
+    first_bad_offset: Optional[int] = None
+
+
+@dataclass
+class RegionResult:
+    id: int = 0
+    kind: str = ""
+    base: str = ""
+    size: int = 0
+    written: int = 0
+    passed: bool = field(default=False, metadata=key("pass"))
+    exact: bool = False
+    differing_bytes: int = 0
+    mismatches: int = 0
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    summary: str = ""
+    first_bad_offset: Optional[int] = None
+    pieces: List[PieceResult] = field(default_factory=list)
+
+
+@dataclass
+class FuzzFailure:
+    trial: int = 0
+    region: int = 0
+    summary: str = ""
+    first_bad_offset: Optional[int] = None
+
+
+@dataclass
+class FuzzResult:
+    result: str = ""
+    seed: int = 0
+    trials: int = 0
+    inputs: int = 0
+    input_bytes: int = 0
+    failures: List[FuzzFailure] = field(default_factory=list)
+    line: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.result == "PASS"
+
+
+@dataclass
+class SpeedupResult:
+    passed: bool = field(default=False, metadata=key("pass"))
+    speedup: float = 0.0
+    min_speedup: float = 0.0
+    captured_median_ms: float = 0.0
+    captured_stddev_ms: float = 0.0
+    variant_median_ms: float = 0.0
+    variant_stddev_ms: float = 0.0
+
+
+@dataclass
+class InvariantResult:
+    passed: bool = field(default=False, metadata=key("pass"))
+    checked: List[str] = field(default_factory=list)
+    line: str = ""
+    violations: List[Dict[str, Any]] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    regions: List[Dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class ValidateResult:
+    result: str = ""  # "PASS" | "FAIL"
+    line: str = ""  # the CLI's "Result: PASS (...)" / "Result: FAIL (...)"
+    kernel: str = ""
+    image: str = ""
+    device: int = 0
+    spec: str = ""
+    strength: str = ""  # "strong", "weak-no-footprint", "none: ..."
+    regions: List[RegionResult] = field(default_factory=list)
+    omitted_regions: Any = None
+    closure_gaps: Any = None
+    written_bytes: int = 0
+    footprint_written_bytes: int = 0
+    poisoned_bytes: int = 0
+    nondeterministic_regions: List[int] = field(default_factory=list)
+    determinism_checked: bool = False
+    relocated_regions: int = 0
+    rewritten_words: int = 0
+    invariants: Optional[InvariantResult] = None
+    fuzz: Optional[FuzzResult] = None
+    speedup: Optional[SpeedupResult] = None
+    kerncap_toml: Optional[str] = None
+    raw: Dict[str, Any] = _raw()
+
+    @property
+    def passed(self) -> bool:
+        return self.result == "PASS"
+
+
+# ---- info, footprint -----------------------------------------------------------------------
+
+@dataclass
+class CaptureKernel:
+    mangled: str = ""
+    demangled: str = ""
+    dispatch: int = 0
+    launch_index: int = 0
+
+
+@dataclass
+class InfoResult:
+    """The capture's manifest (docs/capture.md) and where it was read."""
+
+    format: str = ""
+    format_version: int = 0
+    tool_version: str = ""
+    capture_dir: str = ""
+    config: Dict[str, Any] = field(default_factory=dict)
+    process: Dict[str, Any] = field(default_factory=dict)
+    device: Dict[str, Any] = field(default_factory=dict)
+    kernel: CaptureKernel = field(default_factory=CaptureKernel)
+    launch: Dict[str, Any] = field(default_factory=dict)
+    params: Dict[str, Any] = field(default_factory=dict)
+    image: Dict[str, Any] = field(default_factory=dict)
+    regions: List[Dict[str, Any]] = field(default_factory=list)
+    after: Dict[str, Any] = field(default_factory=dict)
+    stats: Dict[str, Any] = field(default_factory=dict)
+    in_app_median_ns: Optional[float] = None
+    verified: Optional[bool] = None
+    raw: Dict[str, Any] = _raw()
+
+    @property
+    def line(self) -> str:
+        g, b = self.launch.get("grid", []), self.launch.get("block", [])
+        dims = lambda d: "x".join(str(x) for x in d)  # noqa: E731
+        return (f"capture of {self.kernel.demangled or self.kernel.mangled}: grid {dims(g)} block {dims(b)}, "
+                f"{len(self.regions)} regions, on {self.device.get('name', '?')}")
+
+
+@dataclass
+class FootprintResult:
+    format: str = ""
+    format_version: int = 0
+    tool_version: str = ""
+    kernel: str = ""
+    image_hash: str = ""
+    device: str = ""
+    regions: List[Dict[str, Any]] = field(default_factory=list)
+    escape_count: int = 0
+    escapes: List[Dict[str, Any]] = field(default_factory=list)
+    accesses: int = 0
+    kernel_pc: str = ""
+    instrumented_ms: float = 0.0
+    plain_ms: float = 0.0
+    seconds: float = 0.0
+    sanitizer_library: str = ""
+    cached: bool = False
+    files: List[str] = field(default_factory=list)
+    raw: Dict[str, Any] = _raw()
+
+    @property
+    def line(self) -> str:
+        return (f"footprint of {self.kernel}: {len(self.regions)} regions, {self.accesses} accesses, "
+                f"{self.escape_count} outside every region{' (cached)' if self.cached else ''}")
+
+
+# ---- lint, baseline, diff ------------------------------------------------------------------
+
+@dataclass
+class LintCheck:
+    name: str = ""
+    status: str = ""  # "info", "pass" or "fail"
+    detail: str = ""
+
+
+@dataclass
+class LintResources:
+    registers: int = 0
+    local_bytes: int = 0
+    shared_static_bytes: int = 0
+    shared_dynamic_bytes: int = 0
+    max_threads: int = 0
+    code_bytes: int = 0
+
+
+@dataclass
+class LintResult:
+    kernel: str = ""
+    image: str = ""
+    image_kind: str = ""
+    sm: int = 0
+    code_sm: int = 0
+    resources: Optional[LintResources] = None
+    launch: Dict[str, Any] = field(default_factory=dict)
+    occupancy: Optional[Dict[str, Any]] = None
+    sass: Optional[Dict[str, Any]] = None
+    checks: List[LintCheck] = field(default_factory=list)
+    result: str = ""
+    line: str = ""  # "Result: PASS" / "Result: FAIL"
+    raw: Dict[str, Any] = _raw()
+
+    @property
+    def passed(self) -> bool:
+        return self.result == "PASS"
+
+
+@dataclass
+class BaselineTime:
+    median: float = 0.0
+    min: float = 0.0
+    max: float = 0.0
+    stddev: float = 0.0
+    iterations: int = 0
+    warmup: int = 0
+
+
+@dataclass
+class BaselineResources:
+    registers: int = 0
+    local_bytes: int = 0
+    shared_static_bytes: int = 0
+    spill_instructions: Optional[int] = None
+    occupancy: Optional[float] = None
+
+
+@dataclass
+class BaselineValidation:
+    passed: bool = field(default=False, metadata=key("pass"))
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    failing_regions: int = 0
+
+
+@dataclass
+class BaselineResult:
+    """A stored baseline (OUT/baselines/NAME.json), as `baseline save --json` prints it."""
+
+    format: str = ""
+    version: int = 0
+    name: str = ""
+    created: str = ""
+    tool_version: str = ""
+    kernel: str = ""
+    image: str = ""
+    image_xxh64: str = ""
+    gpu: str = ""
+    sm: int = 0
+    driver_version: int = 0
+    time_ms: BaselineTime = field(default_factory=BaselineTime)
+    resources: BaselineResources = field(default_factory=BaselineResources)
+    validation: BaselineValidation = field(default_factory=BaselineValidation)
+    fuzz: Optional[Dict[str, Any]] = None
+    invariants: Optional[Dict[str, Any]] = None
+    raw: Dict[str, Any] = _raw()
+
+    @property
+    def line(self) -> str:
+        return (f"baseline {self.name}: {self.time_ms.median:.4f} ms median on {self.gpu}, "
+                f"{self.resources.registers} registers, validation {'PASS' if self.validation.passed else 'FAIL'}")
+
+
+@dataclass
+class DiffRow:
+    metric: str = ""
+    baseline: str = ""
+    current: str = ""
+    delta: str = ""
+    change: str = ""
+
+
+@dataclass
+class DiffResult:
+    rows: List[DiffRow] = field(default_factory=list)
+    speedup: float = 0.0
+    regression: bool = False
+    line: str = ""  # "Result: REGRESSION" / "Result: NO REGRESSION"
+    baseline: Optional[BaselineResult] = None
+    current: Optional[BaselineResult] = None
+    raw: Dict[str, Any] = _raw()
+
+
+# ---- locate --------------------------------------------------------------------------------
+
+@dataclass
+class LocateEntry:
+    name: str = ""
+    demangled: str = ""
+    kind: str = ""
+    category: str = ""
+    rule: str = ""
+    strategy: str = ""
+    status: str = ""
+    sources: List[Dict[str, Any]] = field(default_factory=list)  # repo, file, path, what, line
+    tests: List[Dict[str, Any]] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    source: Optional[str] = None  # the first source as PATH:LINE
+    test: Optional[Dict[str, Any]] = None  # command, cwd
+    library: Optional[Dict[str, Any]] = None  # closed source: name, reproduce
+
+
+@dataclass
+class LocateResult:
+    format: str = ""
+    version: int = 0
+    results: List[LocateEntry] = field(default_factory=list)
+    repos: List[Dict[str, Any]] = field(default_factory=list)
+    raw: Dict[str, Any] = _raw()
+
+    @property
+    def line(self) -> str:
+        return "; ".join(f"{r.name}: {r.status}" + (f" at {r.source}" if r.source else "") for r in self.results)
