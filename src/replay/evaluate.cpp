@@ -67,11 +67,10 @@ Evaluator::~Evaluator() = default;
 
 uint64_t Evaluator::reset_bytes() const { return reset_ ? reset_->bytes() : 0; }
 
-void Evaluator::full_restore(Evaluation& e) {
+void Evaluator::full_restore() {
   reset_.reset();  // its staging goes before the new one is taken
-  e.rewritten_words = s_.restore().rewritten_words;
+  rewritten_words_ = s_.restore().rewritten_words;
   reset_ = std::make_unique<StateReset>(s_);
-  e.memory = "full";
 }
 
 Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions& o) {
@@ -105,10 +104,13 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
   }
 
   // 2. Memory as restored.
-  if (full || !reset_ || s_.generation() != generation_)
-    full_restore(e);
-  else
+  if (full || !reset_ || s_.generation() != generation_) {
+    full_restore();
+    e.memory = "full";
+  } else {
     reset_->reset(s_.stream());  // queued ahead of the launch on the same stream
+  }
+  e.rewritten_words = rewritten_words_;
 
   // 3. Launch and compare.
   s_.enqueue();
@@ -122,7 +124,7 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
   // 4. Time, fuzz.
   if (o.time) {
     if (full) {
-      full_restore(e);
+      full_restore();
       full = false;
     }
     e.timing = time_launches(s_, o.timing, {}, reset_.get());

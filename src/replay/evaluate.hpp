@@ -58,7 +58,7 @@ struct Evaluation {
   bool captured_image = false;  // the image is the captured one (same hash)
   bool loaded = false;          // its module was loaded for this evaluation
   std::string memory;           // how memory was prepared: "written" (reset) or "full" (restore)
-  uint64_t rewritten_words = 0; // of the last full restore
+  uint64_t rewritten_words = 0;  // pointer words the last full restore rewrote
   int device = 0;
   uint32_t relocated_regions = 0;
   std::optional<Timing> timing;
@@ -85,7 +85,7 @@ class Evaluator {
   uint64_t reset_bytes() const;
 
  private:
-  void full_restore(Evaluation& e);
+  void full_restore();
 
   Session& s_;
   const PoisonPlan* poison_;
@@ -94,6 +94,7 @@ class Evaluator {
   std::unique_ptr<StateReset> reset_;
   uint64_t generation_ = 0;  // the session's generation when memory was last as reset_ knows it
   bool need_full_ = true;
+  uint64_t rewritten_words_ = 0;  // by the last full restore
 };
 
 }  // namespace kerncap::replay
