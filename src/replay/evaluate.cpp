@@ -6,6 +6,9 @@
 
 #include "common/error.hpp"
 #include "common/hex.hpp"
+#include "common/log.hpp"
+#include "replay/determinism.hpp"
+#include "replay/signature.hpp"
 #include "replay/state_reset.hpp"
 
 namespace kerncap::replay {
@@ -44,7 +47,7 @@ nlohmann::json Evaluation::to_json() const {
   j["device"] = device;
   j["relocated_regions"] = relocated_regions;
   j["rewritten_words"] = rewritten_words;
-  j["determinism_checked"] = false;
+  j["determinism_checked"] = determinism_checked;
   if (fuzz) j["fuzz"] = fuzz->to_json();
   j["result"] = pass() ? "PASS" : "FAIL";
   j["line"] = line;
@@ -71,6 +74,29 @@ void Evaluator::full_restore() {
   reset_.reset();  // its staging goes before the new one is taken
   rewritten_words_ = s_.restore().rewritten_words;
   reset_ = std::make_unique<StateReset>(s_);
+}
+
+void Evaluator::measure_determinism() {
+  const Session::Which was = s_.active();
+  s_.use(Session::Which::Captured);
+  nondeterministic_ = nondeterministic_regions(s_);
+  if (!nondeterministic_.empty()) {
+    const auto& m = s_.capture().manifest;
+    const auto typed = signature_spans(m, s_.capture().read(m.params_file, "parameter bytes"));
+    tolerant_ = tolerant_spec(default_spec_, typed, nondeterministic_, m);
+    tolerant_ = widen_by_spread(tolerant_, replay_spread(s_, tolerant_, nondeterministic_), m);
+  }
+  s_.use(was);
+  determinism_known_ = true;
+}
+
+Verdict Evaluator::launch_and_compare(const CompareSpec& spec) {
+  s_.enqueue();
+  s_.synchronize();
+  Verdict v = compare_with_after(s_, spec);
+  if (poison_) mark_strong(v, *poison_);
+  note_closure(v, s_.capture().manifest);
+  return v;
 }
 
 Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions& o) {
@@ -112,12 +138,21 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
   }
   e.rewritten_words = rewritten_words_;
 
-  // 3. Launch and compare.
-  s_.enqueue();
-  s_.synchronize();
-  e.verdict = compare_with_after(s_, o.spec ? *o.spec : default_spec_);
-  if (poison_) mark_strong(e.verdict, *poison_);
-  note_closure(e.verdict, m);
+  // 3. Launch and compare; a nondeterministic captured kernel with its tolerant spec.
+  const bool tolerant = !o.spec && !nondeterministic_.empty();
+  e.verdict = launch_and_compare(o.spec ? *o.spec : tolerant ? tolerant_ : default_spec_);
+  if (!o.spec && !determinism_known_ && e.verdict.failing() > 0) {
+    log::info("the replay differs from the application's result; checking whether the captured kernel is "
+              "deterministic");
+    measure_determinism();
+    if (!nondeterministic_.empty()) {
+      full_restore();
+      e.memory = "full";
+      e.verdict = launch_and_compare(tolerant_);
+    }
+  }
+  if (!o.spec && !nondeterministic_.empty()) e.verdict.nondeterministic = nondeterministic_;
+  e.determinism_checked = determinism_known_;
   // A variant that failed may have written bytes the reset does not put back.
   full = !e.verdict.pass();
 

@@ -12,6 +12,10 @@
 //      image's module globals replace another image's, or when another call on the session
 //      launched or restored since (its generation changed);
 //   3. launch, compare with AFTER (compare_with_after, strong with the session's footprint);
+//      on the first comparison that fails with the default spec, the captured kernel's
+//      determinism is measured once for the session as `kerncap validate` measures it per
+//      run (determinism.hpp); a nondeterministic kernel is compared from then on with the
+//      tolerant spec widened by its own spread, and the failed evaluation again with it;
 //   4. optionally time (time_launches with the kept StateReset) and fuzz against the captured
 //      image (fuzz_in_session);
 //   5. the variant's module stays loaded for the next evaluation of the same image, or is
@@ -56,6 +60,7 @@ struct Evaluation {
   std::string kernel, image, line;
   uint64_t image_hash = 0;
   bool captured_image = false;  // the image is the captured one (same hash)
+  bool determinism_checked = false;  // the session knows whether the captured kernel is deterministic
   bool loaded = false;          // its module was loaded for this evaluation
   std::string memory;           // how memory was prepared: "written" (reset) or "full" (restore)
   uint64_t rewritten_words = 0;  // pointer words the last full restore rewrote
@@ -86,6 +91,10 @@ class Evaluator {
 
  private:
   void full_restore();
+  // Two pairs of replays of the captured image (validate_flow.cpp's check): the regions it
+  // does not reproduce and the tolerant spec for them. Leaves the session's image as it was.
+  void measure_determinism();
+  Verdict launch_and_compare(const CompareSpec& spec);
 
   Session& s_;
   const PoisonPlan* poison_;
@@ -95,6 +104,9 @@ class Evaluator {
   uint64_t generation_ = 0;  // the session's generation when memory was last as reset_ knows it
   bool need_full_ = true;
   uint64_t rewritten_words_ = 0;  // by the last full restore
+  bool determinism_known_ = false;
+  std::vector<uint32_t> nondeterministic_;  // regions the captured kernel does not reproduce
+  CompareSpec tolerant_;                   // the spec for them (when there are any)
 };
 
 }  // namespace kerncap::replay
