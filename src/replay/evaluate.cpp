@@ -158,10 +158,8 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
 
   // 4. Time, fuzz.
   if (o.time) {
-    if (full) {
-      full_restore();
-      full = false;
-    }
+    // A failed variant is timed on clean memory, and may write elsewhere again: `full` stays.
+    if (full) full_restore();
     e.timing = time_launches(s_, o.timing, {}, reset_.get());
   }
   if (o.fuzz) {

@@ -87,14 +87,20 @@ def main():
     with engine.Session(a.capture) as s:
         first = s.evaluate()
         check("first", first["result"] == "PASS" and first["memory"] == "full", first["line"][:160])
-        check("timed", (first.get("timing") or {}).get("median_ms", 0) > 0,
-              f"median {first.get('timing', {}).get('median_ms')} ms by {first.get('timing', {}).get('method')}")
+        t = first.get("timing") or {}
+        check("timed", t.get("median_ms", 0) > 0, f"median {t.get('median_ms')} ms by {t.get('method')}")
         # Warm every path once before taking the memory baseline (modules, staging, CUPTI).
         warm = [s.evaluate(None, time=False), s.evaluate(captured_bytes, name="captured bytes")]
         if a.same:
             warm += [s.evaluate(a.same), s.evaluate(a.same, keep_loaded=False), s.evaluate(None)]
         if a.wrong:
             warm.append(s.evaluate(a.wrong))
+        # The modules loaded at the baseline and at the end: the captured image and --same.
+        if a.same:
+            warm.append(s.evaluate(a.same))
+        warm.append(s.evaluate(None))
+        check("warm_up", all(w["result"] == "PASS" for w in warm if not a.wrong or w["image"] != a.wrong),
+              summary([w for w in warm if not a.wrong or w["image"] != a.wrong]))
         free0, rss0 = device_free(), host_rss()
 
         r, took, res = rate(s, [None], n, time=False)
