@@ -67,7 +67,7 @@ def main():
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--min-rate", type=float, default=0)
     a = ap.parse_args()
-    if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode != 0:
+    if not shutil.which("nvidia-smi") or subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode != 0:
         print("SKIPPED: no GPU")
         return 77
     info = engine.capture_info(a.capture)
