@@ -167,3 +167,38 @@ TEST(ReplayEvaluateRelocation, DroppingGlobalsKeepsCollisions) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ReplayEvaluateResult, HasValidatesFieldsAndTheLoopsOwn) {
+  Evaluation e;
+  e.kernel = "kernel(float*)";
+  e.image = "v.cubin";
+  e.line = "Result: PASS (x)";
+  e.image_hash = 0xab;
+  e.loaded = true;
+  e.memory = "written";
+  const json j = e.to_json();
+  for (const char* key : {"result", "line", "regions", "kernel", "image", "device", "relocated_regions",
+                          "rewritten_words", "determinism_checked", "timing", "image_hash", "captured_image", "loaded",
+                          "memory", "seconds"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["result"], "PASS");
+  EXPECT_TRUE(j["timing"].is_null());
+  EXPECT_FALSE(j.contains("fuzz"));
+  EXPECT_EQ(j["loaded"], true);
+}
+
+TEST(ReplayEvaluateResult, AFailedFuzzTrialFailsTheEvaluation) {
+  Evaluation e;
+  e.fuzz.emplace();
+  e.fuzz->trials = 3;
+  EXPECT_TRUE(e.pass());
+  e.fuzz->failures.push_back({1, false, 0, std::nullopt, "differs"});
+  EXPECT_FALSE(e.pass());
+  const json j = e.to_json();
+  EXPECT_EQ(j["result"], "FAIL");
+  EXPECT_EQ(j["fuzz"]["result"], "FAIL");
+}
+
+}  // namespace
