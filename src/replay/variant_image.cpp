@@ -48,7 +48,7 @@ void check_holds_kernel(std::span<const uint8_t> image, const std::string& desc,
   std::vector<std::string> names;
   try {
     names = cubin::kernel_names(image);
-  } catch (const Error&) {
+  } catch (...) {
     return;  // unreadable here (an unusual fatbin): cuModuleLoadData and cuModuleGetFunction decide
   }
   if (!names.empty() && std::find(names.begin(), names.end(), mangled) == names.end())
