@@ -15,6 +15,10 @@
  * - A session holds the CUDA primary context of the capture's device current on the
  *   thread that opened it; code in the same process (Triton, torch) shares that context.
  * - Bump KC_REPLAY_ABI_VERSION on any incompatible change; bindings check it first.
+ *   Calls added without changing any earlier one raise KC_REPLAY_ABI_REVISION instead, so a
+ *   binding of an older revision keeps working; one that needs a newer call checks
+ *   kc_abi_revision() (a library without that function is revision 0).
+ *   Revision 1: kc_abi_revision, kc_evaluate, kc_evaluate_image (the evaluation loop).
  */
 #ifndef KERNCAP_REPLAY_H
 #define KERNCAP_REPLAY_H
@@ -26,6 +30,7 @@ extern "C" {
 #endif
 
 #define KC_REPLAY_ABI_VERSION 1
+#define KC_REPLAY_ABI_REVISION 1
 
 #define KC_OK 0
 #define KC_E_FAIL 1     /* a comparison failed (kc_compare only reports this through JSON) */
@@ -43,6 +48,8 @@ typedef struct kc_session kc_session;
 
 /* The ABI version this library implements (compare with KC_REPLAY_ABI_VERSION). */
 KC_API int kc_abi_version(void);
+/* The revision of calls added within this ABI version (compare with KC_REPLAY_ABI_REVISION). */
+KC_API int kc_abi_revision(void);
 /* kerncap's version string ("0.1.0"). */
 KC_API const char* kc_version(void);
 /* Message of the calling thread's last failed call ("" if none). Valid until the next call. */
@@ -129,6 +136,36 @@ KC_API int kc_time(kc_session* s, kc_launch_fn launch, void* user, const char* o
  * that has one (the Triton generator writes the kernel's pointer element types there), so
  * `kerncap validate` and a reproducer's own check give the same verdict. */
 KC_API int kc_compare(kc_session* s, const char* spec_json, char** json_out);
+
+/* The evaluation loop (revision 1): judges one image in the open session the way `kerncap
+ * validate --cubin IMAGE [--fuzz N]` judges it, and times it, without a process per image.
+ * The image is loaded into the session (checked like --cubin: the captured kernel present,
+ * its parameter layout unchanged, the module globals it uses bound; refused with KC_E_INPUT
+ * and a message otherwise, the session staying usable), launched on memory as restored,
+ * compared with AFTER, and optionally timed and fuzzed against the captured image.
+ * Between evaluations only the bytes a launch changes are put back, from a copy on the GPU
+ * (pinned host memory when GPU memory is short); a full restore from the capture follows a
+ * failed comparison, fuzz trials, a change of module globals, or any other call that
+ * launched or restored in between. The captured image (same hash) and the variant evaluated
+ * last stay loaded; a new variant replaces (unloads) the previous one.
+ * `image_path`: a cubin, fatbin or PTX file; NULL: the captured image.
+ * `options_json` (may be NULL):
+ *   {"time": true,            time the image (kc_time's keys: "warmup" (default 1),
+ *                             "iterations" (default 10), "restore", "cache", "timer")
+ *    "fuzz": 0, "seed": 1,    fuzz trials against the captured image (needs a footprint)
+ *    "spec": null,            kc_compare's spec object; null: OUT/compare.json or byte-exact
+ *    "keep_loaded": true}     false: unload the variant's module after the evaluation
+ * JSON: `kerncap validate --json`'s object ("result", "line", "regions", "kernel", "image",
+ * "device", "fuzz"?, ...) plus "timing" (kc_time's object, or null), "image_hash",
+ * "captured_image", "loaded" (a module was loaded for it), "memory" ("written": the changed
+ * bytes were put back; "full": restored from the capture), "seconds". A FAIL is KC_OK with
+ * "result": "FAIL". A variant that faults is KC_E_DEVICE and leaves the CUDA context unusable
+ * (CUDA's sticky errors): close the session and open it again. */
+KC_API int kc_evaluate(kc_session* s, const char* image_path, const char* options_json, char** json_out);
+/* The same for an image held in memory (`size` bytes at `image`); `description` names it in
+ * messages and in the result's "image" (NULL: "image bytes"). */
+KC_API int kc_evaluate_image(kc_session* s, const uint8_t* image, uint64_t size, const char* description,
+                             const char* options_json, char** json_out);
 
 #ifdef __cplusplus
 }

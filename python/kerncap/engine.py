@@ -10,6 +10,11 @@ happen in the one C++ engine that `kerncap replay/validate` use.
         s.launch()
         print(s.compare()["line"], s.time()["median_ms"])
 
+    with engine.Session("iso/k0") as s:            # the evaluation loop: many images, one session
+        for path in variants:
+            r = s.evaluate(path)                   # or image bytes; None: the captured image
+            print(r["line"], r["timing"]["median_ms"])
+
 Standard library only: a copy of this file runs inside every Triton reproducer (OUT/kerncap_repro/).
 """
 from __future__ import annotations
@@ -18,10 +23,13 @@ import ctypes
 import glob
 import json
 import os
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
 
-# The ABI this binding speaks (KC_REPLAY_ABI_VERSION in include/kerncap/replay.h).
+# The ABI this binding speaks (KC_REPLAY_ABI_VERSION in include/kerncap/replay.h), and the
+# revision of calls added within it that this binding can use (KC_REPLAY_ABI_REVISION): an
+# older library (lower revision) still serves every call of its own revision.
 ABI_VERSION = 1
+ABI_REVISION = 1
 LIBRARY_NAME = "libkerncap_replay.so"
 # The one environment variable this binding reads: an explicit path of the library. Checked
 # against the C++ table of KERNCAP_* variables by python/tests/test_engine.py.
@@ -32,6 +40,9 @@ OK, E_FAIL, E_INPUT, E_DEVICE, E_INTERNAL = 0, 1, 2, 3, 70
 _KIND = {E_FAIL: "fail", E_INPUT: "input", E_DEVICE: "device", E_INTERNAL: "internal"}
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# What Session.evaluate takes as an image: None (the captured one), a path, or the bytes.
+ImageArg = Union[None, str, "os.PathLike[str]", bytes, bytearray, memoryview]
 
 
 class EngineError(Exception):
@@ -90,6 +101,13 @@ _SIGNATURES = {  # name: (restype, argtypes); JSON results come back as void* so
     "kc_time": (ctypes.c_int, [_vp, _vp, _vp, _cp, ctypes.POINTER(_vp)]),
     "kc_compare": (ctypes.c_int, [_vp, _cp, ctypes.POINTER(_vp)]),
 }
+# Calls of later revisions: {revision: {name: (restype, argtypes)}}.
+_REVISIONS = {
+    1: {
+        "kc_evaluate": (ctypes.c_int, [_vp, _cp, _cp, ctypes.POINTER(_vp)]),
+        "kc_evaluate_image": (ctypes.c_int, [_vp, _cp, _u64, _cp, _cp, ctypes.POINTER(_vp)]),
+    },
+}
 
 # kc_launch_fn: int (*)(void* user, uint64_t stream)
 LaunchFn = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _u64)
@@ -115,14 +133,29 @@ class Library:
                 f"{path} implements replay ABI version {found}, this Python package speaks version {ABI_VERSION}: "
                 "use the kerncap/python/kerncap of the same build (or rebuild kerncap and generate the reproducer "
                 f"again; {ENV_LIBRARY} selects a library explicitly)", E_INPUT)
-        for name, (res, args) in _SIGNATURES.items():
+        try:
+            rev = lib.kc_abi_revision
+            rev.restype, rev.argtypes = ctypes.c_int, []
+            self.revision = min(rev(), ABI_REVISION)
+        except AttributeError:
+            self.revision = 0  # a library from before revisions
+        wanted = dict(_SIGNATURES)
+        for r in range(1, self.revision + 1):
+            wanted.update(_REVISIONS.get(r, {}))
+        for name, (res, args) in wanted.items():
             try:
                 f = getattr(lib, name)
             except AttributeError:
-                raise EngineError(f"{path} lacks {name} although it says ABI version {found}: a broken build",
-                                  E_INTERNAL) from None
+                raise EngineError(f"{path} lacks {name} although it says ABI version {found} revision "
+                                  f"{self.revision}: a broken build", E_INTERNAL) from None
             f.restype, f.argtypes = res, args
         self.lib = lib
+
+    def need_revision(self, revision: int, what: str) -> None:
+        """Refuses a call the loaded library is too old for (EngineError, exit code 2)."""
+        if self.revision < revision:
+            raise EngineError(f"{what} needs replay ABI revision {revision}; {self.path} has revision "
+                              f"{self.revision}: rebuild kerncap (or point {ENV_LIBRARY} at a newer build)", E_INPUT)
 
     def check(self, rc: int, function: str) -> None:
         if rc == OK:
@@ -183,14 +216,17 @@ class Session:
     torch then share."""
 
     def __init__(self, path: str, cubin: Optional[str] = None, allow_relocate: bool = True,
-                 progress: bool = False, verify: bool = False, lib: Optional[Library] = None):
+                 progress: bool = False, verify: bool = False, lib: Optional[Library] = None,
+                 strong: Optional[bool] = None):
         """cubin: a variant image instead of the captured one; allow_relocate=False fails rather
         than moving a range; progress: the engine's progress lines on stderr; verify: check
-        the blobs' hashes while restoring."""
+        the blobs' hashes while restoring; strong=False: no poisoning of write-only bytes even
+        when the capture has a footprint (default: strong when it has one)."""
         self.path = path
         self._lib = lib or load()
         self._s = _vp()
-        opts = _opts({"cubin": cubin, "allow_relocate": allow_relocate, "progress": progress, "verify": verify})
+        opts = _opts({"cubin": cubin, "allow_relocate": allow_relocate, "progress": progress, "verify": verify,
+                      "strong": strong})
         self._lib.check(self._lib.lib.kc_open(os.fsencode(path), opts, ctypes.byref(self._s)), "kc_open")
 
     def __enter__(self) -> "Session":
@@ -201,8 +237,12 @@ class Session:
 
     def _handle(self) -> _vp:
         if not self._s.value:
-            raise EngineError("the replay session is closed", E_INTERNAL)
+            raise EngineError("the replay session is closed", E_INPUT)
         return self._s
+
+    @property
+    def closed(self) -> bool:
+        return not self._s.value
 
     def close(self) -> None:
         if self._s.value:
@@ -282,3 +322,51 @@ class Session:
         text = json.dumps(spec).encode() if spec is not None else None
         self._lib.check(self._lib.lib.kc_compare(self._handle(), text, ctypes.byref(out)), "kc_compare")
         return self._lib.take_json(out)
+
+    def evaluate(self, image: ImageArg = None, time: bool = True, fuzz: int = 0, seed: Optional[int] = None,
+                 spec: Optional[Dict[str, Any]] = None, keep_loaded: Optional[bool] = None,
+                 warmup: Optional[int] = None, iterations: Optional[int] = None, restore: Optional[str] = None,
+                 cache: Optional[str] = None, timer: Optional[str] = None,
+                 name: Optional[str] = None) -> Dict[str, Any]:
+        """Judges one image the way `kerncap validate --cubin IMAGE [--fuzz N]` does, in this
+        open session (the evaluation loop, docs/engine.md): loads it (checked like --cubin),
+        launches it on memory as restored, compares with AFTER, times it (time=True; kc_time's
+        warmup/iterations/restore/cache/timer, default 1 + 10 launches) and runs `fuzz` trials
+        against the captured image on random float inputs (needs a footprint).
+
+        image: None (the captured image), a path (str or os.PathLike) of a cubin, fatbin or PTX
+        file, or the image's bytes (bytes, bytearray, memoryview; `name` names them in
+        messages). spec: as for compare(). keep_loaded=False unloads the variant's module
+        afterwards (default: kept until another variant replaces it).
+
+        Returns validate --json's object ("result", "line", "regions", "kernel", "image",
+        "device", "fuzz"...) plus "timing" (time()'s object or None), "image_hash",
+        "captured_image", "loaded", "memory" ("written" or "full") and "seconds". A FAIL is
+        {"result": "FAIL", ...}; an image the session cannot run (no such file, another
+        kernel, another parameter layout) raises EngineError with exit code 2, and the session
+        stays usable."""
+        self._lib.need_revision(1, "Session.evaluate")
+        opts = _opts({"time": time, "fuzz": fuzz or None, "seed": seed, "spec": spec, "keep_loaded": keep_loaded,
+                      "warmup": warmup, "iterations": iterations, "restore": restore, "cache": cache,
+                      "timer": timer})
+        out = _vp()
+        if image is None or isinstance(image, (str, os.PathLike)):
+            path = os.fsencode(image) if image is not None else None
+            rc = self._lib.lib.kc_evaluate(self._handle(), path, opts, ctypes.byref(out))
+            self._lib.check(rc, "kc_evaluate")
+        elif isinstance(image, (bytes, bytearray, memoryview)):
+            data = bytes(image)
+            desc = (name or "image bytes").encode()
+            rc = self._lib.lib.kc_evaluate_image(self._handle(), data, len(data), desc, opts, ctypes.byref(out))
+            self._lib.check(rc, "kc_evaluate_image")
+        else:
+            raise EngineError(f"evaluate: image must be None, a path or bytes, not {type(image).__name__}", E_INPUT)
+        return self._lib.take_json(out)
+
+
+def evaluate_all(path: str, images: Iterable[ImageArg], **options: Any) -> Iterator[Dict[str, Any]]:
+    """Opens the capture once and evaluates each image in turn (Session.evaluate's options),
+    yielding each result; the session is closed when the loop ends or is left early."""
+    with Session(path) as s:
+        for image in images:
+            yield s.evaluate(image, **options)

@@ -101,14 +101,12 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
     sp = replay::measure_speedup(captured, variant, a.timing, min_speedup);
   }
   // The verdict's line, turned into a FAIL when the fuzz trials or the speed-up fail.
-  std::string line = v.line();
   std::string extra;
   if (fz && !fz->pass()) extra = "fuzz trials failed";
   if (sp && !sp->pass())
     extra += fmt::format("{}speed-up x{:.3f} below the x{:.3f} required", extra.empty() ? "" : "; ", sp->speedup,
                          sp->min_speedup);
-  const std::string pass_prefix = "Result: PASS (";
-  if (!extra.empty() && line.starts_with(pass_prefix)) line = "Result: FAIL (" + extra + "; " + line.substr(pass_prefix.size());
+  const std::string line = replay::fail_line(v.line(), extra);
   const bool pass = v.pass() && (!fz || fz->pass()) && (!sp || sp->pass());
   if (c.json) {
     nlohmann::json j = v.to_json();

@@ -147,77 +147,100 @@ nlohmann::json FuzzReport::to_json() const {
           {"line", line()}};
 }
 
-FuzzReport fuzz(const Options& captured, const Options& variant, const format::Footprint& f, uint64_t trials,
-                uint64_t seed) {
-  FuzzReport rep;
-  rep.seed = seed;
-  rep.trials = trials;
-  // The variant's outputs go to a file in a fresh private directory: a predictable name in
-  // the shared temporary directory could be planted (a symlink) by another user.
-  std::string tmpl = (fs::temp_directory_path() / "kerncap-fuzz-XXXXXX").string();
-  if (!::mkdtemp(tmpl.data()))
-    device_error(fmt::format("cannot create a temporary directory {}: {}", tmpl, std::strerror(errno)));
-  struct Remove {
-    fs::path p;
-    ~Remove() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  } cleanup{tmpl};
-  const fs::path tmp = fs::path(tmpl) / "outputs.bin";
+namespace {
 
+// A fresh private directory for the captured image's outputs, removed with everything in it:
+// a predictable name in the shared temporary directory could be planted (a symlink) by
+// another user.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "kerncap-fuzz-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data()))
+      device_error(fmt::format("cannot create a temporary directory {}: {}", tmpl, std::strerror(errno)));
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  fs::path file() const { return path_ / "outputs.bin"; }
+
+ private:
+  fs::path path_;
+};
+
+// What every trial shares: the inputs to randomise, the typed spans, the regions written.
+struct Trials {
+  const format::Footprint& f;
+  uint64_t trials = 0, seed = 0;
   std::vector<FuzzInput> inputs;
   std::vector<TypedSpan> typed;
   std::vector<size_t> outputs;  // regions the kernel writes
-  {
-    Session s(captured);
-    const auto& m = s.capture().manifest;
-    typed = signature_spans(m, s.capture().read(m.params_file, "parameter bytes"));
-    inputs = fuzz_inputs(f, m, typed);
-    for (const auto& in : inputs) rep.input_bytes += in.end - in.begin;
-    rep.inputs = inputs.size();
-    for (size_t i = 0; i < f.regions.size(); ++i)
-      if (f.regions[i].written_bytes()) outputs.push_back(i);
-    const PoisonPlan plan = plan_poison(f, m);
-    uint64_t trial = 0;
-    s.set_restore_filter([&](size_t i, uint64_t off, uint8_t* d, uint64_t n) {
-      apply_poison(plan, i, off, d, n, 0xA5);
-      apply_fuzz(inputs, f.regions[i], seed, trial, i, off, d, n);
-    });
-    format::BlobWriter out(tmp);
-    auto* buf = static_cast<uint8_t*>(s.staging(0));
-    for (trial = 0; trial < trials; ++trial) {
-      s.restore();
-      s.launch();
-      for (size_t i : outputs)
-        for (uint64_t off = 0; off < m.regions[i].size;) {
-          const uint64_t n = std::min(s.staging_bytes(), m.regions[i].size - off);
-          KC_CU(cuMemcpyDtoH(buf, s.address(i) + off, n));
-          out.write(buf, n);
-          off += n;
-        }
-    }
-    out.close();
-  }
-  Session v(variant);
-  const auto& m = v.capture().manifest;
-  const PoisonPlan plan = plan_poison(f, m);
-  CompareSpec spec{.source = "fuzz"};
-  spec.spans = typed;  // every typed span with its dtype's default tolerance
+};
+
+Trials plan_trials(const Session& s, const format::Footprint& f, uint64_t trials, uint64_t seed, FuzzReport& rep) {
+  Trials t{f, trials, seed, {}, {}, {}};
+  const auto& m = s.capture().manifest;
+  t.typed = signature_spans(m, s.capture().read(m.params_file, "parameter bytes"));
+  t.inputs = fuzz_inputs(f, m, t.typed);
+  for (const auto& in : t.inputs) rep.input_bytes += in.end - in.begin;
+  rep.inputs = t.inputs.size();
+  for (size_t i = 0; i < f.regions.size(); ++i)
+    if (f.regions[i].written_bytes()) t.outputs.push_back(i);
+  return t;
+}
+
+// Every trial of the image `s` launches: restore with `poison` in the write-only bytes and
+// the trial's inputs, launch.
+template <typename AfterLaunch>
+void run_trials(Session& s, const Trials& t, uint8_t poison, AfterLaunch&& after) {
+  const PoisonPlan plan = plan_poison(t.f, s.capture().manifest);
   uint64_t trial = 0;
-  v.set_restore_filter([&](size_t i, uint64_t off, uint8_t* d, uint64_t n) {
-    apply_poison(plan, i, off, d, n, 0x5A);  // another poison: outputs must not depend on it
-    apply_fuzz(inputs, f.regions[i], seed, trial, i, off, d, n);
+  s.set_restore_filter([&](size_t i, uint64_t off, uint8_t* d, uint64_t n) {
+    apply_poison(plan, i, off, d, n, poison);
+    apply_fuzz(t.inputs, t.f.regions[i], t.seed, trial, i, off, d, n);
   });
-  format::BlobReader expected_file(tmp);
+  for (trial = 0; trial < t.trials; ++trial) {
+    s.restore();
+    s.launch();
+    after(trial);
+  }
+  s.set_restore_filter({});  // the filter refers to this frame
+}
+
+// The captured image's outputs of every trial, region after region, into `file`.
+void record_captured(Session& s, const Trials& t, const fs::path& file) {
+  const auto& m = s.capture().manifest;
+  format::BlobWriter out(file);
+  auto* buf = static_cast<uint8_t*>(s.staging(0));
+  run_trials(s, t, 0xA5, [&](uint64_t) {
+    for (size_t i : t.outputs)
+      for (uint64_t off = 0; off < m.regions[i].size;) {
+        const uint64_t n = std::min(s.staging_bytes(), m.regions[i].size - off);
+        KC_CU(cuMemcpyDtoH(buf, s.address(i) + off, n));
+        out.write(buf, n);
+        off += n;
+      }
+  });
+  out.close();
+}
+
+// The variant's outputs of every trial against the captured image's, within tolerance.
+void check_variant(Session& v, const Trials& t, const fs::path& file, FuzzReport& rep) {
+  const auto& m = v.capture().manifest;
+  CompareSpec spec{.source = "fuzz"};
+  spec.spans = t.typed;  // every typed span with its dtype's default tolerance
+  format::BlobReader expected_file(file);
   auto* expected = static_cast<uint8_t*>(v.staging(0));
   auto* actual = static_cast<uint8_t*>(v.staging(1));
   uint64_t file_off = 0;
-  for (trial = 0; trial < trials; ++trial) {
-    v.restore();
-    v.launch();
+  // Another poison than the captured image's: outputs must not depend on it.
+  run_trials(v, t, 0x5A, [&](uint64_t trial) {
     bool failed = false;
-    for (size_t i : outputs) {
+    for (size_t i : t.outputs) {
       const auto& r = m.regions[i];
       for (const Piece& p : pieces_of(r, spec)) {
         compare::Comparator cmp(p.dtype, p.tol);
@@ -231,15 +254,61 @@ FuzzReport fuzz(const Options& captured, const Options& variant, const format::F
         const auto& res = cmp.result();
         if (!res.pass() && !failed) {
           failed = true;
-          FuzzTrialResult t{trial, false, r.id, std::nullopt, compare::summary(res)};
-          if (res.first_bad_offset) t.first_bad_offset = *res.first_bad_offset + p.begin;
-          rep.failures.push_back(t);
+          FuzzTrialResult ft{trial, false, r.id, std::nullopt, compare::summary(res)};
+          if (res.first_bad_offset) ft.first_bad_offset = *res.first_bad_offset + p.begin;
+          rep.failures.push_back(ft);
         }
       }
       file_off += r.size;
     }
-    log::info("fuzz trial {} of {}: {}", trial + 1, trials, failed ? "FAIL" : "ok");
+    log::info("fuzz trial {} of {}: {}", trial + 1, t.trials, failed ? "FAIL" : "ok");
+  });
+}
+
+}  // namespace
+
+FuzzReport fuzz(const Options& captured, const Options& variant, const format::Footprint& f, uint64_t trials,
+                uint64_t seed) {
+  FuzzReport rep;
+  rep.seed = seed;
+  rep.trials = trials;
+  TempDir tmp;
+  std::optional<Trials> t;
+  {
+    Session s(captured);
+    t.emplace(plan_trials(s, f, trials, seed, rep));
+    record_captured(s, *t, tmp.file());
   }
+  Session v(variant);
+  check_variant(v, *t, tmp.file(), rep);
+  return rep;
+}
+
+FuzzReport fuzz_in_session(Session& s, const format::Footprint& f, uint64_t trials, uint64_t seed) {
+  FuzzReport rep;
+  rep.seed = seed;
+  rep.trials = trials;
+  TempDir tmp;
+  const Session::Which was = s.active();
+  const Session::RestoreFilter filter = s.restore_filter();
+  // Whatever happens, the session runs its image again with its own restore filter.
+  struct Back {
+    Session& s;
+    Session::Which was;
+    const Session::RestoreFilter& filter;
+    ~Back() {
+      s.set_restore_filter(filter);
+      try {
+        s.use(was);
+      } catch (...) {  // both images were loaded already: use() loads nothing here
+      }
+    }
+  } back{s, was, filter};
+  const Trials t = plan_trials(s, f, trials, seed, rep);
+  s.use(Session::Which::Captured);
+  record_captured(s, t, tmp.file());
+  s.use(was);
+  check_variant(s, t, tmp.file(), rep);
   return rep;
 }
 

@@ -60,5 +60,9 @@ struct FuzzReport {
 // kept in a temporary file beside the capture, never whole in RAM.
 FuzzReport fuzz(const Options& captured, const Options& variant, const format::Footprint& f, uint64_t trials,
                 uint64_t seed);
+// The same trials in one open session: the captured image, then the image the session runs
+// now (the captured one again when no variant is active). Leaves the session running that
+// image with its own restore filter, its memory as the last trial left it (restore next).
+FuzzReport fuzz_in_session(Session& s, const format::Footprint& f, uint64_t trials, uint64_t seed);
 
 }  // namespace kerncap::replay

@@ -13,6 +13,16 @@ void RelocationMap::add(Move m) {
   hi_ = std::max(hi_, m.old_end);
 }
 
+void RelocationMap::drop_globals() {
+  std::erase_if(moves_, [](const Move& m) { return m.global; });
+  lo_ = UINT64_MAX;
+  hi_ = 0;
+  for (const Move& m : moves_) {
+    lo_ = std::min(lo_, m.old_begin);
+    hi_ = std::max(hi_, m.old_end);
+  }
+}
+
 uint64_t RelocationMap::translate(uint64_t a) const {
   if (a < lo_ || a >= hi_) return a;
   auto it = std::upper_bound(moves_.begin(), moves_.end(), a, [](uint64_t v, const Move& m) { return v < m.old_begin; });

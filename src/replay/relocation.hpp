@@ -17,6 +17,9 @@ struct Move {
 class RelocationMap {
  public:
   void add(Move m);
+  // Forgets the module globals' moves (a session that loads another image binds its globals
+  // anew); collisions stay.
+  void drop_globals();
   bool empty() const { return moves_.empty(); }
   const std::vector<Move>& moves() const { return moves_; }
   // The new address of `a`, or `a` itself when it is in no moved span.

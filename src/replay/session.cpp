@@ -106,38 +106,15 @@ void Session::open(const Options& options) {
   KC_CU(cuEventCreate(&ev_stop_, CU_EVENT_DEFAULT));
 
   // 3. The code, its globals (the driver picks their addresses: they always move).
-  load_module(options);
-  // A variant recompiled from an edited copy names internal-linkage globals differently
-  // (global_match.hpp): bind them by normalised name. Only the globals the kernel's code
-  // reaches must be found; one the variant lacks that the kernel never used gets scratch
-  // memory, so restore and compare treat it as before.
-  std::vector<std::optional<std::string>> bound;
-  for (const auto& r : m.regions)
-    if (r.kind == MemKind::Global) bound.emplace_back(r.global);
-  if (options.cubin) bound = bind_variant_globals(*options.cubin);
-  for (size_t i = 0, g = 0; i < m.regions.size(); ++i) {
-    const format::Region& r = m.regions[i];
-    if (r.kind != MemKind::Global) continue;
-    const std::optional<std::string>& name = bound[g++];
-    CUdeviceptr addr = 0;
-    size_t size = r.size;
-    if (!name) {
-      log::info("{} has no module global '{}' (not even under another translation unit's prefix) and the "
-                "captured kernel does not use it; its captured bytes are restored to scratch memory",
-                image_desc_, r.global);
-      KC_CU(cuMemAlloc(&addr, r.size));
-      scratch_.push_back(addr);
-    } else if (KC_CU_TRY(cuModuleGetGlobal(&addr, &size, module_, name->c_str())) != CUDA_SUCCESS) {
-      input_error(fmt::format("{} has no module global '{}' that the captured kernel's module had; a variant "
-                              "must keep the module's __device__/__constant__ variables",
-                              image_desc_, *name));
-    }
-    if (size != r.size)
-      input_error(fmt::format("module global '{}' has {} bytes in {} but {} in the capture", name.value_or(r.global), size,
-                              image_desc_, r.size));
-    addresses_[i] = addr;
-    space_->relocations().add({r.base, r.base + r.size, addr, true});
+  if (options.cubin) {
+    if (!fs::exists(*options.cubin)) usage_error(fmt::format("--cubin {}: no such file", options.cubin->string()));
+    variant_ = load_image(format::read_file(*options.cubin), options.cubin->string(), true);
+    active_ = variant_.get();
+  } else {
+    captured_ = load_image(capture_.read_image(), "the captured image", false);  // hash-checked, always
+    active_ = captured_.get();
   }
+  activate(*active_);
 
   // 4. Parameters, with pointers into moved spans rewritten.
   params_ = capture_.read(m.params_file, "parameter bytes");
@@ -179,64 +156,149 @@ void Session::release() noexcept {
   if (ev_start_) release(d.cuEventDestroy(ev_start_), "cuEventDestroy");
   if (ev_stop_) release(d.cuEventDestroy(ev_stop_), "cuEventDestroy");
   if (stream_) release(d.cuStreamDestroy(stream_), "cuStreamDestroy");
-  if (module_) release(d.cuModuleUnload(module_), "cuModuleUnload");
-  for (CUdeviceptr p : scratch_) release(d.cuMemFree(p), "cuMemFree");
-  scratch_.clear();
+  active_ = nullptr;
+  free_image(variant_);
+  free_image(captured_);
   if (staging_a_) release(d.cuMemFreeHost(staging_a_), "cuMemFreeHost");
   if (staging_b_) release(d.cuMemFreeHost(staging_b_), "cuMemFreeHost");
   space_.reset();
   if (ctx_) release(d.cuDevicePrimaryCtxRelease(dev_), "cuDevicePrimaryCtxRelease");
   ev_start_ = ev_stop_ = nullptr;
   stream_ = nullptr;
-  module_ = nullptr;
   staging_a_ = staging_b_ = nullptr;
   ctx_ = nullptr;
 }
 
-void Session::load_module(const Options& options) {
-  const format::Manifest& m = capture_.manifest;
-  std::vector<uint8_t> image;
-  if (options.cubin) {
-    if (!fs::exists(*options.cubin)) usage_error(fmt::format("--cubin {}: no such file", options.cubin->string()));
-    image = format::read_file(*options.cubin);
-    image_desc_ = options.cubin->string();
-  } else {
-    image = capture_.read_image();  // checked against the capture's hash, always
-    image_desc_ = "the captured image";
-  }
-  if (cubin::detect_kind(image) == cubin::ImageKind::Ptx) image.push_back(0);  // PTX text must be NUL-terminated
-  CUresult r = KC_CU_TRY(cuModuleLoadData(&module_, image.data()));
-  if (r != CUDA_SUCCESS)
-    device_error(cu_error_text(r, fmt::format("cuModuleLoadData({})", image_desc_).c_str(), __FILE__, __LINE__) +
-                 (options.cubin ? "; was it built for this GPU's architecture?" : ""));
-  r = KC_CU_TRY(cuModuleGetFunction(&function_, module_, m.mangled_name.c_str()));
-  if (r != CUDA_SUCCESS) {
-    std::string names;
-    try {
-      for (const auto& n : cubin::kernel_names(image)) names += "\n  " + n;
-    } catch (...) {
-    }
-    input_error(fmt::format("{} does not contain the captured kernel {}{}", image_desc_, m.mangled_name,
-                            names.empty() ? "" : "; it has:" + names));
-  }
-  if (options.cubin) check_variant_layout(*options.cubin);
-  for (const auto& fa : m.func_attrs)
-    if (settable_func_attr(fa.id))
-      KC_CU(cuFuncSetAttribute(function_, static_cast<CUfunction_attribute>(fa.id), fa.value));
-  if (m.shared_mem_bytes > 48 * 1024)
-    KC_CU(cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                             static_cast<int>(m.shared_mem_bytes)));
+void Session::free_image(std::unique_ptr<Image>& image) noexcept {
+  if (!image) return;
+  const Driver& d = driver();
+  auto release = [](CUresult r, const char* what) {
+    if (r != CUDA_SUCCESS) log::warn("{}", cu_error_text(r, what, __FILE__, __LINE__));
+  };
+  if (image->module) release(d.cuModuleUnload(image->module), "cuModuleUnload");
+  for (CUdeviceptr p : image->scratch) release(d.cuMemFree(p), "cuMemFree");
+  image.reset();
 }
 
-std::vector<std::optional<std::string>> Session::bind_variant_globals(const fs::path& cubin) {
+std::unique_ptr<Session::Image> Session::load_image(std::vector<uint8_t> bytes, const std::string& desc, bool variant) {
+  const format::Manifest& m = capture_.manifest;
+  auto img = std::make_unique<Image>();
+  img->desc = desc;
+  img->hash = image_hash(bytes);
+  // A variant recompiled from an edited copy names internal-linkage globals differently
+  // (global_match.hpp): bind them by normalised name. Only the globals the kernel's code
+  // reaches must be found; one the variant lacks that the kernel never used gets scratch
+  // memory, so restore and compare treat it as before. All of this is host work: a variant
+  // is refused before it reaches the driver where that is possible.
+  std::vector<std::optional<std::string>> bound;
+  if (variant) {
+    check_holds_kernel(bytes, desc, m.mangled_name);
+    bound = bind_variant_globals(bytes, desc);
+  } else {
+    for (const auto& r : m.regions)
+      if (r.kind == MemKind::Global) bound.emplace_back(r.global);
+  }
+  const bool ptx = cubin::detect_kind(bytes) == cubin::ImageKind::Ptx;
+  if (ptx) bytes.push_back(0);  // PTX text must be NUL-terminated
+  // Whatever this loads is given back when a later step refuses the image.
+  struct Guard {
+    Session& s;
+    std::unique_ptr<Image>& img;
+    ~Guard() { s.free_image(img); }
+  } guard{*this, img};
+  CUresult r = KC_CU_TRY(cuModuleLoadData(&img->module, bytes.data()));
+  if (r != CUDA_SUCCESS)
+    device_error(cu_error_text(r, fmt::format("cuModuleLoadData({})", desc).c_str(), __FILE__, __LINE__) +
+                 (variant ? "; was it built for this GPU's architecture?" : ""));
+  r = KC_CU_TRY(cuModuleGetFunction(&img->function, img->module, m.mangled_name.c_str()));
+  if (r != CUDA_SUCCESS) {
+    if (ptx) bytes.pop_back();
+    input_error(missing_kernel_message(bytes, desc, m.mangled_name));
+  }
+  if (variant) check_variant_layout(img->function, desc);
+  for (const auto& fa : m.func_attrs)
+    if (settable_func_attr(fa.id))
+      KC_CU(cuFuncSetAttribute(img->function, static_cast<CUfunction_attribute>(fa.id), fa.value));
+  if (m.shared_mem_bytes > 48 * 1024)
+    KC_CU(cuFuncSetAttribute(img->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             static_cast<int>(m.shared_mem_bytes)));
+  for (size_t i = 0, g = 0; i < m.regions.size(); ++i) {
+    const format::Region& reg = m.regions[i];
+    if (reg.kind != MemKind::Global) continue;
+    const std::optional<std::string>& name = bound[g++];
+    CUdeviceptr addr = 0;
+    size_t size = reg.size;
+    if (!name) {
+      log::info("{} has no module global '{}' (not even under another translation unit's prefix) and the "
+                "captured kernel does not use it; its captured bytes are restored to scratch memory",
+                desc, reg.global);
+      KC_CU(cuMemAlloc(&addr, reg.size));
+      img->scratch.push_back(addr);
+    } else if (KC_CU_TRY(cuModuleGetGlobal(&addr, &size, img->module, name->c_str())) != CUDA_SUCCESS) {
+      input_error(fmt::format("{} has no module global '{}' that the captured kernel's module had; a variant "
+                              "must keep the module's __device__/__constant__ variables",
+                              desc, *name));
+    }
+    if (size != reg.size)
+      input_error(fmt::format("module global '{}' has {} bytes in {} but {} in the capture", name.value_or(reg.global),
+                              size, desc, reg.size));
+    img->globals.push_back(addr);
+  }
+  std::unique_ptr<Image> out = std::move(img);  // the guard now holds nothing
+  return out;
+}
+
+void Session::activate(Image& image) {
+  const format::Manifest& m = capture_.manifest;
+  RelocationMap& reloc = space_->relocations();
+  reloc.drop_globals();
+  for (size_t i = 0, g = 0; i < m.regions.size(); ++i) {
+    const format::Region& r = m.regions[i];
+    if (r.kind != MemKind::Global) continue;
+    addresses_[i] = image.globals.at(g++);
+    reloc.add({r.base, r.base + r.size, addresses_[i], true});
+  }
+  active_ = &image;
+}
+
+bool Session::load_variant(const VariantImage& image) {
+  std::unique_ptr<Image> loaded = load_image(image.bytes, image.desc, true);  // throws: nothing changed
+  const bool was_active = variant_ && active_ == variant_.get();
+  if (was_active) active_ = nullptr;
+  free_image(variant_);
+  variant_ = std::move(loaded);
+  if (!was_active) return false;
+  activate(*variant_);
+  return !variant_->globals.empty();
+}
+
+bool Session::use(Which which) {
+  if (which == Which::Variant && !variant_) usage_error("no variant image is loaded into the session");
+  if (which == Which::Captured && !captured_) captured_ = load_image(capture_.read_image(), "the captured image", false);
+  Image& next = which == Which::Variant ? *variant_ : *captured_;
+  if (&next == active_) return false;
+  activate(next);
+  // Each image has its own globals, holding its initial values or an earlier launch's.
+  return !next.globals.empty();
+}
+
+bool Session::unload_variant() {
+  if (!variant_) return false;
+  const bool moved = use(Which::Captured);
+  free_image(variant_);
+  return moved;
+}
+
+std::vector<std::optional<std::string>> Session::bind_variant_globals(std::span<const uint8_t> variant_bytes,
+                                                                     const std::string& desc) {
   const format::Manifest& m = capture_.manifest;
   const int sm = m.cc_major * 10 + m.cc_minor;
-  const std::vector<uint8_t> variant_bytes = format::read_file(cubin);
   const cubin::Image variant = cubin::parse_image(variant_bytes, sm);
   std::vector<ModuleGlobal> captured;
   for (const auto& r : m.regions)
     if (r.kind == MemKind::Global) captured.push_back({r.global, r.size, true});
-  if (variant.code_kind != cubin::ImageKind::Cubin) {  // PTX lists no globals: names stay as captured
+  if (variant.code_kind != cubin::ImageKind::Cubin || captured.empty()) {
+    // PTX lists no globals (names stay as captured); without captured globals nothing binds.
     std::vector<std::optional<std::string>> same;
     for (const auto& c : captured) same.emplace_back(c.name);
     return same;
@@ -251,21 +313,21 @@ std::vector<std::optional<std::string>> Session::bind_variant_globals(const fs::
   std::vector<ModuleGlobal> in_variant;
   for (const auto& g : variant.globals) in_variant.push_back({g.name, g.size, true});
   mark(in_variant, cubin::globals_used(variant_bytes, m.mangled_name, sm));
-  std::vector<std::optional<std::string>> bound = bind_globals(captured, in_variant, image_desc_);
+  std::vector<std::optional<std::string>> bound = bind_globals(captured, in_variant, desc);
   size_t renamed = 0;
   for (size_t k = 0; k < bound.size(); ++k) renamed += bound[k] && *bound[k] != captured[k].name;
   if (renamed)
     log::info("{} of the module's globals are bound to {}'s by name without the translation-unit prefix", renamed,
-              image_desc_);
+              desc);
   return bound;
 }
 
-void Session::check_variant_layout(const fs::path& cubin) {
+void Session::check_variant_layout(CUfunction function, const std::string& desc) {
   const format::Manifest& m = capture_.manifest;
   std::vector<format::ParamSlot> slots;
   for (size_t i = 0;; ++i) {
     size_t off = 0, size = 0;
-    if (!driver().cuFuncGetParamInfo || driver().cuFuncGetParamInfo(function_, i, &off, &size) != CUDA_SUCCESS) break;
+    if (!driver().cuFuncGetParamInfo || driver().cuFuncGetParamInfo(function, i, &off, &size) != CUDA_SUCCESS) break;
     slots.push_back({static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
   }
   if (slots.empty() || m.params.empty()) return;  // nothing to compare against
@@ -279,7 +341,7 @@ void Session::check_variant_layout(const fs::path& cubin) {
                   [](auto& x, auto& y) { return x.offset == y.offset && x.size == y.size; }))
     input_error(fmt::format("{} changes the kernel's parameter layout (captured: [{}], variant: [{}] as "
                             "size@offset); a variant must keep the signature to replay the captured launch",
-                            cubin.string(), describe(m.params), describe(slots)));
+                            desc, describe(m.params), describe(slots)));
 }
 
 RestoreStats Session::restore() {
@@ -334,6 +396,7 @@ RestoreStats Session::restore() {
   }
   verified_ = true;
   launched_ = false;
+  ++generation_;
   // Parameters: rewrite a fresh copy each time (restore may be called again).
   // (param_ptrs_ point into params_, so its storage must stay where it is.)
   std::vector<uint8_t> fresh = capture_.read(m.params_file, "parameter bytes");
@@ -361,8 +424,9 @@ void Session::enqueue() {
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, params_.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &param_size,
                    CU_LAUNCH_PARAM_END};
   const bool use_extra = m.params.empty() && !params_.empty();
-  KC_CU(cuLaunchKernelEx(&cfg, function_, use_extra ? nullptr : param_ptrs_.data(), use_extra ? extra : nullptr));
+  KC_CU(cuLaunchKernelEx(&cfg, active_->function, use_extra ? nullptr : param_ptrs_.data(), use_extra ? extra : nullptr));
   launched_ = true;
+  ++generation_;
 }
 
 void Session::make_current() const {

@@ -8,12 +8,14 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "format/capture_dir.hpp"
 #include "replay/address_space.hpp"
 #include "replay/device_choice.hpp"
+#include "replay/variant_image.hpp"
 
 namespace kerncap::replay {
 
@@ -63,6 +65,28 @@ class Session {
   using RestoreFilter = std::function<void(size_t index, uint64_t offset, uint8_t* data, uint64_t n)>;
   void set_restore_filter(RestoreFilter f) { filter_ = std::move(f); }
   const RestoreFilter& restore_filter() const { return filter_; }
+  // Which image launches run. The session loads the captured image or Options::cubin when it
+  // opens; the evaluation loop (evaluate.hpp) loads other variants into the open session.
+  enum class Which { Captured, Variant };
+  // Loads `image` as the session's variant in place of one loaded before (which is
+  // unloaded), checked as `--cubin` checks a variant: the captured kernel present, its
+  // parameter layout unchanged, the module globals the kernel uses bound. When it is
+  // refused the session keeps what it had. Launches run it after use(Which::Variant), or
+  // at once when the replaced variant was the one they ran; then the answer is use()'s.
+  bool load_variant(const VariantImage& image);
+  // Unloads the variant; launches run the captured image (loaded now if it was not).
+  // Returns use()'s answer for the captured image.
+  bool unload_variant();
+  bool has_variant() const { return variant_ != nullptr; }
+  uint64_t variant_hash() const { return variant_ ? variant_->hash : 0; }
+  // Launches run `which` from now on (the captured image is loaded on first use). True when
+  // memory must be restored before the next launch: the capture has module globals, and each
+  // image has its own (at other addresses, holding its initial values).
+  bool use(Which which);
+  Which active() const { return active_ == variant_.get() && variant_ ? Which::Variant : Which::Captured; }
+  // Counts restores and launches: a caller that keeps memory state across calls (the
+  // evaluation loop) tells whether anything else touched the memory since.
+  uint64_t generation() const { return generation_; }
   // Launches once and waits; returns the elapsed milliseconds measured with events.
   float launch();
   // Enqueues one launch on stream() without waiting.
@@ -76,7 +100,7 @@ class Session {
   // Makes the session's context current on the calling thread (C ABI calls may come from
   // another thread than the one that opened the session).
   void make_current() const;
-  CUfunction function() const { return function_; }
+  CUfunction function() const { return active_->function; }
   // Where a captured address lives in this replay (relocation applied).
   uint64_t translate(uint64_t captured) const { return space_->relocations().translate(captured); }
   // The parameter buffer the launch passes (pointers into moved ranges rewritten by restore()).
@@ -89,17 +113,31 @@ class Session {
   const RelocationMap& relocations() const { return space_->relocations(); }
   // Replay address of region i (manifest order).
   uint64_t address(size_t i) const { return addresses_.at(i); }
-  std::string image_description() const { return image_desc_; }
+  std::string image_description() const { return active_->desc; }
   void* staging(size_t which) const { return which ? staging_b_ : staging_a_; }
   uint64_t staging_bytes() const { return staging_bytes_; }
 
  private:
+  // One image loaded into the context: its module, the kernel, and where the module globals
+  // of the capture live with it.
+  struct Image {
+    CUmodule module = nullptr;
+    CUfunction function = nullptr;
+    std::string desc;
+    uint64_t hash = 0;
+    std::vector<CUdeviceptr> globals;  // per global region of the capture, in manifest order
+    std::vector<CUdeviceptr> scratch;  // memory for the captured globals the image lacks
+  };
   void open(const Options& options);
   void release() noexcept;
-  void load_module(const Options& options);
-  void check_variant_layout(const std::filesystem::path& cubin);
+  std::unique_ptr<Image> load_image(std::vector<uint8_t> bytes, const std::string& desc, bool variant);
+  void free_image(std::unique_ptr<Image>& image) noexcept;
+  // Makes `image` the one launches run: its globals' addresses and relocations.
+  void activate(Image& image);
+  void check_variant_layout(CUfunction f, const std::string& desc);
   // The variant's global for each captured module global (global_match.hpp), nullopt: scratch.
-  std::vector<std::optional<std::string>> bind_variant_globals(const std::filesystem::path& cubin);
+  std::vector<std::optional<std::string>> bind_variant_globals(std::span<const uint8_t> variant_bytes,
+                                                               const std::string& desc);
 
   Options options_;
   format::Capture capture_;
@@ -107,20 +145,19 @@ class Session {
   DeviceChoice device_;
   CUcontext ctx_ = nullptr;
   std::unique_ptr<AddressSpace> space_;
-  CUmodule module_ = nullptr;
-  CUfunction function_ = nullptr;
+  std::unique_ptr<Image> captured_, variant_;
+  Image* active_ = nullptr;
   CUstream stream_ = nullptr;
   CUevent ev_start_ = nullptr, ev_stop_ = nullptr;
   std::vector<uint64_t> addresses_;
-  std::vector<CUdeviceptr> scratch_;  // module globals a variant lacks (see open())
   std::vector<uint8_t> params_;
   std::vector<void*> param_ptrs_;
   std::vector<CUlaunchAttribute> attrs_;
   uint8_t* staging_a_ = nullptr;
   uint8_t* staging_b_ = nullptr;
   uint64_t staging_bytes_ = 64ull << 20;
-  std::string image_desc_;
   bool verified_ = false;
+  uint64_t generation_ = 0;
   bool launched_ = false;
   RestoreFilter filter_;
 };

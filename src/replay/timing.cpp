@@ -274,16 +274,22 @@ void time_with_events(Session& s, const TimingOptions& o, const LaunchFn& run, c
 
 }  // namespace
 
-Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch) {
+Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch, const StateReset* kept) {
   check(o);
   const LaunchFn run = launch ? launch : [&s](CUstream) { s.enqueue(); };
   Timing t;
   t.options = o;
 
-  std::unique_ptr<StateReset> reset;
+  std::unique_ptr<StateReset> own;
+  const StateReset* reset = nullptr;
   if (o.restore == RestoreMode::Written) {
-    if (s.launched_since_restore()) s.restore();
-    reset = std::make_unique<StateReset>(s);
+    if (kept) {
+      reset = kept;
+    } else {
+      if (s.launched_since_restore()) s.restore();
+      own = std::make_unique<StateReset>(s);
+      reset = own.get();
+    }
     t.reset_bytes = reset->bytes();
     t.reset_ranges = reset->ranges();
     t.reset_staging = to_string(reset->place());

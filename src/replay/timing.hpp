@@ -104,7 +104,10 @@ void check(const TimingOptions& o);
 // With restore "written", the bytes a launch changes are saved when timing starts (the
 // session is restored first if its kernel ran since the last restore; a caller's launch
 // callback should restore before timing) and put back when timing ends.
+// `kept`: with restore "written", a StateReset the caller took and keeps across timings (the
+// evaluation loop); the memory must hold its saved state already. Null: one is taken now.
 using LaunchFn = std::function<void(CUstream)>;
-Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch = {});
+class StateReset;
+Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch = {}, const StateReset* kept = nullptr);
 
 }  // namespace kerncap::replay

@@ -107,6 +107,24 @@ compare::RegionFacts region_facts(Session& session, size_t i, uint64_t written, 
 
 }  // namespace
 
+void note_closure(Verdict& v, const format::Manifest& m) {
+  for (const auto& r : m.regions) {
+    if (!r.omitted) continue;
+    ++v.omitted_regions;
+    for (const auto& a : m.after)
+      if (a.region == r.id) {
+        ++v.closure_gaps;
+        break;
+      }
+  }
+}
+
+std::string fail_line(const std::string& line, const std::string& extra) {
+  const std::string pass_prefix = "Result: PASS (";
+  if (extra.empty() || !line.starts_with(pass_prefix)) return line;
+  return "Result: FAIL (" + extra + "; " + line.substr(pass_prefix.size());
+}
+
 CompareSpec invariant_typing(const CompareSpec& spec, const std::vector<TypedSpan>& signature) {
   CompareSpec out = spec;
   if (spec.dtype != compare::DType::Bytes) return out;  // a forced type covers every byte

@@ -71,6 +71,14 @@ CompareSpec invariant_typing(const CompareSpec& spec, const std::vector<TypedSpa
 // session's pinned staging buffers; then, with `inv`, the invariants over the bytes the
 // application's launch changed (its AFTER runs).
 Verdict compare_with_after(Session& session, const CompareSpec& spec, const InvariantRequest* inv = nullptr);
+// Records in a verdict what the capture's closure left out (omitted regions, and those of
+// them the application's launch changed), so its line says what it cannot prove.
+void note_closure(Verdict& v, const format::Manifest& m);
+
+// A verdict's line turned into a FAIL by what else failed (`extra`: "fuzz trials failed", a
+// speed-up below the one required): "Result: PASS (x)" becomes "Result: FAIL (extra; x)".
+// Unchanged when `extra` is empty or the line fails already.
+std::string fail_line(const std::string& line, const std::string& extra);
 // JSON of an invariant report (inside Verdict::to_json, under "invariants").
 nlohmann::json to_json(const compare::InvariantReport& r);
 

@@ -102,16 +102,7 @@ ValidateReport validate_once_or_twice(const ValidateRequest& request) {
 ValidateReport validate(const ValidateRequest& request) {
   ValidateReport report = validate_once_or_twice(request);
   // What the capture's closure left out, so the verdict can say what it cannot prove.
-  const format::Capture cap = format::open_capture(request.session.capture);
-  for (const auto& r : cap.manifest.regions) {
-    if (!r.omitted) continue;
-    ++report.verdict.omitted_regions;
-    for (const auto& a : cap.manifest.after)
-      if (a.region == r.id) {
-        ++report.verdict.closure_gaps;
-        break;
-      }
-  }
+  note_closure(report.verdict, format::open_capture(request.session.capture).manifest);
   return report;
 }
 

@@ -79,3 +79,34 @@ TEST_F(EngineCApi, BadOptionsAreInputErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+class EngineEvaluate : public kerncap::testing::ScratchDir {};
+
+TEST_F(EngineEvaluate, TheRevisionIsTheHeaders) { EXPECT_EQ(kc_abi_revision(), KC_REPLAY_ABI_REVISION); }
+
+TEST_F(EngineEvaluate, AClosedOrMissingSessionIsAnInputError) {
+  char* text = reinterpret_cast<char*>(0x1);
+  EXPECT_EQ(kc_evaluate(nullptr, nullptr, nullptr, &text), KC_E_INPUT);
+  EXPECT_EQ(text, nullptr);
+  EXPECT_NE(std::string(kc_last_error()).find("no open session"), std::string::npos) << kc_last_error();
+  const uint8_t bytes[4] = {1, 2, 3, 4};
+  EXPECT_EQ(kc_evaluate_image(nullptr, bytes, sizeof bytes, "v", nullptr, &text), KC_E_INPUT);
+  EXPECT_NE(std::string(kc_last_error()).find("no open session"), std::string::npos) << kc_last_error();
+}
+
+TEST_F(EngineEvaluate, BadImageArgumentsAreNamedBeforeTheSession) {
+  char* text = nullptr;
+  EXPECT_EQ(kc_evaluate(nullptr, (out_ / "missing.cubin").c_str(), nullptr, &text), KC_E_INPUT);
+  EXPECT_NE(std::string(kc_last_error()).find("missing.cubin: no such file"), std::string::npos) << kc_last_error();
+  EXPECT_EQ(kc_evaluate_image(nullptr, nullptr, 10, nullptr, nullptr, &text), KC_E_INPUT);
+  EXPECT_NE(std::string(kc_last_error()).find("image must not be NULL"), std::string::npos) << kc_last_error();
+  const uint8_t bytes[1] = {0};
+  EXPECT_EQ(kc_evaluate_image(nullptr, bytes, 0, "my variant", nullptr, &text), KC_E_INPUT);
+  EXPECT_NE(std::string(kc_last_error()).find("my variant is empty"), std::string::npos) << kc_last_error();
+  EXPECT_EQ(kc_evaluate(nullptr, nullptr, nullptr, nullptr), KC_E_INPUT);
+  EXPECT_NE(std::string(kc_last_error()).find("json_out"), std::string::npos) << kc_last_error();
+}
+
+}  // namespace

@@ -38,7 +38,7 @@ TEST(EngineExports, OnlyTheCAbiLeavesTheLibrary) {
   }
   for (const char* f : {"kc_abi_version", "kc_version", "kc_last_error", "kc_free", "kc_capture_info", "kc_open",
                         "kc_close", "kc_restore", "kc_translate", "kc_params", "kc_stream", "kc_launch", "kc_time",
-                        "kc_compare"})
+                        "kc_compare", "kc_abi_revision", "kc_evaluate", "kc_evaluate_image"})
     EXPECT_TRUE(names.count(f)) << f << " is not exported";
 }
 

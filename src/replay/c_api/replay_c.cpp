@@ -18,6 +18,7 @@
 #include "format/capture_dir.hpp"
 #include "format/footprint.hpp"
 #include "replay/compare_spec.hpp"
+#include "replay/evaluate.hpp"
 #include "replay/poison.hpp"
 #include "replay/session.hpp"
 #include "replay/timing.hpp"
@@ -28,6 +29,9 @@ struct kc_session {
   // Strong validation: the capture's footprint says which bytes the launch writes without
   // reading; every restore poisons them (the filter keeps a reference to `poison`).
   std::optional<kerncap::replay::PoisonPlan> poison;
+  // The evaluation loop, made on the first kc_evaluate (refers to both members above, so it
+  // is declared after them and destroyed first).
+  std::unique_ptr<kerncap::replay::Evaluator> evaluator;
 };
 
 namespace {
@@ -91,11 +95,21 @@ void need(const void* p, const char* what) {
   if (!p) kerncap::usage_error(fmt::format("{} must not be NULL", what));
 }
 
+// One evaluation of `image` (null: the captured image) in session `s`.
+void evaluate(kc_session* s, const replay::VariantImage* image, const char* options_json, char** json_out) {
+  auto& session = live(s);
+  json o = parse_options(options_json, "kc_evaluate options");
+  const replay::EvaluateOptions opt = replay::evaluate_options_from_json(o, session.capture().manifest);
+  if (!s->evaluator) s->evaluator = std::make_unique<replay::Evaluator>(session, s->poison ? &*s->poison : nullptr);
+  *json_out = dup(s->evaluator->evaluate(image, opt).to_json().dump());
+}
+
 }  // namespace
 
 extern "C" {
 
 int kc_abi_version(void) { return KC_REPLAY_ABI_VERSION; }
+int kc_abi_revision(void) { return KC_REPLAY_ABI_REVISION; }
 const char* kc_version(void) { return KERNCAP_VERSION; }
 const char* kc_last_error(void) { return t_error.c_str(); }
 void kc_free(char* s) { std::free(s); }
@@ -212,6 +226,29 @@ int kc_compare(kc_session* s, const char* spec_json, char** json_out) {
     replay::Verdict v = replay::compare_with_after(session, spec);
     if (s->poison) replay::mark_strong(v, *s->poison);
     if (json_out) *json_out = dup(v.to_json().dump());
+  });
+}
+
+int kc_evaluate(kc_session* s, const char* image_path, const char* options_json, char** json_out) {
+  return guarded([&] {
+    need(json_out, "json_out");
+    *json_out = nullptr;
+    // The arguments first: a missing file is named whatever state the session is in.
+    std::optional<replay::VariantImage> image;
+    if (image_path) image = replay::read_variant_image(image_path);
+    evaluate(s, image ? &*image : nullptr, options_json, json_out);
+  });
+}
+
+int kc_evaluate_image(kc_session* s, const uint8_t* image, uint64_t size, const char* description,
+                      const char* options_json, char** json_out) {
+  return guarded([&] {
+    need(json_out, "json_out");
+    *json_out = nullptr;
+    need(image, "image");
+    const replay::VariantImage v =
+        replay::variant_image(std::vector<uint8_t>(image, image + size), description ? description : "image bytes");
+    evaluate(s, &v, options_json, json_out);
   });
 }
 

@@ -1,0 +1,58 @@
+#include "replay/variant_image.hpp"
+
+#include <algorithm>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include "common/error.hpp"
+#include "cubin/cubin.hpp"
+#include "format/capture_dir.hpp"
+
+namespace kerncap::replay {
+namespace fs = std::filesystem;
+
+uint64_t image_hash(std::span<const uint8_t> image) { return XXH3_64bits(image.data(), image.size()); }
+
+VariantImage read_variant_image(const fs::path& path) {
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (!fs::exists(st)) input_error(fmt::format("variant image {}: no such file", path.string()));
+  if (!fs::is_regular_file(st))
+    input_error(fmt::format("variant image {}: not a regular file (give a .cubin, .fatbin or .ptx file)", path.string()));
+  return variant_image(format::read_file(path), path.string());
+}
+
+VariantImage variant_image(std::vector<uint8_t> bytes, std::string desc) {
+  if (bytes.empty()) input_error(fmt::format("variant image {} is empty", desc));
+  VariantImage v{std::move(bytes), std::move(desc), 0};
+  v.hash = image_hash(v.bytes);
+  return v;
+}
+
+std::string missing_kernel_message(std::span<const uint8_t> image, const std::string& desc,
+                                   const std::string& mangled) {
+  std::string names;
+  try {
+    for (const auto& n : cubin::kernel_names(image)) names += "\n  " + n;
+  } catch (...) {  // the names are a hint; an image they cannot be read from still gets the message
+  }
+  return fmt::format("{} does not contain the captured kernel {}{}", desc, mangled,
+                     names.empty() ? "" : "; it has:" + names);
+}
+
+void check_holds_kernel(std::span<const uint8_t> image, const std::string& desc, const std::string& mangled) {
+  if (cubin::detect_kind(image) == cubin::ImageKind::Unknown)
+    input_error(fmt::format("{} is not a CUDA code object (a cubin, fatbin or PTX file)", desc));
+  std::vector<std::string> names;
+  try {
+    names = cubin::kernel_names(image);
+  } catch (...) {
+    return;  // unreadable here (an unusual fatbin): cuModuleLoadData and cuModuleGetFunction decide
+  }
+  if (!names.empty() && std::find(names.begin(), names.end(), mangled) == names.end())
+    input_error(missing_kernel_message(image, desc, mangled));
+}
+
+}  // namespace kerncap::replay

@@ -1,0 +1,38 @@
+#pragma once
+// A variant image as the evaluation loop and `--cubin` take it: bytes read from a file or
+// handed over by a caller (an autotuner that compiled them in memory), hashed, and checked on
+// the host before any CUDA call — so a wrong file is refused with a clear message, and the
+// loop can tell an image it already has loaded (or the captured image itself) by its hash.
+// No CUDA here: testable without a GPU.
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace kerncap::replay {
+
+struct VariantImage {
+  std::vector<uint8_t> bytes;
+  std::string desc;   // how messages name it: the path, or the caller's description
+  uint64_t hash = 0;  // XXH3-64 of the bytes, as the manifest's image_hash
+};
+
+// XXH3-64 of an image (the hash the capture records for its own image).
+uint64_t image_hash(std::span<const uint8_t> image);
+
+// The image in file `path`. Error(Input): no such file, not a regular file, empty.
+VariantImage read_variant_image(const std::filesystem::path& path);
+// An image given as bytes; `desc` names it in messages. Error(Input) when empty.
+VariantImage variant_image(std::vector<uint8_t> bytes, std::string desc);
+
+// What to say when `image` (described as `desc`) lacks the captured kernel `mangled`:
+// "... does not contain the captured kernel K; it has: ..." with the kernels it holds.
+std::string missing_kernel_message(std::span<const uint8_t> image, const std::string& desc,
+                                   const std::string& mangled);
+// Refuses, before loading it, an image that is no CUDA code object (cubin, fatbin, PTX) or
+// whose kernel names can be read and do not include `mangled` (Error(Input),
+// missing_kernel_message). An image whose names cannot be read is left to the driver.
+void check_holds_kernel(std::span<const uint8_t> image, const std::string& desc, const std::string& mangled);
+
+}  // namespace kerncap::replay

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# GPU suite for the evaluation loop (engine.Session.evaluate, kc_evaluate): one session, many
+# variant images. Per case: extract a capture, `kerncap footprint` it (strong verdicts, fuzz),
+# then tests/gpu/session_check.py drives the loop in one Python process:
+#   vector_add   200 evaluations of the captured image all PASS (only the written bytes put
+#                back); the captured image given as bytes needs no module load; captured and a
+#                recompiled copy alternately, timed, all PASS at >= 100 evaluations/s; reloads
+#                with keep_loaded=False; the no-op variant FAILs and the next evaluation PASSes;
+#                an image without vectorAdd is refused (exit code 2) and the session goes on;
+#                fuzz: the recompiled copy passes, the clamping variant fails; device memory
+#                (cuMemGetInfo) and host memory flat over the loops
+#   globals      module globals: the captured image and a recompiled copy (its own globals)
+#                alternately, each switch a full restore, all PASS
+#   torch_gemm   a cuBLAS GEMM (when torch with CUDA is there): the captured image, rate shown
+# Then bench/variant_rate.py prints evaluations/s beside a `kerncap validate` process per
+# evaluation. Prints one table row per case and "N passed, N failed". Exit 0 all passed,
+# 1 some failed, 77 skipped (no GPU).
+#
+#   tests/gpu/session_e2e.sh BUILD_DIR
+#
+# Environment: OUT (work files under it), KERNCAP_GPU_CASES (names to run), TORCH_PY
+# (python with CUDA torch, default python3), KERNCAP_GPU_TIMEOUT (per command, default 300 s),
+# SESSION_MIN_RATE (default 100).
+set -u -o pipefail
+
+BUILD=${1:?usage: tests/gpu/session_e2e.sh BUILD_DIR}
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "SKIPPED: no GPU"
+  exit 77
+fi
+BUILD=$(cd "$BUILD" && pwd) || exit 1
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+KC=$BUILD/bin/kerncap
+EX=$BUILD/examples
+PY=${TORCH_PY:-python3}
+TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
+MIN_RATE=${SESSION_MIN_RATE:-100}
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+export KERNCAP_REPLAY_LIB=$BUILD/lib/libkerncap_replay.so
+for f in "$KC" "$KERNCAP_REPLAY_LIB" "$EX/vector_add" "$EX/vector_add.cubin" "$EX/vector_add_noop.cubin"; do
+  [ -e "$f" ] || { echo "missing $f (build first: cmake --build $BUILD)"; exit 1; }
+done
+if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && WORK=$(mktemp -d "$OUT/session-work.XXXXXX"); else WORK=$(mktemp -d); fi
+LOG=$WORK/log.txt
+ROWS=$WORK/rows.md
+: >"$ROWS"
+echo "evaluation loop suite: work in $WORK"
+
+# kc STEP CMD...: runs with a time limit; output in $D/STEP.out/.err; returns the exit code.
+kc() {
+  local step=$1
+  shift
+  printf '\n$ %s\n' "$*" >>"$LOG"
+  timeout "$TIMEOUT" "$@" >"$D/$step.out" 2>"$D/$step.err"
+  local rc=$?
+  tail -n 40 "$D/$step.out" "$D/$step.err" >>"$LOG" 2>/dev/null
+  return $rc
+}
+first_error() { grep -h -m1 -iE 'error|fail|refus' "$D/$1.err" "$D/$1.out" 2>/dev/null | cut -c1-140; }
+info() { "$PY" -c "import json,sys; m=json.load(open('$D/info.json')); print($1)"; }
+wanted() { [ -z "${KERNCAP_GPU_CASES:-}" ] || [[ " $KERNCAP_GPU_CASES " == *" $1 "* ]]; }
+
+pass=0
+fail=0
+row() { printf '| %s |\n' "$*" >>"$ROWS"; }
+verdict() {  # verdict NAME KERNEL PROBLEMS RATES
+  local status=PASS
+  [ -z "$3" ] || status="FAIL: ${3%; }"
+  [ "$status" = PASS ] && pass=$((pass + 1)) || fail=$((fail + 1))
+  row "$1 | $2 | $4 | $status"
+}
+rates() { grep -h '^rate:' "$D/$1.out" | sed 's/^rate: //; s/ evaluations\/s/\/s/' | cut -d'(' -f1 | paste -sd';' | cut -c1-120; }
+
+# capture NAME PATTERN [extract flags] -- APP ARGS: extract and footprint into $D/cap.
+capture() {
+  local name=$1 pattern=$2
+  shift 2
+  D=$WORK/$name
+  mkdir -p "$D"
+  CAP=$D/cap
+  PROBLEMS=""
+  if ! kc extract "$KC" extract "$pattern" -o "$CAP" "$@"; then
+    verdict "$name" "extract failed: $(first_error extract)" "extract" ""
+    return 1
+  fi
+  "$KC" info --json "$CAP" >"$D/info.json" 2>>"$LOG"
+  KNAME=$(info 'm["kernel"]["demangled"][:48]')
+  ARCH=$(info '"sm_{}{}".format(*m["device"]["cc"])')
+  kc footprint "$KC" footprint "$CAP" || echo "  note: no footprint for $name (weak verdicts, no fuzz): $(first_error footprint)"
+}
+
+# check STEP ARGS...: session_check.py on $CAP; failing checks become problems.
+check() {
+  local step=$1 rc
+  shift
+  kc "$step" "$PY" "$HERE/session_check.py" "$CAP" "$@"
+  rc=$?
+  grep -h '^\(PASS\|FAIL\|rate:\)' "$D/$step.out"
+  if [ $rc -ne 0 ]; then
+    local failed
+    failed=$(grep -h '^FAIL' "$D/$step.out" | cut -d: -f1 | cut -c6- | paste -sd, -)
+    PROBLEMS+="$step rc $rc ${failed:-$(first_error "$step")}; "
+  fi
+}
+
+if wanted vector_add && capture vector_add vectorAdd -- "$EX/vector_add" 100000; then
+  # An image that lacks vectorAdd: driver_extra's kernel (a cubin built with the examples).
+  check loop --same "$EX/vector_add.cubin" --wrong "$EX/vector_add_noop.cubin" \
+    --other-kernel "$EX/driver_extra_kernel.cubin" --fuzz-fails "$EX/vector_add_clamp.cubin" -n 200 --min-rate "$MIN_RATE"
+  kc bench "$PY" "$REPO/bench/variant_rate.py" "$CAP" --image "$EX/vector_add.cubin" -n 200 --kerncap "$KC" ||
+    PROBLEMS+="variant_rate.py: $(first_error bench); "
+  sed -n '/^|/p' "$D/bench.out"
+  verdict vector_add "$KNAME" "$PROBLEMS" "$(rates loop)"
+fi
+
+if wanted globals && capture globals polyEval --dispatch 1 -- "$EX/globals"; then
+  # A recompiled copy of the module: its own __constant__/__device__ globals.
+  if timeout "$TIMEOUT" "$NVCC" -cubin -arch="$ARCH" -O3 -I"$REPO/examples" "$REPO/examples/globals.cu" \
+      -o "$D/globals.cubin" 2>>"$LOG"; then
+    check loop --same "$D/globals.cubin" -n 40
+  else
+    PROBLEMS+="nvcc could not build globals.cubin; "
+  fi
+  verdict globals "$KNAME" "$PROBLEMS" "$(rates loop)"
+fi
+
+if wanted torch_gemm; then
+  if "$PY" -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    if capture torch_gemm 'nvjet|gemm|xmma|cutlass' --regex --dispatch 3 -- "$PY" "$HERE/torch_loop.py" gemm 5; then
+      check loop -n 50
+      kc bench "$PY" "$REPO/bench/variant_rate.py" "$CAP" -n 100 --kerncap "$KC" ||
+        PROBLEMS+="variant_rate.py: $(first_error bench); "
+      sed -n '/^|/p' "$D/bench.out"
+      verdict torch_gemm "$KNAME" "$PROBLEMS" "$(rates loop)"
+    fi
+  else
+    row "torch_gemm | skipped: no $PY with CUDA torch | | SKIP"
+  fi
+fi
+
+{
+  echo
+  echo "| case | kernel | evaluations/s | verdict |"
+  echo "| --- | --- | --- | --- |"
+  cat "$ROWS"
+  echo
+  echo "$pass passed, $fail failed"
+} | tee -a "$LOG"
+[ $fail -eq 0 ]
