@@ -38,6 +38,9 @@ fi
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-capture-cost-data.XXXXXX") || exit 1
 trap 'rm -rf "$SCRATCH"' EXIT
 echo "disk: $(df -h "$SCRATCH" | tail -1)"
+# The disk's own write speed (2 GiB, direct I/O), to set the captures' rates against.
+echo "disk write: $(dd if=/dev/zero of="$SCRATCH/dd.bin" bs=64M count=32 oflag=direct 2>&1 | tail -1 | sed 's/.*, //')"
+rm -f "$SCRATCH/dd.bin"
 
 rows=()
 fail=0
