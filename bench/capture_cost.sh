@@ -8,7 +8,12 @@
 # CAPTURE_COST_CASES="torch jax" picks cases.
 # Environment: KERNCAP_PYTHON (python with torch/jax, default python3), CAPTURE_COST_ZEROS_GIB
 # / CAPTURE_COST_RANDOM_GIB (the PyTorch case, default 8 and 4), CAPTURE_COST_JAX_DENSE=1 (also
-# capture the JAX case without the scan: ~60 GiB on disk, off by default), OUT (keeps logs).
+# capture the JAX case without the scan: ~60 GiB on disk, off by default), OUT (keeps logs),
+# CAPTURE_COST_ZSTD_LEVEL (KERNCAP_ZSTD_LEVEL of the captures, default 1; 0: chunks stored raw),
+# CAPTURE_COST_PRUNE=1 (also `kerncap footprint` + `kerncap prune` each default capture, then
+# validate it again: the size after prune and the prune time are printed).
+# Columns: stored = the BEFORE bytes kept (zeros skipped), compressed = the distinct chunks'
+# files (what deduplication and zstd leave), on disk = du of the capture.
 # Exit 0 measured, 1 a case failed, 77 skipped (no GPU).
 set -u -o pipefail
 
@@ -33,6 +38,9 @@ fi
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-capture-cost-data.XXXXXX") || exit 1
 trap 'rm -rf "$SCRATCH"' EXIT
 echo "disk: $(df -h "$SCRATCH" | tail -1)"
+# The disk's own write speed (2 GiB, direct I/O), to set the captures' rates against.
+echo "disk write: $(dd if=/dev/zero of="$SCRATCH/dd.bin" bs=64M count=32 oflag=direct 2>&1 | tail -1 | sed 's/.*, //')"
+rm -f "$SCRATCH/dd.bin"
 
 rows=()
 fail=0
@@ -43,13 +51,13 @@ run() {
   local out=$SCRATCH/$name-$scan-$closure log=$WORK/$name-scan$scan-$closure.log
   local t0 t1
   t0=$(date +%s.%N)
-  KERNCAP_DEVICE_SCAN=$scan timeout 600 "$KC" extract "$pattern" --regex --closure "$closure" -o "$out" -v -- "$@" \
+  KERNCAP_ZSTD_LEVEL=${CAPTURE_COST_ZSTD_LEVEL:-1} KERNCAP_DEVICE_SCAN=$scan timeout 600 "$KC" extract "$pattern" --regex --closure "$closure" -o "$out" -v -- "$@" \
     >"$log" 2>&1
   local rc=$?
   t1=$(date +%s.%N)
   if [ $rc -ne 0 ]; then
     echo "FAIL $name scan=$scan: extract exit $rc (log $log)"; tail -5 "$log"; fail=1
-    rows+=("| $name | $scan | $closure | extract failed | | | | | |"); return
+    rows+=("| $name | $scan | $closure | extract failed | | | | | | | | |"); return
   fi
   local info secs before stored after disk verdict
   info=$("$KC" info "$out" --json 2>>"$log")
@@ -57,14 +65,41 @@ run() {
   before=$(echo "$info" | "$PY" -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["stats"]["before_bytes"]/2**30))')
   after=$(echo "$info" | "$PY" -c 'import json,sys; print("%.1f" % (json.load(sys.stdin)["stats"]["after_bytes"]/2**20))')
   disk=$(du -sb "$out" | awk '{printf "%.3f", $1/2^30}')
+  # Stored vs compressed: the chunks the manifest references, and the distinct ones' files.
+  local chunks stored_gib comp_gib
+  chunks=$(echo "$info" | "$PY" -c '
+import json, sys
+m = json.load(sys.stdin)
+seen, stored, comp = set(), 0, 0
+for r in m["regions"]:
+    for h, size, z in r.get("chunks", []):
+        stored += size
+        if h not in seen:
+            seen.add(h); comp += z
+print("%.3f %.3f" % (stored / 2**30, comp / 2**30))')
+  read -r stored_gib comp_gib <<<"$chunks"
   "$KC" validate "$out" >>"$log" 2>&1
   verdict=$(grep -E '^Result:' "$log" | tail -1 | cut -c1-60)
   case "$verdict" in Result:\ PASS*) ;; *) echo "FAIL $name scan=$scan: validate: $verdict"; fail=1 ;; esac
   local wall
   wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
-  rows+=("| $name | $scan | $closure | $secs | $wall | $before | $disk | $after | ${verdict#Result: } |")
-  echo "$name scan=$scan closure=$closure: capture ${secs}s, BEFORE ${before} GiB, on disk ${disk} GiB; $verdict"
-  grep -E 'device scan:|closure:|snapshot BEFORE:' "$log" | sed 's/^/    /' 
+  local pruned="" prune_s=""
+  if [ "${CAPTURE_COST_PRUNE:-0}" = 1 ] && [ "$scan$closure" = 1reachable ]; then
+    local p0 p1
+    "$KC" footprint "$out" -q >>"$log" 2>&1
+    p0=$(date +%s.%N)
+    "$KC" prune "$out" >>"$log" 2>&1 || { echo "FAIL $name: prune failed (log $log)"; fail=1; }
+    p1=$(date +%s.%N)
+    prune_s=$(awk -v a="$p0" -v b="$p1" 'BEGIN { printf "%.1f", b - a }')
+    pruned=$(du -sb "$out" | awk '{printf "%.3f", $1/2^30}')
+    "$KC" validate "$out" >>"$log" 2>&1
+    local pv
+    pv=$(grep -E '^Result:' "$log" | tail -1 | cut -c1-60)
+    case "$pv" in Result:\ PASS*) ;; *) echo "FAIL $name: validate after prune: $pv"; fail=1 ;; esac
+  fi
+  rows+=("| $name | $scan | $closure | $secs | $wall | $before | $stored_gib | $comp_gib | $disk | $after | $pruned | $prune_s | ${verdict#Result: } |")
+  echo "$name scan=$scan closure=$closure: capture ${secs}s, BEFORE ${before} GiB, stored ${stored_gib} GiB, compressed ${comp_gib} GiB, on disk ${disk} GiB${pruned:+, after prune ${pruned} GiB}; $verdict"
+  grep -E 'device scan:|closure:|snapshot BEFORE:|chunks:' "$log" | sed 's/^/    /' 
   rm -rf "$out"
 }
 
@@ -90,7 +125,7 @@ else
 fi
 
 echo
-echo "| case | device scan | closure | capture s | extract wall s | BEFORE GiB | on disk GiB | AFTER MiB | validate |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| case | device scan | closure | capture s | extract wall s | BEFORE GiB | stored GiB | compressed GiB | on disk GiB | AFTER MiB | after prune GiB | prune s | validate |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 exit $fail

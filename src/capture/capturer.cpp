@@ -120,6 +120,7 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
   auto p = std::make_unique<Pending>();
   p->start = std::chrono::steady_clock::now();
   p->writer = std::make_unique<format::CaptureWriter>(config_.output, ::getpid());
+  p->writer->set_chunk_store(config_.store, config_.zstd_level);
   format::Manifest& m = p->manifest;
   m.tool_version = KERNCAP_VERSION;
   m.config = config_.to_json();
@@ -179,7 +180,7 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
   uint32_t id = 0;
   for (const auto& r : coalesce(inventory_.tracker.live(), static_cast<int>(MemKind::Vmm))) {
     RegionState st;
-    st.region = {id, static_cast<MemKind>(r.kind), r.base, r.size, format::CaptureWriter::region_file(id), 0, ""};
+    st.region = {id, static_cast<MemKind>(r.kind), r.base, r.size, std::string(), 0, ""};
     st.address = r.base;
     p->regions.push_back(std::move(st));
     ++id;
@@ -191,7 +192,7 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
       // A global the image lists but the driver does not know (optimised out) is no error.
       if (KC_CU_TRY(cuModuleGetGlobal(&addr, &size, fn.module, g.name.c_str())) != CUDA_SUCCESS || size == 0) continue;
       RegionState st;
-      st.region = {id, MemKind::Global, addr, size, format::CaptureWriter::region_file(id), 0, g.name};
+      st.region = {id, MemKind::Global, addr, size, std::string(), 0, g.name};
       st.address = addr;
       p->regions.push_back(std::move(st));
       ++id;
@@ -242,14 +243,15 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
               std::chrono::duration<double>(std::chrono::steady_clock::now() - scan_start).count());
   log::info("snapshot BEFORE: {} regions, {} ({} to store: the rest is zeros or omitted)", p->regions.size(),
             human_bytes(total), human_bytes(to_store));
-  check_disk_space(p->writer->dir(), to_store);
+  // Before compression: the most the chunks can take (a shared store may already hold some).
+  check_disk_space(p->writer->chunks().dir(), to_store);
   Progress progress("snapshot BEFORE", total, config_.verbose >= 1);
   for (size_t i = 0; i < p->regions.size(); ++i) {
     RegionState& st = p->regions[i];
     if (st.scanned)
-      snapshot_before_sparse(*p->stager, st, stored[i], p->writer->dir(), progress);  // none when omitted
+      snapshot_before_sparse(*p->stager, st, stored[i], p->writer->chunks(), progress);  // none when omitted
     else
-      snapshot_before(*p->stager, st, p->writer->dir(), config_.chunk_bytes, progress);
+      snapshot_before(*p->stager, st, p->writer->chunks(), config_.chunk_bytes, progress);
   }
   progress.done();
   for (const auto& st : p->regions) m.regions.push_back(st.region);
@@ -332,9 +334,19 @@ void Capturer::finish_capture(const CUpti_CallbackData* cb) {
     progress.done();
     m.after_bytes = 0;
     for (const auto& r : m.after) m.after_bytes += r.size;
-    m.capture_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - p->start).count();
     p->stager.reset();
     p->scanner.reset();
+    // BEFORE's chunks were compressed and written while the launch and AFTER ran.
+    std::vector<std::vector<size_t>> tickets;
+    for (const auto& st : p->regions) tickets.push_back(st.tickets);
+    const auto chunk_start = std::chrono::steady_clock::now();
+    const format::ChunkStats cs = p->writer->finish_chunks(m, tickets);
+    log::info("chunks: {} stored in {} chunks, {} distinct: {} in files ({} newly written{}; {} kept uncompressed); "
+              "waited {:.2f} s for them",
+              human_bytes(cs.bytes), cs.chunks, cs.unique, human_bytes(cs.file_bytes), cs.written,
+              config_.store.empty() ? "" : " to the shared store", cs.raw,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - chunk_start).count());
+    m.capture_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - p->start).count();
     const fs::path final_dir = p->writer->publish(m);
     log::info("captured {} -> {} (BEFORE {}, AFTER {} in {} runs, {:.2f} s)", m.demangled_name, final_dir.string(),
               human_bytes(m.before_bytes), human_bytes(m.after_bytes), m.after.size(), m.capture_seconds);

@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "common/log.hpp"
+#include "format/chunk_store.hpp"
 
 namespace kerncap::capture {
 
@@ -69,35 +70,35 @@ void check_disk_space(const std::filesystem::path& dir, uint64_t bytes) {
                              human_bytes(bytes), dir.string(), human_bytes(free_bytes)));
 }
 
-void snapshot_before(Stager& stager, RegionState& st, const std::filesystem::path& dir, uint32_t chunk,
+void snapshot_before(Stager& stager, RegionState& st, format::ChunkWriter& chunks, uint32_t chunk,
                      Progress& progress) {
-  format::BlobWriter out(dir / st.region.file);
+  format::RegionChunker out(chunks);
   XXH64_state_t* whole = XXH64_createState();
   XXH64_reset(whole, 0);
   st.hashes.clear();
   st.hashes.reserve((st.region.size + chunk - 1) / chunk);
   // Staging pieces are multiples of the chunk size, so chunks never straddle pieces.
-  stager.read(st.address, st.region.size, st.region.kind, [&](const uint8_t* data, uint64_t n, uint64_t) {
-    out.write(data, n);
+  stager.read(st.address, st.region.size, st.region.kind, [&](const uint8_t* data, uint64_t n, uint64_t off) {
+    out.add(off, data, n);
     XXH64_update(whole, data, n);
     for (uint64_t c = 0; c < n; c += chunk) st.hashes.push_back(XXH3_64bits(data + c, std::min<uint64_t>(chunk, n - c)));
     progress.add(n);
   });
   st.region.xxh64 = XXH64_digest(whole);
   XXH64_freeState(whole);
-  out.close();
+  st.tickets = out.finish();
 }
 
 void snapshot_before_sparse(Stager& stager, RegionState& st, const std::vector<ByteRun>& runs,
-                            const std::filesystem::path& dir, Progress& progress) {
-  format::BlobWriter out(dir / st.region.file);
+                            format::ChunkWriter& chunks, Progress& progress) {
+  format::RegionChunker out(chunks);
   XXH64_state_t* whole = XXH64_createState();
   XXH64_reset(whole, 0);
   st.region.stored.emplace();
   uint64_t stored = 0;
   for (const auto& r : runs) {
-    stager.read(st.address + r.offset, r.size, st.region.kind, [&](const uint8_t* data, uint64_t n, uint64_t) {
-      out.write(data, n);
+    stager.read(st.address + r.offset, r.size, st.region.kind, [&](const uint8_t* data, uint64_t n, uint64_t off) {
+      out.add(r.offset + off, data, n);
       XXH64_update(whole, data, n);
     });
     st.region.stored->push_back({r.offset, r.size});
@@ -106,7 +107,7 @@ void snapshot_before_sparse(Stager& stager, RegionState& st, const std::vector<B
   progress.add(st.region.size);
   st.region.xxh64 = XXH64_digest(whole);
   XXH64_freeState(whole);
-  out.close();
+  st.tickets = out.finish();
   log::debug("region {}: {} of {} stored in {} runs (the rest is zeros)", st.region.id, human_bytes(stored),
              human_bytes(st.region.size), runs.size());
 }

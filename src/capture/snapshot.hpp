@@ -11,6 +11,7 @@
 
 #include "capture/chunk_runs.hpp"
 #include "format/capture_dir.hpp"
+#include "format/chunk_store.hpp"
 #include "format/manifest.hpp"
 
 namespace kerncap::capture {
@@ -49,19 +50,21 @@ struct RegionState {
   uint64_t address = 0;          // where to read it now (== region.base except globals)
   std::vector<uint64_t> hashes;  // one per chunk, from BEFORE (device signatures when scanned)
   bool scanned = false;          // hashes are the device scan's (GpuScanner), BEFORE is sparse
+  std::vector<size_t> tickets;   // BEFORE's chunks (format::ChunkWriter), in order
 };
 
 // Refuses (device_error) when `dir`'s file system has less free space than `bytes` and a
 // margin: better a clear message before the snapshot than a full disk half-way through it.
 void check_disk_space(const std::filesystem::path& dir, uint64_t bytes);
 
-// BEFORE: writes the region to `dir/region.file`, records chunk hashes and the blob hash.
-void snapshot_before(Stager& stager, RegionState& st, const std::filesystem::path& dir, uint32_t chunk,
+// BEFORE: hands the whole region to `chunks` (st.tickets), records the change-detection
+// hashes and the hash of the stored bytes.
+void snapshot_before(Stager& stager, RegionState& st, format::ChunkWriter& chunks, uint32_t chunk,
                      Progress& progress);
 // BEFORE of a scanned region: stores only `runs` (its non-zero parts, chunk_runs.hpp) and
-// records them in region.stored; region.xxh64 is the hash of the file.
+// records them in region.stored; region.xxh64 is the hash of the stored bytes.
 void snapshot_before_sparse(Stager& stager, RegionState& st, const std::vector<ByteRun>& runs,
-                            const std::filesystem::path& dir, Progress& progress);
+                            format::ChunkWriter& chunks, Progress& progress);
 // AFTER of a scanned region: copies only the `changed` runs (from a second device scan).
 void snapshot_after_changed(Stager& stager, const RegionState& st, const std::vector<ByteRun>& changed,
                             format::BlobWriter& after, std::vector<format::AfterRun>& runs, Progress& progress);

@@ -121,6 +121,11 @@ void add_extract(CLI::App& app, int& exit_code) {
          "Which regions to store: reachable (default: those the launch's parameters and module globals point "
          "into, transitively; the rest is recorded by address and size and replayed filled with 0xCB) or all")
       ->type_name("reachable|all");
+  cmd->add_option("--store", r.store,
+                  "A shared chunk store: BEFORE memory goes there in content-addressed chunks, each kept once "
+                  "across the captures that share the store (weights of one model); replay, validate, info, "
+                  "footprint and prune then need --store DIR too (or KERNCAP_STORE)")
+      ->type_name("DIR");
   cmd->add_option("--rank", r.rank,
                   "Multi-process jobs: capture only in the process of this rank (its RANK, LOCAL_RANK, "
                   "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID, first set wins; else its place in the order "

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/replay_options.hpp"
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "common/log.hpp"
@@ -124,6 +125,7 @@ void add_footprint(CLI::App& app, int& exit_code) {
       ->default_val(1024)
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 24));
   cmd->add_flag("-q,--quiet", a->quiet, "No progress lines on stderr");
+  add_store_option(cmd);
   cmd->callback([a, &exit_code] { run_footprint(*a, exit_code); });
 }
 

@@ -1,14 +1,42 @@
 // `kerncap info`: what a capture holds.
 #include <iostream>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/replay_options.hpp"
 #include "common/hex.hpp"
 #include "format/capture_dir.hpp"
 
 namespace kerncap::cli {
 namespace {
+
+// "chunks     ...": stored vs compressed bytes and what deduplication saved (format 3).
+std::string chunk_line(const format::Capture& c) {
+  std::set<std::pair<uint64_t, uint64_t>> seen;
+  uint64_t refs = 0, bytes = 0, unique = 0, unique_bytes = 0, files = 0, raw = 0;
+  for (const auto& r : c.manifest.regions)
+    for (const auto& ch : r.chunks) {
+      ++refs;
+      bytes += ch.size;
+      if (!seen.insert({ch.hash_hi, ch.hash_lo}).second) continue;
+      ++unique;
+      unique_bytes += ch.size;
+      files += ch.stored;
+      raw += ch.raw();
+    }
+  if (!refs) return "";
+  std::string s = fmt::format(
+      "chunks     {} stored in {} chunks; {} distinct ({} kept once: {} saved by deduplication), {} on disk "
+      "compressed (ratio {:.2f}; {} incompressible kept raw)\n",
+      human_bytes(bytes), refs, unique, human_bytes(unique_bytes), human_bytes(bytes - unique_bytes),
+      human_bytes(files), files ? static_cast<double>(unique_bytes) / static_cast<double>(files) : 1.0, raw);
+  if (c.manifest.external_store)
+    s += fmt::format("           in a shared chunk store ({}: {})\n",
+                     c.store ? "given" : "not given, --store DIR reads it", c.store ? c.store->string() : c.manifest.store_hint);
+  return s;
+}
 
 void run_info(const std::string& dir, bool json, bool verify, int& exit_code) {
   format::Capture c = format::open_capture(dir);  // checks everything but the BEFORE files' hashes
@@ -37,19 +65,25 @@ void run_info(const std::string& dir, bool json, bool verify, int& exit_code) {
   std::cout << fmt::format("params     {} bytes from {}, {} slots:", m.params_size, m.params_source, m.params.size());
   for (const auto& s : m.params) std::cout << fmt::format(" {}@{}", s.size, s.offset);
   std::cout << fmt::format("\nimage      {} ({}, hash checked)\n", m.image_file, m.image_kind);
-  uint64_t stored = 0;
-  for (const auto& r : m.regions) stored += format::stored_bytes(r);
-  std::cout << fmt::format("memory     {} regions, BEFORE {} ({} stored, the rest zeros), AFTER {} in {} runs\n",
+  uint64_t stored = 0, pruned = 0;
+  for (const auto& r : m.regions) {
+    stored += format::stored_bytes(r);
+    pruned += format::pruned_bytes(r);
+  }
+  std::cout << fmt::format("memory     {} regions, BEFORE {} ({} stored, the rest zeros{}), AFTER {} in {} runs\n",
                            m.regions.size(), human_bytes(m.before_bytes), human_bytes(stored),
+                           pruned ? fmt::format(" or pruned: {} the launch never touches", human_bytes(pruned)) : "",
                            human_bytes(m.after_bytes), m.after.size());
+  if (const std::string s = chunk_line(c); !s.empty()) std::cout << s;
   if (verify) std::cout << "           every BEFORE file matches the hash recorded at capture\n";
   for (const auto& r : m.regions) {
     uint64_t written = 0;
     for (const auto& a : m.after)
       if (a.region == r.id) written += a.size;
-    std::cout << fmt::format("  {:>4} {:<16} {:>18} {:>10}  written {:>10}{} {}\n", r.id, format::to_string(r.kind),
+    std::cout << fmt::format("  {:>4} {:<16} {:>18} {:>10}  written {:>10}{}{} {}\n", r.id, format::to_string(r.kind),
                              hex_addr(r.base), human_bytes(r.size), human_bytes(written),
                              r.stored ? fmt::format("  stored {:>10}", human_bytes(format::stored_bytes(r))) : "",
+                             r.pruned.empty() ? "" : fmt::format("  pruned {:>10}", human_bytes(format::pruned_bytes(r))),
                              r.global);
   }
   exit_code = 0;
@@ -66,6 +100,7 @@ void add_info(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", *json, "Print the manifest as JSON");
   cmd->add_flag("--verify", *verify,
                 "Also check every BEFORE file against the hash recorded at capture (reads all of them)");
+  add_store_option(cmd);
   cmd->callback([dir, json, verify, &exit_code] { run_info(*dir, *json, *verify, exit_code); });
 }
 

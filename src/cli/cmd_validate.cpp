@@ -116,6 +116,7 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
     j["relocated_regions"] = r.placement.runs_relocated;
     j["rewritten_words"] = r.restore.rewritten_words;
     j["determinism_checked"] = r.determinism_checked;
+    if (const std::string n = pruned_note(c.dir); !n.empty()) j["pruned"] = n;
     if (fz) j["fuzz"] = fz->to_json();
     if (sp) j["speedup"] = sp->to_json();
     if (config) j["kerncap_toml"] = toml_path(c.dir);
@@ -126,6 +127,7 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
     std::cout << r.kernel << "\n  image: " << r.image << "\n  " << r.device << "\n  "
               << placement_line(r.placement, r.restore.rewritten_words) << "\n";
     if (r.spec.source != "default") std::cout << "  compared with: " << r.spec.source << "\n";
+    if (const std::string n = pruned_note(c.dir); !n.empty()) std::cout << "  " << n << "\n";
     for (const auto& x : v.regions) {
       if (x.result.pass() && std::find(v.nondeterministic.begin(), v.nondeterministic.end(), x.id) ==
                                  v.nondeterministic.end())

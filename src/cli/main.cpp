@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   kerncap::cli::add_diff(app, exit_code);
   kerncap::cli::add_env(app, exit_code);
   kerncap::cli::add_footprint(app, exit_code);
+  kerncap::cli::add_prune(app, exit_code);
   kerncap::cli::add_locate(app, exit_code);
   kerncap::cli::add_mcp(app, exit_code);
   try {

@@ -1,12 +1,15 @@
 #include "cli/replay_options.hpp"
 
 #include <cstdio>
+#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "common/log.hpp"
+#include "format/capture_dir.hpp"
+#include "format/chunk_store.hpp"
 #include "reproducer/variant.hpp"
 
 namespace kerncap::cli {
@@ -51,6 +54,27 @@ void add_replay_common(CLI::App* cmd, const std::shared_ptr<ReplayCommon>& c) {
                 "is always checked)");
   cmd->add_flag("--json", c->json, "Print the result as JSON on stdout");
   cmd->add_flag("-q,--quiet", c->quiet, "Only the result");
+  add_store_option(cmd);
+}
+
+std::string pruned_note(const std::string& dir) {
+  const format::Capture cap = format::open_capture(dir);
+  uint64_t pruned = 0, regions = 0;
+  for (const auto& r : cap.manifest.regions) {
+    pruned += format::pruned_bytes(r);
+    regions += !r.pruned.empty();
+  }
+  if (!pruned) return "";
+  return fmt::format("pruned: {} in {} regions that the footprint shows untouched were dropped (kerncap prune) and "
+                     "replayed as 0x{:02X}: a read of them fails validation",
+                     human_bytes(pruned), regions, format::kOmittedFill);
+}
+
+void add_store_option(CLI::App* cmd) {
+  cmd->add_option_function<std::string>(
+         "--store", [](const std::string& dir) { format::set_default_store(std::filesystem::absolute(dir)); },
+         "The shared chunk store of a capture extracted with --store (default: KERNCAP_STORE)")
+      ->type_name("DIR");
 }
 
 std::array<uint32_t, 3> parse_dims(const std::string& text, const char* what) {

@@ -26,6 +26,11 @@ struct ReplayCommon {
 };
 
 void add_replay_common(CLI::App* cmd, const std::shared_ptr<ReplayCommon>& c);
+// --store DIR: the shared chunk store of a capture extracted with --store (every command
+// that reads BEFORE memory takes it; KERNCAP_STORE is the default).
+void add_store_option(CLI::App* cmd);
+// "pruned: ..." when the capture in `dir` was pruned (kerncap prune), else "".
+std::string pruned_note(const std::string& dir);
 // "X[,Y[,Z]]" → {X, Y, Z} (missing dimensions are 1). `what` names the flag in errors; the
 // limits are the CUDA launch limits (x < 2^31, y and z <= 65535; a block of at most 1024 threads).
 std::array<uint32_t, 3> parse_dims(const std::string& text, const char* what);

@@ -11,6 +11,7 @@
 #include "extract/environment.hpp"
 #include "extract/triton_step.hpp"
 #include "lint/kerncap_toml.hpp"
+#include "format/chunk_store.hpp"
 #include "format/events.hpp"
 #include "format/out_layout.hpp"
 
@@ -63,6 +64,14 @@ std::string where_text(const Request& r) {
   return s;
 }
 
+// The shared chunk store, absolute (the application may run elsewhere): --store, else
+// KERNCAP_STORE from the user's environment.
+std::optional<fs::path> chunk_store(const Request& r) {
+  std::optional<fs::path> s = r.store.empty() ? format::default_store() : std::optional<fs::path>(r.store);
+  if (s) s = fs::absolute(*s);
+  return s;
+}
+
 format::Config library_config(const Request& r, const fs::path& out) {
   format::Config c;
   c.mode = format::Mode::Capture;
@@ -72,6 +81,7 @@ format::Config library_config(const Request& r, const fs::path& out) {
   c.dispatch = r.dispatch;
   c.keep_running = r.keep_running;
   c.closure_all = r.closure_all;
+  if (auto store = chunk_store(r)) c.store = store->string();
   c.rank = r.rank;
   c.device = r.device;
   c.verbose = r.quiet ? 0 : r.verbose;
@@ -100,6 +110,7 @@ Result run_capture(const Request& r) {
   const fs::path cap = format::out::capture_dir(res.out);
   if (!fs::exists(cap / format::kManifestName))
     fail(ErrorKind::Input, diagnose({r.kernel, r.dispatch, r.rank, r.device}, log, res.app));
+  if (auto store = chunk_store(r)) format::set_default_store(*store);  // for the steps after this one too
   res.capture = format::open_capture(cap);
   res.stopped = log.stopping;
   for (const auto& s : log.starts)

@@ -22,6 +22,7 @@ struct Request {
   bool regex = false;
   bool keep_running = false;
   bool closure_all = false;  // --closure all: store every tracked region
+  fs::path store;            // --store: a shared chunk store (empty: KERNCAP_STORE, else OUT/capture/chunks)
   int64_t rank = -1;  // --rank: capture only in that rank's process (format/rank.hpp)
   int device = -1;    // --device: count only launches on that CUDA device ordinal
   bool force = false;

@@ -8,12 +8,14 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "common/private_files.hpp"
+#include "format/region_bytes.hpp"
 #include "format/strict_json.hpp"
 
 namespace kerncap::format {
@@ -77,9 +79,10 @@ std::vector<uint8_t> Capture::read_image() const {
 
 namespace {
 
-Capture open_checked(const fs::path& dir_in) {
+Capture open_checked(const fs::path& dir_in, const std::optional<fs::path>& store) {
   Capture c;
   c.dir = resolve_capture_dir(dir_in);
+  c.store = store;
   const std::vector<uint8_t> text = ReadOnlyFile::open_in(c.dir, kManifestName, "the manifest").read_all(kMaxJsonBytes);
   const JsonDoc doc{(c.dir / kManifestName).string(), "the capture is damaged, extract again"};
   c.manifest = from_json(parse_bounded_json(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), doc));
@@ -93,7 +96,16 @@ Capture open_checked(const fs::path& dir_in) {
   };
   expect_size(m.params_file, m.params_size, "parameter bytes");
   c.read_image();
-  for (const auto& r : m.regions) expect_size(r.file, stored_bytes(r), "BEFORE memory");
+  // Chunks: each distinct one exists with its size (its bytes are checked when read). Those
+  // of a shared store only when the store was named.
+  std::set<std::pair<uint64_t, uint64_t>> chunks;
+  const ChunkSource src = c.chunk_source();
+  for (const auto& r : m.regions) {
+    if (!r.file.empty()) expect_size(r.file, stored_bytes(r), "BEFORE memory");
+    if (src.external && !src.store) continue;
+    for (const auto& ch : r.chunks)
+      if (chunks.insert({ch.hash_hi, ch.hash_lo}).second) check_chunk_file(src, ch);
+  }
   uint64_t after_total = 0;  // check_manifest made sure this does not wrap
   for (const auto& a : m.after) after_total += a.size;
   expect_size(m.after_file, after_total, "AFTER memory");
@@ -102,11 +114,13 @@ Capture open_checked(const fs::path& dir_in) {
 
 }  // namespace
 
-Capture open_capture(const fs::path& dir) {
+Capture open_capture(const fs::path& dir) { return open_capture(dir, default_store()); }
+
+Capture open_capture(const fs::path& dir, const std::optional<fs::path>& store) {
   // Whatever a damaged or crafted capture makes the standard library throw is still the
   // input's fault: never let it reach main() as an internal error.
   try {
-    return open_checked(dir);
+    return open_checked(dir, store);
   } catch (const Error&) {
     throw;
   } catch (const nlohmann::json::exception& e) {
@@ -121,22 +135,22 @@ Capture open_capture(const fs::path& dir) {
 }
 
 void verify_blobs(const Capture& c) {
-  std::vector<uint8_t> buf(size_t{8} << 20);
+  std::vector<uint8_t> buf(size_t{64} << 20);
   for (const auto& r : c.manifest.regions) {
-    if (r.xxh64 == 0) continue;  // not recorded
-    BlobReader in(c.dir, r.file, "BEFORE memory");
+    RegionBytes in(c, r);
     std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> h(XXH64_createState(), &XXH64_freeState);
     XXH64_reset(h.get(), 0);
-    for (uint64_t off = 0; off < in.size();) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), in.size() - off));
-      in.read_at(off, buf.data(), n);
+    // Read whole even without a recorded hash: every chunk is checked against its name.
+    for (uint64_t off = 0; off < in.stored_size();) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), in.stored_size() - off));
+      in.read_stored(off, buf.data(), n);
       XXH64_update(h.get(), buf.data(), n);
       off += n;
     }
-    if (XXH64_digest(h.get()) != r.xxh64)
-      input_error(fmt::format("capture file {} (BEFORE memory of region {}) does not match the hash the capture "
-                              "recorded: the file was changed or damaged after the capture; extract again",
-                              r.file, r.id));
+    if (r.xxh64 != 0 && XXH64_digest(h.get()) != r.xxh64)  // 0: not recorded
+      input_error(fmt::format("{} (BEFORE memory of region {}) does not match the hash the capture recorded: it "
+                              "was changed or damaged after the capture; extract again",
+                              r.file.empty() ? std::string("the chunks") : "capture file " + r.file, r.id));
   }
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "format/chunk_store.hpp"
 #include "format/manifest.hpp"
 #include "format/out_layout.hpp"
 #include "format/safe_file.hpp"
@@ -29,6 +30,10 @@ fs::path resolve_capture_dir(const fs::path& dir);
 struct Capture {
   fs::path dir;
   Manifest manifest;
+  // The shared chunk store the user named (default_store()), for a capture whose chunks are
+  // in one (Manifest::external_store); never a path taken from the capture.
+  std::optional<fs::path> store;
+  ChunkSource chunk_source() const { return {dir, manifest.external_store, store, manifest.store_hint}; }
   // For messages and for tools that take a path (a disassembler). To read a file of the
   // capture use read() or blob(): they do not follow links.
   fs::path path(const std::string& rel) const { return dir / rel; }
@@ -37,10 +42,15 @@ struct Capture {
   // The code image, checked against the hash the capture recorded.
   std::vector<uint8_t> read_image() const;
 };
+// `store`: where a capture's shared chunk store is (default: default_store()). A capture
+// that keeps its chunks in a store opens without one (info shows it); reading its BEFORE
+// bytes then asks for --store.
 Capture open_capture(const fs::path& dir);
+Capture open_capture(const fs::path& dir, const std::optional<fs::path>& store);
 
-// Hashes every BEFORE file against the hash the capture recorded (0: not recorded) and
-// throws Error(Input) naming the first that differs (`--verify`).
+// Reads every region's stored bytes (every chunk decompressed and checked against its name)
+// and hashes them against the hash the capture recorded (0: not recorded); throws
+// Error(Input) naming the first that differs (`--verify`).
 void verify_blobs(const Capture& c);
 
 // Whole small files (params, image) at a path the user named; only regular files.

@@ -21,6 +21,7 @@ CaptureWriter::CaptureWriter(const fs::path& out, long pid) : out_(out), partial
 }
 
 CaptureWriter::~CaptureWriter() {
+  chunks_.reset();  // its threads stop before the directory goes
   if (published_) return;
   std::error_code ec;
   fs::remove_all(partial_, ec);
@@ -45,6 +46,37 @@ void CaptureWriter::write_params(Manifest& m, const void* data, size_t size) {
 }
 
 BlobWriter CaptureWriter::open_after(const Manifest& m) const { return BlobWriter(partial_ / m.after_file); }
+
+void CaptureWriter::set_chunk_store(const fs::path& store, int level) {
+  store_ = store;
+  level_ = level;
+}
+
+ChunkWriter& CaptureWriter::chunks() {
+  if (!chunks_) {
+    ChunkWriter::Options o;
+    o.dir = store_.empty() ? partial_ / kChunkDir : store_;
+    o.level = level_;
+    chunks_ = std::make_unique<ChunkWriter>(o);
+  }
+  return *chunks_;
+}
+
+ChunkStats CaptureWriter::finish_chunks(Manifest& m, const std::vector<std::vector<size_t>>& tickets) {
+  ChunkWriter& w = chunks();
+  w.finish();
+  for (size_t i = 0; i < m.regions.size() && i < tickets.size(); ++i) {
+    m.regions[i].file.clear();
+    m.regions[i].chunks.clear();
+    for (size_t t : tickets[i]) m.regions[i].chunks.push_back(w.ref(t));
+  }
+  m.format_version = kFormatVersion;
+  m.external_store = !store_.empty();
+  m.store_hint = store_.empty() ? "" : store_.string();
+  for (char& c : m.store_hint)  // for messages only; the reader refuses control characters
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return w.stats();
+}
 
 fs::path CaptureWriter::publish(const Manifest& m) {
   write_json_atomic(partial_ / kManifestName, to_json(m));

@@ -6,10 +6,12 @@
 // a write fails (disk full, permissions); inside the application the caller logs it.
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "format/capture_dir.hpp"
+#include "format/chunk_store.hpp"
 #include "format/manifest.hpp"
 
 namespace kerncap::format {
@@ -37,6 +39,15 @@ class CaptureWriter {
   // The AFTER blob, streamed while the runs are appended to m.after.
   BlobWriter open_after(const Manifest& m) const;
 
+  // Where BEFORE chunks go: dir()/chunks, or `store` (a shared store) when not empty;
+  // `level` is zstd's (0: raw). Call before chunks().
+  void set_chunk_store(const fs::path& store, int level);
+  // The chunk writer (its threads start at the first call).
+  ChunkWriter& chunks();
+  // Waits for every chunk, then gives region i the chunks of tickets[i] and records the
+  // store in the manifest. Returns what was stored.
+  ChunkStats finish_chunks(Manifest& m, const std::vector<std::vector<size_t>>& tickets);
+
   // Writes the manifest and renames the directory to OUT/capture (replacing an older
   // capture); returns the published path.
   fs::path publish(const Manifest& m);
@@ -44,6 +55,9 @@ class CaptureWriter {
  private:
   fs::path out_;
   fs::path partial_;
+  fs::path store_;
+  int level_ = kDefaultZstdLevel;
+  std::unique_ptr<ChunkWriter> chunks_;
   bool published_ = false;
 };
 

@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "common/hex.hpp"
+#include "format/chunk_store.hpp"
 
 namespace kerncap::format {
 namespace {
@@ -32,6 +33,12 @@ uint64_t stored_bytes(const Region& r) {
   if (!r.stored) return r.size;
   uint64_t n = 0;
   for (const auto& s : *r.stored) n += s.size;  // check_regions made sure this does not wrap
+  return n;
+}
+
+uint64_t pruned_bytes(const Region& r) {
+  uint64_t n = 0;
+  for (const auto& s : r.pruned) n += s.size;  // check_regions made sure this does not wrap
   return n;
 }
 
@@ -94,14 +101,27 @@ nlohmann::json to_json(const Manifest& m) {
   j["image"] = {{"file", m.image_file}, {"kind", m.image_kind}, {"xxh64", hex_addr(m.image_hash)}};
   json regions = json::array();
   for (const auto& r : m.regions) {
-    json jr = {{"id", r.id},   {"kind", to_string(r.kind)}, {"base", hex_addr(r.base)},
-               {"size", r.size}, {"file", r.file},          {"xxh64", hex_addr(r.xxh64)}};
+    json jr = {{"id", r.id}, {"kind", to_string(r.kind)}, {"base", hex_addr(r.base)}, {"size", r.size},
+               {"xxh64", hex_addr(r.xxh64)}};
+    // A file, or (version 3) chunks: [hash, bytes, stored bytes] each.
+    if (!r.file.empty() || m.format_version < 3) {
+      jr["file"] = r.file;
+    } else {
+      json chunks = json::array();
+      for (const auto& c : r.chunks) chunks.push_back(json::array({chunk_hash_hex(c), c.size, c.stored}));
+      jr["chunks"] = chunks;
+    }
     if (!r.global.empty()) jr["global"] = r.global;
     if (r.omitted) jr["omitted"] = true;
     if (r.stored) {
       json st = json::array();
       for (const auto& s : *r.stored) st.push_back(json::array({s.offset, s.size}));
       jr["stored"] = st;
+    }
+    if (!r.pruned.empty()) {
+      json pr = json::array();
+      for (const auto& s : r.pruned) pr.push_back(json::array({s.offset, s.size}));
+      jr["pruned"] = pr;
     }
     if (r.device >= 0) jr["device"] = r.device;
     regions.push_back(jr);
@@ -110,6 +130,7 @@ nlohmann::json to_json(const Manifest& m) {
   json runs = json::array();
   for (const auto& a : m.after)
     runs.push_back({{"region", a.region}, {"offset", a.offset}, {"size", a.size}, {"file_offset", a.file_offset}});
+  if (m.external_store) j["chunk_store"] = {{"external", true}, {"hint", m.store_hint}};
   j["after"] = {{"file", m.after_file}, {"chunk_bytes", m.chunk_bytes}, {"runs", runs}};
   j["stats"] = {{"before_bytes", m.before_bytes}, {"after_bytes", m.after_bytes}, {"capture_seconds", m.capture_seconds}};
   if (m.in_app_median_ns) j["in_app_median_ns"] = *m.in_app_median_ns;

@@ -6,7 +6,9 @@
 //   manifest.json        this structure
 //   params.bin           the launch's parameter buffer, exactly as the kernel sees it
 //   image/<hash>.<kind>  the code object that holds the kernel (cubin, fatbin or ptx)
-//   mem/<id>.bin         BEFORE: each region's bytes just before the launch
+//   mem/<id>.bin         BEFORE: each region's bytes just before the launch (versions 1, 2)
+//   chunks/<hash>.<zst|raw>  BEFORE from version 3: the stored bytes in content-addressed
+//                        chunks (format/chunk_store.hpp), here or in a shared store
 //   after.bin            AFTER: the byte runs the launch changed, concatenated (see AfterRun)
 #include <array>
 #include <cstdint>
@@ -18,8 +20,10 @@
 
 namespace kerncap::format {
 
+// 3: a region's stored bytes are a list of compressed, content-addressed chunks
+//    (Region::chunks) instead of a file, and may have been pruned (Region::pruned).
 // 2: regions may be sparse (Region::stored); 1 is still read (every region stored whole).
-inline constexpr int kFormatVersion = 2;
+inline constexpr int kFormatVersion = 3;
 inline constexpr int kOldestFormatVersion = 1;
 inline constexpr const char* kFormatName = "kerncap-capture";
 
@@ -34,6 +38,17 @@ MemKind mem_kind_from_string(const std::string& s);
 struct StoredRun {
   uint64_t offset = 0;  // region-relative
   uint64_t size = 0;
+};
+
+// A piece of a region's stored bytes (the stored runs back to back) kept as one file named
+// by the XXH3-128 of its bytes: chunks/<hash>.zst (a zstd frame) when `stored` < `size`,
+// chunks/<hash>.raw (the bytes as they are) when `stored` == `size`.
+struct ChunkRef {
+  uint64_t hash_hi = 0, hash_lo = 0;  // XXH3-128 of the uncompressed bytes
+  uint64_t size = 0;                  // uncompressed bytes
+  uint64_t stored = 0;                // bytes of its file
+  bool raw() const { return stored == size; }
+  bool operator==(const ChunkRef&) const = default;
 };
 
 struct Region {
@@ -55,9 +70,18 @@ struct Region {
   // from them points into it (the capture's closure). Nothing is stored; replay fills it
   // with kOmittedFill, so a kernel that does read it gives itself away with a FAIL.
   bool omitted = false;
+  // Version 3: the stored bytes (the runs back to back) as chunks, in order; `file` is empty.
+  std::vector<ChunkRef> chunks;
+  // Version 3, after `kerncap prune`: ranges the footprint shows the launch never touches,
+  // in offset order, apart from the stored runs. Their bytes are gone; replay fills them
+  // with kOmittedFill so a read the footprint missed gives itself away with a FAIL.
+  std::vector<StoredRun> pruned;
 };
 
 inline constexpr uint8_t kOmittedFill = 0xCB;
+
+// Bytes of a region `kerncap prune` dropped.
+uint64_t pruned_bytes(const Region& r);
 
 // Bytes of the region's file: the stored runs of a sparse region, else the whole region.
 uint64_t stored_bytes(const Region& r);
@@ -133,6 +157,13 @@ struct Manifest {
   std::string after_file = "after.bin";
   std::vector<AfterRun> after;
   uint32_t chunk_bytes = 4096;  // granularity of change detection
+
+  // Version 3: where the chunks are. Absent (false): all under chunks/ in the capture
+  // directory. True: written to a shared store (extract --store); readers are given its
+  // directory (--store or KERNCAP_STORE), never a path from the manifest. `store_hint` is
+  // the directory it had at capture, for messages only.
+  bool external_store = false;
+  std::string store_hint;
 
   // Capture statistics.
   uint64_t before_bytes = 0;

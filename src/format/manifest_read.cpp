@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "format/chunk_store.hpp"
 #include "format/manifest.hpp"
 #include "format/safe_file.hpp"
 #include "format/strict_json.hpp"
@@ -99,7 +100,25 @@ void read_memory(const JsonField& top, Manifest& m) {
     }
     reg.base = r.at("base").hex();
     reg.size = r.at("size").u64();
-    reg.file = file_name(r.at("file"));
+    // Version 3: a file, or the chunks that hold the stored bytes; exactly one of them.
+    const auto file = r.find("file");
+    const auto chunks = r.find("chunks");
+    if (chunks && m.format_version < 3)
+      chunks->fail("appears in a format version 1 or 2 capture (chunks came with version 3)");
+    if (m.format_version < 3 || !chunks) reg.file = file_name(r.at("file"));
+    if (chunks) {
+      if (file) chunks->fail("is given together with 'file' (a region's bytes are in one or the other)");
+      for (size_t j = 0, nj = chunks->array_size(); j < nj; ++j) {
+        const JsonField c = chunks->elem(j);
+        if (c.array_size() != 3) c.fail(fmt::format("has {} elements, expected [hash, size, stored]", c.array_size()));
+        ChunkRef ref;
+        const JsonField h = c.elem(0);
+        if (!parse_chunk_hash(h.str(64), ref)) h.fail("is not a chunk name (32 lowercase hex digits)");
+        ref.size = c.elem(1).u64(1, kMaxChunkBytes);
+        ref.stored = c.elem(2).u64(1, ref.size);
+        reg.chunks.push_back(ref);
+      }
+    }
     if (const auto h = r.find("xxh64")) reg.xxh64 = h->hex();
     reg.global = opt_str(r, "global");
     if (const auto om = r.find("omitted")) {
@@ -115,8 +134,25 @@ void read_memory(const JsonField& top, Manifest& m) {
         reg.stored->push_back({run.elem(0).u64(), run.elem(1).u64(1)});
       }
     }
+    if (const auto pr = r.find("pruned")) {
+      if (m.format_version < 3) pr->fail("appears in a format version 1 or 2 capture (pruning came with version 3)");
+      for (size_t j = 0, nj = pr->array_size(); j < nj; ++j) {
+        const JsonField run = pr->elem(j);
+        if (run.array_size() != 2) run.fail(fmt::format("has {} elements, expected [offset, size]", run.array_size()));
+        reg.pruned.push_back({run.elem(0).u64(), run.elem(1).u64(1)});
+      }
+    }
     if (const auto d = r.find("device")) reg.device = d->i32(0, kMaxDeviceOrdinal);  // absent: not recorded
     m.regions.push_back(std::move(reg));
+  }
+  if (const auto cs = top.find("chunk_store")) {
+    if (m.format_version < 3) cs->fail("appears in a format version 1 or 2 capture");
+    if (const auto e = cs->find("external")) m.external_store = e->boolean();
+    if (const auto h = cs->find("hint")) {
+      m.store_hint = h->str(4096);  // printed in messages: plain text only
+      for (const char ch : m.store_hint)
+        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) h->fail("holds a control character");
+    }
   }
   const JsonField a = top.at("after");
   m.after_file = file_name(a.at("file"));

@@ -3,12 +3,14 @@
 // arithmetic lets a run "fit" anywhere).
 #include <algorithm>
 #include <numeric>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "common/error.hpp"
 #include "common/hex.hpp"
+#include "format/chunk_store.hpp"
 #include "format/manifest.hpp"
 
 namespace kerncap::format {
@@ -76,7 +78,43 @@ void check_stored(const std::vector<StoredRun>& runs, uint64_t region_size, size
   }
 }
 
+// Version 3: the chunks hold exactly the stored bytes; one hash names one content; pruned
+// ranges lie inside the region, in order, apart from each other and from the stored runs.
+void check_chunks(const Region& r, size_t i, std::map<std::pair<uint64_t, uint64_t>, const ChunkRef*>& names) {
+  uint64_t total = 0;
+  for (size_t k = 0; k < r.chunks.size(); ++k) {
+    const ChunkRef& c = r.chunks[k];
+    if (c.size == 0 || c.size > kMaxChunkBytes || c.stored == 0 || c.stored > c.size)
+      bad(fmt::format("regions[{}].chunks[{}] has impossible sizes ({} stored for {})", i, k, c.stored, c.size));
+    total = checked_add(total, c.size, fmt::format("regions[{}].chunks (their sizes)", i));
+    auto [it, fresh] = names.emplace(std::make_pair(c.hash_hi, c.hash_lo), &c);
+    if (!fresh && (it->second->size != c.size || it->second->stored != c.stored))
+      bad(fmt::format("regions[{}].chunks[{}] names a chunk that another reference gives other sizes", i, k));
+  }
+  if (r.file.empty() && total != stored_bytes(r))
+    bad(fmt::format("regions[{}].chunks hold {} bytes, its stored runs {}", i, total, stored_bytes(r)));
+  if (!r.file.empty() && !r.chunks.empty()) bad(fmt::format("regions[{}] has both a file and chunks", i));
+  uint64_t end = 0;
+  const std::vector<StoredRun> whole{{0, r.size}};
+  const auto& stored = r.stored ? *r.stored : whole;
+  size_t s = 0;
+  for (size_t k = 0; k < r.pruned.size(); ++k) {
+    const StoredRun& p = r.pruned[k];
+    const uint64_t e = checked_add(p.offset, p.size, fmt::format("regions[{}].pruned[{}] (offset + size)", i, k));
+    if (e > r.size || (k && p.offset < end))
+      bad(fmt::format("regions[{}].pruned[{}] (offset {}, size {}) is outside the region or not after the previous "
+                      "range",
+                      i, k, p.offset, p.size));
+    while (s < stored.size() && stored[s].offset + stored[s].size <= p.offset) ++s;
+    if (s < stored.size() && stored[s].offset < e)
+      bad(fmt::format("regions[{}].pruned[{}] (offset {}, size {}) overlaps a stored run", i, k, p.offset, p.size));
+    end = e;
+  }
+  if (r.omitted && !r.pruned.empty()) bad(fmt::format("regions[{}] is omitted and pruned", i));
+}
+
 void check_regions(const Manifest& m) {
+  std::map<std::pair<uint64_t, uint64_t>, const ChunkRef*> names;
   std::set<uint32_t> ids;
   for (size_t i = 0; i < m.regions.size(); ++i) {
     const Region& r = m.regions[i];
@@ -85,6 +123,7 @@ void check_regions(const Manifest& m) {
     if (r.kind == MemKind::Global && r.global.empty())
       bad(fmt::format("regions[{}] is a module global without a symbol name ('global')", i));
     if (r.stored) check_stored(*r.stored, r.size, i);
+    check_chunks(r, i, names);
     if (r.omitted && (!r.stored || !r.stored->empty()))
       bad(fmt::format("regions[{}] is omitted but has stored bytes (an omitted region stores none: 'stored': [])", i));
   }
@@ -106,7 +145,8 @@ void check_regions(const Manifest& m) {
   };
   unique_file(m.image_file, "image.file");
   unique_file(m.after_file, "after.file");
-  for (size_t i = 0; i < m.regions.size(); ++i) unique_file(m.regions[i].file, fmt::format("regions[{}].file", i));
+  for (size_t i = 0; i < m.regions.size(); ++i)
+    if (!m.regions[i].file.empty()) unique_file(m.regions[i].file, fmt::format("regions[{}].file", i));
 }
 
 void check_after(const Manifest& m) {

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <charconv>
+#include <cstdlib>
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -61,6 +62,16 @@ std::string parse_closure(std::string_view v, Config& c) {
   c.closure_all = v == "all";
   return "";
 }
+std::string parse_store(std::string_view v, Config& c) {
+  c.store = v;
+  return "";
+}
+std::string parse_zstd(std::string_view v, Config& c) {
+  auto n = parse_u64(v);
+  if (!n || *n > 19) return "must be a zstd level from 0 (no compression) to 19";
+  c.zstd_level = static_cast<int>(*n);
+  return "";
+}
 std::string parse_dispatch(std::string_view v, Config& c) {
   auto n = parse_u64(v);
   if (!n) return "is not a number";
@@ -103,7 +114,7 @@ const Config kDefaults{};
 constexpr unsigned kLibShim = kLibrary | kTritonShim;
 constexpr unsigned kShimApi = kTritonShim | kPythonApi;
 
-const std::array<EnvVar, 20> kVars = {{
+const std::array<EnvVar, 22> kVars = {{
     {Var::Mode, "KERNCAP_MODE", kLibrary, true, "capture, profile", "",
      "what the injected library does; unset: it stays inert", parse_mode,
      [](const Config& c) -> std::optional<std::string> { return std::string(to_string(c.mode)); }},
@@ -170,6 +181,23 @@ const std::array<EnvVar, 20> kVars = {{
      [](const Config& c) -> std::optional<std::string> {
        if (!c.closure_all) return std::nullopt;
        return std::string("all");
+     }},
+    {Var::Store, "KERNCAP_STORE", kLibrary | kCli, true, "path", "",
+     "a shared chunk store: the capture writes its BEFORE chunks there (each kept once across the captures "
+     "that share it) instead of under OUT/capture/chunks; replay, validate, info, footprint and prune read "
+     "such a capture's chunks from it (as --store DIR)",
+     parse_store,
+     [](const Config& c) -> std::optional<std::string> {
+       if (c.store.empty()) return std::nullopt;
+       return c.store;
+     }},
+    {Var::ZstdLevel, "KERNCAP_ZSTD_LEVEL", kLibrary, false, "0..19", "1",
+     "zstd level of the capture's BEFORE chunks (0: stored uncompressed); 1 keeps up with the disk on a few "
+     "threads (docs/capture.md)",
+     parse_zstd,
+     [](const Config& c) -> std::optional<std::string> {
+       if (c.zstd_level == kDefaults.zstd_level) return std::nullopt;
+       return std::to_string(c.zstd_level);
      }},
     {Var::TritonOut, "KERNCAP_TRITON_OUT", kShimApi, true, "path", "",
      "where the Triton shim records compiled kernels and their sources (OUT/triton); unset: the shim is "
@@ -270,7 +298,15 @@ nlohmann::json Config::to_json() const {
           {"chunk_bytes", chunk_bytes},
           {"staging_bytes", staging_bytes},
           {"device_scan", device_scan},
-          {"closure", closure_all ? "all" : "reachable"}};
+          {"closure", closure_all ? "all" : "reachable"},
+          {"store", store},
+          {"zstd_level", zstd_level}};
+}
+
+std::optional<std::string> store_from_env() {
+  const char* v = std::getenv(std::string(env_name(Var::Store)).c_str());
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
 }
 
 std::string env_text() {

@@ -42,6 +42,8 @@ struct Config {
   // (-1: every device).
   int64_t rank = -1;
   int device = -1;
+  std::string store;                     // shared chunk store directory ("": OUT/capture/chunks)
+  int zstd_level = 1;                    // of the BEFORE chunks (0: uncompressed)
 
   // The variables that give a process this configuration (defaults of the tuning
   // variables are left out, so a user's own setting of them passes through).
@@ -50,7 +52,7 @@ struct Config {
 };
 
 enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Rank, Device, Verbose, ChunkBytes, StagingBytes,
-                 DumpImages, DeviceScan, Closure, TritonOut, Library, PythonDir, Python, Bin, ReplayLib };
+                 DumpImages, DeviceScan, Closure, Store, ZstdLevel, TritonOut, Library, PythonDir, Python, Bin, ReplayLib };
 
 // Who reads a variable (bits).
 inline constexpr unsigned kLibrary = 1, kCli = 2, kTritonShim = 4, kPythonApi = 8;
@@ -80,6 +82,10 @@ Config config_from_env(const EnvLookup& lookup, std::vector<std::string>* proble
 
 // `kerncap env` as text, as docs/env.md (a unit test compares them) and as JSON (which
 // python/tests checks the Python constants against).
+// KERNCAP_STORE as the CLI and the replay engine read it (the shared chunk store a capture's
+// chunks are in, chunk_store.hpp); none when unset or empty.
+std::optional<std::string> store_from_env();
+
 std::string env_text();
 std::string env_markdown();
 nlohmann::json env_json();

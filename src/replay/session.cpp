@@ -369,10 +369,11 @@ RestoreStats Session::restore() {
       // Pieces end on 8-byte device addresses, so no pointer word straddles two of them and
       // relocation rewrites every word (regions of unaligned base included).
       if (off + n < r.size && (r.base + off + n) % 8 != 0) n -= (r.base + off + n) % 8;
-      if (!filter_ && in.unstored(off, n)) {
-        // Bytes a sparse capture did not store (zeros, or an omitted region's fill) hold no
-        // pointer, so they need no relocation.
-        KC_CU(cuMemsetD8(addresses_[i] + off, in.fill(), n));
+      const std::optional<uint8_t> fill = filter_ ? std::nullopt : in.uniform_fill(off, n);
+      if (fill) {
+        // Bytes a sparse capture did not store (zeros, or an omitted region's or a pruned
+        // range's fill) hold no pointer, so they need no relocation.
+        KC_CU(cuMemsetD8(addresses_[i] + off, *fill, n));
         off += n;
         done += n;
         continue;

@@ -10,6 +10,7 @@
 #include "cubin/cubin.hpp"
 #include "format/capture_dir.hpp"
 #include "format/footprint.hpp"
+#include "format/region_bytes.hpp"
 #include "reproducer/generator.hpp"
 #include "../unit/scratch_capture.hpp"
 
@@ -123,6 +124,14 @@ int run_reader(const fs::path& work) {
       if (e.kind() == ErrorKind::Internal) throw;
     }
     if (format::footprint_exists(c.dir)) (void)format::read_footprint(c.dir);
+    // BEFORE bytes through the one reader every command uses (files, chunks, pruned ranges).
+    std::vector<uint8_t> buf(64 << 10);
+    for (const auto& r : c.manifest.regions) {
+      if (r.size > (uint64_t{1} << 20)) continue;
+      format::RegionBytes in(c, r);
+      for (uint64_t off = 0; off < r.size; off += buf.size())
+        in.read_at(off, buf.data(), std::min<uint64_t>(buf.size(), r.size - off));
+    }
   });
 }
 
@@ -198,6 +207,12 @@ Seeds load_seeds(const fs::path& fixture_dir, const fs::path& scratch, const fs:
     c["manifest.json"].assign(text.begin(), text.end());
     s.captures.push_back(std::move(c));
   }
+  // Format version 3: region 0 in chunks (compressible, random and repeated windows).
+  fs::remove_all(scratch);
+  std::vector<uint8_t> data(16384);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = i < 4096 || i >= 8192 ? static_cast<uint8_t>(i % 5) : static_cast<uint8_t>(i * 2654435761u >> 7);
+  testing::write_chunked_capture(scratch, data, {{0, 100}, {4096, 12288}});
+  s.captures.push_back(read_tree(scratch / "capture"));
   fs::remove_all(scratch);
   return s;
 }

@@ -12,6 +12,8 @@
 # Environment: OUT (work files and logs under it), KERNCAP_GPU_KEEP=1 (keep captures),
 # KERNCAP_GPU_TIMEOUT (per-command limit, default 120 s).
 set -u -o pipefail
+# Chunks stored raw, so check.py can read BEFORE bytes without a zstd module.
+export KERNCAP_ZSTD_LEVEL=0
 
 BUILD=${1:?usage: tests/gpu/footprint_e2e.sh BUILD_DIR}
 if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
@@ -87,8 +89,16 @@ def expect(r, name, read=None, written=None, rbw=None, wo=None):
             fails.append(f"{name}: {k} {got[k]} B, expected {v} B")
 
 def before(r):  # the BEFORE bytes of footprint region r, as floats
-    f = next(x["file"] for x in m["regions"] if x["id"] == r["id"])
-    return array.array("f", open(f"{cap}/{f}", "rb").read())
+    x = next(x for x in m["regions"] if x["id"] == r["id"])
+    if "file" in x:  # format versions 1 and 2
+        data = open(f"{cap}/{x['file']}", "rb").read()
+    else:  # version 3: chunks, raw in this suite (KERNCAP_ZSTD_LEVEL=0 below)
+        data = b"".join(open(f"{cap}/chunks/{h}.raw", "rb").read() for h, n, z in x["chunks"])
+    full, at = bytearray(x["size"]), 0
+    for off, size in x.get("stored", [[0, x["size"]]]):
+        full[off:off + size] = data[at:at + size]
+        at += size
+    return array.array("f", bytes(full))
 
 def f32(x):
     return struct.unpack("f", struct.pack("f", x))[0]

@@ -464,17 +464,20 @@ case_err_truncated() {
   expect_error validate 2 'truncat|size|short|incomplete|damaged|corrupt' "$KC" validate "$CASE_DIR/cap"
   expect_error replay 2 'truncat|size|short|incomplete|damaged|corrupt' "$KC" replay "$CASE_DIR/cap" --iterations 1
 }
-# A BEFORE file changed after capture but still the right size: only --verify can tell.
+# A BEFORE chunk changed after capture but still the right size: every read checks a chunk
+# against its name (format 3; versions 1 and 2 needed --verify), so replay refuses it.
 case_err_verify() {
   base_capture || return
   cp -r "$BASE" "$CASE_DIR/cap"
-  local big
-  big=$(find "$CASE_DIR/cap/capture/mem" -type f -size +0 -printf '%s %p\n' | sort -n | tail -n1 | cut -d' ' -f2-)
-  printf '\xa5' | dd of="$big" bs=1 seek=0 conv=notrunc status=none
-  cmp -s "$big" "$BASE/capture/mem/$(basename "$big")" && printf '\x5a' | dd of="$big" bs=1 seek=0 conv=notrunc status=none
-  note "changed the first byte of ${big#"$CASE_DIR/cap/"}"
-  expect_error validate 2 'does not match the hash' "$KC" validate "$CASE_DIR/cap" --verify
-  expect_error replay_tool 2 'does not match the hash' "$BUILD/bin/kerncap-replay" "$CASE_DIR/cap" --verify -n 1
+  local big size
+  big=$(find "$CASE_DIR/cap/capture/chunks" -type f -size +0 -printf '%s %p\n' | sort -n | tail -n1 | cut -d' ' -f2-)
+  size=$(stat -c %s "$big")
+  printf '\xa5' | dd of="$big" bs=1 seek=$((size / 2)) conv=notrunc status=none
+  cmp -s "$big" "$BASE/capture/chunks/$(basename "$big")" &&
+    printf '\x5a' | dd of="$big" bs=1 seek=$((size / 2)) conv=notrunc status=none
+  note "changed the middle byte of ${big#"$CASE_DIR/cap/"}"
+  expect_error validate 2 'does not match|damaged' "$KC" validate "$CASE_DIR/cap" --verify
+  expect_error replay_tool 2 'does not match|damaged' "$BUILD/bin/kerncap-replay" "$CASE_DIR/cap" --verify -n 1
 }
 case_err_no_manifest() {
   base_capture || return

@@ -93,5 +93,36 @@ TEST(FormatOutLayout, NamesAndWhatForceReplaces) {
     EXPECT_FALSE(out::force_replaced(n)) << n;
 }
 
+
+// BEFORE as the capture library writes it from version 3: chunks through the writer's pool,
+// in the capture (private) or in a shared store that a second capture reuses.
+TEST_F(CaptureWriterTest, ChunksGoToTheCaptureOrToASharedStore) {
+  const fs::path store = out_ / "store";
+  for (const bool shared : {false, true, true}) {
+    const fs::path out = out_ / (shared ? "shared" : "local");
+    CaptureWriter w(out, 9);
+    if (shared) w.set_chunk_store(store, kDefaultZstdLevel);
+    Manifest m = fill(w);
+    std::vector<uint8_t> region(128, 2);
+    m.regions[0].file.clear();
+    RegionChunker chunker(w.chunks());
+    chunker.add(0, region.data(), region.size());
+    const ChunkStats st = w.finish_chunks(m, {chunker.finish()});
+    EXPECT_EQ(st.chunks, 1u);
+    EXPECT_EQ(m.format_version, kFormatVersion);
+    EXPECT_EQ(m.external_store, shared);
+    w.publish(m);
+    const Capture c = open_capture(out, shared ? std::optional<fs::path>(store) : std::nullopt);
+    ASSERT_EQ(c.manifest.regions[0].chunks.size(), 1u);
+    EXPECT_LT(c.manifest.regions[0].chunks[0].stored, 128u);  // 128 equal bytes compress
+    EXPECT_EQ(fs::exists(out / "capture" / kChunkDir), !shared);
+    if (!shared) {
+      EXPECT_EQ(static_cast<unsigned>(fs::status(out / "capture" / kChunkDir).permissions()) & 0777u, 0700u);
+    }
+  }
+  // The second shared capture found its chunk there: one file.
+  EXPECT_EQ(std::distance(fs::directory_iterator(store), fs::directory_iterator()), 1);
+}
+
 }  // namespace
 }  // namespace kerncap::format

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "format/capture_dir.hpp"
+#include "format/chunk_store.hpp"
 
 namespace kerncap::testing {
 
@@ -50,6 +51,44 @@ inline format::Manifest write_small_capture(const std::filesystem::path& out, ui
   write_file(dir / m.image_file, image.data(), image.size());
   write_file(dir / "mem/0.bin", r0.data(), r0.size());
   write_file(dir / m.after_file, nullptr, 0);
+  write_json_atomic(dir / kManifestName, to_json(m));
+  return m;
+}
+
+// Format version 3: region 0 of write_small_capture becomes `data.size()` bytes whose stored
+// runs `runs` (default: the whole region) are kept as chunks of `window` bytes under
+// chunks/ (or in `store`, marked external), as the capture library writes them.
+inline format::Manifest write_chunked_capture(const std::filesystem::path& out, const std::vector<uint8_t>& data,
+                                              std::vector<format::StoredRun> runs = {}, uint64_t window = 4096,
+                                              const std::filesystem::path& store = {}) {
+  using namespace format;
+  const std::filesystem::path dir = out / kCaptureDirName;
+  Manifest m = write_small_capture(out);
+  std::filesystem::remove(dir / "mem/0.bin");
+  if (runs.empty()) runs = {{0, data.size()}};
+  Region& r = m.regions[0];
+  r.size = data.size();
+  r.file.clear();
+  r.stored = runs;
+  ChunkWriter::Options o;
+  o.dir = store.empty() ? dir / kChunkDir : store;
+  o.threads = 2;
+  ChunkWriter w(o);
+  RegionChunker chunker(w, window);
+  XXH64_state_t* h = XXH64_createState();
+  XXH64_reset(h, 0);
+  for (const auto& run : runs) {
+    chunker.add(run.offset, data.data() + run.offset, run.size);
+    XXH64_update(h, data.data() + run.offset, run.size);
+  }
+  r.xxh64 = XXH64_digest(h);
+  XXH64_freeState(h);
+  const std::vector<size_t> tickets = chunker.finish();
+  w.finish();
+  for (size_t t : tickets) r.chunks.push_back(w.ref(t));
+  m.external_store = !store.empty();
+  m.store_hint = store.string();
+  std::filesystem::remove(dir / kManifestName);
   write_json_atomic(dir / kManifestName, to_json(m));
   return m;
 }

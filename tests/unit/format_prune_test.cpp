@@ -1,0 +1,158 @@
+// `kerncap prune` on a synthetic footprint: untouched bytes leave the capture (recorded as
+// pruned, read back as 0xCB), touched ones stay exact, unreferenced chunks are deleted, a
+// dry run changes nothing, and without a footprint prune refuses.
+#include <gtest/gtest.h>
+
+#include "scratch_capture.hpp"
+#include "common/error.hpp"
+#include "format/capture_dir.hpp"
+#include "format/footprint.hpp"
+#include "format/prune.hpp"
+#include "format/region_bytes.hpp"
+
+namespace kerncap::format {
+namespace {
+
+constexpr uint64_t kSize = uint64_t{1} << 20;
+
+class PruneTest : public kerncap::testing::ScratchDir {
+ protected:
+  fs::path dir() const { return out_ / kCaptureDirName; }
+
+  std::vector<uint8_t> data() const {
+    std::vector<uint8_t> d(kSize);
+    for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<uint8_t>(i * 2654435761u >> 13 | 1);
+    return d;
+  }
+
+  // Reads [0, 8 KiB) and [600 KiB, 600 KiB + 100); writes [512 KiB, 520 KiB).
+  Footprint footprint(const Manifest& m) const {
+    Footprint f;
+    f.tool_version = "test";
+    f.kernel = m.mangled_name;
+    f.image_hash = m.image_hash;
+    f.device_name = "test";
+    RegionFootprint r;
+    r.id = 0;
+    r.base = m.regions[0].base;
+    r.size = kSize;
+    r.read = Bitmap(4, kSize);
+    r.written = Bitmap(1, kSize);
+    r.rbw = Bitmap(4, kSize);
+    r.read.set_range(0, 8192 / 4);
+    r.read.set_range(600 * 1024 / 4, 25);
+    r.written.set_range(512 * 1024, 8192);
+    f.regions.push_back(std::move(r));
+    return f;
+  }
+
+  size_t chunk_files() const {
+    size_t n = 0;
+    for (const auto& e : fs::directory_iterator(dir() / kChunkDir)) n += e.is_regular_file();
+    return n;
+  }
+};
+
+TEST_F(PruneTest, RefusesWithoutAFootprint) {
+  kerncap::testing::write_chunked_capture(out_, data(), {}, kChunkWindow);
+  try {
+    prune_capture(out_, false);
+    FAIL() << "pruned without a footprint";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Input);
+    EXPECT_NE(std::string(e.what()).find("kerncap footprint OUT"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(PruneTest, DropsUntouchedBytesAndKeepsTouchedOnesExact) {
+  const auto d = data();
+  const Manifest m = kerncap::testing::write_chunked_capture(out_, d, {}, uint64_t{64} << 10);  // 16 chunks
+  write_footprint(dir(), footprint(m));
+  const size_t files_before = chunk_files();
+
+  const PruneResult dry = prune_capture(out_, true);
+  EXPECT_TRUE(dry.plan.changed());
+  EXPECT_NE(dry.summary.find("would prune"), std::string::npos) << dry.summary;
+  EXPECT_EQ(chunk_files(), files_before);
+  EXPECT_TRUE(open_capture(out_).manifest.regions[0].pruned.empty());
+
+  const PruneResult r = prune_capture(out_, false);
+  // Kept: [0, 8 KiB) and [512 KiB, 520 KiB) and [600 KiB, 604 KiB): widened to 4 KiB, the
+  // gaps between them longer than 64 KiB.
+  const Capture c = open_capture(out_);
+  const Region& reg = c.manifest.regions[0];
+  ASSERT_TRUE(reg.stored.has_value());
+  ASSERT_EQ(reg.stored->size(), 3u);
+  EXPECT_EQ((*reg.stored)[0].offset, 0u);
+  EXPECT_EQ((*reg.stored)[0].size, 8192u);
+  EXPECT_EQ((*reg.stored)[1].offset, 512u * 1024);
+  EXPECT_EQ((*reg.stored)[2].offset, 600u * 1024);
+  EXPECT_EQ((*reg.stored)[2].size, 4096u);
+  EXPECT_EQ(stored_bytes(reg) + pruned_bytes(reg), kSize);
+  EXPECT_EQ(r.plan.stored_before, kSize);
+  EXPECT_EQ(r.plan.stored_after, stored_bytes(reg));
+  EXPECT_GT(r.files_deleted, 0u);
+  EXPECT_LT(chunk_files(), files_before);
+  EXPECT_EQ(chunk_files(), reg.chunks.size());
+
+  RegionBytes rb(c, reg);
+  std::vector<uint8_t> got(kSize);
+  rb.read_at(0, got.data(), got.size());
+  for (const auto& s : *reg.stored)
+    EXPECT_TRUE(std::equal(got.begin() + s.offset, got.begin() + s.offset + s.size, d.begin() + s.offset));
+  EXPECT_EQ(got[8192], kOmittedFill);
+  EXPECT_EQ(got[kSize - 1], kOmittedFill);
+  verify_blobs(c);  // the new hash of the stored bytes
+
+  // Again: nothing left to prune.
+  const PruneResult again = prune_capture(out_, false);
+  EXPECT_FALSE(again.plan.changed());
+  EXPECT_NE(again.summary.find("nothing to prune"), std::string::npos);
+}
+
+TEST_F(PruneTest, FileRegionsBecomeChunkedAndTheirFilesGo) {
+  // write_small_capture: one 256-byte region stored in mem/0.bin, which the launch never touches.
+  const Manifest m = kerncap::testing::write_small_capture(out_, 5);
+  Footprint f;
+  f.kernel = m.mangled_name;
+  f.image_hash = m.image_hash;
+  RegionFootprint r;
+  r.id = 0;
+  r.size = 256;
+  r.read = Bitmap(4, 256);
+  r.written = Bitmap(1, 256);
+  r.rbw = Bitmap(4, 256);  // no access at all
+  f.regions.push_back(std::move(r));
+  write_footprint(dir(), f);
+  prune_capture(out_, false);
+  const Capture c = open_capture(out_);
+  EXPECT_EQ(c.manifest.format_version, kFormatVersion);
+  EXPECT_TRUE(c.manifest.regions[0].file.empty());
+  EXPECT_FALSE(fs::exists(dir() / "mem/0.bin"));
+  RegionBytes rb(c, c.manifest.regions[0]);
+  std::vector<uint8_t> got(256);
+  rb.read_at(0, got.data(), got.size());
+  EXPECT_EQ(got, std::vector<uint8_t>(256, kOmittedFill));
+  EXPECT_TRUE(c.manifest.regions[0].chunks.empty());
+}
+
+TEST_F(PruneTest, ProbedFootprintsKeepRegionsWithoutRecordedAccess) {
+  const Manifest m = kerncap::testing::write_chunked_capture(out_, data(), {}, kChunkWindow);
+  Footprint f = footprint(m);
+  f.regions[0].read = Bitmap(4, kSize);
+  f.regions[0].written = Bitmap(1, kSize);
+  f.regions[0].probed = true;
+  const PrunePlan p = plan_prune(m, f);
+  EXPECT_FALSE(p.changed());
+  EXPECT_NE(p.regions[0].kept_whole.find("TMA"), std::string::npos);
+}
+
+TEST_F(PruneTest, FootprintOfAnotherCaptureIsRefused) {
+  const Manifest m = kerncap::testing::write_chunked_capture(out_, data(), {}, kChunkWindow);
+  Footprint f = footprint(m);
+  f.regions[0].size = 4096;
+  EXPECT_THROW(plan_prune(m, f), Error);
+}
+
+}  // namespace
+}  // namespace kerncap::format
