@@ -24,6 +24,13 @@ struct LocateRule {
   std::string library, reproduce;  // Closed
   std::vector<std::string> under;  // Aten, Cxx
   std::vector<std::string> templates, tests_under;  // Cutlass
+  // Aten: identifiers of the name that are functors (regex), functors that only wrap the
+  // real one, functions whose lambdas only wrap the kernel's, and functors written by a code
+  // generator (regex; its last group names the function holding the body, under codegen_under).
+  std::string functors;
+  std::shared_ptr<std::regex> functors_re, codegen_re;
+  std::vector<std::string> wrappers, helpers, codegen_under;
+  std::string codegen;
 };
 
 struct TestRule {
