@@ -466,6 +466,7 @@ std::vector<SourceRef> kernel_definitions(Locator::Context& c, const RepoIndex& 
 bool test_from_rules(Locator::Context& c, const RepoIndex& repo, const std::string& rel, const std::string& op) {
   for (const auto& t : c.rules.tests) {
     if (!std::regex_search(rel, *t.file_re)) continue;
+    if (t.op_re && (op.empty() || !std::regex_search(op, *t.op_re))) continue;
     std::error_code ec;
     if (!t.requires_path.empty() && !fs::exists(repo.root / t.requires_path, ec)) continue;
     if (t.command.find("{op}") != std::string::npos && op.empty()) continue;

@@ -114,9 +114,12 @@ class Reader {
       if (key == "file") {
         r.file = str(v, key);
         r.file_re = regex(v, r.file, key);
+      } else if (key == "op") {
+        r.op = str(v, key);
+        r.op_re = regex(v, r.op, key);
       } else if (key == "requires") r.requires_path = str(v, key);
       else if (key == "command") r.command = str(v, key);
-      else error(v, fmt::format("[[test]]: unknown key \"{}\" (known: file, requires, command)", key));
+      else error(v, fmt::format("[[test]]: unknown key \"{}\" (known: file, op, requires, command)", key));
     }
     if (!r.file_re || r.command.empty()) error(t, "[[test]]: needs file and command");
     return r;

@@ -36,6 +36,8 @@ struct LocateRule {
 struct TestRule {
   std::string file;  // regex on the repository-relative path of the source found
   std::shared_ptr<std::regex> file_re;
+  std::string op;             // regex the ATen op must fit ("" = any op, or none)
+  std::shared_ptr<std::regex> op_re;
   std::string requires_path;  // must exist in the repository ("" = nothing)
   std::string command;        // {op}, {kernel}, {file}
 };

@@ -54,6 +54,12 @@ TEST(LocateAten, ReductionOpsStructsAreFunctors) {
            "unsigned int, long, 4> >(at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4>)");
   EXPECT_EQ(where(r), "aten/src/ATen/native/SharedReduceOps.h:9");
   EXPECT_EQ(r.test_command, "pytest test/test_reductions.py -k argmax");
+  // A [[test]] entry with `op` fits that op only: norms go to test_linalg.py.
+  r = find("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::NormTwoOps<float, float>, "
+           "unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::NormTwoOps<float, float>, unsigned int, "
+           "float, 4>)");
+  EXPECT_EQ(where(r), "aten/src/ATen/native/SharedReduceOps.h:13");
+  EXPECT_EQ(r.test_command, "pytest test/test_linalg.py -k norm");
 }
 
 TEST(LocateAten, GeneratedFunctorPointsAtTheUfuncItCalls) {
@@ -129,6 +135,7 @@ TEST(LocateAten, RuleKeysAreChecked) {
     EXPECT_NE(std::string(e.what()).find("r.toml:4"), std::string::npos) << e.what();
   }
   EXPECT_THROW(parse_locate_rules(head + "functors = '('\n", "r.toml"), Error);
+  EXPECT_THROW(parse_locate_rules("version = 1\n[[test]]\nfile = 'x'\nop = '['\ncommand = 'c'\n", "r.toml"), Error);
 }
 
 }  // namespace
