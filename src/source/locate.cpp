@@ -50,6 +50,25 @@ bool contains_word(std::string_view text, std::string_view word) {
   return false;
 }
 
+// NAME as an identifier outside `#` comments.
+bool python_code_mentions(const std::string& text, const std::string& word) {
+  const std::regex re("\\b" + word + "\\b");
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    if (line.find(word) != std::string::npos && std::regex_search(line, re)) return true;
+  }
+  return false;
+}
+
+// `import ... NAME` on one line, or `from m import (\n    a,\n    NAME,\n)` over several.
+bool imports_word(const std::string& text, const std::string& word) {
+  return std::regex_search(text, std::regex("import[^\\n]*\\b" + word + "\\b|import\\s*\\([^)]*\\b" + word + "\\b"));
+}
+
 // The CMake target that compiles `rel` (add_executable(T ... file.cu) and look-alikes such as
 // cutlass_example_add_executable), from the CMakeLists.txt of its folder or the one above.
 std::string cmake_target(const RepoIndex& repo, const std::string& rel, SourceCache& cache) {
@@ -95,7 +114,10 @@ std::set<std::string> python_wrappers(const std::string& text, const std::string
     for (size_t at = line.find(word); at != std::string::npos; at = line.find(word, at + 1)) {
       const size_t after = at + word.size();
       const bool starts = at == 0 || !(std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_');
-      if (starts && after < line.size() && (line[after] == '[' || line[after] == '(' || line[after] == '.') && !defs.empty() &&
+      // NAME[grid](...), NAME(...), NAME.apply(...), (a if c else b)[grid](...) choosing a
+      // kernel, specialize(NAME, ...): any use of the name inside a function
+      const bool ends = after >= line.size() || !(std::isalnum(static_cast<unsigned char>(line[after])) || line[after] == '_');
+      if (starts && ends && !defs.empty() &&
           defs.front().second != word)
         out.insert(defs.front().second);
     }
@@ -104,29 +126,38 @@ std::set<std::string> python_wrappers(const std::string& text, const std::string
 }
 
 // What tests of a Triton kernel name: the kernel, the function that launches it, the
-// autograd class that calls that, the module class that wraps the autograd class... up to
-// three levels, following imports across the package's (non-test) modules.
-std::set<std::string> python_callers(Locator::Context& c, const RepoIndex& repo, const SourceRef& def,
-                                     const std::string& kernel) {
-  std::set<std::string> all = {kernel};
-  std::set<std::string> level;
-  for (const auto& w : python_wrappers(read_file_text(c.cache, def.path()), kernel)) level.insert(w);
-  for (int depth = 0; depth < 3 && !level.empty() && all.size() < 32; ++depth) {
+// autograd class that calls that, the public function that applies the class, the one that
+// calls it... up to five levels, following imports across the package's (non-test) modules
+// (triton_kernels: _topk_forward -> topk_forward -> TopK -> topk -> routing, which
+// tests/test_routing.py imports).
+PythonCallers python_callers(Locator::Context& c, const RepoIndex& repo, const SourceRef& def, const std::string& kernel) {
+  // The kernel itself is the first level: its launch may sit in the module that defines it
+  // or in one that imports it (triton_kernels launches _topk_forward from topk.py).
+  PythonCallers out;
+  out.files.insert(def.file);
+  std::set<std::string> level = {kernel};
+  for (int depth = 0; depth < 5 && !level.empty() && out.depth.size() < 32; ++depth) {
     std::set<std::string> next;
     for (const auto& w : level) {
-      if (!all.insert(w).second) continue;
+      if (!out.depth.emplace(w, depth).second) continue;
       for (uint32_t id : repo.files_with(w)) {
         const std::string& rel = repo.files[id];
         if (!rel.ends_with(".py") || is_test_path(rel)) continue;
         const std::string text = read_file_text(c.cache, repo.path(id));
-        if (rel != def.file && !std::regex_search(text, std::regex("import[^\\n]*\\b" + w + "\\b"))) continue;
+        // The module that defines the word or imports it: a namesake elsewhere is not a caller.
+        if (rel != def.file && !(imports_word(text, w) || std::regex_search(text, std::regex("(def|class)\\s+" + w + "\\b"))))
+          continue;
         for (const auto& outer : python_wrappers(text, w))
-          if (!all.count(outer)) next.insert(outer);
+          if (!out.depth.count(outer)) {
+            next.insert(outer);
+            out.files.insert(rel);
+          }
       }
     }
     level = std::move(next);
   }
-  return all;
+  for (const auto& w : level) out.depth.emplace(w, 5);
+  return out;
 }
 
 // Shallower paths first: among namesakes, the main implementation rather than a backend's
@@ -215,8 +246,10 @@ void triton(Locator::Context& c) {
       c.out.status = LocateStatus::Found;
       // The kernel, the functions that launch it, and the functions or classes that call
       // those, in the module of the first definition.
-      std::set<std::string> words = python_callers(c, repo, defs.front(), found);
-      find_tests(c, repo, words, "");
+      const PythonCallers callers = python_callers(c, repo, defs.front(), found);
+      std::set<std::string> words;
+      for (const auto& [w, d] : callers.depth) words.insert(w);
+      find_tests(c, repo, words, "", &callers);
     }
   }
 }
@@ -433,6 +466,7 @@ std::vector<SourceRef> kernel_definitions(Locator::Context& c, const RepoIndex& 
 bool test_from_rules(Locator::Context& c, const RepoIndex& repo, const std::string& rel, const std::string& op) {
   for (const auto& t : c.rules.tests) {
     if (!std::regex_search(rel, *t.file_re)) continue;
+    if (t.op_re && (op.empty() || !std::regex_search(op, *t.op_re))) continue;
     std::error_code ec;
     if (!t.requires_path.empty() && !fs::exists(repo.root / t.requires_path, ec)) continue;
     if (t.command.find("{op}") != std::string::npos && op.empty()) continue;
@@ -451,22 +485,42 @@ bool test_from_rules(Locator::Context& c, const RepoIndex& repo, const std::stri
   return false;
 }
 
-void find_tests(Locator::Context& c, const RepoIndex& repo, const std::set<std::string>& words, const std::string& op) {
-  // Test files that import one of the words first, then those that only mention one.
+void find_tests(Locator::Context& c, const RepoIndex& repo, const std::set<std::string>& words, const std::string& op,
+                const PythonCallers* callers) {
+  // Test files that import one of the words first, then those that only mention one; for a
+  // Triton kernel, a word closer to the kernel (the launcher before the package's entry
+  // point) counts more, and test_X.py for a module X.py on the way counts too.
   std::map<uint32_t, int> score;
+  auto closeness = [&](const std::string& w) {
+    if (!callers) return 1;
+    auto it = callers->depth.find(w);
+    return it == callers->depth.end() ? 1 : 6 - it->second;
+  };
   for (const auto& w : words)
-    for (uint32_t id : repo.files_with(w))
-      if (is_test_path(repo.files[id])) score[id] += w == c.name.base ? 2 : 1;
+    for (uint32_t id : repo.files_with(w)) {
+      const std::string& rel = repo.files[id];
+      if (!is_test_path(rel)) continue;
+      // A Python test naming the word only in a comment does not test it.
+      if (rel.ends_with(".py") && !python_code_mentions(read_file_text(c.cache, repo.path(id)), w)) continue;
+      score[id] += w == c.name.base ? 2 : 1;
+    }
+  std::set<std::string> stems;
+  if (!c.out.sources.empty()) stems.insert(fs::path(c.out.sources.front().file).stem().string());
+  if (callers)
+    for (const auto& f : callers->files) stems.insert(fs::path(f).stem().string());
   std::vector<std::tuple<int, std::string, uint32_t>> ranked;
-  const std::string stem = c.out.sources.empty() ? std::string() : fs::path(c.out.sources.front().file).stem().string();
   for (const auto& [id, s] : score) {
     int total = s;
     // test_rms_norm.py for a kernel defined in rms_norm.py
-    if (!stem.empty() && fs::path(repo.files[id]).stem().string() == "test_" + stem) total += 3;
+    const std::string test_stem = fs::path(repo.files[id]).stem().string();
+    for (const auto& st : stems) {
+      const std::string bare = st.substr(std::min(st.find_first_not_of('_'), st.size()));
+      if (!bare.empty() && test_stem == "test_" + bare) total += 3;
+    }
     if (repo.files[id].ends_with(".py")) {
       const std::string text = read_file_text(c.cache, repo.path(id));
       for (const auto& w : words)
-        if (std::regex_search(text, std::regex("import[^\\n]*\\b" + w + "\\b"))) total += 4;
+        if (imports_word(text, w)) total += 2 + 2 * closeness(w);
     }
     ranked.emplace_back(-total, repo.files[id], id);
   }

@@ -1,5 +1,6 @@
 #pragma once
 // Shared by the strategy files of `kerncap locate` (not part of its interface).
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,9 +33,16 @@ std::vector<SourceRef> kernel_definitions(Locator::Context& c, const RepoIndex& 
                                           const std::vector<std::string>& scopes, bool any_scope,
                                           const std::vector<std::string>& under);
 
+// The Python functions and classes that lead to a Triton kernel: word -> steps from the
+// kernel (0: the kernel), and the modules they live in.
+struct PythonCallers {
+  std::map<std::string, int> depth;
+  std::set<std::string> files;
+};
+
 // Test files mentioning `words` and a command for the best; fills c.out.tests/test_command.
 void find_tests(Locator::Context& c, const RepoIndex& repo, const std::set<std::string>& words,
-                const std::string& op);
+                const std::string& op, const PythonCallers* callers = nullptr);
 
 // The command a [[test]] rule gives for the found file, if one fits.
 bool test_from_rules(Locator::Context& c, const RepoIndex& repo, const std::string& rel, const std::string& op);

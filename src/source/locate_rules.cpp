@@ -88,8 +88,19 @@ class Reader {
       else if (key == "under") r.under = strs(v, key);
       else if (key == "templates") r.templates = strs(v, key);
       else if (key == "tests_under") r.tests_under = strs(v, key);
+      else if (key == "functors") {
+        r.functors = str(v, key);
+        r.functors_re = regex(v, r.functors, key);
+      } else if (key == "wrappers") r.wrappers = strs(v, key);
+      else if (key == "helpers") r.helpers = strs(v, key);
+      else if (key == "codegen") {
+        r.codegen = str(v, key);
+        r.codegen_re = regex(v, r.codegen, key);
+        if (r.codegen_re->mark_count() == 0) error(v, "codegen: needs a group (...) naming the function");
+      } else if (key == "codegen_under") r.codegen_under = strs(v, key);
       else error(v, fmt::format("[[rule]]: unknown key \"{}\" (known: name, kinds, match, strategy, library, "
-                                "reproduce, under, templates, tests_under)", key));
+                                "reproduce, under, templates, tests_under, functors, wrappers, helpers, codegen, "
+                                "codegen_under)", key));
     }
     if (!has_strategy) error(t, "[[rule]]: no strategy");
     if (r.name.empty()) r.name = std::string(to_string(r.strategy));
@@ -103,9 +114,12 @@ class Reader {
       if (key == "file") {
         r.file = str(v, key);
         r.file_re = regex(v, r.file, key);
+      } else if (key == "op") {
+        r.op = str(v, key);
+        r.op_re = regex(v, r.op, key);
       } else if (key == "requires") r.requires_path = str(v, key);
       else if (key == "command") r.command = str(v, key);
-      else error(v, fmt::format("[[test]]: unknown key \"{}\" (known: file, requires, command)", key));
+      else error(v, fmt::format("[[test]]: unknown key \"{}\" (known: file, op, requires, command)", key));
     }
     if (!r.file_re || r.command.empty()) error(t, "[[test]]: needs file and command");
     return r;

@@ -24,11 +24,20 @@ struct LocateRule {
   std::string library, reproduce;  // Closed
   std::vector<std::string> under;  // Aten, Cxx
   std::vector<std::string> templates, tests_under;  // Cutlass
+  // Aten: identifiers of the name that are functors (regex), functors that only wrap the
+  // real one, functions whose lambdas only wrap the kernel's, and functors written by a code
+  // generator (regex; its last group names the function holding the body, under codegen_under).
+  std::string functors;
+  std::shared_ptr<std::regex> functors_re, codegen_re;
+  std::vector<std::string> wrappers, helpers, codegen_under;
+  std::string codegen;
 };
 
 struct TestRule {
   std::string file;  // regex on the repository-relative path of the source found
   std::shared_ptr<std::regex> file_re;
+  std::string op;             // regex the ATen op must fit ("" = any op, or none)
+  std::shared_ptr<std::regex> op_re;
   std::string requires_path;  // must exist in the repository ("" = nothing)
   std::string command;        // {op}, {kernel}, {file}
 };

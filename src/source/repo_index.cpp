@@ -5,10 +5,14 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
-#include <fstream>
-#include <iterator>
+#include <cerrno>
+#include <cstring>
 #include <regex>
 #include <thread>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -36,18 +40,77 @@ bool skipped_dir(const fs::path& p, std::error_code& ec) {
          name == "dist" || name.ends_with(".egg-info") || fs::exists(p / "CMakeCache.txt", ec);
 }
 
-bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+// Identifier characters by table: std::isalnum consults the locale on every call.
+struct CharClass {
+  std::array<uint8_t, 256> t{};  // 1: may start an identifier, 2: may continue one
+  constexpr CharClass() {
+    for (int c = 0; c < 256; ++c) {
+      const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+      t[c] = static_cast<uint8_t>((alpha ? 1 : 0) | (alpha || (c >= '0' && c <= '9') ? 2 : 0));
+    }
+  }
+};
+constexpr CharClass kChars;
+bool ident_start(char c) { return kChars.t[static_cast<unsigned char>(c)] & 1; }
+bool ident_char(char c) { return kChars.t[static_cast<unsigned char>(c)] & 2; }
 
+// The whole file in one read (a stream iterator costs several times more), into a buffer
+// reused across files. False for an unreadable file or a binary one (a NUL in its first 8 KiB).
 bool read_text(const fs::path& p, std::string& out) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return false;
-  out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (in.bad()) return false;
-  // A NUL near the start: a binary file with a source-like name.
-  const size_t nul = out.find('\0');
-  return nul == std::string::npos || nul >= 8192;
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return false;
+  }
+  out.resize(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  out.resize(got);  // a file that shrank while read
+  return std::memchr(out.data(), '\0', std::min<size_t>(out.size(), 8192)) == nullptr;
 }
+
+// The distinct identifiers of one file: an open-addressing set of views into its text,
+// emptied for the next file by clearing only the slots used (most files hold a few hundred
+// distinct words, the whole index hundreds of thousands).
+class FileWords {
+ public:
+  // Returns false when `w` (hash `h`) was seen already in this file.
+  bool insert(std::string_view w, uint64_t h) {
+    if ((used_.size() + 1) * 2 > slots_.size()) grow();
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      if (slots_[i].data() == nullptr) {
+        slots_[i] = w;
+        used_.push_back(i);
+        return true;
+      }
+      if (slots_[i] == w) return false;
+    }
+  }
+  void clear() {
+    for (size_t i : used_) slots_[i] = {};
+    used_.clear();
+  }
+
+ private:
+  void grow() {
+    std::vector<std::string_view> old;
+    for (size_t i : used_) old.push_back(slots_[i]);
+    slots_.assign(std::max<size_t>(1024, slots_.size() * 2), std::string_view{});
+    used_.clear();
+    for (auto w : old) insert(w, WordTable::hash(w));
+  }
+  std::vector<std::string_view> slots_;
+  std::vector<size_t> used_;
+};
 
 std::string_view trim_left(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -69,6 +132,57 @@ void each_identifier(std::string_view text, F&& f) {
 }
 
 }  // namespace
+
+uint64_t WordTable::hash(std::string_view w) {  // FNV-1a: short keys, no setup
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : w) h = (h ^ ch) * 1099511628211ull;
+  return h ^ (h >> 29);
+}
+
+size_t WordTable::probe(std::string_view w, uint64_t h) const {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    const uint32_t s = slots_[i];
+    if (s == 0) return i;
+    const Entry& e = entries_[s - 1];
+    if (e.hash == h && e.word == w) return i;
+  }
+}
+
+void WordTable::grow() {
+  slots_.assign(std::max<size_t>(1 << 16, slots_.size() * 2), 0);
+  const size_t mask = slots_.size() - 1;
+  for (uint32_t k = 0; k < entries_.size(); ++k) {
+    size_t i = entries_[k].hash & mask;
+    while (slots_[i] != 0) i = (i + 1) & mask;
+    slots_[i] = k + 1;
+  }
+}
+
+std::vector<uint32_t>& WordTable::at(std::string_view w, uint64_t h) {
+  if ((entries_.size() + 1) * 2 > slots_.size()) grow();
+  const size_t i = probe(w, h);
+  if (slots_[i] == 0) {
+    entries_.push_back({h, std::string(w), {}});
+    slots_[i] = static_cast<uint32_t>(entries_.size());
+  }
+  return entries_[slots_[i] - 1].files;
+}
+
+const std::vector<uint32_t>* WordTable::find(std::string_view w) const {
+  if (slots_.empty()) return nullptr;
+  const size_t i = probe(w, hash(w));
+  return slots_[i] == 0 ? nullptr : &entries_[slots_[i] - 1].files;
+}
+
+void WordTable::append(WordTable&& other) {
+  for (auto& e : other.entries_) {
+    auto& files = at(e.word, e.hash);
+    if (files.empty()) files = std::move(e.files);
+    else files.insert(files.end(), e.files.begin(), e.files.end());
+  }
+  other = WordTable();
+}
 
 std::vector<std::string_view> identifiers(std::string_view text) {
   std::vector<std::string_view> out;
@@ -130,8 +244,8 @@ std::vector<uint32_t> RepoIndex::files_with(std::string_view word) const {
     for (uint32_t i = 0; i < all.size(); ++i) all[i] = i;
     return all;
   }
-  auto it = words.find(word);
-  return it == words.end() ? std::vector<uint32_t>{} : it->second;
+  const auto* holders = words.find(word);
+  return holders ? *holders : std::vector<uint32_t>{};
 }
 
 RepoIndex build_index(const fs::path& root_in, const IndexProgress& progress, unsigned threads) {
@@ -166,7 +280,7 @@ RepoIndex build_index(const fs::path& root_in, const IndexProgress& progress, un
   const size_t n = idx.files.size();
   threads = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(threads, n / 64 + 1)));
   struct Slice {
-    std::unordered_map<std::string, std::vector<uint32_t>, WordHash, std::equal_to<>> words;
+    WordTable words;
     std::vector<std::pair<std::string, PyDef>> triton;
     size_t bytes = 0, skipped = 0;
   };
@@ -175,6 +289,7 @@ RepoIndex build_index(const fs::path& root_in, const IndexProgress& progress, un
   auto work = [&](unsigned t) {
     Slice& sl = slices[t];
     std::string text;
+    FileWords seen;
     const size_t from = n * t / threads, to = n * (t + 1) / threads;
     for (size_t i = from; i < to; ++i, ++done) {
       const auto id = static_cast<uint32_t>(i);
@@ -183,11 +298,11 @@ RepoIndex build_index(const fs::path& root_in, const IndexProgress& progress, un
         continue;
       }
       sl.bytes += text.size();
-      // Each word once per file: the file being read is the only one that can be last.
+      // Each word once per file: a small per-file set first, the large map once per word.
+      seen.clear();
       each_identifier(text, [&](std::string_view w) {
-        auto f = sl.words.find(w);
-        if (f == sl.words.end()) f = sl.words.emplace(std::string(w), std::vector<uint32_t>{}).first;
-        if (f->second.empty() || f->second.back() != id) f->second.push_back(id);
+        const uint64_t h = WordTable::hash(w);
+        if (seen.insert(w, h)) sl.words.at(w, h).push_back(id);
       });
       if (idx.files[id].ends_with(".py") && text.find("jit") != std::string::npos)
         for (auto& [name, line] : triton_functions(text)) sl.triton.emplace_back(name, PyDef{id, line});
@@ -207,13 +322,14 @@ RepoIndex build_index(const fs::path& root_in, const IndexProgress& progress, un
   }
   first.join();
   for (auto& th : pool) th.join();
-  for (auto& sl : slices) {
+  // The first slice's map becomes the index; the others' lists are appended (their file ids
+  // are larger, so each list stays sorted).
+  idx.words = std::move(slices[0].words);
+  for (size_t t = 0; t < slices.size(); ++t) {
+    auto& sl = slices[t];
     idx.bytes += sl.bytes;
     idx.skipped += sl.skipped;
-    for (auto& [w, ids] : sl.words) {
-      auto& all = idx.words[w];
-      all.insert(all.end(), ids.begin(), ids.end());
-    }
+    if (t > 0) idx.words.append(std::move(sl.words));
     for (auto& [name, d] : sl.triton) idx.triton[name].push_back(d);
   }
   if (progress && reported) progress(n, n);

@@ -20,17 +20,35 @@ struct PyDef {
   uint32_t line = 0;
 };
 
-// Lookups by string_view without building a std::string.
-struct WordHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+// identifier -> the files holding it, as an open-addressing table: the index of a PyTorch
+// checkout holds a few hundred thousand words and is probed millions of times while built,
+// where a node-based map spends its time in cache misses.
+class WordTable {
+ public:
+  static uint64_t hash(std::string_view w);
+  // The file list of `w` (`h` its hash), created empty when `w` is new.
+  std::vector<uint32_t>& at(std::string_view w, uint64_t h);
+  const std::vector<uint32_t>* find(std::string_view w) const;
+  size_t size() const { return entries_.size(); }
+  // Appends `other`'s lists to this table's (their file ids must all be larger).
+  void append(WordTable&& other);
+
+ private:
+  struct Entry {
+    uint64_t hash;
+    std::string word;
+    std::vector<uint32_t> files;
+  };
+  size_t probe(std::string_view w, uint64_t h) const;  // slot of w, or the empty slot it would take
+  void grow();
+  std::vector<uint32_t> slots_;  // index + 1 into entries_; 0: empty
+  std::vector<Entry> entries_;
 };
 
 struct RepoIndex {
   fs::path root;                   // canonical
   std::vector<std::string> files;  // relative to root, '/'-separated, sorted
-  // identifier -> files holding it (sorted)
-  std::unordered_map<std::string, std::vector<uint32_t>, WordHash, std::equal_to<>> words;
+  WordTable words;  // identifier -> files holding it (sorted)
   std::unordered_map<std::string, std::vector<PyDef>> triton;    // @triton.jit function -> definitions
   size_t bytes = 0;     // text read
   size_t skipped = 0;   // unreadable, binary or too large
