@@ -118,5 +118,5 @@ else
   result footprint s "the wheel has no libsanitizer-public.so (built without the Compute Sanitizer API)"
 fi
 
-echo "$passed passed, $failed failed${skipped:+, $skipped skipped}"
+if [ "$skipped" -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"; else echo "$passed passed, $failed failed"; fi
 [ "$failed" = 0 ]
