@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs kerncap's build dependencies on Debian 12 (the CUDA 13 toolkit must already be
-# under /usr/local/cuda or on PATH). Safe to run again.
+# under /usr/local/cuda or on PATH) and creates the project's Python environment, .venv/
+# (Debian's python3 is externally managed: `pip install .` goes into a venv). Safe to run again.
+# Then: .venv/bin/pip install '.[test]'  (README "Set up").
 set -euo pipefail
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 pkgs=(cmake ninja-build g++ pkg-config libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev
-      libxxhash-dev libzstd-dev libtomlplusplus-dev python3 python3-pytest)
+      libxxhash-dev libzstd-dev libtomlplusplus-dev python3 python3-venv python3-pytest)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -50,3 +52,13 @@ if [ ! -x "$tools_dir/nvidia/cu13/bin/nvdisasm" ]; then
     "nvidia-cuda-nvdisasm==$TOOLS_VERSION" "nvidia-cuda-cuobjdump==13.4.92"
 fi
 echo "install-deps: nvdisasm and cuobjdump in $tools_dir/nvidia/cu13/bin"
+
+# The project's Python environment: `pip install .` builds kerncap (scikit-build-core runs this
+# CMake project in build/) and installs the `kerncap` command and the Python package into it.
+# KERNCAP_VENV moves it; an existing one is kept.
+venv=${KERNCAP_VENV:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.venv}
+if [ ! -x "$venv/bin/pip" ]; then
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+fi
+echo "install-deps: Python environment $venv (next: $venv/bin/pip install '.[test]')"

@@ -60,13 +60,15 @@ class EngineError(Exception):
 
 def candidates() -> List[str]:
     """Where the library is looked for, in order: $KERNCAP_REPLAY_LIB; next to this file (the copy
-    in a reproducer's kerncap_repro/); the installed layout (PREFIX/share/kerncap/python/kerncap
-    -> PREFIX/lib); the source tree's build directories (build*/lib, newest first)."""
+    in a reproducer's kerncap_repro/); the pip-installed package's own lib/ (site-packages/kerncap/lib);
+    the `cmake --install` layout (PREFIX/share/kerncap/python/kerncap -> PREFIX/lib); the source
+    tree's build directories (build*/lib, newest first)."""
     out = []
     explicit = os.environ.get(ENV_LIBRARY)
     if explicit:
         return [explicit]  # explicit means explicit: no silent fallback to another build
     out.append(os.path.join(HERE, LIBRARY_NAME))
+    out.append(os.path.join(HERE, "lib", LIBRARY_NAME))
     out.append(os.path.normpath(os.path.join(HERE, "..", "..", "..", "..", "lib", LIBRARY_NAME)))
     repo = os.path.dirname(os.path.dirname(HERE))
     built = glob.glob(os.path.join(repo, "build*", "lib", LIBRARY_NAME))

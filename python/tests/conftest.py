@@ -1,26 +1,35 @@
-"""Shared helpers: python/ on sys.path, the shim loaded by file path (as sitecustomize does),
-a capture directory writer, and the replay engine library under test.
+"""Shared helpers: the kerncap package under test on sys.path, the shim loaded by file path (as
+sitecustomize does), a capture directory writer, and the replay engine library under test.
 
-The engine (libkerncap_replay.so) reads every capture. `--engine-lib PATH` (run.sh passes the
-build tree's when CTest runs it) makes a missing library a failure; without it, tests that
-need the engine skip when none is built."""
+Two ways to run (run.sh picks one):
+- `--installed`: the package the interpreter imports by itself (`pip install .`, or `-e .`), with
+  the engine it finds on its own; python/ is not put on sys.path, and a missing engine fails.
+- otherwise python/ of this checkout goes first on sys.path; `--engine-lib PATH` (run.sh passes
+  the build tree's when CTest runs it) makes a missing library a failure; without it, tests that
+  need the engine skip when none is built."""
 import importlib.util
 import json
 import os
 import struct
 import sys
 
-PY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if PY not in sys.path:
-    sys.path.insert(0, PY)
+SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # python/ of this checkout
+INSTALLED = "--installed" in sys.argv  # decided before the first import of kerncap
+if not INSTALLED and SOURCE not in sys.path:
+    sys.path.insert(0, SOURCE)
 
 import pytest  # noqa: E402
 
 from kerncap import engine  # noqa: E402
 
+# The folder holding the kerncap package under test (site-packages when installed).
+PY = os.path.dirname(os.path.dirname(os.path.abspath(engine.__file__)))
+
 
 def pytest_addoption(parser):
     parser.addoption("--engine-lib", help="the libkerncap_replay.so to test; a missing one fails the tests")
+    parser.addoption("--installed", action="store_true",
+                     help="test the installed kerncap package (pip install .): not python/ of this checkout")
 
 
 def pytest_configure(config):
@@ -29,13 +38,17 @@ def pytest_configure(config):
         os.environ[engine.ENV_LIBRARY] = os.path.abspath(lib)
 
 
+def pytest_report_header(config):
+    return f"kerncap package under test: {os.path.join(PY, 'kerncap')}"
+
+
 @pytest.fixture
 def engine_lib(request):
     """The replay engine library (real, ABI checked)."""
     try:
         return engine.load()
     except engine.EngineError as e:
-        if request.config.getoption("--engine-lib"):
+        if request.config.getoption("--engine-lib") or request.config.getoption("--installed"):
             pytest.fail(str(e))
         pytest.skip(f"the replay engine is not built: {e}")
 

@@ -14,6 +14,10 @@ fs::path python_dir(const HostEnv& h) {
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   fs::path installed = exe.parent_path() / "../share/kerncap/python";
   if (fs::exists(installed / "kerncap")) return fs::canonical(installed);
+  // pip-installed: this binary is site-packages/kerncap/bin/kerncap, inside the package.
+  fs::path package = exe.parent_path().parent_path();
+  if (package.filename() == "kerncap" && fs::exists(package / "__init__.py", ec))
+    return fs::canonical(package.parent_path(), ec);
   return fs::path(KERNCAP_SOURCE_DIR) / "python";
 }
 

@@ -10,8 +10,9 @@
 
 namespace kerncap::extract {
 
-// Where the kerncap Python package lives: HostEnv::python_dir, else share/kerncap/python
-// next to this executable, else the source tree.
+// Where the kerncap Python package lives: HostEnv::python_dir, else the one installed with
+// this executable (share/kerncap/python beside bin/, or, pip-installed, the site-packages
+// folder whose kerncap/bin holds it), else the source tree.
 fs::path python_dir(const HostEnv& h);
 
 // Adds the shim to PYTHONPATH and tells it where to record (OUT/triton).

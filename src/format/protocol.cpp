@@ -207,7 +207,8 @@ const std::array<EnvVar, 22> kVars = {{
      "the libkerncap.so to inject (default: ../lib or the build tree next to the kerncap binary)", nullptr,
      nullptr},
     {Var::PythonDir, "KERNCAP_PYTHON_DIR", kCli, false, "path", "",
-     "folder holding the kerncap Python package (default: share/kerncap/python, else the source tree)",
+     "folder holding the kerncap Python package (default: the one installed with the kerncap binary: "
+     "share/kerncap/python, or site-packages for pip; else the source tree)",
      nullptr, nullptr},
     {Var::Python, "KERNCAP_PYTHON", kCli, false, "path", "python3",
      "Python interpreter that writes the Triton reproducer and runs `kerncap mcp` (also used by the test "
@@ -217,7 +218,7 @@ const std::array<EnvVar, 22> kVars = {{
      "PATH, then the build tree)", nullptr, nullptr},
     {Var::ReplayLib, "KERNCAP_REPLAY_LIB", kPythonApi, false, "path", "",
      "the replay engine (libkerncap_replay.so) that the Python package and Triton reproducers load (default: "
-     "beside the module, then the build's lib/)",
+     "beside the module, the pip-installed package's lib/, then the build's lib/)",
      nullptr, nullptr},
 }};
 
