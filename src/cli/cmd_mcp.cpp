@@ -36,11 +36,12 @@ void set_env(const std::string& name, const std::string& value) { ::setenv(name.
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec && !std::getenv(bin_var.c_str())) set_env(bin_var, self.string());
-  // The package that belongs to this kerncap first (installed beside it, or the source tree);
-  // a pip-installed package is found by the interpreter itself.
+  // The package that belongs to this kerncap (installed beside it, or the source tree), after
+  // the user's own PYTHONPATH: when the package folder is site-packages, putting it first would
+  // hide every module the user placed ahead of site-packages on purpose.
   const fs::path pkg = extract::python_dir(h);
   if (fs::exists(pkg / "kerncap" / "mcp_server.py", ec))
-    set_env("PYTHONPATH", pkg.string() + (h.pythonpath ? ":" + *h.pythonpath : ""));
+    set_env("PYTHONPATH", (h.pythonpath && !h.pythonpath->empty() ? *h.pythonpath + ":" : "") + pkg.string());
   std::vector<std::string> args = {python, "-m", "kerncap.mcp_server"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
