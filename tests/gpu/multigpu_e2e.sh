@@ -5,6 +5,8 @@
 #                 in rank 1 (--rank 1): the capture says device 1; the job ends (rank 1 stops with
 #                 status 75, torchrun ends rank 0); validate PASS on device 1 and on device 0,
 #                 replay on device 0
+#   tp-gemm       the same job, the column-parallel GEMM (x @ W1_r, a cuBLAS kernel: its name
+#                 matched by --regex) captured in rank 1: validate PASS on device 1
 #   tp-continue   the same job, rank 0 with --continue: the job finishes normally
 #   nccl          NCCL's own all-reduce kernel captured in rank 1: extract explains what its
 #                 replay cannot mean, validate refuses it (exit 2)
@@ -130,6 +132,21 @@ if begin tp-nccl 2; then
     details=""
   fi
   verdict tp-nccl "$p" "$details"
+fi
+
+# --- tp-gemm ------------------------------------------------------------------------------
+# cuBLAS picks the GEMM kernel (nvjet, sm90_xmma, cutlass): match any of those names.
+if begin tp-gemm 2; then
+  p=""
+  if kc extract "$KC" extract 'nvjet|gemm|xmma|cutlass' --regex --rank 1 -o "$D/cap" -- "${TORCHRUN[@]}" "$TP" --backend nccl; then
+    [ "$(manifest 'm["device"]["ordinal"]')" = 1 ] || p+="captured on device $(manifest 'm["device"]["ordinal"]'), not 1; "
+    p+=$(validate_on validate1 1)
+    details="$(manifest 'm["kernel"]["demangled"][:40]' 2>/dev/null); $(grep -h -m1 'Result' "$D/validate1.out" | cut -c1-60)"
+  else
+    p+="extract: $(first_error extract)"
+    details=""
+  fi
+  verdict tp-gemm "$p" "$details"
 fi
 
 # --- tp-continue --------------------------------------------------------------------------
