@@ -65,7 +65,7 @@ def _profile_rows(prof: api.ProfileResult, top: int, pattern: Optional[str]) -> 
     what picking and extracting it needs; the full document is what `kerncap profile -o` writes."""
     rx = re.compile(pattern) if pattern else None
     rows = [k for k in prof.kernels if not rx or rx.search(k.name) or rx.search(k.demangled)]
-    keep = ("rank", "name", "demangled", "kind", "category", "calls", "total_ns", "avg_ns", "median_ns", "percent",
+    keep = ("rank", "name", "demangled", "kind", "category", "calls", "benchmark_calls", "total_ns", "avg_ns", "median_ns", "percent",
             "grid", "block", "in_graph", "extract", "source", "test")
     shown = [{k: r.raw[k] for k in keep if k in r.raw} for r in rows[:top] if r.raw] if top else []
     return {"line": prof.line, "format": prof.format, "version": prof.version, "application": prof.application,

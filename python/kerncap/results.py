@@ -29,6 +29,7 @@ class KernelProfile:
     category: str = ""
     source_expected: bool = False
     calls: int = 0
+    benchmark_calls: int = 0  # of calls, benchmark launches (autotuners): extract --dispatch skips them
     total_ns: int = 0
     avg_ns: float = 0.0
     median_ns: float = 0.0

@@ -95,6 +95,11 @@ void ActivityRecorder::record(const CUpti_Activity& rec) {
     case CUPTI_ACTIVITY_KIND_DEVICE:
       writer_.device(device_info(reinterpret_cast<const CUpti_ActivityDevice5&>(rec)));
       break;
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const auto& r = reinterpret_cast<const CUpti_ActivityExternalCorrelation&>(rec);
+      if (r.externalKind == kBenchmarkCorrelationKind) writer_.benchmark_call(r.correlationId);
+      break;
+    }
     default:
       break;
   }

@@ -24,10 +24,15 @@ class ActivityBuffer {
   virtual size_t dropped() = 0;
 };
 
+// The external-correlation kind profile mode pushes for the Triton shim's benchmark windows
+// (kerncap_ignore_begin/end): CUPTI then links every API call made inside one to it.
+inline constexpr CUpti_ExternalCorrelationKind kBenchmarkCorrelationKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
+
 class ActivityRecorder {
  public:
   explicit ActivityRecorder(format::RecordWriter& writer) : writer_(writer) {}
-  // One record; kinds other than kernels, memcpy, memset and devices are ignored.
+  // One record; kinds other than kernels, memcpy, memset, devices and benchmark-window
+  // correlations are ignored.
   void record(const CUpti_Activity& rec);
   // Every record of one buffer, then the dropped count. Never throws: on failure (out of
   // memory while formatting) the rest of the buffer is lost, never the application.

@@ -144,12 +144,15 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   return 1;
 }
 
-// Called by the Triton shim (python/kerncap/triton_shim) around autotuner benchmarks.
+// Called by the Triton shim (python/kerncap/triton_shim) around autotuner benchmarks: capture
+// mode does not count the launches, profile mode marks them (profile_benchmark_begin).
 extern "C" __attribute__((visibility("default"))) int kerncap_ignore_begin(void) {
   kerncap::capture::ignore_begin();
+  kerncap::capture::profile_benchmark_begin();
   return kerncap::capture::ignore_depth();
 }
 extern "C" __attribute__((visibility("default"))) int kerncap_ignore_end(void) {
   kerncap::capture::ignore_end();
+  kerncap::capture::profile_benchmark_end();
   return kerncap::capture::ignore_depth();
 }

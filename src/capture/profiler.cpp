@@ -10,7 +10,8 @@
 //    while the process is exiting and static destructors run.
 //  - Only the activity API: no per-launch callback, so the application thread pays only
 //    CUPTI's own record-keeping; all formatting happens on CUPTI's buffer thread, in
-//    ActivityRecorder (activity.cpp, unit tested with fake records).
+//    ActivityRecorder (activity.cpp, unit tested with fake records). API records are on
+//    only inside the Triton shim's benchmark windows (profile_benchmark_begin).
 //  - exit() from any thread runs our atexit handler, which forces CUPTI to flush. fork():
 //    the child cannot use CUDA, drops the parent's unwritten bytes and writes its own
 //    (empty) file; a child that execs is a new process and loads us afresh.
@@ -25,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 
 #include <cupti.h>
 
@@ -44,6 +46,12 @@ struct Profiler {
   CUpti_SubscriberHandle subscriber = nullptr;
   std::atomic<bool> collecting{false};
   std::atomic<bool> forked_child{false};
+  std::atomic<bool> windows{false};  // external correlation records enabled
+  // CUPTI writes an external-correlation record only along with an API activity record, so
+  // the driver and runtime API kinds are on while some thread is inside a window (only then:
+  // one record per API call is too much to pay for the whole run).
+  std::mutex window_mu;
+  int window_depth = 0;
 };
 Profiler* g_profiler = nullptr;  // set once in start_profiler, never freed
 
@@ -178,6 +186,8 @@ bool start(const Config& config) {
   // Context for the trace only: their absence loses nothing the table needs.
   KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
   KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+  // Benchmark windows (profile_benchmark_begin): without it they are simply not told apart.
+  p.windows = static_cast<bool>(KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)));
 
   p.collecting = true;
   std::atexit(&at_exit);
@@ -187,6 +197,38 @@ bool start(const Config& config) {
 }
 
 }  // namespace
+
+// Nested windows push nested ids; CUPTI links a call to the innermost, all of the same kind.
+void profile_benchmark_begin() noexcept {
+  try {
+    Profiler* p = g_profiler;
+    if (!p || !p->collecting || !p->windows) return;
+    {
+      std::lock_guard lk(p->window_mu);
+      if (p->window_depth++ == 0) {
+        KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER));
+        KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
+      }
+    }
+    KC_CUPTI(cuptiActivityPushExternalCorrelationId(kBenchmarkCorrelationKind, 1));
+  } catch (...) {
+  }
+}
+
+void profile_benchmark_end() noexcept {
+  try {
+    Profiler* p = g_profiler;
+    if (!p || !p->collecting || !p->windows) return;
+    uint64_t last = 0;
+    KC_CUPTI(cuptiActivityPopExternalCorrelationId(kBenchmarkCorrelationKind, &last), CUPTI_ERROR_QUEUE_EMPTY);
+    std::lock_guard lk(p->window_mu);
+    if (p->window_depth > 0 && --p->window_depth == 0) {
+      KC_CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER));
+      KC_CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME));
+    }
+  } catch (...) {
+  }
+}
 
 bool start_profiler(const Config& config) {
   try {

@@ -10,6 +10,7 @@
 #include "common/private_files.hpp"
 #include "extract/diagnose.hpp"
 #include "extract/environment.hpp"
+#include "extract/triton_step.hpp"
 #include "format/events.hpp"
 #include "format/out_layout.hpp"
 #include "names/demangle.hpp"
@@ -49,8 +50,11 @@ AppExit run_profiled(const AppCommand& app, const fs::path& records, int verbose
   c.mode = format::Mode::Profile;
   c.output = records.string();
   c.verbose = verbose;
-  AppExit exit = app.cmd.empty() ? run_application(app.argv, false, app_environment(c, lib))
-                                 : run_application({app.cmd}, true, app_environment(c, lib));
+  std::map<std::string, std::string> env = app_environment(c, lib);
+  // The Triton shim tells the library which launches are benchmarks (kerncap_ignore_begin/end),
+  // so the profile shows them apart and its dispatch indices are extract's.
+  add_triton_shim(env, records, host);
+  AppExit exit = app.cmd.empty() ? run_application(app.argv, false, env) : run_application({app.cmd}, true, env);
   check_protocol(format::events::read_dir(format::out::state_dir(records)), lib);
   return exit;
 }

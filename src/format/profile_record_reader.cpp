@@ -1,6 +1,7 @@
 // Reading the per-process record files back (offline, in the CLI).
 #include <algorithm>
 #include <fstream>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -57,7 +58,7 @@ void read_header(const json& j, const fs::path& file, ProcessRecords& out) {
       if (a.is_string()) out.info.cmdline.push_back(a.get<std::string>());
 }
 
-void read_line(const json& j, ProcessRecords& out) {
+void read_line(const json& j, ProcessRecords& out, std::unordered_set<uint32_t>& benchmark_calls) {
   const std::string t = str(j, "t");
   if (t == "k") {
     KernelRecord k;
@@ -110,6 +111,8 @@ void read_line(const json& j, ProcessRecords& out) {
     d.sms = num<uint32_t>(j, "sms");
     d.memory = num<uint64_t>(j, "memory");
     out.devices.push_back(std::move(d));
+  } else if (t == "x") {
+    benchmark_calls.insert(num<uint32_t>(j, "c"));
   } else if (t == "error") {
     out.errors.push_back({str(j, "code"), str(j, "message")});
   } else if (t == "end") {
@@ -131,6 +134,8 @@ ProcessRecords read_record_file(const fs::path& file) {
   size_t lineno = 0;
   bool pending_bad = false;  // a bad line is fatal only if another line follows it
   bool seen_header = false;
+  // CUPTI delivers the window's correlation records and the kernels in any order: joined at the end.
+  std::unordered_set<uint32_t> benchmark_calls;
   while (std::getline(in, line)) {
     ++lineno;
     if (line.empty()) continue;
@@ -148,11 +153,13 @@ ProcessRecords read_record_file(const fs::path& file) {
       read_header(j, file, out);
       seen_header = true;
     } else {
-      read_line(j, out);
+      read_line(j, out, benchmark_calls);
     }
   }
   if (!seen_header)
     input_error(fmt::format("{} is empty: its process was killed before it could write anything", file.string()));
+  if (!benchmark_calls.empty())
+    for (auto& k : out.kernels) k.benchmark = !k.device_launched && benchmark_calls.count(k.correlation) > 0;
   return out;
 }
 

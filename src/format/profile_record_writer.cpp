@@ -145,6 +145,12 @@ void RecordWriter::memop(const MemRecord& m) {
                   m.end_ns, m.stream, m.device, m.context, m.correlation, m.graph_id));
 }
 
+void RecordWriter::benchmark_call(uint32_t correlation) {
+  std::lock_guard lk(mu_);
+  if (fd_ < 0 || finished_) return;
+  put(fmt::format(R"({{"t":"x","c":{}}})", correlation));
+}
+
 void RecordWriter::error(std::string_view code, std::string_view message) {
   std::lock_guard lk(mu_);
   if (fd_ < 0 || finished_) return;

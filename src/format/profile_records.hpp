@@ -10,6 +10,9 @@
 //   name    id, s: a kernel's mangled name, given once, referenced by id from "k" lines
 //   k       one kernel execution (see KernelRecord for the keys)
 //   m       one memcpy/memset
+//   x       c: the correlation id of an API call made inside a benchmark window (the Triton
+//           shim's kerncap_ignore_begin/end around autotuner and Inductor benchmarks): its
+//           kernels are not the application's own launches (extract does not count them)
 //   error   code, message: why profiling could not run in this process
 //   end     reason, kernels, dropped                                 (always last)
 // A file without "end" belongs to a process that died before flushing (crash, kill, _exit).
@@ -41,6 +44,7 @@ struct KernelRecord {
   uint32_t graph_id = 0;         // != 0: ran inside a CUDA graph (not a cuLaunchKernel)
   uint64_t graph_node = 0;       // CUPTI's id of its graph node (orders the kernels of one graph launch)
   bool device_launched = false;  // launched from the GPU (dynamic parallelism)
+  bool benchmark = false;        // inside a benchmark window ("x" lines): not counted by extract
 };
 
 struct MemRecord {
@@ -103,6 +107,8 @@ class RecordWriter {
   void device(const DeviceInfo& d);
   void kernel(std::string_view mangled_name, KernelRecord k);  // k.name_id is assigned here
   void memop(const MemRecord& m);
+  // An API call (by correlation id) made inside a benchmark window.
+  void benchmark_call(uint32_t correlation);
   void error(std::string_view code, std::string_view message);
   void add_dropped(uint64_t n);
   // Writes the "end" line and closes the file; later records are counted as dropped.

@@ -200,8 +200,8 @@ const std::array<EnvVar, 22> kVars = {{
        return std::to_string(c.zstd_level);
      }},
     {Var::TritonOut, "KERNCAP_TRITON_OUT", kShimApi, true, "path", "",
-     "where the Triton shim records compiled kernels and their sources (OUT/triton); unset: the shim is "
-     "inert",
+     "where the Triton shim records compiled and loaded kernels and their sources (OUT/triton; under "
+     "`profile`, the records folder's triton/); unset: the shim is inert",
      nullptr, nullptr},
     {Var::Library, "KERNCAP_LIBRARY", kCli, false, "path", "",
      "the libkerncap.so to inject (default: ../lib or the build tree next to the kerncap binary)", nullptr,

@@ -101,7 +101,7 @@ std::vector<int64_t> dispatch_indices(const ProcessRecords& p, const std::vector
   std::vector<int64_t> out(p.kernels.size(), -1);
   std::vector<size_t> order;
   for (size_t i = 0; i < p.kernels.size(); ++i)
-    if (!p.kernels[i].device_launched) order.push_back(i);
+    if (!p.kernels[i].device_launched && !p.kernels[i].benchmark) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const KernelRecord &ka = p.kernels[a], &kb = p.kernels[b];
     if (ka.correlation != kb.correlation) return ka.correlation < kb.correlation;
@@ -175,6 +175,10 @@ Summary aggregate(const std::vector<ProcessRecords>& processes) {
       if (std::find(kip.devices.begin(), kip.devices.end(), k.device) == kip.devices.end()) kip.devices.push_back(k.device);
       add_rank_device(s.ranks, p.info, k.device, d);
       if (k.graph_id || k.device_launched) ++kip.graph_calls;
+      if (k.benchmark) {
+        ++kip.benchmark_calls;
+        ++s.kernels[global[k.name_id]].benchmark_calls;
+      }
       s.kernels[global[k.name_id]].total_ns += d;
       s.total_kernel_ns += d;
       ++s.launches;

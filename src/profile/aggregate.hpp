@@ -35,6 +35,10 @@ struct KernelInProcess {
   // already accounts for that.
   std::vector<uint64_t> dispatch;
   uint64_t graph_calls = 0;  // of `calls`, how many ran inside a CUDA graph launch (or from the device)
+  // Of `calls`, how many were made inside a benchmark window (autotuners, Inductor's and
+  // Triton's benchmarking, told by the Triton shim): extract does not count them, so they
+  // have no `dispatch` index.
+  uint64_t benchmark_calls = 0;
   int64_t rank = -1;              // the process's rank in its job (-1: not told)
   std::vector<uint32_t> devices;  // CUDA devices it ran on in this process, ascending
 };
@@ -43,6 +47,7 @@ struct KernelStats {
   std::string mangled, demangled;
   names::Classification cls;
   uint64_t calls = 0, total_ns = 0, min_ns = 0, max_ns = 0;
+  uint64_t benchmark_calls = 0;  // of `calls`, made inside benchmark windows (all processes)
   double avg_ns = 0, median_ns = 0, stddev_ns = 0, percent = 0;
   // The most common launch configuration among its calls.
   std::array<int32_t, 3> grid{}, block{};
@@ -84,7 +89,8 @@ struct Summary {
 Summary aggregate(const std::vector<ProcessRecords>& processes);
 
 // For each of p.kernels (same order): its `extract --dispatch` index, or -1 for a kernel
-// launched from the device (extract cannot reach it).
+// launched from the device (extract cannot reach it) or inside a benchmark window (extract
+// does not count it).
 // `demangled[i]` is the demangled form of p.names[i].
 std::vector<int64_t> dispatch_indices(const ProcessRecords& p, const std::vector<std::string>& demangled);
 

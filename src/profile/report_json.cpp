@@ -51,7 +51,8 @@ json kernel_json(const KernelStats& k, size_t rank) {
                    {"devices", kp.devices},
                    {"calls", kp.calls},
                    {"dispatch", kp.dispatch},
-                   {"graph_calls", kp.graph_calls}});
+                   {"graph_calls", kp.graph_calls},
+                   {"benchmark_calls", kp.benchmark_calls}});
   return {{"rank", rank},
           {"name", k.mangled},
           {"demangled", k.demangled},
@@ -60,6 +61,7 @@ json kernel_json(const KernelStats& k, size_t rank) {
           {"category", names::to_string(k.cls.category)},
           {"source_expected", k.cls.source_expected},
           {"calls", k.calls},
+          {"benchmark_calls", k.benchmark_calls},
           {"total_ns", k.total_ns},
           {"avg_ns", k.avg_ns},
           {"median_ns", k.median_ns},

@@ -53,7 +53,7 @@ std::string format_table(const Summary& s, const TableOptions& opt) {
 
   std::string out = fmt::format("{:>3} {:<{}} {:>8} {:>10} {:>9} {:>9} {:>6}  {:<11} {}\n", "#", "Kernel", name_w,
                                 "Calls", "Total ms", "Avg us", "Med us", "%GPU", "Kind", "Category");
-  size_t shown = 0, matched = 0, in_graphs = 0;
+  size_t shown = 0, matched = 0, in_graphs = 0, benchmarked = 0;
   double shown_pct = 0;
   for (size_t i = 0; i < s.kernels.size(); ++i) {
     const KernelStats& k = s.kernels[i];
@@ -65,14 +65,19 @@ std::string format_table(const Summary& s, const TableOptions& opt) {
     bool in_graph = false;
     for (const auto& kp : k.processes) in_graph = in_graph || kp.graph_calls > 0;
     in_graphs += in_graph;
-    out += fmt::format("{:>3} {:<{}} {:>8} {:>10.3f} {:>9.2f} {:>9.2f} {:>6.2f}  {:<11} {}{}\n", i + 1,
+    benchmarked += k.benchmark_calls > 0;
+    out += fmt::format("{:>3} {:<{}} {:>8} {:>10.3f} {:>9.2f} {:>9.2f} {:>6.2f}  {:<11} {}{}{}\n", i + 1,
                        names::shorten(k.demangled, name_w), name_w, k.calls, static_cast<double>(k.total_ns) / 1e6,
                        k.avg_ns / 1e3, k.median_ns / 1e3, k.percent, names::to_string(k.cls.kind),
-                       names::to_string(k.cls.category), in_graph ? " [graph]" : "");
+                       names::to_string(k.cls.category), in_graph ? " [graph]" : "",
+                       k.benchmark_calls ? fmt::format(" [bench {}]", k.benchmark_calls) : std::string());
   }
   if (in_graphs)
     out += "    [graph]: ran (also) inside CUDA graph launches; each graph kernel node counts as a launch for "
            "`extract --dispatch`\n";
+  if (benchmarked)
+    out += "    [bench N]: N of its calls were benchmark launches (autotuners, Inductor's and Triton's benchmarking); "
+           "`extract --dispatch` does not count them\n";
   if (filter && matched == 0) out += fmt::format("    (no kernel name matches --filter '{}')\n", opt.filter);
   out += fmt::format("\nShown: {} of {} kernels{}, {:.2f}% of GPU kernel time", shown, s.kernels.size(),
                      filter ? fmt::format(" ({} match the filter)", matched) : std::string(), shown_pct);

@@ -75,6 +75,7 @@ void write_trace(const std::vector<ProcessRecords>& processes, std::ostream& out
           k.registers, k.static_shared, k.dynamic_shared, k.device, k.correlation);
       if (dispatch[i] >= 0) args += fmt::format(R"(,"dispatch":{})", dispatch[i]);
       if (k.graph_id) args += fmt::format(R"(,"graph":{})", k.graph_id);
+      if (k.benchmark) args += R"(,"benchmark":true)";
       event(fmt::format(R"({{"name":{},"cat":"kernel","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},"args":{{{}}}}})",
                         labels[k.name_id], us(since(k.start_ns, base)), us(dur(k.start_ns, k.end_ns)), p.info.pid,
                         k.stream, args));

@@ -11,11 +11,14 @@
 #                    kernel's unit recompiled whole-program -> validate-variant PASS; an edit
 #                    of out[] -> FAIL
 #   inductor_default_cold / _warm, inductor_maxautotune_cold / _warm
+#                    (inductor_maxautotune_cg_cold / _warm, mode="max-autotune", on request)
 #                    tests/gpu/editloop_apps/inductor_mlp.py under torch.compile (default and
 #                    mode="max-autotune-no-cudagraphs"), run twice with TORCHINDUCTOR_CACHE_DIR
 #                    and TRITON_CACHE_DIR in a fresh folder (cold, then warm): the first Triton
 #                    launch of the model (--dispatch 0) is captured — it has the model's input
-#                    address, which no benchmark launch has — and `python3 reproducer.py` PASSes
+#                    address, which no benchmark launch has (benchmarks are in the ignore
+#                    window) —, it is bound to its compilation by the image's sha256 (warm: through
+#                    the load-path records), and `python3 reproducer.py` PASSes
 # Prints one row per case and "N passed, N failed". Exit 0 all passed, 1 some failed,
 # 77 skipped (no GPU; the Inductor cases alone are SKIP without python3 + torch + triton).
 #
@@ -206,9 +209,16 @@ inductor_case() {
     ok=0; note="$note; the captured launch does not read the model's input $want (pointers: $ptrs): a benchmark launch?"
   fi
   how=$(jget "$dir/triton/name_map.json" 'j["captured"]["how"]')
-  via=$(jget "$dir/triton/name_map.json" '[c for cs in j["kernels"].values() for c in cs if c["hash"] == j["captured"]["hash"]][0].get("cache_hit")')
+  via=$(jget "$dir/triton/name_map.json" '"/".join(sorted({str(c.get("via")) for cs in j["kernels"].values() for c in cs if c["hash"] == j["captured"]["hash"]}))')
   compiled=$(grep -h '"kind": "compile"' "$dir"/triton/records/*.jsonl 2>/dev/null | grep -c '"cache_hit": false')
-  note="$note; bound by ${how:-?} (cache_hit ${via:-?}; $compiled fresh compiles in the run)"
+  loads=$(grep -h '"kind": "load"' "$dir"/triton/records/*.jsonl 2>/dev/null | wc -l)
+  ignored=$(jget "$dir/triton/name_map.json" 'sum(v["benchmarks"] for v in (j.get("benchmarks") or {}).values())')
+  note="$note; bound by ${how:-?} (record via ${via:-?}; $compiled fresh compiles, $loads loads, ${ignored:-0} benchmark windows)"
+  # Only image hashes bind: a record matched by kernel name means the image was never recorded.
+  case "$how" in
+    "cubin sha256"|"load record") ;;
+    *) ok=0; note="$note; not bound by the image hash" ;;
+  esac
   if step "$label-repro" "$PY" "$dir/reproducer.py"; then  # exit 0 is PASS
     note="$note; reproducer PASS"
   else
@@ -217,9 +227,13 @@ inductor_case() {
   row "$label" "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
 }
 
-for spec in "inductor_default default" "inductor_maxautotune max-autotune-no-cudagraphs"; do
+# inductor_maxautotune_cg (mode="max-autotune", CUDA graphs on) runs only when KERNCAP_GPU_CASES
+# names it: the model's launches after the first call are replays of a CUDA graph.
+for spec in "inductor_default default" "inductor_maxautotune max-autotune-no-cudagraphs" \
+            "inductor_maxautotune_cg max-autotune"; do
   set -- $spec
   wanted "$1" || continue
+  [ "$1" != inductor_maxautotune_cg ] || [[ $ONLY == *maxautotune_cg* ]] || continue
   cache=$WORK/cache-$1
   mkdir -p "$cache"
   inductor_case "$1_cold" "$2" "$cache"

@@ -2,7 +2,8 @@
 # GPU end-to-end checks of `kerncap profile`: our own examples and
 # bench/profile_overhead_app (exit from a thread, fork, a spawned child, several streams,
 # no kernels, a failing exit code, a CUPTI conflict), a PyTorch transformer block fwd+bwd,
-# a torch.compile'd model and torch.multiprocessing workers. For each: the ranking, the
+# a torch.compile'd model, an @triton.autotune matmul (benchmark launches shown apart, not
+# given a --dispatch index) and torch.multiprocessing workers. For each: the ranking, the
 # percentages, the trace (one event per launch), the classification, and `extract` of the
 # top kernel with the name and --dispatch the profile gave.
 #
@@ -22,6 +23,7 @@ if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
 fi
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 KC=$BUILD/bin/kerncap
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 EX=$BUILD/examples
 APP=$BUILD/bench/profile_overhead_app
 PY=${KERNCAP_PYTHON:-python3}
@@ -254,6 +256,24 @@ PY
   check torch_compile.gemm qt "$W/compiled.json" \
     'any(k["kind"] in ("cublas", "cublasLt", "triton") and k["category"] == "gemm" for k in d["kernels"])'
   KIND=triton extract_top torch_compile.extract_triton "$W/compiled.json" triton_ -- "$PY" "$W/compiled.py"
+
+  # An @triton.autotune matmul: the autotuner's benchmark launches (inside the Triton shim's
+  # window) are shown apart and have no dispatch index; the program's own two calls are
+  # --dispatch 0 and 1, and extract --dispatch 0 captures the first of them.
+  if "$PY" -c 'import triton' 2>/dev/null; then
+    MM=$HERE/triton_apps/matmul_autotune.py
+    run triton_autotune "$KC" profile -o "$W/mm.json" -- "$PY" "$MM"
+    check triton_autotune.exit test "$RC" = 0
+    check triton_autotune.bench_apart qt "$W/mm.json" \
+      'kernels("matmul_kernel")[0]["benchmark_calls"] > 0 and kernels("matmul_kernel")[0]["calls"] == kernels("matmul_kernel")[0]["benchmark_calls"] + 2'
+    check triton_autotune.dispatch qt "$W/mm.json" \
+      'kernels("matmul_kernel")[0]["extract"]["processes"][0]["dispatch"] == [0, 1]'
+    check triton_autotune.table grep -q '\[bench [0-9]' "$W/triton_autotune.out"
+    run triton_autotune_extract "$KC" extract matmul_kernel --dispatch 0 -o "$W/mm-cap" -- "$PY" "$MM"
+    check triton_autotune.extract_dispatch0 test "$RC" = 0 -a -f "$W/mm-cap/capture/manifest.json"
+  else
+    skip triton_autotune "triton is not importable by $PY"
+  fi
 
   cat >"$W/workers.py" <<'PY'
 # Two worker processes started with torch.multiprocessing (spawn), each using the GPU.

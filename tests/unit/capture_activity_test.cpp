@@ -119,6 +119,39 @@ TEST(CaptureActivity, KernelCopySetAndDeviceRecords) {
   EXPECT_TRUE(p.complete);
 }
 
+TEST(CaptureActivity, BenchmarkWindowCorrelationsMarkTheirKernels) {
+  // CUPTI links each API call made inside a window to kerncap's external-correlation kind;
+  // the record may come before or after the kernel's (joined when the file is read).
+  auto before = zeroed<CUpti_ActivityExternalCorrelation>(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  before.externalKind = kBenchmarkCorrelationKind;
+  before.correlationId = 10;
+  auto bench = zeroed<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  bench.name = "triton_poi_fused_0";
+  bench.correlationId = 10;
+  auto own = zeroed<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  own.name = "triton_poi_fused_0";
+  own.correlationId = 11;
+  auto late_kernel = zeroed<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  late_kernel.name = "triton_poi_fused_0";
+  late_kernel.correlationId = 12;
+  auto after = before;
+  after.correlationId = 12;
+  auto foreign = before;  // another tool's kind: not a kerncap window
+  foreign.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  foreign.correlationId = 11;
+  FakeBuffer buffer;
+  for (CUpti_Activity* r : {reinterpret_cast<CUpti_Activity*>(&before), reinterpret_cast<CUpti_Activity*>(&bench),
+                            reinterpret_cast<CUpti_Activity*>(&own), reinterpret_cast<CUpti_Activity*>(&late_kernel),
+                            reinterpret_cast<CUpti_Activity*>(&after), reinterpret_cast<CUpti_Activity*>(&foreign)})
+    buffer.records.push_back(r);
+  TempDir dir("activity");
+  ProcessRecords p = write_and_read(dir, buffer);
+  ASSERT_EQ(p.kernels.size(), 3u);
+  EXPECT_TRUE(p.kernels[0].benchmark);
+  EXPECT_FALSE(p.kernels[1].benchmark);
+  EXPECT_TRUE(p.kernels[2].benchmark);
+}
+
 TEST(CaptureActivity, DroppedRecordsAreCounted) {
   FakeBuffer buffer;
   buffer.dropped_count = 17;

@@ -146,3 +146,28 @@ TEST(ProfileAggregateGraphs, KernelsOfOneGraphLaunchCountInNodeOrder) {
   const std::vector<int64_t> d = dispatch_indices(p, {"k()"});
   EXPECT_EQ(d, (std::vector<int64_t>{2, 0, 3, 1}));
 }
+
+TEST(ProfileAggregateBenchmarks, BenchmarkLaunchesAreShownApartAndHaveNoDispatchIndex) {
+  // An autotuner benchmarks the kernel (correlations 2..4, inside the shim's window), then
+  // the program launches it (5, 6): extract's --dispatch 0 is correlation 5.
+  ProcessRecords p;
+  p.info.pid = 7;
+  p.names = {"triton_poi_fused_0"};
+  auto rec = [](uint32_t corr, bool bench) {
+    KernelRecord k;
+    k.start_ns = corr * 100;
+    k.end_ns = corr * 100 + 10;
+    k.correlation = corr;
+    k.benchmark = bench;
+    return k;
+  };
+  p.kernels = {rec(2, true), rec(3, true), rec(4, true), rec(5, false), rec(6, false)};
+  EXPECT_EQ(dispatch_indices(p, {"triton_poi_fused_0"}), (std::vector<int64_t>{-1, -1, -1, 0, 1}));
+  Summary s = aggregate({p});
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_EQ(s.kernels[0].calls, 5u);
+  EXPECT_EQ(s.kernels[0].benchmark_calls, 3u);
+  ASSERT_EQ(s.kernels[0].processes.size(), 1u);
+  EXPECT_EQ(s.kernels[0].processes[0].benchmark_calls, 3u);
+  EXPECT_EQ(s.kernels[0].processes[0].dispatch, (std::vector<uint64_t>{0, 1}));
+}

@@ -178,3 +178,27 @@ TEST_F(ProfileOutput, TraceIsValidJsonWithOneEventPerLaunch) {
 TEST_F(ProfileOutput, TraceFileErrorsAreUsageErrors) {
   EXPECT_THROW(write_trace_file(records, "/nonexistent/dir/trace.json"), kerncap::Error);
 }
+
+TEST(ProfileOutputBenchmarks, BenchmarkCallsAreShownApart) {
+  ProcessRecords p;
+  p.info.pid = 7;
+  p.names = {"triton_poi_fused_0"};
+  for (uint32_t corr = 1; corr <= 4; ++corr) {
+    KernelRecord k;
+    k.start_ns = corr * 100;
+    k.end_ns = corr * 100 + 10;
+    k.correlation = corr;
+    k.benchmark = corr < 4;  // three autotuner benchmark launches, then the program's
+    p.kernels.push_back(k);
+  }
+  Summary s = aggregate({p});
+  TableOptions opt;
+  opt.width = 120;
+  const std::string t = format_table(s, opt);
+  EXPECT_NE(t.find("[bench 3]"), std::string::npos) << t;
+  EXPECT_NE(t.find("does not count them"), std::string::npos) << t;
+  json doc = json::parse(report_json(s, RunInfo{}).dump());
+  EXPECT_EQ(doc["kernels"][0]["benchmark_calls"], 3);
+  EXPECT_EQ(doc["kernels"][0]["extract"]["processes"][0]["benchmark_calls"], 3);
+  EXPECT_EQ(doc["kernels"][0]["extract"]["processes"][0]["dispatch"], json::array({0}));
+}

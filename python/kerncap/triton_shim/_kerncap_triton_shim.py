@@ -15,6 +15,17 @@ What it records, in $KERNCAP_TRITON_OUT/records/<pid>.jsonl (format below, versi
   compile options and metadata, sys.path and the module's package root (so the reproducer
   can import what the kernel's module imports); the function's and its whole module's source text go to
   sources/<sha256>.py (Inductor's generated files live in temporary directories).
+- "load": every kernel image loaded to the GPU where the shim sees it (Triton's
+  kernel_load_end_hook, Inductor's static launcher loading a cubin itself): kernel name, Triton
+  compile hash, cubin sha256 and size, "via". With caches warm nothing compiles, so this is
+  what ties the image the driver got to its compilation.
+- "compile" records rebuilt on Inductor's load path ("via": "inductor load"): when a
+  CachingAutotuner has made its launchers, each compiled configuration is recorded from what
+  triton.compile was (or had been, in an earlier run) given: the autotuner's JITFunction, the
+  CompileResult's compile_meta (signature, constants, attributes), the Triton metadata beside
+  the cubin, and Inductor's generated module source (the autotuner's file). FX graph cache and
+  autotune cache hits and statically launched kernels reach the GPU this way without any
+  triton.compile in this process. Readers prefer a record written by triton.compile itself.
 - "autotune": the configuration @triton.autotune (or Inductor) chose, written just before the
   launch that uses it, with the benchmark timings and the compiled kernel's hash.
 - "bench": per autotuner benchmark, how many launches it made and whether libkerncap was told
@@ -25,10 +36,17 @@ What it records, in $KERNCAP_TRITON_OUT/records/<pid>.jsonl (format below, versi
 Benchmark launches must not become the captured launch. libkerncap (loaded by the
 CUDA driver from CUDA_INJECTION64_PATH) exports kerncap_ignore_begin()/kerncap_ignore_end();
 while the count is above zero it neither counts nor captures matching launches. The shim
-calls them around Autotuner._bench, Inductor's CachingAutotuner.bench, triton.testing.do_bench
-(and do_bench_cudagraph), and every benchmark* method of the classes in Inductor's
-runtime.benchmarking, select_algorithm and autotune_process, through ctypes with RTLD_NOLOAD
-(never loading the library itself).
+calls them around Autotuner._bench, Inductor's CachingAutotuner.bench and benchmark_all_configs,
+triton.testing.do_bench (and do_bench_cudagraph), and every benchmark* method of the classes in
+Inductor's runtime.benchmarking, select_algorithm, autotune_process, ir, scheduler,
+codegen.simd, codegen.triton, codegen.subgraph, codegen.cuda_combined_scheduling and
+codegen.multi_kernel (the fusion benchmarks launch the fused kernel once outside the
+Benchmarker), and torch._inductor.utils.do_bench_using_profiling, through ctypes with
+RTLD_NOLOAD (never loading the library itself).
+
+Hooks on load paths only read: they run after (or, for a file that is gone afterwards, just
+before) the application's own code, never change an argument, an attribute or a return value,
+and a hook whose attribute is missing in this Torch/Triton is left out with one log line.
 """
 from __future__ import annotations
 
@@ -144,6 +162,14 @@ def _module_text(fn_py) -> tuple:
         return path, "".join(lines) if lines else None
 
 
+def _read_text(path: str):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def package_root(module: str, path: str):
     """The sys.path entry a module was imported from: `path` less one folder per dotted part of
     `module` (and its __init__.py), or None when they do not line up (e.g. __main__)."""
@@ -171,12 +197,23 @@ def _app_sys_path() -> list:
             if isinstance(p, str) and os.path.abspath(p or ".") != here]
 
 
-def build_compile_record(src, metadata: dict, metadata_group: dict, cache_hit: bool, save=save_source) -> dict:
-    """The 'compile' record for one triton.compile (src: ASTSource or IRSource)."""
+def cubin_path(metadata_group):
+    """The .cubin file among a Triton metadata group's files (None without one)."""
+    return next((p for k, p in (metadata_group or {}).items() if str(k).endswith(".cubin")), None)
+
+
+def build_compile_record(src, metadata: dict, metadata_group: dict, cache_hit: bool, save=save_source,
+                         image=None, module_file=None) -> dict:
+    """The 'compile' record for one triton.compile (src: ASTSource or IRSource). image: (sha256,
+    size) of the cubin when it is known without metadata_group's files; module_file: the
+    kernel's module file when the JITFunction has lost its Python function (Inductor drops it
+    before pickling a compiled autotuner)."""
     name = metadata.get("name") or getattr(src, "name", "?")
     rec = {"kind": "compile", "name": name, "hash": metadata.get("hash"), "cache_hit": bool(cache_hit)}
-    cubin = next((p for k, p in metadata_group.items() if k.endswith(".cubin")), None)
-    if cubin:
+    cubin = cubin_path(metadata_group)
+    if image is not None:
+        rec["cubin_sha256"], rec["cubin_size"] = image
+    elif cubin:
         with open(cubin, "rb") as f:
             data = f.read()
         rec["cubin_sha256"] = hashlib.sha256(data).hexdigest()
@@ -189,18 +226,28 @@ def build_compile_record(src, metadata: dict, metadata_group: dict, cache_hit: b
     rec["source_kind"] = "ast"
     arg_names = list(jit.arg_names)
     rec["arg_names"] = arg_names
-    rec["constexpr_params"] = [p.name for p in getattr(jit, "params", []) if getattr(p, "is_constexpr", False)]
+    params = getattr(jit, "params", None)
+    if params:
+        rec["constexpr_params"] = [p.name for p in params if getattr(p, "is_constexpr", False)]
+    else:  # a JITFunction without its KernelParams: the declared constexprs by position
+        rec["constexpr_params"] = [arg_names[i] for i in getattr(jit, "constexprs", []) if 0 <= i < len(arg_names)]
     rec["signature"] = {k: _sig_json(v) for k, v in src.signature.items()}
     rec["constants"] = [[_path(k, arg_names), encode_value(v)] for k, v in src.constants.items()]
     rec["attrs"] = [[_path(k, arg_names), v] for k, v in (src.attrs or {}).items()]
     py = getattr(jit, "fn", None)
-    fn = {"name": getattr(py, "__name__", name), "qualname": getattr(py, "__qualname__", name),
-          "module": getattr(py, "__module__", None), "line": getattr(jit, "starting_line_number", None)}
+    named = py if py is not None else jit  # a JITFunction keeps the function's names
+    fn = {"name": getattr(named, "__name__", name), "qualname": getattr(named, "__qualname__", name),
+          "module": getattr(named, "__module__", None), "line": getattr(jit, "starting_line_number", None)}
     raw = getattr(jit, "raw_src", None)
     if raw:
         fn["source_sha256"] = save("".join(raw))
     if py is not None:
         path, text = _module_text(py)
+    elif module_file:
+        path, text = module_file, _read_text(module_file)
+    else:
+        path = text = None
+    if path:
         fn["file"] = path
         fn["package_root"] = package_root(fn["module"], path)
         if text is not None:
@@ -290,9 +337,30 @@ def _listener(*, src, metadata, metadata_group, cache_hit=False, **_):
         _error("compile listener", e)
 
 
+_loads_seen = set()  # (via, compile hash, cubin sha256) this process recorded already
+
+
+def record_load(via: str, name, khash, data: bytes, **extra) -> str:
+    """A 'load' record: this image (its sha256) is Triton compilation `khash` of kernel `name`,
+    loaded through `via`. Once per process and image. Returns the sha256."""
+    sha = hashlib.sha256(data).hexdigest()
+    key = (via, khash, sha)
+    if key not in _loads_seen:
+        _loads_seen.add(key)
+        write_record(dict(extra, kind="load", via=via, name=name, hash=khash, cubin_sha256=sha, cubin_size=len(data)))
+    return sha
+
+
 def _kernel_loaded(module, function, name, metadata_group, hash):
     if function is not None:
         _handles[function] = (name, hash)
+    try:
+        path = cubin_path(metadata_group)
+        if path:
+            with open(path, "rb") as f:
+                record_load("triton", name, hash, f.read())
+    except Exception as e:
+        _error("kernel_load_end_hook", e)
 
 
 def _config_json(cfg) -> dict:
@@ -379,6 +447,14 @@ def _patch_triton(triton_mod) -> None:
     write_record({"kind": "shim", "event": "triton", "triton_version": getattr(triton_mod, "__version__", None)})
 
 
+def _kernel_label(autotuner) -> str:
+    try:
+        meta = getattr(autotuner, "inductor_meta", None) or {}
+        return str(meta.get("kernel_name") or getattr(getattr(autotuner, "fn", None), "__name__", "?"))
+    except Exception:
+        return "?"
+
+
 def _patch_inductor(mod) -> None:
     C = getattr(mod, "CachingAutotuner", None)
     if C is None or getattr(C, "_kerncap_patched", False):
@@ -387,15 +463,14 @@ def _patch_inductor(mod) -> None:
     orig_one = getattr(C, "autotune_to_one_config", None)
 
     def bench(self, *args, **kwargs):
-        with _Benchmarking(self.inductor_meta.get("kernel_name", getattr(self.fn, "__name__", "?"))):
+        with _Benchmarking(_kernel_label(self)):
             return orig_bench(self, *args, **kwargs)
 
     def autotune_to_one_config(self, *args, **kwargs):
         r = orig_one(self, *args, **kwargs)
         try:
             best = self.launchers[0]
-            write_record({"kind": "autotune", "source": "inductor",
-                          "name": self.inductor_meta.get("kernel_name", getattr(self.fn, "__name__", None)),
+            write_record({"kind": "autotune", "source": "inductor", "name": _kernel_label(self),
                           "kernel_hash": getattr(best, "cache_hash", None), "best": _config_json(best.config),
                           "configs": [_config_json(c) for c in getattr(self, "configs", [])]})
         except Exception as e:
@@ -405,7 +480,155 @@ def _patch_inductor(mod) -> None:
     C.bench = bench
     if orig_one is not None:
         C.autotune_to_one_config = autotune_to_one_config
+    # Timing every configuration also zeroes the model's buffers between runs, outside bench.
+    if not _wrap_attr(C, "benchmark_all_configs", "CachingAutotuner.benchmark_all_configs"):
+        _log("CachingAutotuner has no benchmark_all_configs: only its bench() is in the ignore window")
+    orig_make = vars(C).get("_make_launchers")
+    if inspect.isfunction(orig_make):
+        def _make_launchers(self, *args, **kwargs):
+            r = orig_make(self, *args, **kwargs)
+            record_inductor_kernels(self)
+            return r
+        C._make_launchers = _make_launchers
+    else:
+        _log("CachingAutotuner has no _make_launchers: kernels Inductor loads from its caches are not recorded")
     C._kerncap_patched = True
+
+
+# ---- Inductor's load path: kernels that were not compiled in this process ------------------
+# With Inductor's caches warm (FX graph cache, autotune cache, TritonBundler's statically
+# launchable autotuners) the model's kernels reach the GPU without triton.compile: a
+# StaticallyLaunchedTritonKernel loads its cubin file itself (torch's C++ launcher), and the
+# CachingAutotuner comes out of a pickle. Two hooks, both read-only:
+#   load_kernel      reads the cubin file just before Inductor loads it (and forgets its path);
+#   _make_launchers  after the launchers exist, rebuilds each configuration's compile record
+#                    from what triton.compile was given (CompileResult.compile_meta).
+_static_images = {}  # id(static kernel) -> (kernel, sha256, size, cubin path)
+_rebuilt_seen = set()  # (compile hash, cubin sha256) rebuilt records were written for
+
+
+def _static_load_kernel(orig):
+    def load_kernel(self, *args, **kwargs):
+        try:
+            path = getattr(self, "cubin_path", None)
+            if getattr(self, "function", None) is None and isinstance(path, str) and id(self) not in _static_images:
+                with open(path, "rb") as f:
+                    data = f.read()
+                sha = record_load("inductor static launcher", getattr(self, "name", None), getattr(self, "hash", None),
+                                  data, num_warps=getattr(self, "num_warps", None), shared=getattr(self, "shared", None))
+                _static_images[id(self)] = (self, sha, len(data), path)
+        except Exception as e:
+            _error("static launcher load_kernel", e)
+        return orig(self, *args, **kwargs)
+
+    load_kernel.__wrapped__ = orig
+    load_kernel._kerncap_wrapped = True
+    return load_kernel
+
+
+def _patch_static_launcher(mod) -> None:
+    """Every class of the module that defines load_kernel (Torch 2.11: StaticallyLaunchedTritonKernel
+    and its per-device subclasses; older: StaticallyLaunchedCudaKernel)."""
+    wrapped = []
+    for cls in list(vars(mod).values()):
+        if not isinstance(cls, type) or cls.__module__ != mod.__name__:
+            continue
+        orig = vars(cls).get("load_kernel")
+        if inspect.isfunction(orig) and not getattr(orig, "_kerncap_wrapped", False):
+            cls.load_kernel = _static_load_kernel(orig)
+            wrapped.append(cls.__name__)
+    if not wrapped:
+        _log(f"{mod.__name__} has no class with load_kernel: statically launched kernels are not recorded")
+    write_record({"kind": "shim", "event": "load_hooks", "module": mod.__name__, "wrapped": wrapped})
+
+
+class LoadedSource:
+    """What triton.compile's ASTSource held, from an Inductor CompileResult: Inductor's
+    _precompile_config builds ASTSource(fn, compile_meta["signature"], compile_meta["constants"],
+    compile_meta["configs"][0]); the constexpr keys are normalised the way ASTSource does."""
+
+    def __init__(self, fn, compile_meta: dict):
+        self.fn = fn
+        self.name = getattr(fn, "__name__", None)
+        self.signature = dict(compile_meta.get("signature") or {})
+        names = list(getattr(fn, "arg_names", []))
+        self.constants = {}
+        for k, v in (compile_meta.get("constants") or {}).items():
+            if isinstance(k, str):
+                if k not in names:
+                    continue  # triton.compile would have refused it; nothing to pin
+                k = (names.index(k),)
+            self.constants[k] = v
+        configs = compile_meta.get("configs") or [None]
+        self.attrs = configs[0] if isinstance(configs[0], dict) else {}
+
+
+def _metadata_of(kernel, image_path) -> dict:
+    """Triton's metadata of a compiled kernel: a CompiledKernel's own, else the JSON Triton wrote
+    beside the cubin (what a cache hit would have read), else the static kernel's fields."""
+    md = getattr(kernel, "metadata", None)
+    if hasattr(md, "_asdict"):
+        return dict(md._asdict())
+    if isinstance(md, dict):
+        return dict(md)
+    name = getattr(kernel, "name", None)
+    if image_path and name:
+        js = os.path.join(os.path.dirname(image_path), f"{name}.json")
+        try:
+            with open(js, encoding="utf-8") as f:
+                out = json.load(f)
+            if isinstance(out, dict):
+                return out
+        except (OSError, ValueError):
+            pass
+    return {k: getattr(kernel, k) for k in ("name", "hash", "num_warps", "shared", "num_ctas")
+            if getattr(kernel, k, None) is not None}
+
+
+def _image_of(kernel):
+    """(sha256, size, cubin path) of a compile result's kernel, or None when unknown."""
+    seen = _static_images.get(id(kernel))
+    if seen is not None and seen[0] is kernel:
+        return seen[1:]
+    data = getattr(kernel, "kernel", None)  # CompiledKernel: the binary itself
+    if not isinstance(data, (bytes, bytearray)):
+        asm = getattr(kernel, "asm", None)
+        data = asm.get("cubin") if isinstance(asm, dict) else None
+    if isinstance(data, (bytes, bytearray)):
+        return hashlib.sha256(data).hexdigest(), len(data), cubin_path(getattr(kernel, "metadata_group", None))
+    return None
+
+
+def record_inductor_kernels(autotuner, save=save_source) -> None:
+    """A compile record ("via": "inductor load") for each configuration an Inductor autotuner
+    has made a launcher for, once per (compile hash, image) and process."""
+    try:
+        fn = getattr(autotuner, "fn", None)
+        module_file = getattr(autotuner, "filename", None)
+        kname = (getattr(autotuner, "inductor_meta", None) or {}).get("kernel_name")
+        for result in list(getattr(autotuner, "compile_results", None) or []):
+            kernel = getattr(result, "kernel", None)
+            meta = getattr(result, "compile_meta", None)
+            if kernel is None or not isinstance(meta, dict) or not hasattr(fn, "arg_names"):
+                continue
+            image = _image_of(kernel)
+            key = (getattr(kernel, "hash", None), image[0] if image else None)
+            if key in _rebuilt_seen:
+                continue
+            _rebuilt_seen.add(key)
+            md = _metadata_of(kernel, image[2] if image else None)
+            for k in ("num_warps", "num_stages", "num_ctas"):
+                if md.get(k) is None and meta.get(k) is not None:
+                    md[k] = meta[k]
+            md.setdefault("hash", getattr(kernel, "hash", None))
+            md.setdefault("name", getattr(kernel, "name", None) or kname)
+            rec = build_compile_record(LoadedSource(fn, meta), md, {}, True, save=save,
+                                       image=image[:2] if image else None,
+                                       module_file=module_file if isinstance(module_file, str) else None)
+            rec["via"] = "inductor load"
+            write_record(rec)
+    except Exception as e:
+        _error("inductor load record", e)
 
 
 # ---- benchmarking paths outside the autotuners ----------------------------------------------
@@ -461,6 +684,11 @@ def _patch_benchmark_methods(mod) -> None:
     write_record({"kind": "shim", "event": "ignore_window", "module": mod.__name__, "wrapped": wrapped})
 
 
+def _patch_inductor_utils(mod) -> None:
+    wrapped = [f for f in ("do_bench_using_profiling",) if _wrap_attr(mod, f, f"torch._inductor.utils.{f}")]
+    write_record({"kind": "shim", "event": "ignore_window", "module": mod.__name__, "wrapped": wrapped})
+
+
 def _patch_triton_testing(mod) -> None:
     wrapped = [f for f in ("do_bench", "do_bench_cudagraph") if _wrap_attr(mod, f, f"triton.testing.{f}")]
     write_record({"kind": "shim", "event": "ignore_window", "module": mod.__name__, "wrapped": wrapped})
@@ -474,6 +702,20 @@ _WATCH = {
     "torch._inductor.runtime.benchmarking": _patch_benchmark_methods,
     "torch._inductor.select_algorithm": _patch_benchmark_methods,
     "torch._inductor.autotune_process": _patch_benchmark_methods,
+    # Fusion decisions run the fused kernel once outside the Benchmarker before timing it.
+    "torch._inductor.scheduler": _patch_benchmark_methods,
+    "torch._inductor.codegen.simd": _patch_benchmark_methods,
+    "torch._inductor.codegen.triton": _patch_benchmark_methods,
+    "torch._inductor.codegen.cuda_combined_scheduling": _patch_benchmark_methods,
+    # A multi-kernel times its sub-kernels at its first call, then runs the fastest.
+    "torch._inductor.codegen.multi_kernel": _patch_benchmark_methods,
+    # max-autotune's choices (ChoiceCaller.benchmark, subgraph choices) and the profiler-based
+    # timing some of them use instead of the Benchmarker.
+    "torch._inductor.ir": _patch_benchmark_methods,
+    "torch._inductor.codegen.subgraph": _patch_benchmark_methods,
+    "torch._inductor.utils": _patch_inductor_utils,
+    "torch._inductor.runtime.static_triton_launcher": _patch_static_launcher,
+    "torch._inductor.runtime.static_cuda_launcher": _patch_static_launcher,
 }
 
 
