@@ -138,6 +138,19 @@ def _path_prelude(record: dict) -> List[str]:
             ""]
 
 
+# What a kernel recorded without its module needs at definition time: the imports Triton
+# kernels and Inductor's generated kernel modules begin with (Inductor's only when importable).
+FUNCTION_ONLY_IMPORTS = """import triton
+import triton.language as tl
+try:
+    from torch._inductor.runtime import triton_helpers, triton_heuristics
+    from torch._inductor.runtime.triton_helpers import libdevice, math as tl_math
+except ImportError:
+    pass
+
+"""
+
+
 def variant_source(record: dict, plan: tlaunch.Plan, module_text: Optional[str], fn_text: Optional[str],
                    match: triton_records.Match, autotune: Optional[dict]) -> str:
     fn = record.get("fn", {})
@@ -146,8 +159,11 @@ def variant_source(record: dict, plan: tlaunch.Plan, module_text: Optional[str],
     if module_text is not None:
         t = triton_source.trim_module(module_text, name)
     elif fn_text is not None:
-        t = triton_source.trim_module(fn_text, name)
-        t.note = (t.note + "; " if t.note else "") + "only the function's own source was recorded"
+        # The function alone: its decorators and body name triton, tl and (in Inductor's
+        # kernels) Inductor's runtime helpers, which its lost module imported at the top.
+        t = triton_source.trim_module(FUNCTION_ONLY_IMPORTS + fn_text, name)
+        t.note = (t.note + "; " if t.note else "") + \
+            "only the function's own source was recorded (the usual imports are added above it)"
     else:
         raise triton_records.RecordError(f"the record of {name} has no source snapshot (sources/ is missing)")
     head = [f"# kernel_variant.py: the Triton kernel {c(record['name'])} captured by kerncap; edit freely.",

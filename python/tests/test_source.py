@@ -92,3 +92,18 @@ def test_falls_back_to_the_whole_module():
     broken = "def k(:\n"
     t = triton_source.trim_module(broken, "k")
     assert t.whole_module and "does not parse" in t.note
+
+
+def test_function_only_source_gets_the_imports_its_decorators_need():
+    # A kernel recorded without its module (an Inductor kernel rebuilt from a cache whose
+    # file is gone): the variant must still define it, so the usual imports go above it.
+    from kerncap.triton_repro import FUNCTION_ONLY_IMPORTS
+    fn = ("@triton_heuristics.template(num_stages=3, num_warps=4)\n@triton.jit\n"
+          "def triton_tem_k(in_ptr0, out_ptr0):\n    x = tl.load(in_ptr0)\n"
+          "    tl.store(out_ptr0, triton_helpers.maximum(x, x))\n")
+    t = triton_source.trim_module(FUNCTION_ONLY_IMPORTS + fn, "triton_tem_k")
+    assert not t.whole_module
+    head = t.source.split("def triton_tem_k")[0]
+    assert "import triton\n" in head and "import triton.language as tl" in head
+    assert "triton_helpers" in head
+    assert t.dropped_decorators == ["triton_heuristics.template(num_stages=3, num_warps=4)"]

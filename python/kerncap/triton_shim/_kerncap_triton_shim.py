@@ -241,12 +241,15 @@ def build_compile_record(src, metadata: dict, metadata_group: dict, cache_hit: b
     raw = getattr(jit, "raw_src", None)
     if raw:
         fn["source_sha256"] = save("".join(raw))
+    path = text = None
     if py is not None:
         path, text = _module_text(py)
-    elif module_file:
-        path, text = module_file, _read_text(module_file)
-    else:
-        path = text = None
+    # Inductor's own file for the kernel (the autotuner's `filename`) when the function's file
+    # is gone or is not where the function is defined (a kernel rebuilt from a cache).
+    if module_file and (text is None or f"def {getattr(named, '__name__', name)}(" not in text):
+        alt = _read_text(module_file)
+        if alt is not None:
+            path, text = module_file, alt
     if path:
         fn["file"] = path
         fn["package_root"] = package_root(fn["module"], path)
