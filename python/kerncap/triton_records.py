@@ -32,6 +32,11 @@ class RecordError(Exception):
     """No usable record for the captured kernel."""
 
 
+class NotATritonKernel(RecordError):
+    """No record names the captured kernel at all: most likely it is not a Triton kernel (a
+    cuBLAS or PyTorch kernel in a Python application)."""
+
+
 @dataclass
 class Records:
     compiles: List[dict] = field(default_factory=list)
@@ -97,7 +102,7 @@ def match(records: Records, m: capture.Manifest, image_sha256: str) -> Match:
     if by_hash:
         return Match(_preferred(by_hash), "load record", [])
     if not records.compiles and not records.loads:
-        raise RecordError("no Triton compile or kernel load was recorded: was the application run by `kerncap "
+        raise NotATritonKernel("no Triton compile or kernel load was recorded: was the application run by `kerncap "
                           "extract` with the Triton shim (KERNCAP_TRITON_OUT and PYTHONPATH set), and does it use "
                           "Triton? (python -S / -I skip sitecustomize)")
     short = image_sha256[:16]
@@ -112,7 +117,7 @@ def match(records: Records, m: capture.Manifest, image_sha256: str) -> Match:
     named = [c for c in records.compiles if c.get("name") == m.mangled]
     if not named:
         names = sorted({c.get("name") or "?" for c in records.compiles + records.loads})
-        raise RecordError(f"the captured kernel {m.mangled} is not among the {len(names)} Triton kernels the "
+        raise NotATritonKernel(f"the captured kernel {m.mangled} is not among the {len(names)} Triton kernels the "
                           f"application compiled or loaded ({', '.join(names[:12])}{' ...' if len(names) > 12 else ''}):"
                           " it is not a Triton kernel, or it was compiled and loaded by a process or through a path "
                           "the shim does not see")

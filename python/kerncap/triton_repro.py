@@ -297,14 +297,29 @@ def generate(out: str, quiet: bool = False) -> dict:
     return summary
 
 
+# The generator's exit code for "not a Triton kernel" under --auto; src/extract/triton_step.cpp
+# stays quiet on it.
+E_NOT_TRITON = 3
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m kerncap.triton_repro", description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="the extract output directory (holding capture/ and triton/)")
     p.add_argument("-q", "--quiet", action="store_true")
     p.add_argument("--json", action="store_true", help="print a summary as JSON")
+    p.add_argument("--auto", action="store_true",
+                   help="run by `kerncap extract` after every capture of a Python application: a kernel no "
+                        "Triton record names gets one note and exit code 3 (E_NOT_TRITON), not an error")
     a = p.parse_args(argv)
     try:
         s = generate(a.out, quiet=a.quiet or a.json)
+    except triton_records.NotATritonKernel as e:
+        if a.auto:
+            print(f"kerncap: note: no Triton reproducer: the captured kernel is not one the application's Triton "
+                  f"compiled or loaded ({str(e).split(':')[0]})", file=sys.stderr)
+            return E_NOT_TRITON
+        print(f"kerncap: error: {e}", file=sys.stderr)
+        return 2
     except engine.EngineError as e:
         print(f"kerncap: error: {e}", file=sys.stderr)
         return e.exit_code if e.exit_code in (engine.E_INPUT, engine.E_DEVICE) else engine.E_INTERNAL

@@ -160,6 +160,16 @@ def test_cli_exit_code_2_without_records(tmp_path, capsys):
     assert os.path.isfile(os.path.join(out, "triton", "name_map.json"))  # written even then, for diagnosis
 
 
+def test_auto_mode_notes_a_kernel_no_record_names(tmp_path, capsys):
+    # `kerncap extract` runs the generator after every capture of a Python application; a
+    # cuBLAS kernel there is no Triton kernel: one note and E_NOT_TRITON, not an error.
+    out = str(tmp_path / "o")
+    write_capture(out)
+    assert triton_repro.main(["--auto", out]) == triton_repro.E_NOT_TRITON
+    err = capsys.readouterr().err
+    assert "kerncap: note: no Triton reproducer" in err and "error" not in err
+
+
 APP_MODULE = '''from applib.consts import SCALE
 import triton
 import triton.language as tl

@@ -164,6 +164,12 @@ bool pack_params(const LaunchArgs& a, const std::vector<format::ParamSlot>& slot
       return false;
     }
     out->assign(static_cast<const uint8_t*>(buf), static_cast<const uint8_t*>(buf) + size);
+    // A buffer shorter than the declared parameters is legal: NCCL declares a 4 KiB argument
+    // struct and passes only the bytes it filled. The kernel sees zeros past them (what the
+    // replay will pass, the declared size, must hold the whole layout).
+    uint64_t declared = 0;
+    for (const auto& s : slots) declared = std::max<uint64_t>(declared, uint64_t{s.offset} + s.size);
+    if (declared > out->size()) out->resize(declared, 0);
     return true;
   }
   *source = "none";

@@ -8,6 +8,9 @@
 
 namespace kerncap::extract {
 
+// python/kerncap/triton_repro.py's E_NOT_TRITON: `--auto` found no Triton record naming the kernel.
+constexpr int kGeneratorNotTriton = 3;
+
 fs::path python_dir(const HostEnv& h) {
   if (h.python_dir) return *h.python_dir;
   std::error_code ec;
@@ -38,9 +41,12 @@ void write_triton_reproducer(const fs::path& out, bool quiet, const HostEnv& h) 
   const fs::path engine = fs::read_symlink("/proc/self/exe", ec).parent_path() / "../lib/libkerncap_replay.so";
   if (!ec && fs::exists(engine, ec))
     env[std::string(format::env_name(format::Var::ReplayLib))] = fs::weakly_canonical(engine, ec).string();
-  AppExit r = run_application({h.python.value_or("python3"), "-m", "kerncap.triton_repro", out.string()}, false, env);
+  AppExit r = run_application({h.python.value_or("python3"), "-m", "kerncap.triton_repro", "--auto", out.string()},
+                              false, env);
   if (r.exited && r.code == 0) {
     if (!quiet) std::fprintf(stderr, "kerncap: wrote the Triton reproducer (kernel_variant.py, reproducer.py)\n");
+  } else if (r.exited && r.code == kGeneratorNotTriton) {
+    // Not a Triton kernel (a cuBLAS kernel of a PyTorch program): the generator said so in one note.
   } else {
     std::fprintf(stderr, "kerncap: note: no Triton reproducer: the generator %s (see above)\n", r.describe().c_str());
   }
