@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <span>
 
 #include "capture/events.hpp"
 #include "capture/launch_info.hpp"
 #include "capture/peer_scan.hpp"
+#include "capture/ranges.hpp"
 #include "capture/region_devices.hpp"
 #include "common/device_uuid.hpp"
 #include "common/driver.hpp"
@@ -186,11 +188,18 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
     ++id;
   }
   if (have_parsed && fn.module) {
+    std::map<uint64_t, uint64_t> global_spans;  // start -> end of the globals taken
     for (const auto& g : parsed.globals) {
       CUdeviceptr addr = 0;
       size_t size = 0;
       // A global the image lists but the driver does not know (optimised out) is no error.
       if (KC_CU_TRY(cuModuleGetGlobal(&addr, &size, fn.module, g.name.c_str())) != CUDA_SUCCESS || size == 0) continue;
+      // Two symbols of one variable (an alias, as NCCL's images have) are one region.
+      if (overlaps_any(global_spans, addr, addr + size)) {
+        log::debug("module global {} shares its bytes with another global; captured once", g.name);
+        continue;
+      }
+      global_spans[addr] = addr + size;
       RegionState st;
       st.region = {id, MemKind::Global, addr, size, std::string(), 0, g.name};
       st.address = addr;

@@ -64,4 +64,11 @@ uint64_t RangeSet::total_bytes() const {
   return n;
 }
 
+bool overlaps_any(const std::map<uint64_t, uint64_t>& spans, uint64_t begin, uint64_t end) {
+  auto it = spans.lower_bound(end);  // the first span starting at or after `end` cannot overlap
+  if (it == spans.begin()) return false;
+  --it;  // the last span starting before `end`: the only one that can reach past `begin`
+  return it->second > begin;
+}
+
 }  // namespace kerncap::capture

@@ -39,4 +39,7 @@ class RangeSet {
 // and the capture should see one region. Other kinds stay as they are.
 std::vector<TrackedRange> coalesce(std::vector<TrackedRange> ranges, int kind);
 
+// Whether [begin, end) overlaps a span of `spans` (start -> end, disjoint).
+bool overlaps_any(const std::map<uint64_t, uint64_t>& spans, uint64_t begin, uint64_t end);
+
 }  // namespace kerncap::capture

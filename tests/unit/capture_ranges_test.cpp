@@ -74,3 +74,14 @@ TEST(CaptureRanges, CoalesceMergesTouchingRangesOfOneKindOnly) {
   EXPECT_EQ(mixed.size(), 2u);
   EXPECT_TRUE(coalesce({}, vmm).empty());
 }
+
+TEST(CaptureRanges, OverlapsAnyFindsSharedBytesOnly) {
+  // Module globals taken so far; an alias of one (same bytes) must be found, a neighbour not.
+  const std::map<uint64_t, uint64_t> spans = {{0x1000, 0x1100}, {0x2000, 0x2400}};
+  EXPECT_TRUE(kerncap::capture::overlaps_any(spans, 0x1000, 0x1100));   // the same bytes
+  EXPECT_TRUE(kerncap::capture::overlaps_any(spans, 0x10f0, 0x1200));   // a tail
+  EXPECT_TRUE(kerncap::capture::overlaps_any(spans, 0x1f00, 0x3000));   // covers a span
+  EXPECT_FALSE(kerncap::capture::overlaps_any(spans, 0x1100, 0x2000));  // between, touching both
+  EXPECT_FALSE(kerncap::capture::overlaps_any(spans, 0x0, 0x1000));
+  EXPECT_FALSE(kerncap::capture::overlaps_any({}, 0x0, 0x1000));
+}
