@@ -1,10 +1,9 @@
 #include "format/region_bytes.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <exception>
-#include <thread>
+
+#include "common/work_pool.hpp"
 
 namespace kerncap::format {
 namespace {
@@ -73,6 +72,31 @@ std::optional<uint8_t> RegionBytes::uniform_fill(uint64_t offset, uint64_t size)
 
 bool RegionBytes::unstored(uint64_t offset, uint64_t size) const { return !overlaps(runs(), offset, size); }
 
+std::vector<RegionBytes::Segment> RegionBytes::segments() const {
+  std::vector<Segment> out;
+  auto add = [&](uint64_t offset, uint64_t size, std::optional<uint8_t> fill) {
+    if (size == 0) return;
+    if (!out.empty() && out.back().fill == fill && out.back().offset + out.back().size == offset) out.back().size += size;
+    else out.push_back({offset, size, fill});
+  };
+  // Stored runs and pruned ranges are sorted and apart (the manifest's rules); what lies
+  // between them holds fill().
+  const auto& rs = runs();
+  const auto& ps = region_.pruned;
+  size_t a = 0, b = 0;
+  uint64_t at = 0;
+  while (a < rs.size() || b < ps.size()) {
+    const bool run = b == ps.size() || (a < rs.size() && rs[a].offset < ps[b].offset);
+    const StoredRun& s = run ? rs[a++] : ps[b++];
+    const uint64_t lo = std::clamp(s.offset, at, region_.size), hi = std::clamp(s.offset + s.size, lo, region_.size);
+    add(at, lo - at, fill());
+    add(lo, hi - lo, run ? std::nullopt : std::optional<uint8_t>(kOmittedFill));
+    at = hi;
+  }
+  add(at, region_.size - at, fill());
+  return out;
+}
+
 void RegionBytes::read_stored(uint64_t at, uint8_t* out, uint64_t n) {
   if (file_) {
     file_->read_at(at, out, n);
@@ -80,58 +104,55 @@ void RegionBytes::read_stored(uint64_t at, uint8_t* out, uint64_t n) {
   }
   const auto& chunks = region_.chunks;
   const uint64_t end = at + n;
-  // The first chunk that ends after `at`.
-  size_t k = static_cast<size_t>(std::upper_bound(chunk_at_.begin(), chunk_at_.end(), at) - chunk_at_.begin()) - 1;
-  std::vector<size_t> whole;  // chunks the read covers entirely: decoded in place, in parallel
-  uint64_t whole_at = 0;
-  for (; k < chunks.size() && chunk_at_[k] < end; ++k) {
+  if (n == 0 || chunks.empty()) return;
+  // The chunks the read touches: first .. last.
+  const size_t first = static_cast<size_t>(std::upper_bound(chunk_at_.begin(), chunk_at_.end(), at) - chunk_at_.begin()) - 1;
+  size_t last = first;
+  while (last + 1 < chunks.size() && chunk_at_[last + 1] < end) ++last;
+  // Chunks the read covers entirely are decoded in place; one it covers in part is decoded
+  // whole into a buffer and the part copied: the first one (unless it is the chunk kept
+  // from the read before) and the last one, which is kept for the read after (restore's
+  // pieces need not end on chunk boundaries). All of them side by side.
+  auto part = [&](size_t k) {
     const uint64_t lo = std::max(at, chunk_at_[k]), hi = std::min(end, chunk_at_[k] + chunks[k].size);
-    if (lo == chunk_at_[k] && hi == chunk_at_[k] + chunks[k].size && k != cached_) {
-      if (whole.empty()) whole_at = lo;
-      whole.push_back(k);
-      continue;
+    return std::pair{lo, hi};
+  };
+  auto whole = [&](size_t k) {
+    const auto [lo, hi] = part(k);
+    return lo == chunk_at_[k] && hi == chunk_at_[k] + chunks[k].size;
+  };
+  std::vector<std::pair<size_t, uint8_t*>> jobs;  // chunk, where its bytes go
+  std::vector<uint8_t> head, tail;
+  for (size_t k = first; k <= last; ++k) {
+    if (whole(k)) {
+      jobs.emplace_back(k, out + (chunk_at_[k] - at));
+    } else if (k == cached_) {
+      continue;  // copied from cache_ below
+    } else if (k == last) {
+      tail.resize(chunks[k].size);
+      jobs.emplace_back(k, tail.data());
+    } else {
+      head.resize(chunks[k].size);
+      jobs.emplace_back(k, head.data());
     }
-    if (!whole.empty()) {
-      decode_parallel(whole, out + (whole_at - at), whole_at);
-      whole.clear();
-    }
-    if (k != cached_) {
-      cache_.resize(chunks[k].size);
-      cached_ = SIZE_MAX;
-      read_chunk(source_, chunks[k], cache_.data());
-      cached_ = k;
-    }
-    std::memcpy(out + (lo - at), cache_.data() + (lo - chunk_at_[k]), hi - lo);
   }
-  if (!whole.empty()) decode_parallel(whole, out + (whole_at - at), whole_at);
+  decode_parallel(jobs);
+  auto copy_part = [&](size_t k, const uint8_t* src) {
+    const auto [lo, hi] = part(k);
+    std::memcpy(out + (lo - at), src + (lo - chunk_at_[k]), hi - lo);
+  };
+  if (!whole(first)) copy_part(first, first == cached_ ? cache_.data() : first == last ? tail.data() : head.data());
+  if (last != first && !whole(last)) copy_part(last, last == cached_ ? cache_.data() : tail.data());
+  if (!whole(last) && last != cached_) {
+    cache_ = std::move(tail);
+    cached_ = last;
+  }
 }
 
-void RegionBytes::decode_parallel(const std::vector<size_t>& ks, uint8_t* out, uint64_t at) {
-  // Decompression runs at well under a GB/s per thread: a large read (restore's 64 MiB
-  // pieces, 16 chunks) decodes its chunks side by side.
-  const unsigned threads = std::min<unsigned>(static_cast<unsigned>(ks.size()),
-                                              std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
-  auto one = [&](size_t i) { read_chunk(source_, region_.chunks[ks[i]], out + (chunk_at_[ks[i]] - at)); };
-  if (threads <= 1) {
-    for (size_t i = 0; i < ks.size(); ++i) one(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::exception_ptr failure;
-  std::atomic<bool> failed{false};
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (size_t i; !failed && (i = next++) < ks.size();) {
-        try {
-          one(i);
-        } catch (...) {
-          if (!failed.exchange(true)) failure = std::current_exception();
-        }
-      }
-    });
-  for (auto& th : pool) th.join();
-  if (failure) std::rethrow_exception(failure);
+void RegionBytes::decode_parallel(const std::vector<std::pair<size_t, uint8_t*>>& jobs) {
+  // Decompression runs at about a GB/s per thread: a large read (restore's 64 MiB pieces,
+  // 16 chunks) decodes its chunks side by side on the process's pool.
+  pool::parallel_for(jobs.size(), [&](size_t i) { read_chunk(source_, region_.chunks[jobs[i].first], jobs[i].second); });
 }
 
 }  // namespace kerncap::format

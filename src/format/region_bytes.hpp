@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "format/capture_dir.hpp"
@@ -29,6 +30,14 @@ class RegionBytes {
   std::optional<uint8_t> uniform_fill(uint64_t offset, uint64_t size) const;
   // Whether [offset, offset + size) holds no stored byte.
   bool unstored(uint64_t offset, uint64_t size) const;
+  // The whole region as consecutive pieces, each either bytes to read (fill unset: stored
+  // bytes, and nothing else) or bytes that all hold one value (zeros, kOmittedFill); pieces
+  // next to each other differ. Restore memsets the fills on the device and reads the rest.
+  struct Segment {
+    uint64_t offset = 0, size = 0;
+    std::optional<uint8_t> fill;
+  };
+  std::vector<Segment> segments() const;
   // What bytes that were not stored hold, outside pruned ranges: 0, or kOmittedFill for an
   // omitted region.
   uint8_t fill() const { return region_.omitted ? kOmittedFill : 0; }
@@ -40,7 +49,7 @@ class RegionBytes {
 
  private:
   const std::vector<StoredRun>& runs() const { return region_.stored ? *region_.stored : whole_; }
-  void decode_parallel(const std::vector<size_t>& chunks, uint8_t* out, uint64_t at);
+  void decode_parallel(const std::vector<std::pair<size_t, uint8_t*>>& jobs);
 
   const Region& region_;
   std::vector<StoredRun> whole_;         // the one run of a region stored whole

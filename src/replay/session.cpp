@@ -13,6 +13,7 @@
 #include "format/region_bytes.hpp"
 #include "replay/global_match.hpp"
 #include "replay/peer.hpp"
+#include "replay/restore_plan.hpp"
 
 #include <xxhash.h>
 
@@ -104,6 +105,7 @@ void Session::open(const Options& options) {
   KC_CU(cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
   KC_CU(cuEventCreate(&ev_start_, CU_EVENT_DEFAULT));
   KC_CU(cuEventCreate(&ev_stop_, CU_EVENT_DEFAULT));
+  for (CUevent& e : staged_) KC_CU(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
 
   // 3. The code, its globals (the driver picks their addresses: they always move).
   if (options.cubin) {
@@ -155,6 +157,9 @@ void Session::release() noexcept {
   const Driver& d = driver();
   if (ev_start_) release(d.cuEventDestroy(ev_start_), "cuEventDestroy");
   if (ev_stop_) release(d.cuEventDestroy(ev_stop_), "cuEventDestroy");
+  for (CUevent& e : staged_)
+    if (e) release(d.cuEventDestroy(e), "cuEventDestroy");
+  staged_[0] = staged_[1] = nullptr;
   if (stream_) release(d.cuStreamDestroy(stream_), "cuStreamDestroy");
   active_ = nullptr;
   free_image(variant_);
@@ -352,48 +357,63 @@ RestoreStats Session::restore() {
   for (const auto& r : m.regions) total += r.size;
   uint64_t done = 0;
   auto last = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < m.regions.size(); ++i) {
-    const format::Region& r = m.regions[i];
-    format::RegionBytes in(capture_, r);
-    // The hash is checked on the first restore only: later ones read the same file. It is
-    // the hash of the file, which a sparse region's reads pass on in file order.
-    const bool verify = options_.verify_hashes && !verified_;
-    std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> hash(verify ? XXH64_createState() : nullptr,
-                                                                     &XXH64_freeState);
-    if (hash) {
-      XXH64_reset(hash.get(), 0);
-      in.on_file_bytes = [&](const uint8_t* d, uint64_t n) { XXH64_update(hash.get(), d, n); };
-    }
-    for (uint64_t off = 0; off < r.size;) {
-      uint64_t n = std::min(staging_bytes_, r.size - off);
-      // Pieces end on 8-byte device addresses, so no pointer word straddles two of them and
-      // relocation rewrites every word (regions of unaligned base included).
-      if (off + n < r.size && (r.base + off + n) % 8 != 0) n -= (r.base + off + n) % 8;
-      const std::optional<uint8_t> fill = filter_ ? std::nullopt : in.uniform_fill(off, n);
-      if (fill) {
-        // Bytes a sparse capture did not store (zeros, or an omitted region's or a pruned
-        // range's fill) hold no pointer, so they need no relocation.
-        KC_CU(cuMemsetD8(addresses_[i] + off, *fill, n));
-        off += n;
+  // Two staging buffers in turn: while the copy engine moves one piece to the device, the
+  // pool decodes the next into the other. A buffer is refilled only after its copy ended.
+  uint8_t* const staging[2] = {staging_a_, staging_b_};
+  bool in_flight[2] = {false, false};
+  size_t turn = 0;
+  try {
+    for (size_t i = 0; i < m.regions.size(); ++i) {
+      const format::Region& r = m.regions[i];
+      format::RegionBytes in(capture_, r);
+      // The hash is checked on the first restore only: later ones read the same file. It is
+      // the hash of the file, which a sparse region's reads pass on in file order.
+      const bool verify = options_.verify_hashes && !verified_;
+      std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> hash(verify ? XXH64_createState() : nullptr,
+                                                                       &XXH64_freeState);
+      if (hash) {
+        XXH64_reset(hash.get(), 0);
+        in.on_file_bytes = [&](const uint8_t* d, uint64_t n) { XXH64_update(hash.get(), d, n); };
+      }
+      RestorePlanOptions po;
+      po.piece = staging_bytes_;
+      po.copy_everything = static_cast<bool>(filter_);
+      for (const RestoreStep& step : plan_restore(in.segments(), r.base, r.size, po)) {
+        const uint64_t off = step.offset, n = step.size;
+        if (step.fill) {
+          // Bytes a sparse capture did not store (zeros, or an omitted region's or a pruned
+          // range's fill) hold no pointer, so they need no relocation.
+          KC_CU(cuMemsetD8Async(addresses_[i] + off, *step.fill, n, stream_));
+          st.filled += n;
+        } else {
+          uint8_t* buf = staging[turn];
+          if (in_flight[turn]) KC_CU(cuEventSynchronize(staged_[turn]));
+          in.read_at(off, buf, n);
+          st.rewritten_words += reloc.rewrite(buf, n, r.base + off);
+          if (filter_) filter_(i, off, buf, n);
+          KC_CU(cuMemcpyHtoDAsync(addresses_[i] + off, buf, n, stream_));
+          KC_CU(cuEventRecord(staged_[turn], stream_));
+          in_flight[turn] = true;
+          turn ^= 1;
+          st.copied += n;
+        }
         done += n;
-        continue;
+        if (options_.progress && std::chrono::steady_clock::now() - last > std::chrono::seconds(1)) {
+          last = std::chrono::steady_clock::now();
+          log::info("restoring: {} of {}", human_bytes(done), human_bytes(total));
+        }
       }
-      in.read_at(off, staging_a_, n);
-      st.rewritten_words += reloc.rewrite(staging_a_, n, r.base + off);
-      if (filter_) filter_(i, off, staging_a_, n);
-      KC_CU(cuMemcpyHtoD(addresses_[i] + off, staging_a_, n));
-      off += n;
-      done += n;
-      if (options_.progress && std::chrono::steady_clock::now() - last > std::chrono::seconds(1)) {
-        last = std::chrono::steady_clock::now();
-        log::info("restoring: {} of {}", human_bytes(done), human_bytes(total));
-      }
+      if (hash && r.xxh64 != 0 && XXH64_digest(hash.get()) != r.xxh64)  // 0: not recorded
+        input_error(fmt::format("capture file {} (BEFORE memory of region {}) does not match the hash the capture "
+                                "recorded: the file was changed or damaged after the capture; extract again",
+                                r.file, r.id));
+      st.bytes += r.size;
     }
-    if (hash && r.xxh64 != 0 && XXH64_digest(hash.get()) != r.xxh64)  // 0: not recorded
-      input_error(fmt::format("capture file {} (BEFORE memory of region {}) does not match the hash the capture "
-                              "recorded: the file was changed or damaged after the capture; extract again",
-                              r.file, r.id));
-    st.bytes += r.size;
+    KC_CU(cuStreamSynchronize(stream_));
+  } catch (...) {
+    // No copy may still read a staging buffer (or write the device) once restore has left.
+    driver().cuStreamSynchronize(stream_);
+    throw;
   }
   verified_ = true;
   launched_ = false;
