@@ -47,20 +47,38 @@ RegionBytes::RegionBytes(const Capture& c, const Region& r) : region_(r), source
 }
 
 void RegionBytes::read_at(uint64_t offset, void* data, uint64_t size) {
-  auto* out = static_cast<uint8_t*>(data);
-  const uint64_t end = offset + size;
-  if (region_.stored || !region_.pruned.empty()) std::memset(out, fill(), size);
-  for (auto it = first_after(region_.pruned, offset); it != region_.pruned.end() && it->offset < end; ++it) {
-    const uint64_t lo = std::max(offset, it->offset), hi = std::min(end, it->offset + it->size);
-    std::memset(out + (lo - offset), kOmittedFill, hi - lo);
-  }
+  read_pieces({{offset, size, static_cast<uint8_t*>(data)}});
+}
+
+void RegionBytes::read_pieces(const std::vector<Piece>& pieces) {
   const auto& rs = runs();
-  for (auto it = first_after(rs, offset); it != rs.end() && it->offset < end; ++it) {
-    const uint64_t lo = std::max(offset, it->offset);
-    const uint64_t hi = std::min(end, it->offset + it->size);
-    read_stored(run_at_[static_cast<size_t>(it - rs.begin())] + (lo - it->offset), out + (lo - offset), hi - lo);
-    if (on_file_bytes) on_file_bytes(out + (lo - offset), hi - lo);
+  std::vector<Span> spans;  // the stored bytes the pieces hold, in order
+  for (const Piece& p : pieces) {
+    const uint64_t end = p.offset + p.size;
+    // Bytes between stored runs hold fill(), pruned ones kOmittedFill: only those are set,
+    // not the whole piece (a piece is mostly stored bytes).
+    uint64_t at = p.offset;
+    auto fill_to = [&](uint64_t to) {
+      for (auto it = first_after(region_.pruned, at); it != region_.pruned.end() && it->offset < to; ++it) {
+        const uint64_t lo = std::max(at, it->offset), hi = std::min(to, it->offset + it->size);
+        if (lo > at) std::memset(p.out + (at - p.offset), fill(), lo - at);
+        std::memset(p.out + (lo - p.offset), kOmittedFill, hi - lo);
+        at = hi;
+      }
+      if (to > at) std::memset(p.out + (at - p.offset), fill(), to - at);
+      at = std::max(at, to);
+    };
+    for (auto it = first_after(rs, p.offset); it != rs.end() && it->offset < end; ++it) {
+      const uint64_t lo = std::max(p.offset, it->offset), hi = std::min(end, it->offset + it->size);
+      fill_to(lo);
+      spans.push_back({run_at_[static_cast<size_t>(it - rs.begin())] + (lo - it->offset), hi - lo, p.out + (lo - p.offset)});
+      at = hi;
+    }
+    fill_to(end);
   }
+  read_spans(spans);
+  if (on_file_bytes)
+    for (const Span& s : spans) on_file_bytes(s.out, s.size);
 }
 
 std::optional<uint8_t> RegionBytes::uniform_fill(uint64_t offset, uint64_t size) const {
@@ -97,55 +115,67 @@ std::vector<RegionBytes::Segment> RegionBytes::segments() const {
   return out;
 }
 
-void RegionBytes::read_stored(uint64_t at, uint8_t* out, uint64_t n) {
+void RegionBytes::read_stored(uint64_t at, uint8_t* out, uint64_t n) { read_spans({{at, n, out}}); }
+
+void RegionBytes::read_spans(const std::vector<Span>& spans) {
   if (file_) {
-    file_->read_at(at, out, n);
+    for (const Span& s : spans) file_->read_at(s.at, s.out, s.size);
     return;
   }
   const auto& chunks = region_.chunks;
-  const uint64_t end = at + n;
-  if (n == 0 || chunks.empty()) return;
-  // The chunks the read touches: first .. last.
-  const size_t first = static_cast<size_t>(std::upper_bound(chunk_at_.begin(), chunk_at_.end(), at) - chunk_at_.begin()) - 1;
-  size_t last = first;
-  while (last + 1 < chunks.size() && chunk_at_[last + 1] < end) ++last;
-  // Chunks the read covers entirely are decoded in place; one it covers in part is decoded
-  // whole into a buffer and the part copied: the first one (unless it is the chunk kept
-  // from the read before) and the last one, which is kept for the read after (restore's
-  // pieces need not end on chunk boundaries). All of them side by side.
-  auto part = [&](size_t k) {
-    const uint64_t lo = std::max(at, chunk_at_[k]), hi = std::min(end, chunk_at_[k] + chunks[k].size);
-    return std::pair{lo, hi};
+  // Each chunk the spans touch, with the parts of it they want (spans are in stored order,
+  // so chunks come in order and a chunk's parts are next to each other).
+  struct Part {
+    uint64_t lo, hi;  // in stored bytes
+    uint8_t* out;
   };
-  auto whole = [&](size_t k) {
-    const auto [lo, hi] = part(k);
-    return lo == chunk_at_[k] && hi == chunk_at_[k] + chunks[k].size;
+  struct Use {
+    size_t k;
+    std::vector<Part> parts;
   };
-  std::vector<std::pair<size_t, uint8_t*>> jobs;  // chunk, where its bytes go
-  std::vector<uint8_t> head, tail;
-  for (size_t k = first; k <= last; ++k) {
-    if (whole(k)) {
-      jobs.emplace_back(k, out + (chunk_at_[k] - at));
-    } else if (k == cached_) {
-      continue;  // copied from cache_ below
-    } else if (k == last) {
-      tail.resize(chunks[k].size);
-      jobs.emplace_back(k, tail.data());
-    } else {
-      head.resize(chunks[k].size);
-      jobs.emplace_back(k, head.data());
+  std::vector<Use> uses;
+  for (const Span& s : spans) {
+    if (s.size == 0 || chunks.empty()) continue;
+    const uint64_t end = s.at + s.size;
+    size_t k = static_cast<size_t>(std::upper_bound(chunk_at_.begin(), chunk_at_.end(), s.at) - chunk_at_.begin()) - 1;
+    for (; k < chunks.size() && chunk_at_[k] < end; ++k) {
+      const uint64_t lo = std::max(s.at, chunk_at_[k]), hi = std::min(end, chunk_at_[k] + chunks[k].size);
+      if (uses.empty() || uses.back().k != k) uses.push_back({k, {}});
+      uses.back().parts.push_back({lo, hi, s.out + (lo - s.at)});
     }
   }
-  decode_parallel(jobs);
-  auto copy_part = [&](size_t k, const uint8_t* src) {
-    const auto [lo, hi] = part(k);
-    std::memcpy(out + (lo - at), src + (lo - chunk_at_[k]), hi - lo);
-  };
-  if (!whole(first)) copy_part(first, first == cached_ ? cache_.data() : first == last ? tail.data() : head.data());
-  if (last != first && !whole(last)) copy_part(last, last == cached_ ? cache_.data() : tail.data());
-  if (!whole(last) && last != cached_) {
-    cache_ = std::move(tail);
-    cached_ = last;
+  // A chunk one part covers entirely is decoded in place; any other is decoded whole into a
+  // buffer and its parts copied (the chunk kept from the read before needs no decode, and
+  // the last one is kept for the read after: restore's and validation's pieces need not end
+  // on chunk boundaries). All side by side on the pool, a bounded number of buffers at a time.
+  constexpr size_t kGroup = 64;
+  for (size_t g = 0; g < uses.size(); g += kGroup) {
+    const size_t g_end = std::min(uses.size(), g + kGroup);
+    std::vector<std::vector<uint8_t>> bufs(g_end - g);
+    std::vector<bool> in_place(g_end - g);
+    std::vector<std::pair<size_t, uint8_t*>> jobs;
+    for (size_t u = g; u < g_end; ++u) {
+      const Use& use = uses[u];
+      in_place[u - g] = use.parts.size() == 1 && use.parts[0].lo == chunk_at_[use.k] &&
+                        use.parts[0].hi == chunk_at_[use.k] + chunks[use.k].size;
+      if (in_place[u - g]) {
+        jobs.emplace_back(use.k, use.parts[0].out);
+      } else if (use.k != cached_) {
+        bufs[u - g].resize(chunks[use.k].size);
+        jobs.emplace_back(use.k, bufs[u - g].data());
+      }
+    }
+    decode_parallel(jobs);
+    for (size_t u = g; u < g_end; ++u) {
+      const Use& use = uses[u];
+      if (in_place[u - g]) continue;
+      const uint8_t* src = bufs[u - g].empty() ? cache_.data() : bufs[u - g].data();
+      for (const Part& part : use.parts) std::memcpy(part.out, src + (part.lo - chunk_at_[use.k]), part.hi - part.lo);
+    }
+    if (g_end == uses.size() && !bufs[g_end - 1 - g].empty()) {
+      cache_ = std::move(bufs[g_end - 1 - g]);
+      cached_ = uses.back().k;
+    }
   }
 }
 

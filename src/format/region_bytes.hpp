@@ -25,6 +25,14 @@ class RegionBytes {
   // stored byte is also passed to on_file_bytes when set, so sequential reads of the whole
   // region see the stored bytes in order (their hash, Region::xxh64).
   void read_at(uint64_t offset, void* data, uint64_t size);
+  // Several read_at's at once, in increasing offsets and apart: the chunks all of them need
+  // are decoded side by side (restore reads the stored runs between the long zero runs it
+  // memsets on the device, often a few MiB each, as one batch per staging buffer).
+  struct Piece {
+    uint64_t offset = 0, size = 0;
+    uint8_t* out = nullptr;
+  };
+  void read_pieces(const std::vector<Piece>& pieces);
   // The one value every byte of [offset, offset + size) holds when none of them is stored
   // (zeros, or kOmittedFill); none when some byte is stored or the fills differ.
   std::optional<uint8_t> uniform_fill(uint64_t offset, uint64_t size) const;
@@ -49,6 +57,11 @@ class RegionBytes {
 
  private:
   const std::vector<StoredRun>& runs() const { return region_.stored ? *region_.stored : whole_; }
+  struct Span {
+    uint64_t at = 0, size = 0;  // among the stored bytes
+    uint8_t* out = nullptr;
+  };
+  void read_spans(const std::vector<Span>& spans);
   void decode_parallel(const std::vector<std::pair<size_t, uint8_t*>>& jobs);
 
   const Region& region_;

@@ -378,6 +378,30 @@ RestoreStats Session::restore() {
       RestorePlanOptions po;
       po.piece = staging_bytes_;
       po.copy_everything = static_cast<bool>(filter_);
+      // Copy steps are gathered into one staging buffer until it is full, then read as one
+      // batch (every chunk they need decoded side by side) and copied step by step.
+      std::vector<format::RegionBytes::Piece> batch;
+      std::vector<uint64_t> places;  // where each piece of the batch goes in the buffer
+      uint64_t batch_bytes = 0;
+      auto flush = [&] {
+        if (batch.empty()) return;
+        uint8_t* buf = staging[turn];
+        if (in_flight[turn]) KC_CU(cuEventSynchronize(staged_[turn]));
+        for (size_t k = 0; k < batch.size(); ++k) batch[k].out = buf + places[k];
+        in.read_pieces(batch);
+        for (const auto& p : batch) {
+          st.rewritten_words += reloc.rewrite(p.out, p.size, r.base + p.offset);
+          if (filter_) filter_(i, p.offset, p.out, p.size);
+          KC_CU(cuMemcpyHtoDAsync(addresses_[i] + p.offset, p.out, p.size, stream_));
+          st.copied += p.size;
+        }
+        KC_CU(cuEventRecord(staged_[turn], stream_));
+        in_flight[turn] = true;
+        turn ^= 1;
+        batch.clear();
+        places.clear();
+        batch_bytes = 0;
+      };
       for (const RestoreStep& step : plan_restore(in.segments(), r.base, r.size, po)) {
         const uint64_t off = step.offset, n = step.size;
         if (step.fill) {
@@ -386,16 +410,12 @@ RestoreStats Session::restore() {
           KC_CU(cuMemsetD8Async(addresses_[i] + off, *step.fill, n, stream_));
           st.filled += n;
         } else {
-          uint8_t* buf = staging[turn];
-          if (in_flight[turn]) KC_CU(cuEventSynchronize(staged_[turn]));
-          in.read_at(off, buf, n);
-          st.rewritten_words += reloc.rewrite(buf, n, r.base + off);
-          if (filter_) filter_(i, off, buf, n);
-          KC_CU(cuMemcpyHtoDAsync(addresses_[i] + off, buf, n, stream_));
-          KC_CU(cuEventRecord(staged_[turn], stream_));
-          in_flight[turn] = true;
-          turn ^= 1;
-          st.copied += n;
+          const uint64_t at = (batch_bytes + 63) / 64 * 64;  // pieces start on 64-byte boundaries of the buffer
+          if (at + n > staging_bytes_) flush();
+          const uint64_t place = batch.empty() ? 0 : at;
+          batch.push_back({off, n, nullptr});
+          places.push_back(place);
+          batch_bytes = place + n;
         }
         done += n;
         if (options_.progress && std::chrono::steady_clock::now() - last > std::chrono::seconds(1)) {
@@ -403,6 +423,7 @@ RestoreStats Session::restore() {
           log::info("restoring: {} of {}", human_bytes(done), human_bytes(total));
         }
       }
+      flush();
       if (hash && r.xxh64 != 0 && XXH64_digest(hash.get()) != r.xxh64)  // 0: not recorded
         input_error(fmt::format("capture file {} (BEFORE memory of region {}) does not match the hash the capture "
                                 "recorded: the file was changed or damaged after the capture; extract again",

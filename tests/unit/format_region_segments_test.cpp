@@ -105,5 +105,45 @@ TEST_F(RegionReads, PiecesOfChunksReadBackAsWritten) {
   }
 }
 
+// A sparse region read as restore reads it: several pieces at once (the runs between long
+// zero runs), the zeros between stored runs filled, chunks shared by two pieces decoded once.
+TEST_F(RegionReads, SeveralPiecesAtOnceOfASparseRegion) {
+  constexpr uint64_t kWindow = 4096;
+  const uint64_t size = 16 * kWindow;
+  std::vector<uint8_t> bytes(size, 0);
+  std::mt19937_64 rng(11);
+  Region r;
+  r.size = size;
+  r.stored.emplace();
+  // Runs: some inside one window, some across windows.
+  for (const auto& [off, n] : std::vector<std::pair<uint64_t, uint64_t>>{
+           {100, 200}, {1000, 5000}, {3 * kWindow, 2 * kWindow}, {6 * kWindow + 10, 30}, {6 * kWindow + 500, 9000}}) {
+    for (uint64_t k = off; k < off + n; ++k) bytes[k] = static_cast<uint8_t>(1 + rng() % 200);
+    r.stored->push_back({off, n});
+  }
+  r.pruned = {{14 * kWindow, kWindow}};
+  Capture c;
+  c.dir = out_;
+  {
+    ChunkWriter w({out_ / kChunkDir, kDefaultZstdLevel, 2, 0});
+    RegionChunker chunker(w, kWindow);
+    for (const auto& run : *r.stored) chunker.add(run.offset, bytes.data() + run.offset, run.size);
+    const auto tickets = chunker.finish();
+    w.finish();
+    for (size_t t : tickets) r.chunks.push_back(w.ref(t));
+  }
+  std::vector<uint8_t> want = bytes;
+  std::fill(want.begin() + 14 * kWindow, want.begin() + 15 * kWindow, kOmittedFill);
+  RegionBytes in(c, r);
+  std::vector<uint8_t> a(size, 0x77), b(size, 0x77);
+  // Pieces [0, 150), [150, 3 * window + 7), [6 * window, 16 * window): apart, in order.
+  in.read_pieces({{0, 150, a.data()}, {150, 3 * kWindow - 143, a.data() + 150}, {6 * kWindow, 10 * kWindow, a.data() + 6 * kWindow}});
+  EXPECT_TRUE(std::equal(a.begin(), a.begin() + 3 * kWindow + 7, want.begin()));
+  EXPECT_TRUE(std::equal(a.begin() + 6 * kWindow, a.end(), want.begin() + 6 * kWindow));
+  EXPECT_EQ(a[3 * kWindow + 8], 0x77);  // between the pieces: untouched
+  in.read_at(0, b.data(), size);
+  EXPECT_EQ(b, want);
+}
+
 }  // namespace
 }  // namespace kerncap::format
