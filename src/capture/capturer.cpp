@@ -23,6 +23,7 @@
 #include "format/capture_dir.hpp"
 #include "names/demangle.hpp"
 #include "format/capture_writer.hpp"
+#include "format/disk_space.hpp"
 #include "format/events.hpp"
 #include "format/out_layout.hpp"
 #include "format/rank.hpp"
@@ -253,7 +254,7 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
   log::info("snapshot BEFORE: {} regions, {} ({} to store: the rest is zeros or omitted)", p->regions.size(),
             human_bytes(total), human_bytes(to_store));
   // Before compression: the most the chunks can take (a shared store may already hold some).
-  check_disk_space(p->writer->chunks().dir(), to_store);
+  format::check_disk_space(p->writer->chunks().dir(), to_store);
   Progress progress("snapshot BEFORE", total, config_.verbose >= 1);
   for (size_t i = 0; i < p->regions.size(); ++i) {
     RegionState& st = p->regions[i];
@@ -377,7 +378,9 @@ void Capturer::finish_capture(const CUpti_CallbackData* cb) {
 void Capturer::abandon(const std::string& why) {
   log::warn("capture failed: {}", why);
   emit(format::events::error(why));
-  pending_.reset();  // its writer removes the partial directory
+  // The partial directory goes now (it may be most of the disk); one line stays in OUT.
+  if (pending_ && pending_->writer) pending_->writer->abandon(why);
+  pending_.reset();
 }
 
 }  // namespace kerncap::capture

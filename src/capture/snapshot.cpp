@@ -1,6 +1,5 @@
 #include "capture/snapshot.hpp"
 
-#include <sys/statvfs.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -57,17 +56,6 @@ void Stager::read(uint64_t addr, uint64_t size, format::MemKind kind, const Sink
     }
     off += n;
   }
-}
-
-void check_disk_space(const std::filesystem::path& dir, uint64_t bytes) {
-  struct statvfs fs {};
-  if (::statvfs(dir.c_str(), &fs) != 0) return;  // unknown: the writes will say
-  const uint64_t free_bytes = uint64_t{fs.f_bavail} * fs.f_frsize;
-  const uint64_t margin = (uint64_t{64} << 20) + bytes / 50;
-  if (bytes + margin > free_bytes)
-    device_error(fmt::format("the capture needs about {} of disk for BEFORE (and up to as much again for AFTER), but "
-                             "{} has {} free: free some space or extract to another directory (-o)",
-                             human_bytes(bytes), dir.string(), human_bytes(free_bytes)));
 }
 
 void snapshot_before(Stager& stager, RegionState& st, format::ChunkWriter& chunks, uint32_t chunk,

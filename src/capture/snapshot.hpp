@@ -53,10 +53,6 @@ struct RegionState {
   std::vector<size_t> tickets;   // BEFORE's chunks (format::ChunkWriter), in order
 };
 
-// Refuses (device_error) when `dir`'s file system has less free space than `bytes` and a
-// margin: better a clear message before the snapshot than a full disk half-way through it.
-void check_disk_space(const std::filesystem::path& dir, uint64_t bytes);
-
 // BEFORE: hands the whole region to `chunks` (st.tickets), records the change-detection
 // hashes and the hash of the stored bytes.
 void snapshot_before(Stager& stager, RegionState& st, format::ChunkWriter& chunks, uint32_t chunk,

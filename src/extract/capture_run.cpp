@@ -11,6 +11,7 @@
 #include "extract/environment.hpp"
 #include "extract/triton_step.hpp"
 #include "lint/kerncap_toml.hpp"
+#include "format/capture_writer.hpp"
 #include "format/chunk_store.hpp"
 #include "format/events.hpp"
 #include "format/out_layout.hpp"
@@ -108,8 +109,13 @@ Result run_capture(const Request& r) {
   const auto log = format::events::read_dir(format::out::state_dir(res.out));
   check_protocol(log, lib);
   const fs::path cap = format::out::capture_dir(res.out);
-  if (!fs::exists(cap / format::kManifestName))
-    fail(ErrorKind::Input, diagnose({r.kernel, r.dispatch, r.rank, r.device}, log, res.app));
+  if (!fs::exists(cap / format::kManifestName)) {
+    const std::string why = diagnose({r.kernel, r.dispatch, r.rank, r.device}, log, res.app);
+    // A capture cut short (the application crashed or was killed while writing it) leaves
+    // its partial directory, possibly gigabytes: it goes, one line in OUT says why.
+    format::abandon_partials(res.out, why);
+    fail(ErrorKind::Input, why);
+  }
   if (auto store = chunk_store(r)) format::set_default_store(*store);  // for the steps after this one too
   res.capture = format::open_capture(cap);
   res.stopped = log.stopping;

@@ -15,7 +15,9 @@
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "common/private_files.hpp"
+#include "format/out_layout.hpp"
 #include "format/region_bytes.hpp"
+#include "format/safe_file.hpp"
 #include "format/strict_json.hpp"
 
 namespace kerncap::format {
@@ -27,6 +29,19 @@ fs::path resolve_capture_dir(const fs::path& dir) {
   if (fs::exists(dir / kCaptureDirName / kManifestName, ec)) return dir / kCaptureDirName;
   if (!fs::exists(dir, ec)) input_error(fmt::format("{}: no such directory", dir.string()));
   if (!fs::is_directory(dir, ec)) input_error(fmt::format("{}: not a directory", dir.string()));
+  if (fs::is_regular_file(out::failure_note(dir), ec)) {
+    std::string line;
+    try {
+      const ReadOnlyFile note = ReadOnlyFile::open_in(dir, std::string(out::kCaptureFailed), "the failure note");
+      std::vector<uint8_t> bytes(std::min<uint64_t>(note.size(), 1000));
+      note.read_at(0, bytes.data(), bytes.size());
+      for (uint8_t b : bytes) line += b >= 0x20 && b != 0x7f ? static_cast<char>(b) : ' ';
+    } catch (const Error&) {
+      line = "unreadable";
+    }
+    input_error(fmt::format("{}: the last capture into it failed ({}: {}); extract again", dir.string(),
+                            std::string(out::kCaptureFailed), line));
+  }
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
     if (out::is_partial(it->path().filename().string()))
       input_error(fmt::format("{}: the capture in it never completed ({} is partial: the application "

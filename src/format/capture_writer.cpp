@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/hex.hpp"
 #include "common/private_files.hpp"
 #include "format/out_layout.hpp"
 
@@ -84,7 +85,56 @@ fs::path CaptureWriter::publish(const Manifest& m) {
   fs::remove_all(final_dir);
   fs::rename(partial_, final_dir);
   published_ = true;
+  std::error_code ec;
+  fs::remove(out::failure_note(out_), ec);
   return final_dir;
+}
+
+namespace {
+
+// Removes OUT/<name> (a partial capture) and leaves the one-line note.
+void remove_partial(const fs::path& out, const std::string& name, const std::string& why) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  const fs::path dir = out / name;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (!it->is_symlink(ec) && it->is_regular_file(ec)) bytes += it->file_size(ec);
+  files::remove_inside(out, name);  // links inside are unlinked, never followed
+  std::string line =
+      fmt::format("capture failed: {} ({} removed: {} written before the failure)", why, name, human_bytes(bytes));
+  for (char& c : line)  // one line, whatever the message held
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  files::replace_file(out::failure_note(out), line + "\n");
+}
+
+}  // namespace
+
+void CaptureWriter::abandon(const std::string& why) noexcept {
+  if (published_) return;
+  try {
+    chunks_.reset();  // its threads stop before the directory goes
+    remove_partial(out_, partial_.filename().string(), why);
+  } catch (...) {
+    // The destructor still removes the directory; the note is a courtesy.
+  }
+}
+
+size_t abandon_partials(const fs::path& out, const std::string& why) noexcept {
+  size_t n = 0;
+  try {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (fs::directory_iterator it(out, ec), end; !ec && it != end; it.increment(ec))
+      if (out::is_partial(it->path().filename().string())) names.push_back(it->path().filename().string());
+    for (const auto& name : names) {
+      remove_partial(out, name, why);
+      ++n;
+    }
+  } catch (...) {
+    // Left as it was: readers say the capture never completed.
+  }
+  return n;
 }
 
 }  // namespace kerncap::format

@@ -49,8 +49,11 @@ class CaptureWriter {
   ChunkStats finish_chunks(Manifest& m, const std::vector<std::vector<size_t>>& tickets);
 
   // Writes the manifest and renames the directory to OUT/capture (replacing an older
-  // capture); returns the published path.
+  // capture, and the note of an earlier failure); returns the published path.
   fs::path publish(const Manifest& m);
+  // The capture failed: removes the partial directory now and leaves OUT/capture.failed,
+  // one line saying why and how much was removed (never throws).
+  void abandon(const std::string& why) noexcept;
 
  private:
   fs::path out_;
@@ -60,5 +63,10 @@ class CaptureWriter {
   std::unique_ptr<ChunkWriter> chunks_;
   bool published_ = false;
 };
+
+// After the application ended without publishing: removes every OUT/capture.partial-<pid>
+// it left (it crashed or was killed while writing) and, when there was one, leaves
+// OUT/capture.failed saying so with `why`. Returns how many were removed (never throws).
+size_t abandon_partials(const fs::path& out, const std::string& why) noexcept;
 
 }  // namespace kerncap::format

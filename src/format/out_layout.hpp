@@ -3,6 +3,8 @@
 //
 //   capture/                 the capture (format/capture_dir.hpp), published by CaptureWriter
 //   capture.partial-<pid>/   a capture being written (renamed to capture/ when complete)
+//   capture.failed           one line: why the last capture failed (its partial directory
+//                            was removed); removed when a capture completes
 //   .kerncap/                the launcher's and the library's working state:
 //     claim                  the pid of the one process that took the capture
 //     rank-slot-<n>          `extract --rank` without launcher variables: the pid of the
@@ -34,6 +36,7 @@ namespace kerncap::format::out {
 
 inline constexpr std::string_view kCapture = "capture";
 inline constexpr std::string_view kPartialPrefix = "capture.partial-";
+inline constexpr std::string_view kCaptureFailed = "capture.failed";  // one line: why the last capture failed
 inline constexpr std::string_view kState = ".kerncap";
 inline constexpr std::string_view kClaim = "claim";
 inline constexpr std::string_view kRankSlotPrefix = "rank-slot-";
@@ -58,6 +61,7 @@ inline constexpr std::string_view kReadme = "README.md";
 namespace fs = std::filesystem;
 
 inline fs::path capture_dir(const fs::path& out) { return out / kCapture; }
+inline fs::path failure_note(const fs::path& out) { return out / kCaptureFailed; }
 inline fs::path partial_dir(const fs::path& out, long pid) {
   return out / (std::string(kPartialPrefix) + std::to_string(pid));
 }
@@ -78,7 +82,7 @@ inline bool is_events_file(std::string_view name) {
 }
 
 // The entries of OUT that `extract --force` removes before a new capture.
-inline constexpr std::string_view kForceReplaced[] = {kCapture,          kState,          kTriton,
+inline constexpr std::string_view kForceReplaced[] = {kCapture,          kCaptureFailed,  kState,           kTriton,
                                                       kKernelVariantPy,  kReproducerPy,   kReproRuntime,
                                                       kCandidateCubin,   kCandidateJson,  kCompareSpec};
 inline bool force_replaced(std::string_view name) {

@@ -1,10 +1,9 @@
 #include "format/region_bytes.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <exception>
-#include <thread>
+
+#include "common/work_pool.hpp"
 
 namespace kerncap::format {
 namespace {
@@ -48,20 +47,38 @@ RegionBytes::RegionBytes(const Capture& c, const Region& r) : region_(r), source
 }
 
 void RegionBytes::read_at(uint64_t offset, void* data, uint64_t size) {
-  auto* out = static_cast<uint8_t*>(data);
-  const uint64_t end = offset + size;
-  if (region_.stored || !region_.pruned.empty()) std::memset(out, fill(), size);
-  for (auto it = first_after(region_.pruned, offset); it != region_.pruned.end() && it->offset < end; ++it) {
-    const uint64_t lo = std::max(offset, it->offset), hi = std::min(end, it->offset + it->size);
-    std::memset(out + (lo - offset), kOmittedFill, hi - lo);
-  }
+  read_pieces({{offset, size, static_cast<uint8_t*>(data)}});
+}
+
+void RegionBytes::read_pieces(const std::vector<Piece>& pieces) {
   const auto& rs = runs();
-  for (auto it = first_after(rs, offset); it != rs.end() && it->offset < end; ++it) {
-    const uint64_t lo = std::max(offset, it->offset);
-    const uint64_t hi = std::min(end, it->offset + it->size);
-    read_stored(run_at_[static_cast<size_t>(it - rs.begin())] + (lo - it->offset), out + (lo - offset), hi - lo);
-    if (on_file_bytes) on_file_bytes(out + (lo - offset), hi - lo);
+  std::vector<Span> spans;  // the stored bytes the pieces hold, in order
+  for (const Piece& p : pieces) {
+    const uint64_t end = p.offset + p.size;
+    // Bytes between stored runs hold fill(), pruned ones kOmittedFill: only those are set,
+    // not the whole piece (a piece is mostly stored bytes).
+    uint64_t at = p.offset;
+    auto fill_to = [&](uint64_t to) {
+      for (auto it = first_after(region_.pruned, at); it != region_.pruned.end() && it->offset < to; ++it) {
+        const uint64_t lo = std::max(at, it->offset), hi = std::min(to, it->offset + it->size);
+        if (lo > at) std::memset(p.out + (at - p.offset), fill(), lo - at);
+        std::memset(p.out + (lo - p.offset), kOmittedFill, hi - lo);
+        at = hi;
+      }
+      if (to > at) std::memset(p.out + (at - p.offset), fill(), to - at);
+      at = std::max(at, to);
+    };
+    for (auto it = first_after(rs, p.offset); it != rs.end() && it->offset < end; ++it) {
+      const uint64_t lo = std::max(p.offset, it->offset), hi = std::min(end, it->offset + it->size);
+      fill_to(lo);
+      spans.push_back({run_at_[static_cast<size_t>(it - rs.begin())] + (lo - it->offset), hi - lo, p.out + (lo - p.offset)});
+      at = hi;
+    }
+    fill_to(end);
   }
+  read_spans(spans);
+  if (on_file_bytes)
+    for (const Span& s : spans) on_file_bytes(s.out, s.size);
 }
 
 std::optional<uint8_t> RegionBytes::uniform_fill(uint64_t offset, uint64_t size) const {
@@ -73,65 +90,99 @@ std::optional<uint8_t> RegionBytes::uniform_fill(uint64_t offset, uint64_t size)
 
 bool RegionBytes::unstored(uint64_t offset, uint64_t size) const { return !overlaps(runs(), offset, size); }
 
-void RegionBytes::read_stored(uint64_t at, uint8_t* out, uint64_t n) {
+std::vector<RegionBytes::Segment> RegionBytes::segments() const {
+  std::vector<Segment> out;
+  auto add = [&](uint64_t offset, uint64_t size, std::optional<uint8_t> fill) {
+    if (size == 0) return;
+    if (!out.empty() && out.back().fill == fill && out.back().offset + out.back().size == offset) out.back().size += size;
+    else out.push_back({offset, size, fill});
+  };
+  // Stored runs and pruned ranges are sorted and apart (the manifest's rules); what lies
+  // between them holds fill().
+  const auto& rs = runs();
+  const auto& ps = region_.pruned;
+  size_t a = 0, b = 0;
+  uint64_t at = 0;
+  while (a < rs.size() || b < ps.size()) {
+    const bool run = b == ps.size() || (a < rs.size() && rs[a].offset < ps[b].offset);
+    const StoredRun& s = run ? rs[a++] : ps[b++];
+    const uint64_t lo = std::clamp(s.offset, at, region_.size), hi = std::clamp(s.offset + s.size, lo, region_.size);
+    add(at, lo - at, fill());
+    add(lo, hi - lo, run ? std::nullopt : std::optional<uint8_t>(kOmittedFill));
+    at = hi;
+  }
+  add(at, region_.size - at, fill());
+  return out;
+}
+
+void RegionBytes::read_stored(uint64_t at, uint8_t* out, uint64_t n) { read_spans({{at, n, out}}); }
+
+void RegionBytes::read_spans(const std::vector<Span>& spans) {
   if (file_) {
-    file_->read_at(at, out, n);
+    for (const Span& s : spans) file_->read_at(s.at, s.out, s.size);
     return;
   }
   const auto& chunks = region_.chunks;
-  const uint64_t end = at + n;
-  // The first chunk that ends after `at`.
-  size_t k = static_cast<size_t>(std::upper_bound(chunk_at_.begin(), chunk_at_.end(), at) - chunk_at_.begin()) - 1;
-  std::vector<size_t> whole;  // chunks the read covers entirely: decoded in place, in parallel
-  uint64_t whole_at = 0;
-  for (; k < chunks.size() && chunk_at_[k] < end; ++k) {
-    const uint64_t lo = std::max(at, chunk_at_[k]), hi = std::min(end, chunk_at_[k] + chunks[k].size);
-    if (lo == chunk_at_[k] && hi == chunk_at_[k] + chunks[k].size && k != cached_) {
-      if (whole.empty()) whole_at = lo;
-      whole.push_back(k);
-      continue;
+  // Each chunk the spans touch, with the parts of it they want (spans are in stored order,
+  // so chunks come in order and a chunk's parts are next to each other).
+  struct Part {
+    uint64_t lo, hi;  // in stored bytes
+    uint8_t* out;
+  };
+  struct Use {
+    size_t k;
+    std::vector<Part> parts;
+  };
+  std::vector<Use> uses;
+  for (const Span& s : spans) {
+    if (s.size == 0 || chunks.empty()) continue;
+    const uint64_t end = s.at + s.size;
+    size_t k = static_cast<size_t>(std::upper_bound(chunk_at_.begin(), chunk_at_.end(), s.at) - chunk_at_.begin()) - 1;
+    for (; k < chunks.size() && chunk_at_[k] < end; ++k) {
+      const uint64_t lo = std::max(s.at, chunk_at_[k]), hi = std::min(end, chunk_at_[k] + chunks[k].size);
+      if (uses.empty() || uses.back().k != k) uses.push_back({k, {}});
+      uses.back().parts.push_back({lo, hi, s.out + (lo - s.at)});
     }
-    if (!whole.empty()) {
-      decode_parallel(whole, out + (whole_at - at), whole_at);
-      whole.clear();
-    }
-    if (k != cached_) {
-      cache_.resize(chunks[k].size);
-      cached_ = SIZE_MAX;
-      read_chunk(source_, chunks[k], cache_.data());
-      cached_ = k;
-    }
-    std::memcpy(out + (lo - at), cache_.data() + (lo - chunk_at_[k]), hi - lo);
   }
-  if (!whole.empty()) decode_parallel(whole, out + (whole_at - at), whole_at);
+  // A chunk one part covers entirely is decoded in place; any other is decoded whole into a
+  // buffer and its parts copied (the chunk kept from the read before needs no decode, and
+  // the last one is kept for the read after: restore's and validation's pieces need not end
+  // on chunk boundaries). All side by side on the pool, a bounded number of buffers at a time.
+  constexpr size_t kGroup = 64;
+  for (size_t g = 0; g < uses.size(); g += kGroup) {
+    const size_t g_end = std::min(uses.size(), g + kGroup);
+    std::vector<std::vector<uint8_t>> bufs(g_end - g);
+    std::vector<bool> in_place(g_end - g);
+    std::vector<std::pair<size_t, uint8_t*>> jobs;
+    for (size_t u = g; u < g_end; ++u) {
+      const Use& use = uses[u];
+      in_place[u - g] = use.parts.size() == 1 && use.parts[0].lo == chunk_at_[use.k] &&
+                        use.parts[0].hi == chunk_at_[use.k] + chunks[use.k].size;
+      if (in_place[u - g]) {
+        jobs.emplace_back(use.k, use.parts[0].out);
+      } else if (use.k != cached_) {
+        bufs[u - g].resize(chunks[use.k].size);
+        jobs.emplace_back(use.k, bufs[u - g].data());
+      }
+    }
+    decode_parallel(jobs);
+    for (size_t u = g; u < g_end; ++u) {
+      const Use& use = uses[u];
+      if (in_place[u - g]) continue;
+      const uint8_t* src = bufs[u - g].empty() ? cache_.data() : bufs[u - g].data();
+      for (const Part& part : use.parts) std::memcpy(part.out, src + (part.lo - chunk_at_[use.k]), part.hi - part.lo);
+    }
+    if (g_end == uses.size() && !bufs[g_end - 1 - g].empty()) {
+      cache_ = std::move(bufs[g_end - 1 - g]);
+      cached_ = uses.back().k;
+    }
+  }
 }
 
-void RegionBytes::decode_parallel(const std::vector<size_t>& ks, uint8_t* out, uint64_t at) {
-  // Decompression runs at well under a GB/s per thread: a large read (restore's 64 MiB
-  // pieces, 16 chunks) decodes its chunks side by side.
-  const unsigned threads = std::min<unsigned>(static_cast<unsigned>(ks.size()),
-                                              std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
-  auto one = [&](size_t i) { read_chunk(source_, region_.chunks[ks[i]], out + (chunk_at_[ks[i]] - at)); };
-  if (threads <= 1) {
-    for (size_t i = 0; i < ks.size(); ++i) one(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::exception_ptr failure;
-  std::atomic<bool> failed{false};
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (size_t i; !failed && (i = next++) < ks.size();) {
-        try {
-          one(i);
-        } catch (...) {
-          if (!failed.exchange(true)) failure = std::current_exception();
-        }
-      }
-    });
-  for (auto& th : pool) th.join();
-  if (failure) std::rethrow_exception(failure);
+void RegionBytes::decode_parallel(const std::vector<std::pair<size_t, uint8_t*>>& jobs) {
+  // Decompression runs at about a GB/s per thread: a large read (restore's 64 MiB pieces,
+  // 16 chunks) decodes its chunks side by side on the process's pool.
+  pool::parallel_for(jobs.size(), [&](size_t i) { read_chunk(source_, region_.chunks[jobs[i].first], jobs[i].second); });
 }
 
 }  // namespace kerncap::format

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "format/capture_dir.hpp"
@@ -24,11 +25,27 @@ class RegionBytes {
   // stored byte is also passed to on_file_bytes when set, so sequential reads of the whole
   // region see the stored bytes in order (their hash, Region::xxh64).
   void read_at(uint64_t offset, void* data, uint64_t size);
+  // Several read_at's at once, in increasing offsets and apart: the chunks all of them need
+  // are decoded side by side (restore reads the stored runs between the long zero runs it
+  // memsets on the device, often a few MiB each, as one batch per staging buffer).
+  struct Piece {
+    uint64_t offset = 0, size = 0;
+    uint8_t* out = nullptr;
+  };
+  void read_pieces(const std::vector<Piece>& pieces);
   // The one value every byte of [offset, offset + size) holds when none of them is stored
   // (zeros, or kOmittedFill); none when some byte is stored or the fills differ.
   std::optional<uint8_t> uniform_fill(uint64_t offset, uint64_t size) const;
   // Whether [offset, offset + size) holds no stored byte.
   bool unstored(uint64_t offset, uint64_t size) const;
+  // The whole region as consecutive pieces, each either bytes to read (fill unset: stored
+  // bytes, and nothing else) or bytes that all hold one value (zeros, kOmittedFill); pieces
+  // next to each other differ. Restore memsets the fills on the device and reads the rest.
+  struct Segment {
+    uint64_t offset = 0, size = 0;
+    std::optional<uint8_t> fill;
+  };
+  std::vector<Segment> segments() const;
   // What bytes that were not stored hold, outside pruned ranges: 0, or kOmittedFill for an
   // omitted region.
   uint8_t fill() const { return region_.omitted ? kOmittedFill : 0; }
@@ -40,7 +57,12 @@ class RegionBytes {
 
  private:
   const std::vector<StoredRun>& runs() const { return region_.stored ? *region_.stored : whole_; }
-  void decode_parallel(const std::vector<size_t>& chunks, uint8_t* out, uint64_t at);
+  struct Span {
+    uint64_t at = 0, size = 0;  // among the stored bytes
+    uint8_t* out = nullptr;
+  };
+  void read_spans(const std::vector<Span>& spans);
+  void decode_parallel(const std::vector<std::pair<size_t, uint8_t*>>& jobs);
 
   const Region& region_;
   std::vector<StoredRun> whole_;         // the one run of a region stored whole

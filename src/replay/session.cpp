@@ -13,6 +13,7 @@
 #include "format/region_bytes.hpp"
 #include "replay/global_match.hpp"
 #include "replay/peer.hpp"
+#include "replay/restore_plan.hpp"
 
 #include <xxhash.h>
 
@@ -104,6 +105,7 @@ void Session::open(const Options& options) {
   KC_CU(cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
   KC_CU(cuEventCreate(&ev_start_, CU_EVENT_DEFAULT));
   KC_CU(cuEventCreate(&ev_stop_, CU_EVENT_DEFAULT));
+  for (CUevent& e : staged_) KC_CU(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
 
   // 3. The code, its globals (the driver picks their addresses: they always move).
   if (options.cubin) {
@@ -155,6 +157,9 @@ void Session::release() noexcept {
   const Driver& d = driver();
   if (ev_start_) release(d.cuEventDestroy(ev_start_), "cuEventDestroy");
   if (ev_stop_) release(d.cuEventDestroy(ev_stop_), "cuEventDestroy");
+  for (CUevent& e : staged_)
+    if (e) release(d.cuEventDestroy(e), "cuEventDestroy");
+  staged_[0] = staged_[1] = nullptr;
   if (stream_) release(d.cuStreamDestroy(stream_), "cuStreamDestroy");
   active_ = nullptr;
   free_image(variant_);
@@ -352,48 +357,84 @@ RestoreStats Session::restore() {
   for (const auto& r : m.regions) total += r.size;
   uint64_t done = 0;
   auto last = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < m.regions.size(); ++i) {
-    const format::Region& r = m.regions[i];
-    format::RegionBytes in(capture_, r);
-    // The hash is checked on the first restore only: later ones read the same file. It is
-    // the hash of the file, which a sparse region's reads pass on in file order.
-    const bool verify = options_.verify_hashes && !verified_;
-    std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> hash(verify ? XXH64_createState() : nullptr,
-                                                                     &XXH64_freeState);
-    if (hash) {
-      XXH64_reset(hash.get(), 0);
-      in.on_file_bytes = [&](const uint8_t* d, uint64_t n) { XXH64_update(hash.get(), d, n); };
-    }
-    for (uint64_t off = 0; off < r.size;) {
-      uint64_t n = std::min(staging_bytes_, r.size - off);
-      // Pieces end on 8-byte device addresses, so no pointer word straddles two of them and
-      // relocation rewrites every word (regions of unaligned base included).
-      if (off + n < r.size && (r.base + off + n) % 8 != 0) n -= (r.base + off + n) % 8;
-      const std::optional<uint8_t> fill = filter_ ? std::nullopt : in.uniform_fill(off, n);
-      if (fill) {
-        // Bytes a sparse capture did not store (zeros, or an omitted region's or a pruned
-        // range's fill) hold no pointer, so they need no relocation.
-        KC_CU(cuMemsetD8(addresses_[i] + off, *fill, n));
-        off += n;
+  // Two staging buffers in turn: while the copy engine moves one piece to the device, the
+  // pool decodes the next into the other. A buffer is refilled only after its copy ended.
+  uint8_t* const staging[2] = {staging_a_, staging_b_};
+  bool in_flight[2] = {false, false};
+  size_t turn = 0;
+  try {
+    for (size_t i = 0; i < m.regions.size(); ++i) {
+      const format::Region& r = m.regions[i];
+      format::RegionBytes in(capture_, r);
+      // The hash is checked on the first restore only: later ones read the same file. It is
+      // the hash of the file, which a sparse region's reads pass on in file order.
+      const bool verify = options_.verify_hashes && !verified_;
+      std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> hash(verify ? XXH64_createState() : nullptr,
+                                                                       &XXH64_freeState);
+      if (hash) {
+        XXH64_reset(hash.get(), 0);
+        in.on_file_bytes = [&](const uint8_t* d, uint64_t n) { XXH64_update(hash.get(), d, n); };
+      }
+      RestorePlanOptions po;
+      po.piece = staging_bytes_;
+      po.copy_everything = static_cast<bool>(filter_);
+      // Copy steps are gathered into one staging buffer until it is full, then read as one
+      // batch (every chunk they need decoded side by side) and copied step by step.
+      std::vector<format::RegionBytes::Piece> batch;
+      std::vector<uint64_t> places;  // where each piece of the batch goes in the buffer
+      uint64_t batch_bytes = 0;
+      auto flush = [&] {
+        if (batch.empty()) return;
+        uint8_t* buf = staging[turn];
+        if (in_flight[turn]) KC_CU(cuEventSynchronize(staged_[turn]));
+        for (size_t k = 0; k < batch.size(); ++k) batch[k].out = buf + places[k];
+        in.read_pieces(batch);
+        for (const auto& p : batch) {
+          st.rewritten_words += reloc.rewrite(p.out, p.size, r.base + p.offset);
+          if (filter_) filter_(i, p.offset, p.out, p.size);
+          KC_CU(cuMemcpyHtoDAsync(addresses_[i] + p.offset, p.out, p.size, stream_));
+          st.copied += p.size;
+        }
+        KC_CU(cuEventRecord(staged_[turn], stream_));
+        in_flight[turn] = true;
+        turn ^= 1;
+        batch.clear();
+        places.clear();
+        batch_bytes = 0;
+      };
+      for (const RestoreStep& step : plan_restore(in.segments(), r.base, r.size, po)) {
+        const uint64_t off = step.offset, n = step.size;
+        if (step.fill) {
+          // Bytes a sparse capture did not store (zeros, or an omitted region's or a pruned
+          // range's fill) hold no pointer, so they need no relocation.
+          KC_CU(cuMemsetD8Async(addresses_[i] + off, *step.fill, n, stream_));
+          st.filled += n;
+        } else {
+          const uint64_t at = (batch_bytes + 63) / 64 * 64;  // pieces start on 64-byte boundaries of the buffer
+          if (at + n > staging_bytes_) flush();
+          const uint64_t place = batch.empty() ? 0 : at;
+          batch.push_back({off, n, nullptr});
+          places.push_back(place);
+          batch_bytes = place + n;
+        }
         done += n;
-        continue;
+        if (options_.progress && std::chrono::steady_clock::now() - last > std::chrono::seconds(1)) {
+          last = std::chrono::steady_clock::now();
+          log::info("restoring: {} of {}", human_bytes(done), human_bytes(total));
+        }
       }
-      in.read_at(off, staging_a_, n);
-      st.rewritten_words += reloc.rewrite(staging_a_, n, r.base + off);
-      if (filter_) filter_(i, off, staging_a_, n);
-      KC_CU(cuMemcpyHtoD(addresses_[i] + off, staging_a_, n));
-      off += n;
-      done += n;
-      if (options_.progress && std::chrono::steady_clock::now() - last > std::chrono::seconds(1)) {
-        last = std::chrono::steady_clock::now();
-        log::info("restoring: {} of {}", human_bytes(done), human_bytes(total));
-      }
+      flush();
+      if (hash && r.xxh64 != 0 && XXH64_digest(hash.get()) != r.xxh64)  // 0: not recorded
+        input_error(fmt::format("capture file {} (BEFORE memory of region {}) does not match the hash the capture "
+                                "recorded: the file was changed or damaged after the capture; extract again",
+                                r.file, r.id));
+      st.bytes += r.size;
     }
-    if (hash && r.xxh64 != 0 && XXH64_digest(hash.get()) != r.xxh64)  // 0: not recorded
-      input_error(fmt::format("capture file {} (BEFORE memory of region {}) does not match the hash the capture "
-                              "recorded: the file was changed or damaged after the capture; extract again",
-                              r.file, r.id));
-    st.bytes += r.size;
+    KC_CU(cuStreamSynchronize(stream_));
+  } catch (...) {
+    // No copy may still read a staging buffer (or write the device) once restore has left.
+    driver().cuStreamSynchronize(stream_);
+    throw;
   }
   verified_ = true;
   launched_ = false;

@@ -44,6 +44,7 @@ struct Options {
 
 struct RestoreStats {
   uint64_t bytes = 0;
+  uint64_t copied = 0, filled = 0;  // bytes staged and copied / memset on the device (restore_plan.hpp)
   uint64_t rewritten_words = 0;  // pointer words rewritten in memory, globals and params
 };
 
@@ -149,6 +150,7 @@ class Session {
   Image* active_ = nullptr;
   CUstream stream_ = nullptr;
   CUevent ev_start_ = nullptr, ev_stop_ = nullptr;
+  CUevent staged_[2] = {nullptr, nullptr};  // the copy out of staging buffer a / b ended
   std::vector<uint64_t> addresses_;
   std::vector<uint8_t> params_;
   std::vector<void*> param_ptrs_;
