@@ -61,6 +61,15 @@ std::optional<InAppTime> InAppTimes::time(const std::string& mangled, const Laun
   return t;
 }
 
+void add_kernel_record(InAppTimes& times, const CUpti_ActivityKernel10& k) {
+  if (k.end <= k.start) return;
+  LaunchShape shape;
+  shape.grid = {uint32_t(k.gridX), uint32_t(k.gridY), uint32_t(k.gridZ)};
+  shape.block = {uint32_t(k.blockX), uint32_t(k.blockY), uint32_t(k.blockZ)};
+  shape.dynamic_shared = uint32_t(k.dynamicSharedMemory);
+  times.add(k.name, shape, k.end - k.start);
+}
+
 InAppTimes& in_app_times() {
   static InAppTimes* t = new InAppTimes;  // leaked: callbacks may fire during exit
   return *t;

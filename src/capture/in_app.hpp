@@ -7,6 +7,8 @@
 // many launches it is over. The first launch of a shape is kept apart: it runs with cold
 // caches and TLBs and often before the clocks ramp up, so it counts only when it is the only one.
 // Pure bookkeeping, fed by the activity buffer callback; thread-safe.
+#include <cupti.h>
+
 #include <array>
 #include <cstdint>
 #include <mutex>
@@ -59,6 +61,10 @@ class InAppTimes {
   uint64_t clock_ = 0;
   std::unordered_map<const char*, Kernel> kernels_;
 };
+
+// One CUPTI kernel record (CONCURRENT_KERNEL or KERNEL) into `times`: its name, shape and
+// duration; a record without an end (timestamps not filled in yet) is left out.
+void add_kernel_record(InAppTimes& times, const CUpti_ActivityKernel10& record);
 
 // The process's one instance (capture mode's activity callback and the capturer share it).
 InAppTimes& in_app_times();

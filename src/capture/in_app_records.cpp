@@ -27,13 +27,7 @@ void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, 
     // The end of the buffer is CUPTI_ERROR_MAX_LIMIT_REACHED: an answer, not logged.
     while (buffer && KC_CUPTI(cuptiActivityGetNextRecord(buffer, valid, &rec), CUPTI_ERROR_MAX_LIMIT_REACHED)) {
       if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
-      const auto& k = reinterpret_cast<const CUpti_ActivityKernel10&>(*rec);
-      if (k.end <= k.start) continue;
-      LaunchShape shape;
-      shape.grid = {uint32_t(k.gridX), uint32_t(k.gridY), uint32_t(k.gridZ)};
-      shape.block = {uint32_t(k.blockX), uint32_t(k.blockY), uint32_t(k.blockZ)};
-      shape.dynamic_shared = uint32_t(k.dynamicSharedMemory);
-      in_app_times().add(k.name, shape, k.end - k.start);
+      add_kernel_record(in_app_times(), reinterpret_cast<const CUpti_ActivityKernel10&>(*rec));
     }
   } catch (...) {
     // Out of memory: this buffer's records are lost, the application is not.

@@ -72,5 +72,29 @@ TEST(CaptureInApp, ManyShapesForgetTheOldest) {
   EXPECT_TRUE(t.time(k, grid(InAppTimes::kShapes + 1)));
 }
 
+TEST(CaptureInApp, KernelRecordsGiveNameShapeAndDuration) {
+  InAppTimes t;
+  CUpti_ActivityKernel10 r{};
+  r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  r.name = "_Z1kv";
+  r.gridX = 80, r.gridY = 2, r.gridZ = 1;
+  r.blockX = 256, r.blockY = 1, r.blockZ = 1;
+  r.dynamicSharedMemory = 4096;
+  for (uint64_t d : {9000u, 3000u, 3100u, 2900u}) {
+    r.start = 1'000'000;
+    r.end = r.start + d;
+    add_kernel_record(t, r);
+  }
+  r.end = 0;  // timestamps not filled in: left out
+  add_kernel_record(t, r);
+  const LaunchShape shape{{80, 2, 1}, {256, 1, 1}, 4096};
+  const auto x = t.time("_Z1kv", shape);
+  ASSERT_TRUE(x);
+  EXPECT_DOUBLE_EQ(x->median_ns, 3000);  // 9000 was the first launch
+  EXPECT_EQ(x->samples, 3u);
+  EXPECT_EQ(x->launches, 4u);
+  EXPECT_FALSE(t.time("_Z1kv", LaunchShape{{80, 2, 1}, {256, 1, 1}, 0}));  // other shared memory
+}
+
 }  // namespace
 }  // namespace kerncap::capture
