@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Replay fidelity: does `kerncap replay` time a kernel as long as it takes in the application?
-# For each case (our examples and PyTorch kernels), captures the kernel, takes its in-app GPU
-# time from the capture (the manifest's in_app_median_ns: CUPTI records of the application's
-# launches of it with the captured grid; else `kerncap profile`'s median), and replays it twice: with plain events around each launch (the
-# old method, launch overhead inside) and with the default timer (CUPTI kernel records, or
-# events behind a spin kernel). Prints one row per kernel and how many ratios replay/in-app
-# lie within ±5 %.
+# For each case, captures the kernel at a later launch of a loop (--dispatch), takes its in-app
+# time from the capture (the manifest's in_app_*: the median GPU duration of the application's
+# launches of that kernel with the captured grid, block and dynamic shared memory, the cold
+# first one left out, and how many launches that is over), replays it with the default timer
+# (CUPTI kernel records, warm L2, the written bytes put back before each launch) and prints
+# one row per kernel: in-app µs, replay µs, ratio replay/in-app, n (in-app launches). A
+# kernel the application launched once has only its cold first launch: no ratio ("first").
+# Ends with "N of M within ±5 %" over the rows with a ratio.
 #
 #   bench/replay_fidelity.sh BUILD_DIR
+# Cases (30): our examples (examples/), bench/fidelity_app.cu (kernels in loops, several of
+# 3-10 µs), PyTorch/cuBLAS/cuDNN/CUB kernels and a Triton kernel (bench/fidelity_torch.py).
 # Environment: KERNCAP_BENCH_ITERATIONS (replay -n, default 200), KERNCAP_PYTHON (python with
 # torch for the PyTorch cases, default python3; they are skipped without it),
-# KERNCAP_BENCH_CASES (space-separated case names to run, default all), OUT (keeps the work
-# directory and logs under $OUT/fidelity).
+# KERNCAP_BENCH_GROUP (examples|apps|torch|all, default all: one group fits a 10-minute slot),
+# KERNCAP_BENCH_CASES (space-separated case names, default all), KERNCAP_BENCH_EVENTS=1 (also
+# replay with plain events around each launch, the old method: one more column), OUT (keeps
+# the work directory and logs under $OUT/fidelity).
 # Exit 0 measured, 1 a case failed, 77 skipped (no GPU).
 set -u -o pipefail
 
@@ -25,8 +31,11 @@ fi
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 KC=$BUILD/bin/kerncap
 EX=$BUILD/examples
+APP=$BUILD/bench/fidelity_app
 N=${KERNCAP_BENCH_ITERATIONS:-200}
 PY=${KERNCAP_PYTHON:-python3}
+GROUP=${KERNCAP_BENCH_GROUP:-all}
+EVENTS=${KERNCAP_BENCH_EVENTS:-0}
 [ -x "$KC" ] || { echo "missing $KC (build it: cmake --build $BUILD)"; exit 1; }
 if [ -n "${OUT:-}" ]; then
   WORK=$OUT/fidelity && mkdir -p "$WORK"
@@ -36,26 +45,42 @@ else
 fi
 TORCH=no
 "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1 && TORCH=yes
+FT="torch:$HERE/fidelity_torch.py"
 
-# name | extract pattern and flags | the application (after --)
+# group | name | extract pattern and flags | the application (after --)
+# Loops launch 20 times; --dispatch 10 takes the 11th launch, so the in-app median is over
+# the 10 launches after the first.
 CASES=(
-  "vector_add|vectorAdd|$EX/vector_add 1000000"
-  "accumulate|accumulate --dispatch 4|$EX/accumulate"
-  "batched_ptrs|batchedScale|$EX/batched_ptrs"
-  "struct_ptrs|stepParticles --dispatch 1|$EX/struct_ptrs"
-  "globals|polyEval --dispatch 1|$EX/globals"
-  "big_smem|reverseTiles|$EX/big_smem"
-  "templated|transform_kernel<double|$EX/templated"
-  "dispatch|iterate --dispatch 3|$EX/dispatch"
-  "async_stream|smooth3 --dispatch 1|$EX/async_stream"
-  "atomic_norm|sumSquares --dispatch 2|$EX/atomic_norm"
-  "cub_reduce|block_sums|$EX/cub_reduce"
-  "work_queue|take_tiles --dispatch 1|$EX/work_queue"
-  "torch_mul|MulFunctor|torch:$ROOT/tests/gpu/torch_app.py elementwise"
-  "torch_reduce|reduce_kernel|torch:$ROOT/tests/gpu/torch_app.py reduce"
-  "torch_gemm_fp16|nvjet|gemm|xmma|cutlass --regex|torch:$ROOT/tests/gpu/torch_app.py gemm_fp16"
-  "torch_gemm_bf16|nvjet|gemm|xmma|cutlass --regex|torch:$ROOT/tests/gpu/torch_app.py gemm_bf16"
-  "torch_onesweep|Onesweep|torch:$ROOT/tests/gpu/torch_sort.py"
+  "examples|vector_add|vectorAdd --dispatch 10|$EX/vector_add 1000000 --repeat 20"
+  "examples|accumulate|accumulate --dispatch 4|$EX/accumulate"
+  "examples|batched_ptrs|batchedScale|$EX/batched_ptrs"
+  "examples|struct_ptrs|stepParticles --dispatch 1|$EX/struct_ptrs"
+  "examples|globals|polyEval --dispatch 1|$EX/globals"
+  "examples|big_smem|reverseTiles|$EX/big_smem"
+  "examples|templated|transform_kernel<double|$EX/templated"
+  "examples|dispatch|iterate --dispatch 3|$EX/dispatch"
+  "examples|async_stream|smooth3 --dispatch 1|$EX/async_stream"
+  "examples|atomic_norm|sumSquares --dispatch 2|$EX/atomic_norm"
+  "examples|cub_reduce|block_sums|$EX/cub_reduce"
+  "examples|work_queue|take_tiles --dispatch 1|$EX/work_queue"
+  "apps|tiny|tiny --dispatch 10|$APP tiny"
+  "apps|saxpy_4MB|saxpy --dispatch 10|$APP saxpy"
+  "apps|saxpy_256MB|saxpy --dispatch 10|$APP saxpy_big"
+  "apps|stencil5|stencil5 --dispatch 10|$APP stencil"
+  "apps|transpose|transpose --dispatch 10|$APP transpose"
+  "apps|histogram|histogram --dispatch 10|$APP histogram"
+  "apps|rowsum|rowsum --dispatch 10|$APP rowsum"
+  "apps|matmul|matmul --dispatch 10|$APP matmul"
+  "torch|torch_add_small|CUDAFunctor_add --dispatch 10|$FT add_small"
+  "torch|torch_mul_large|MulFunctor --dispatch 10|$FT mul_large"
+  "torch|torch_sum_rows|reduce_kernel --dispatch 10|$FT sum_rows"
+  "torch|torch_softmax|SoftMax|softmax --regex --dispatch 10|$FT softmax"
+  "torch|torch_layer_norm|layer_norm --dispatch 10|$FT layer_norm"
+  "torch|torch_gemm_fp16|nvjet|gemm|xmma|cutlass --regex --dispatch 10|$FT gemm_fp16"
+  "torch|torch_gemm_bf16|nvjet|gemm|xmma|cutlass --regex --dispatch 10|$FT gemm_bf16"
+  "torch|torch_conv2d|fprop|implicit|convolve|conv2d --regex --dispatch 10|$FT conv2d"
+  "torch|torch_onesweep|Onesweep --dispatch 10|$FT sort"
+  "torch|triton_add|add_kernel --dispatch 10|$FT triton_add"
 )
 
 # json_get FILE EXPR: evaluates EXPR over j = the last JSON object in FILE.
@@ -74,14 +99,22 @@ print(eval(sys.argv[2], {"j": j}))
 PY
 }
 
-printf '| %-16s | %10s | %-7s | %10s | %10s | %-16s | %8s | %8s |\n' kernel "in-app µs" "from" "events µs" "replay µs" method "ev/app" "rep/app"
-printf '|%s|\n' "------------------|------------|---------|------------|------------|------------------|----------|----------"
-status=0 within=0 rated=0
+if [ "$EVENTS" = 1 ]; then
+  printf '| %-16s | %10s | %6s | %10s | %8s | %10s | %8s | %-16s | %s\n' kernel "in-app µs" n "replay µs" ratio "events µs" "ev/app" method note
+  printf '|%s|\n' "------------------|------------|--------|------------|----------|------------|----------|------------------|------"
+else
+  printf '| %-16s | %10s | %6s | %10s | %8s | %-16s | %s\n' kernel "in-app µs" n "replay µs" ratio method note
+  printf '|%s|\n' "------------------|------------|--------|------------|----------|------------------|------"
+fi
+status=0 within=0 rated=0 rows=0
 for c in "${CASES[@]}"; do
+  group=${c%%|*}
+  c=${c#*|}
   name=${c%%|*}
   rest=${c#*|}
   app=${rest##*|}
   pattern=${rest%|*}
+  if [ "$GROUP" != all ] && [ "$GROUP" != "$group" ]; then continue; fi
   if [ -n "${KERNCAP_BENCH_CASES:-}" ] && [[ " $KERNCAP_BENCH_CASES " != *" $name "* ]]; then continue; fi
   case $app in
     torch:*)
@@ -90,6 +123,7 @@ for c in "${CASES[@]}"; do
     *) [ -x "${app%% *}" ] || { printf '| %-16s | SKIPPED: %s not built |\n' "$name" "${app%% *}"; continue; } ;;
   esac
   dir=$WORK/$name
+  rm -rf "$dir"
   # The pattern may hold '|' (a regex): split only the flags after it.
   flags=()
   pat=$pattern
@@ -104,36 +138,36 @@ for c in "${CASES[@]}"; do
     status=1
     continue
   fi
-  mangled=$(json_get "$dir/capture/manifest.json" 'j["kernel"]["mangled"]')
-  # In-app: recorded at capture (the manifest's in_app_median_ns: this kernel's launches with
-  # the captured grid), else kerncap profile's median of the application's launches of it.
-  app_us=$(json_get "$dir/capture/manifest.json" "'%.3f' % (j['in_app_median_ns'] / 1e3) if 'in_app_median_ns' in j else '-'")
-  src=capture
-  if [ "${app_us:--}" = - ]; then
-    src=profile
-    # shellcheck disable=SC2086
-    "$KC" profile --json -- $app >"$WORK/$name.profile.log" 2>&1
-    app_us=$(json_get "$WORK/$name.profile.log" \
-      "next(('%.3f' % (k['median_ns'] / 1e3) for k in j['kernels'] if k['name'] == '$mangled'), '-')")
-  fi
-  "$KC" replay "$dir" -n "$N" --timer events --json >"$WORK/$name.events.log" 2>&1
-  ev_us=$(json_get "$WORK/$name.events.log" "'%.3f' % (j['median_ms'] * 1e3)")
   "$KC" replay "$dir" -n "$N" --json >"$WORK/$name.replay.log" 2>&1
   rep_us=$(json_get "$WORK/$name.replay.log" "'%.3f' % (j['median_ms'] * 1e3)")
-  method=$(json_get "$WORK/$name.replay.log" "j['method']")
-  if [ -z "$ev_us" ] || [ -z "$rep_us" ]; then
-    printf '| %-16s | FAILED: replay (%s) |\n' "$name" "$(grep -m1 -iE 'error|fault' "$WORK/$name.replay.log" "$WORK/$name.events.log" | cut -c1-80)"
+  if [ -z "$rep_us" ]; then
+    printf '| %-16s | FAILED: replay (%s) |\n' "$name" "$(grep -m1 -iE 'error|fault' "$WORK/$name.replay.log" | cut -c1-80)"
     status=1
     continue
   fi
-  ratio() { [ "${app_us:--}" = - ] && echo - || awk -v a="$1" -v b="$app_us" 'BEGIN { printf "%.3f", a / b }'; }
-  ev_r=$(ratio "$ev_us")
-  rep_r=$(ratio "$rep_us")
-  if [ "$rep_r" != - ]; then
+  rows=$((rows + 1))
+  app_us=$(json_get "$WORK/$name.replay.log" "'%.3f' % (j['in_app_median_ms'] * 1e3) if j.get('in_app_median_ms') is not None else '-'")
+  n=$(json_get "$WORK/$name.replay.log" "j.get('in_app_samples') if j.get('in_app_samples') is not None else '-'")
+  launches=$(json_get "$WORK/$name.replay.log" "j.get('in_app_launches') or 0")
+  rep_r=$(json_get "$WORK/$name.replay.log" "'%.3f' % j['replay_in_app_ratio'] if j.get('replay_in_app_ratio') is not None else '-'")
+  method=$(json_get "$WORK/$name.replay.log" "j['method']")
+  note=""
+  if [ "${app_us:--}" = - ]; then note="no in-app time in the capture"
+  elif [ "$launches" = 1 ]; then note="first: launched once with this shape, no ratio"
+  elif [ "$n" = 1 ]; then note="one in-app sample"
+  fi
+  if [ "${rep_r:--}" != - ]; then
     rated=$((rated + 1))
     awk -v r="$rep_r" 'BEGIN { exit !(r >= 0.95 && r <= 1.05) }' && within=$((within + 1))
   fi
-  printf '| %-16s | %10s | %-7s | %10s | %10s | %-16s | %8s | %8s |\n' "$name" "${app_us:--}" "$src" "$ev_us" "$rep_us" "$method" "$ev_r" "$rep_r"
+  if [ "$EVENTS" = 1 ]; then
+    "$KC" replay "$dir" -n "$N" --timer events --json >"$WORK/$name.events.log" 2>&1
+    ev_us=$(json_get "$WORK/$name.events.log" "'%.3f' % (j['median_ms'] * 1e3)")
+    ev_r=$( [ "${app_us:--}" = - ] || [ -z "$ev_us" ] && echo - || awk -v a="$ev_us" -v b="$app_us" 'BEGIN { printf "%.3f", a / b }')
+    printf '| %-16s | %10s | %6s | %10s | %8s | %10s | %8s | %-16s | %s\n' "$name" "${app_us:--}" "${n:--}" "$rep_us" "${rep_r:--}" "${ev_us:--}" "$ev_r" "$method" "$note"
+  else
+    printf '| %-16s | %10s | %6s | %10s | %8s | %-16s | %s\n' "$name" "${app_us:--}" "${n:--}" "$rep_us" "${rep_r:--}" "$method" "$note"
+  fi
 done
-echo "$within of $rated replay/in-app ratios within ±5 % (in-app: the capture's in_app_median_ns, else kerncap profile's median)"
+echo "$within of $rated within ±5 % (replay median / in-app median; $rows kernels replayed, $((rows - rated)) without a ratio)"
 exit $status

@@ -153,7 +153,10 @@ class ReplayResult:
     relocated_regions: int = 0
     rewritten_words: int = 0
     in_app_median_ms: Optional[float] = None
+    in_app_samples: Optional[int] = None
+    in_app_launches: Optional[int] = None
     replay_in_app_ratio: Optional[float] = None
+    in_app_note: Optional[str] = None
     raw: Dict[str, Any] = _raw()
 
     @property
@@ -306,6 +309,8 @@ class InfoResult:
     after: Dict[str, Any] = field(default_factory=dict)
     stats: Dict[str, Any] = field(default_factory=dict)
     in_app_median_ns: Optional[float] = None
+    in_app_samples: Optional[int] = None
+    in_app_launches: Optional[int] = None
     verified: Optional[bool] = None
     raw: Dict[str, Any] = _raw()
 

@@ -323,7 +323,11 @@ void Capturer::finish_capture(const CUpti_CallbackData* cb) {
     format::Manifest& m = p->manifest;
     // The in-app time: the target's kernel record has completed with it.
     flush_in_app_records();
-    m.in_app_median_ns = in_app_times().median_ns(m.mangled_name, m.grid);
+    if (const auto t = in_app_times().time(m.mangled_name, {m.grid, m.block, m.shared_mem_bytes})) {
+      m.in_app_median_ns = t->median_ns;
+      m.in_app_samples = t->samples;
+      m.in_app_launches = t->launches;
+    }
     Progress progress("snapshot AFTER", m.before_bytes, config_.verbose >= 1);
     format::BlobWriter after = p->writer->open_after(m);
     for (const auto& st : p->regions) {

@@ -1,9 +1,14 @@
 #pragma once
 // The in-app time of the captured kernel: CUPTI kernel records of the application's launches
-// (capture mode enables CONCURRENT_KERNEL records from the start), kept per kernel name as
-// the last durations with their grids; at the capture, the median over the launches of the
-// target kernel with the target's grid (the captured one included) goes into the manifest.
-// Pure bookkeeping, fed by injection.cpp's buffer callback; thread-safe.
+// (in_app_records.cpp), kept per kernel name and launch shape (grid, block, dynamic shared
+// memory): a kernel launched with another shape does other work, so only launches shaped like
+// the captured one are compared with its replay. At the capture, the median over the kept
+// launches of the target's shape (the captured one included) goes into the manifest, with how
+// many launches it is over. The first launch of a shape is kept apart: it runs with cold
+// caches and TLBs and often before the clocks ramp up, so it counts only when it is the only one.
+// Pure bookkeeping, fed by the activity buffer callback; thread-safe.
+#include <cupti.h>
+
 #include <array>
 #include <cstdint>
 #include <mutex>
@@ -14,29 +19,52 @@
 
 namespace kerncap::capture {
 
+struct LaunchShape {
+  std::array<uint32_t, 3> grid{};
+  std::array<uint32_t, 3> block{};
+  uint32_t dynamic_shared = 0;
+  bool operator==(const LaunchShape&) const = default;
+};
+
+struct InAppTime {
+  double median_ns = 0;
+  uint64_t samples = 0;   // launches the median is over
+  uint64_t launches = 0;  // launches of this kernel with this shape seen (the first included)
+};
+
 class InAppTimes {
  public:
-  static constexpr size_t kKeep = 256;  // durations kept per kernel name (the latest)
+  static constexpr size_t kKeep = 256;     // durations kept per kernel and shape (the latest)
+  static constexpr size_t kShapes = 64;    // shapes kept per kernel (the most recently launched)
 
   // One kernel record. `name` is CUPTI's string, shared by every record of the kernel and
   // alive as long as CUPTI: records are grouped by its address, its text copied once.
-  void add(const char* name, const std::array<uint32_t, 3>& grid, uint64_t duration_ns);
-  // The median duration of the kept launches of `mangled` with `grid`; empty when none.
-  std::optional<double> median_ns(const std::string& mangled, const std::array<uint32_t, 3>& grid) const;
+  void add(const char* name, const LaunchShape& shape, uint64_t duration_ns);
+  // The kept launches of `mangled` with `shape`: the median of those after the first, or the
+  // first alone when there is no other; empty when none was recorded.
+  std::optional<InAppTime> time(const std::string& mangled, const LaunchShape& shape) const;
 
  private:
-  struct Launch {
-    std::array<uint32_t, 3> grid;
-    uint64_t ns;
+  struct Shape {
+    LaunchShape shape;
+    uint64_t seen = 0;      // launches recorded, the first included
+    uint64_t first_ns = 0;  // the first launch's duration
+    uint64_t last_use = 0;  // for replacing the least recently launched shape
+    std::vector<uint64_t> ring;  // the later launches, at most kKeep; `next` is where the next goes
+    size_t next = 0;
   };
   struct Kernel {
     std::string name;
-    std::vector<Launch> ring;  // at most kKeep; `next` is where the next one goes
-    size_t next = 0;
+    std::vector<Shape> shapes;
   };
   mutable std::mutex mu_;
+  uint64_t clock_ = 0;
   std::unordered_map<const char*, Kernel> kernels_;
 };
+
+// One CUPTI kernel record (CONCURRENT_KERNEL or KERNEL) into `times`: its name, shape and
+// duration; a record without an end (timestamps not filled in yet) is left out.
+void add_kernel_record(InAppTimes& times, const CUpti_ActivityKernel10& record);
 
 // The process's one instance (capture mode's activity callback and the capturer share it).
 InAppTimes& in_app_times();

@@ -12,7 +12,8 @@ namespace kerncap::capture {
 namespace {
 
 constexpr size_t kBufferBytes = 1u << 20;
-std::atomic<bool> g_started{false};
+std::atomic<bool> g_registered{false};
+std::atomic<bool> g_enabled{false};
 
 void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
@@ -26,8 +27,7 @@ void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, 
     // The end of the buffer is CUPTI_ERROR_MAX_LIMIT_REACHED: an answer, not logged.
     while (buffer && KC_CUPTI(cuptiActivityGetNextRecord(buffer, valid, &rec), CUPTI_ERROR_MAX_LIMIT_REACHED)) {
       if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
-      const auto& k = reinterpret_cast<const CUpti_ActivityKernel10&>(*rec);
-      if (k.end > k.start) in_app_times().add(k.name, {uint32_t(k.gridX), uint32_t(k.gridY), uint32_t(k.gridZ)}, k.end - k.start);
+      add_kernel_record(in_app_times(), reinterpret_cast<const CUpti_ActivityKernel10&>(*rec));
     }
   } catch (...) {
     // Out of memory: this buffer's records are lost, the application is not.
@@ -37,13 +37,20 @@ void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, 
 
 }  // namespace
 
-void start_in_app_records() {
+void start_in_app_records(bool now) {
   if (!KC_CUPTI(cuptiActivityRegisterCallbacks(&on_buffer_requested, &on_buffer_completed))) return;
-  g_started = static_cast<bool>(KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)));
+  g_registered = true;
+  if (now) enable_in_app_records();
+}
+
+void enable_in_app_records() {
+  if (!g_registered.load(std::memory_order_relaxed) || g_enabled.load(std::memory_order_relaxed)) return;
+  if (g_enabled.exchange(true)) return;  // another thread got here first
+  if (!KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))) g_registered = false;
 }
 
 void flush_in_app_records() {
-  if (!g_started) return;
+  if (!g_registered || !g_enabled) return;
   // Complete buffers first; then the rest (a record whose timestamps are not filled in yet
   // arrives with end 0 and does not count).
   KC_CUPTI(cuptiActivityFlushAll(0));

@@ -1,11 +1,17 @@
 #pragma once
 // Capture mode's CUPTI kernel records, for the in-app time of the captured kernel
-// (in_app.hpp). Started with capture mode; flushed at the capture, after the target launch
+// (in_app.hpp). Kernel records cost the application a little on every launch (CUPTI stamps
+// each kernel's start and end), so by default they are switched on only when the first
+// launch whose name matches the pattern is seen (Config::in_app_time): the launches before it
+// cannot be the target's and need no record. Flushed at the capture, after the target launch
 // completed. A failure only loses the in-app time (logged), never the capture.
 namespace kerncap::capture {
 
-// Registers the activity buffers and enables CONCURRENT_KERNEL records.
-void start_in_app_records();
+// Registers the activity buffers; with `now`, enables CONCURRENT_KERNEL records at once.
+void start_in_app_records(bool now);
+// Enables the records if start_in_app_records registered the buffers and they are not on
+// yet. Cheap after the first call (one atomic load); safe from a launch callback.
+void enable_in_app_records();
 // Delivers every completed record to in_app_times() (call after the target completed).
 void flush_in_app_records();
 

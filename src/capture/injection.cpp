@@ -65,7 +65,10 @@ CaptureMode* g_capture = nullptr;  // for the exit report; never freed
 void report_at_exit() {
   try {
     ToolScope scope;
-    if (g_capture) g_capture->watcher.report_unlaunched_graphs();
+    if (g_capture) {
+      g_capture->watcher.report_unlaunched_graphs();
+      g_capture->watcher.report_matches();
+    }
   } catch (...) {
   }
 }
@@ -100,7 +103,12 @@ void start_capture(const Config& config) {
     started(KC_CUPTI(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id)), "cuptiEnableCallback");
   started(KC_CUPTI(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED)),
           "cuptiEnableCallback");
-  start_in_app_records();  // kernel records for the in-app time (the manifest's in_app_median_ns)
+  // Kernel records for the in-app time (the manifest's in_app_*): by default from the first
+  // launch whose name matches, so that the launches before it pay nothing for them.
+  if (config.in_app_time != Config::InAppTime::Off) {
+    start_in_app_records(config.in_app_time == Config::InAppTime::Start);
+    if (config.in_app_time == Config::InAppTime::Match) mode->watcher.on_first_match(&enable_in_app_records);
+  }
 }
 
 }  // namespace

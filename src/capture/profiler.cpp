@@ -76,7 +76,10 @@ class CuptiActivityBuffer final : public ActivityBuffer {
 };
 
 void buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) noexcept {
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
+  // Zeroed by calloc (fresh pages from the kernel: no memset), so CUPTI need not clear it on
+  // the application's thread (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, set in start).
+  static_assert(kBufferAlign <= alignof(std::max_align_t));
+  *buffer = static_cast<uint8_t*>(std::calloc(1, kBufferBytes));
   *size = *buffer ? kBufferBytes : 0;  // no memory: CUPTI drops records and counts them
   *max_records = 0;                    // as many as fit
 }
@@ -177,8 +180,18 @@ bool start(const Config& config) {
     return false;
   };
   if (!s) return fail(s, "cuptiSubscribe_v2");
+  // Per-launch cost is CUPTI's own (profile mode has no per-launch callback): keep it at its
+  // least. Our buffers come zeroed; on GPUs with the hardware event system (Blackwell and
+  // later) kernel timestamps come from it instead of instrumentation (elsewhere the call
+  // answers "not supported" and nothing changes).
+  uint8_t zeroed = 1;
+  size_t zeroed_size = sizeof(zeroed);
+  KC_CUPTI(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zeroed_size, &zeroed));
   if (CuptiStatus r = KC_CUPTI(cuptiActivityRegisterCallbacks(&on_buffer_requested, &on_buffer_completed)); !r)
     return fail(r, "cuptiActivityRegisterCallbacks");
+  // Any refusal (not this GPU, not yet initialised, virtualised...) only keeps the default.
+  if (cuptiActivityEnableHWTrace(1) == CUPTI_SUCCESS)
+    log::debug("profile: kernel timestamps from the hardware event system");
   // DEVICE first so device names precede the kernels in the file.
   KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE));
   if (CuptiStatus r = KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)); !r)

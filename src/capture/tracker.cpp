@@ -2,6 +2,8 @@
 
 #include <cuda.h>
 
+#include <algorithm>
+
 #include "common/log.hpp"
 #include "format/manifest.hpp"
 
@@ -47,6 +49,9 @@ const std::vector<CUpti_CallbackId>& Tracker::callback_ids() {
 
 bool Tracker::on_driver_api(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   if (cb->callbackSite != CUPTI_API_EXIT) return false;
+  // Every launch's exit passes here too: answer it without taking the lock.
+  const auto& ids = callback_ids();
+  if (std::find(ids.begin(), ids.end(), cbid) == ids.end()) return false;
   const auto* rv = static_cast<const CUresult*>(cb->functionReturnValue);
   if (rv && *rv != CUDA_SUCCESS) return false;
   std::lock_guard lk(mu_);

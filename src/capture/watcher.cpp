@@ -23,6 +23,10 @@ bool is_module_load(CUpti_CallbackId cbid) {
          cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary;
 }
 
+bool is_unload(CUpti_CallbackId cbid) {
+  return cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleUnload || cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload;
+}
+
 bool is_graph_launch(CUpti_CallbackId cbid) {
   return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
 }
@@ -47,6 +51,8 @@ std::vector<CUpti_CallbackId> LaunchWatcher::driver_callback_ids() {
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary);
+  ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleUnload);
+  ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz);
   for (auto id : GraphTracker::callback_ids()) ids.push_back(id);
@@ -82,6 +88,13 @@ void LaunchWatcher::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     else if (rv && *rv == CUDA_SUCCESS && p->module) inventory_.images.bind_module(*p->module, t_last_image);
     return;
   }
+  if (is_unload(cbid)) {
+    if (cb->callbackSite == CUPTI_API_EXIT) {
+      std::lock_guard lk(mu_);
+      skip_handles_.clear();
+    }
+    return;
+  }
   if (inventory_.tracker.on_driver_api(cbid, cb)) return;
   if (graphs_ && !done_ && graphs_->on_driver_api(cbid, cb)) return;
   if (is_graph_launch(cbid) && graphs_) {
@@ -114,19 +127,43 @@ void LaunchWatcher::on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* c
   if (done_) return;
   LaunchArgs args;
   if (!decode_launch(cbid, cb->functionParams, &args)) return;
+  if (known_skip(args.f, cb->context)) return;
   std::string mangled = cb->symbolName ? cb->symbolName : "";
   if (mangled.empty()) mangled = driver_.kernel_name(args.f);
-  if (mangled.empty() || !on_chosen_device(mangled, cb->context)) return;
+  if (mangled.empty()) return;
+  if (!on_chosen_device(mangled, cb->context)) {
+    remember_skip(args.f, cb->context);
+    return;
+  }
   uint64_t launch_index = 0;
-  if (!is_target(mangled, args.stream, &launch_index)) return;
+  bool matches = false;
+  if (!is_target(mangled, args.stream, &launch_index, true, &matches)) {
+    if (!matches) remember_skip(args.f, cb->context);
+    return;
+  }
   done_ = true;
   if (!target_.begin(TargetLaunch{cbid, cb, mangled, launch_index})) return;
   std::lock_guard lk(mu_);
   pending_ = Pending{cb->correlationId, std::this_thread::get_id()};
 }
 
+bool LaunchWatcher::known_skip(CUfunction f, CUcontext ctx) {
+  if (!f) return false;  // nothing to key on (a fake launch in a test)
+  std::lock_guard lk(mu_);
+  if (!skip_handles_.count({f, ctx})) return false;
+  ++launches_;  // still a launch of this process: launch_index counts every one
+  return true;
+}
+
+void LaunchWatcher::remember_skip(CUfunction f, CUcontext ctx) {
+  if (!f) return;
+  std::lock_guard lk(mu_);
+  if (skip_handles_.size() >= 65536) skip_handles_.clear();  // bounded; a miss only costs the slow path
+  skip_handles_.insert({f, ctx});
+}
+
 bool LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index,
-                              bool check_stream) {
+                              bool check_stream, bool* name_matches) {
   std::lock_guard lk(mu_);
   *launch_index = launches_++;
   auto it = name_matches_.find(mangled);
@@ -135,6 +172,11 @@ bool LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint6
     bool m = inventory_.matcher.matches(mangled, dem);
     it = name_matches_.emplace(mangled, m).first;
     emit(format::events::seen(mangled, dem, m));
+  }
+  if (name_matches) *name_matches = it->second;
+  if (it->second && !first_match_seen_) {
+    first_match_seen_ = true;
+    if (first_match_hook_) first_match_hook_();
   }
   if (!it->second || done_) return false;
   if (check_stream && driver_.stream_is_capturing(stream)) {
@@ -153,13 +195,28 @@ bool LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint6
     return false;
   }
   const uint64_t index = matched_++;
-  if (index <= config_.dispatch) emit(format::events::match(index, mangled));
+  // A "match" event is a write(2): one per launch would cost a frequently launched kernel
+  // more than its launch. The first few, powers of two, the target, and the last one at exit
+  // (report_matches) tell the launcher what it needs (how far the count got).
+  if (index <= config_.dispatch && (index < 16 || (index & (index - 1)) == 0 || index == config_.dispatch)) {
+    emit(format::events::match(index, mangled));
+    last_match_emitted_ = index;
+  } else {
+    last_match_name_ = mangled;
+  }
   if (index != config_.dispatch) return false;
   if (!claim()) {
     done_ = true;  // another process of this application took the capture
     return false;
   }
   return true;
+}
+
+void LaunchWatcher::report_matches() {
+  std::lock_guard lk(mu_);
+  if (done_ || matched_ == 0 || matched_ - 1 == last_match_emitted_ || matched_ - 1 > config_.dispatch) return;
+  last_match_emitted_ = matched_ - 1;
+  emit(format::events::match(last_match_emitted_, last_match_name_));
 }
 
 bool LaunchWatcher::on_chosen_device(const std::string& mangled, CUcontext ctx) {

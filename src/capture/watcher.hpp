@@ -51,7 +51,11 @@ class LaunchWatcher {
   void watch_graphs(GraphTracker& tracker, GraphTargetCapture& target);
   // At process exit: matching kernels that exist only in graphs never launched.
   void report_unlaunched_graphs();
+  // At process exit: the last matching launch's index, when it was not reported as it came.
+  void report_matches();
 
+  // Called once, on the first launch whose name matches the pattern (before it is counted).
+  void on_first_match(void (*hook)()) { first_match_hook_ = hook; }
   bool done() const { return done_; }  // the target was taken, or another process claimed it
   uint64_t launches() const;            // kernel launches seen (counted or not)
 
@@ -60,7 +64,15 @@ class LaunchWatcher {
   void on_graph_launch(const CUpti_CallbackData* cb);
   // check_stream: skip the launch when `stream` is capturing (false for graph nodes, whose
   // launch was checked once).
-  bool is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index, bool check_stream = true);
+  // `name_matches` (optional): whether the name matches the pattern, whatever the answer.
+  bool is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index, bool check_stream = true,
+                 bool* name_matches = nullptr);
+  // The hot path: a launch of a function handle already known not to be the target's
+  // (its name does not match, or it runs on another device) is counted and nothing else:
+  // no name string, no demangling, no event. Forgotten when modules or libraries unload
+  // (a later function may get the same handle).
+  bool known_skip(CUfunction f, CUcontext ctx);
+  void remember_skip(CUfunction f, CUcontext ctx);
   bool claim();
   // Config::device: false for a launch on another device (not counted, noted once per name).
   bool on_chosen_device(const std::string& mangled, CUcontext ctx);
@@ -80,12 +92,22 @@ class LaunchWatcher {
   std::unordered_map<std::string, bool> name_matches_;
   std::unordered_set<std::string> ignored_names_;
   uint64_t matched_ = 0;
+  uint64_t last_match_emitted_ = 0;
+  std::string last_match_name_;  // the kernel of a match not reported as it came
   uint64_t launches_ = 0;
   bool graph_note_ = false;
   bool nested_note_ = false;
   GraphTracker* graphs_ = nullptr;
   GraphTargetCapture* graph_target_ = nullptr;
   std::unordered_set<std::string> other_device_names_;
+  struct HandleHash {
+    size_t operator()(const std::pair<const void*, const void*>& k) const noexcept {
+      return std::hash<const void*>()(k.first) * 31 + std::hash<const void*>()(k.second);
+    }
+  };
+  std::unordered_set<std::pair<const void*, const void*>, HandleHash> skip_handles_;  // (function, context)
+  void (*first_match_hook_)() = nullptr;
+  bool first_match_seen_ = false;
 };
 
 }  // namespace kerncap::capture

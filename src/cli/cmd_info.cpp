@@ -60,8 +60,11 @@ void run_info(const std::string& dir, bool json, bool verify, int& exit_code) {
                            m.cluster[0] ? fmt::format(" cluster {}x{}x{}", m.cluster[0], m.cluster[1], m.cluster[2]) : "");
   for (const auto& a : m.launch_attrs) std::cout << fmt::format("           attribute {} ({})\n", a.name, a.id);
   if (m.in_app_median_ns)
-    std::cout << fmt::format("in-app     median {:.4f} ms (the application's launches with this grid)\n",
-                             *m.in_app_median_ns / 1e6);
+    std::cout << fmt::format("in-app     median {:.4f} ms ({}the application's launches with this grid, block and "
+                             "shared memory{})\n",
+                             *m.in_app_median_ns / 1e6,
+                             m.in_app_samples ? fmt::format("over {} of ", m.in_app_samples) : std::string(),
+                             m.in_app_launches == 1 ? "; the only one was its first launch, cold" : "");
   std::cout << fmt::format("params     {} bytes from {}, {} slots:", m.params_size, m.params_source, m.params.size());
   for (const auto& s : m.params) std::cout << fmt::format(" {}@{}", s.size, s.offset);
   std::cout << fmt::format("\nimage      {} ({}, hash checked)\n", m.image_file, m.image_kind);

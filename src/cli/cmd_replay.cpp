@@ -32,7 +32,7 @@ void run_replay(const ReplayCommon& c, const replay::TimingOptions& t, int& exit
               {"blocks_at_hint", st.blocks_at_hint},
               {"relocated_regions", st.runs_relocated},
               {"rewritten_words", rs.rewritten_words}});
-    j.update(replay::in_app_json(timing, m.in_app_median_ns));
+    j.update(replay::in_app_json(timing, replay::in_app_of(m)));
     std::cout << j.dump(2) << std::endl;
   } else {
     const auto& x = timing.stats;
@@ -43,7 +43,7 @@ void run_replay(const ReplayCommon& c, const replay::TimingOptions& t, int& exit
                              timing.describe(), t.iterations, t.warmup, x.median, x.min, x.max, x.stddev);
     if (const std::string note = replay::peer_note(m, s.device().ordinal); !note.empty())
       std::cout << "  note: " << note << "\n";
-    if (const std::string line = replay::in_app_line(timing, m.in_app_median_ns); !line.empty())
+    if (const std::string line = replay::in_app_line(timing, replay::in_app_of(m)); !line.empty())
       std::cout << "  " << line << "\n";
   }
   exit_code = 0;

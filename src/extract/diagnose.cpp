@@ -62,8 +62,10 @@ std::string diagnose(const Target& t, const format::events::Log& log, const AppE
     msg = fmt::format("the target launch of '{}' was reached but the capture did not complete: {}", t.kernel,
                       app_state);
   } else {
+    // The library reports the first matches, powers of two and the last (at exit): the
+    // highest index is how far the count got.
     msg = fmt::format("'{}' matched only {} launch(es) but --dispatch {} asks for launch #{} (counting from 0); {}",
-                      t.kernel, log.matches.size(), t.dispatch, t.dispatch, app_state);
+                      t.kernel, *log.matches.rbegin() + 1, t.dispatch, t.dispatch, app_state);
   }
   if (!log.skipped.empty())
     msg += fmt::format("\n{} matching launch(es) were not counted (recorded into a CUDA graph being captured, or in "

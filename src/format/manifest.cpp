@@ -134,6 +134,8 @@ nlohmann::json to_json(const Manifest& m) {
   j["after"] = {{"file", m.after_file}, {"chunk_bytes", m.chunk_bytes}, {"runs", runs}};
   j["stats"] = {{"before_bytes", m.before_bytes}, {"after_bytes", m.after_bytes}, {"capture_seconds", m.capture_seconds}};
   if (m.in_app_median_ns) j["in_app_median_ns"] = *m.in_app_median_ns;
+  if (m.in_app_median_ns && m.in_app_samples) j["in_app_samples"] = m.in_app_samples;
+  if (m.in_app_median_ns && m.in_app_launches) j["in_app_launches"] = m.in_app_launches;
   return j;
 }
 

@@ -171,8 +171,14 @@ struct Manifest {
   double capture_seconds = 0;
 
   // In-app time: the median GPU duration (ns) of the application's launches of this kernel
-  // with this grid, the captured one included (CUPTI kernel records); absent when unknown.
+  // with this grid, block and dynamic shared memory, the captured one included, the first of
+  // them left out when there are others (CUPTI kernel records); absent when unknown.
+  // `in_app_samples`: launches the median is over; `in_app_launches`: launches of that shape
+  // the application made up to the capture (1: the median is that one first launch). Both 0
+  // in captures that predate them.
   std::optional<double> in_app_median_ns;
+  uint64_t in_app_samples = 0;
+  uint64_t in_app_launches = 0;
 
   const Region* find_region(uint32_t id) const;
   // Regions whose device is known and differs from the launch's (peer memory).

@@ -226,6 +226,11 @@ Manifest read(const nlohmann::json& j) {
     if (v < 0) f->fail("must be a number >= 0");
     m.in_app_median_ns = v;
   }
+  if (const auto f = top.find("in_app_samples")) m.in_app_samples = f->u64();
+  if (const auto f = top.find("in_app_launches")) m.in_app_launches = f->u64();
+  if (m.in_app_launches && m.in_app_samples > m.in_app_launches)
+    input_error(fmt::format("manifest: in_app_samples ({}) exceeds in_app_launches ({})", m.in_app_samples,
+                            m.in_app_launches));
   return m;
 }
 

@@ -72,6 +72,16 @@ std::string parse_zstd(std::string_view v, Config& c) {
   c.zstd_level = static_cast<int>(*n);
   return "";
 }
+const char* in_app_name(Config::InAppTime t) {
+  return t == Config::InAppTime::Start ? "start" : t == Config::InAppTime::Off ? "off" : "match";
+}
+std::string parse_in_app(std::string_view v, Config& c) {
+  if (v == "match") c.in_app_time = Config::InAppTime::Match;
+  else if (v == "start") c.in_app_time = Config::InAppTime::Start;
+  else if (v == "off") c.in_app_time = Config::InAppTime::Off;
+  else return "must be match, start or off";
+  return "";
+}
 std::string parse_dispatch(std::string_view v, Config& c) {
   auto n = parse_u64(v);
   if (!n) return "is not a number";
@@ -114,7 +124,7 @@ const Config kDefaults{};
 constexpr unsigned kLibShim = kLibrary | kTritonShim;
 constexpr unsigned kShimApi = kTritonShim | kPythonApi;
 
-const std::array<EnvVar, 22> kVars = {{
+const std::array<EnvVar, 23> kVars = {{
     {Var::Mode, "KERNCAP_MODE", kLibrary, true, "capture, profile", "",
      "what the injected library does; unset: it stays inert", parse_mode,
      [](const Config& c) -> std::optional<std::string> { return std::string(to_string(c.mode)); }},
@@ -198,6 +208,14 @@ const std::array<EnvVar, 22> kVars = {{
      [](const Config& c) -> std::optional<std::string> {
        if (c.zstd_level == kDefaults.zstd_level) return std::nullopt;
        return std::to_string(c.zstd_level);
+     }},
+    {Var::InAppTime, "KERNCAP_IN_APP_TIME", kLibrary, false, "match, start, off", "match",
+     "when capture mode starts CUPTI kernel records for the captured kernel's in-app time (docs/capture.md): at "
+     "the first launch whose name matches, at start-up (every kernel, a little slower), or never (no in-app time)",
+     parse_in_app,
+     [](const Config& c) -> std::optional<std::string> {
+       if (c.in_app_time == Config::InAppTime::Match) return std::nullopt;
+       return std::string(in_app_name(c.in_app_time));
      }},
     {Var::TritonOut, "KERNCAP_TRITON_OUT", kShimApi, true, "path", "",
      "where the Triton shim records compiled and loaded kernels and their sources (OUT/triton; under "
@@ -301,7 +319,8 @@ nlohmann::json Config::to_json() const {
           {"device_scan", device_scan},
           {"closure", closure_all ? "all" : "reachable"},
           {"store", store},
-          {"zstd_level", zstd_level}};
+          {"zstd_level", zstd_level},
+          {"in_app_time", in_app_name(in_app_time)}};
 }
 
 std::optional<std::string> store_from_env() {

@@ -44,6 +44,10 @@ struct Config {
   int device = -1;
   std::string store;                     // shared chunk store directory ("": OUT/capture/chunks)
   int zstd_level = 1;                    // of the BEFORE chunks (0: uncompressed)
+  // When capture mode starts CUPTI kernel records for the in-app time (the manifest's
+  // in_app_*): at the first launch whose name matches (default), at start-up, or never.
+  enum class InAppTime { Match, Start, Off };
+  InAppTime in_app_time = InAppTime::Match;
 
   // The variables that give a process this configuration (defaults of the tuning
   // variables are left out, so a user's own setting of them passes through).
@@ -52,7 +56,7 @@ struct Config {
 };
 
 enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Rank, Device, Verbose, ChunkBytes, StagingBytes,
-                 DumpImages, DeviceScan, Closure, Store, ZstdLevel, TritonOut, Library, PythonDir, Python, Bin, ReplayLib };
+                 DumpImages, DeviceScan, Closure, Store, ZstdLevel, InAppTime, TritonOut, Library, PythonDir, Python, Bin, ReplayLib };
 
 // Who reads a variable (bits).
 inline constexpr unsigned kLibrary = 1, kCli = 2, kTritonShim = 4, kPythonApi = 8;

@@ -12,6 +12,7 @@
 #include "common/driver.hpp"
 #include "common/error.hpp"
 #include "common/hex.hpp"
+#include "format/manifest.hpp"
 #include "replay/kernel_clock.hpp"
 #include "replay/session.hpp"
 #include "replay/spin_kernel.hpp"
@@ -152,18 +153,45 @@ std::string Timing::describe() const {
                      clock_text(clock_before, clock_after));
 }
 
-nlohmann::json in_app_json(const Timing& t, std::optional<double> in_app_ns) {
-  if (!in_app_ns) return nlohmann::json::object();
-  const double app_ms = *in_app_ns / 1e6;
-  return {{"in_app_median_ms", app_ms},
-          {"replay_in_app_ratio", app_ms > 0 ? nlohmann::json(t.stats.median / app_ms) : nlohmann::json(nullptr)}};
+namespace {
+
+constexpr const char* kFirstOnlyNote =
+    "the application launched this kernel once with this grid, block and shared memory: its in-app time is a "
+    "first launch (cold caches and TLBs, clocks still ramping up), not comparable with a warm replay; capture a "
+    "later launch of a kernel the application repeats (--dispatch) for a ratio";
+constexpr const char* kOneSampleNote = "the in-app median is one launch: expect noise in the ratio";
+
+std::string launches_text(uint64_t n) { return fmt::format("{} launch{}", n, n == 1 ? "" : "es"); }
+
+}  // namespace
+
+InAppTime in_app_of(const format::Manifest& m) { return {m.in_app_median_ns, m.in_app_samples, m.in_app_launches}; }
+
+nlohmann::json in_app_json(const Timing& t, const InAppTime& a) {
+  if (!a.median_ns) return nlohmann::json::object();
+  const double app_ms = *a.median_ns / 1e6;
+  nlohmann::json j = {{"in_app_median_ms", app_ms},
+                      {"in_app_samples", a.samples ? nlohmann::json(a.samples) : nlohmann::json(nullptr)},
+                      {"in_app_launches", a.launches ? nlohmann::json(a.launches) : nlohmann::json(nullptr)},
+                      {"replay_in_app_ratio", nullptr}};
+  if (a.first_only()) j["in_app_note"] = kFirstOnlyNote;
+  else if (app_ms > 0) j["replay_in_app_ratio"] = t.stats.median / app_ms;
+  if (!a.first_only() && a.samples == 1) j["in_app_note"] = kOneSampleNote;
+  return j;
 }
 
-std::string in_app_line(const Timing& t, std::optional<double> in_app_ns) {
-  if (!in_app_ns) return "";
-  const double app_ms = *in_app_ns / 1e6;
-  return fmt::format("in-app median {:.4f} ms, replay {:.4f} ms: ratio {}", app_ms, t.stats.median,
-                     app_ms > 0 ? fmt::format("{:.2f}", t.stats.median / app_ms) : std::string("n/a"));
+std::string in_app_line(const Timing& t, const InAppTime& a) {
+  if (!a.median_ns) return "";
+  const double app_ms = *a.median_ns / 1e6;
+  if (a.first_only())
+    return fmt::format("in-app {:.4f} ms (1 launch), replay median {:.4f} ms: no ratio, {}", app_ms, t.stats.median,
+                       kFirstOnlyNote);
+  const std::string over = a.samples ? " over " + launches_text(a.samples) : std::string();
+  std::string line = fmt::format("in-app median {:.4f} ms{}, replay median {:.4f} ms: ratio {}", app_ms, over,
+                                 t.stats.median,
+                                 app_ms > 0 ? fmt::format("{:.2f}", t.stats.median / app_ms) : std::string("n/a"));
+  if (a.samples == 1) line += std::string(" (") + kOneSampleNote + ")";
+  return line;
 }
 
 namespace {

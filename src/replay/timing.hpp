@@ -20,6 +20,10 @@
 
 #include "replay/sm_clock.hpp"
 
+namespace kerncap::format {
+struct Manifest;
+}
+
 namespace kerncap::replay {
 
 class Session;
@@ -90,12 +94,26 @@ struct Timing {
   std::string describe() const;
 };
 
-// The capture's in-app time beside the replay's (the manifest's in_app_median_ns; empty
-// when the capture has none): {"in_app_median_ms", "replay_in_app_ratio"} (ratio = replay
-// median / in-app median; null when the in-app time is 0), or {} without one.
-nlohmann::json in_app_json(const Timing& t, std::optional<double> in_app_ns);
-// "in-app median 0.0041 ms, replay 0.0042 ms: ratio 1.02" or "" without an in-app time.
-std::string in_app_line(const Timing& t, std::optional<double> in_app_ns);
+// The capture's in-app time (the manifest's in_app_*): the median of the application's
+// launches of the kernel with the captured shape, how many launches it is over, and how many
+// of that shape there were (1: the one launch was the first, cold; 0: unknown, an older capture).
+struct InAppTime {
+  std::optional<double> median_ns;
+  uint64_t samples = 0;
+  uint64_t launches = 0;
+  // The in-app time is one first launch: cold caches and TLBs, clocks still ramping up, so
+  // a ratio to the warm replay would mislead.
+  bool first_only() const { return launches == 1; }
+};
+// The manifest's in_app_* fields.
+InAppTime in_app_of(const format::Manifest& m);
+// Beside the replay's median: {"in_app_median_ms", "in_app_samples", "in_app_launches",
+// "replay_in_app_ratio", "in_app_note"} (ratio = replay median / in-app median; null when the
+// in-app time is 0 or only a first launch, with the note saying why), or {} without one.
+nlohmann::json in_app_json(const Timing& t, const InAppTime& a);
+// "in-app median 0.0041 ms over 12 launches, replay median 0.0042 ms: ratio 1.02", a line
+// saying why there is no ratio, or "" without an in-app time.
+std::string in_app_line(const Timing& t, const InAppTime& a);
 
 // Checks the options (Error(Usage) on iterations < 1 or warmup < 0).
 void check(const TimingOptions& o);

@@ -6,8 +6,13 @@
 #                    PASSes after, and `--no-restore` faults (the case is not vacuous)
 #   cub_reduce       examples/cub_reduce.cu (a CUB kernel with a __device__ block counter):
 #                    100 consecutive replays, validate PASSes after
+#   cub_onesweep     CUB's onesweep radix sort (cub::DeviceRadixSort, built here with nvcc from
+#                    tests/gpu/stateful_apps/onesweep.cu: no torch needed), same checks
 #   torch_onesweep   CUB's onesweep radix sort inside torch.sort (python3 with CUDA torch;
 #                    SKIP without it or when this torch does not launch a onesweep kernel)
+# Every case also runs tests/gpu/stateful_check.py: 100 launches in ONE replay session, the
+# last of them compared with the capture's AFTER (it must PASS: the state put back before
+# each launch is the captured one, not what 99 launches left).
 # Prints one row per case and "N passed, N failed". Exit 0 all passed, 1 some failed,
 # 77 skipped (no GPU).
 #
@@ -15,7 +20,8 @@
 #
 # Environment: OUT (logs in $OUT/stateful-logs), KERNCAP_GPU_KEEP=1 (keep the work directory),
 # KERNCAP_GPU_TIMEOUT (per command, default 300 s), KERNCAP_STATEFUL_REPLAYS (default 100),
-# KERNCAP_PYTHON (python with torch, default python3).
+# KERNCAP_PYTHON (python with torch, default python3), NVCC (default: nvcc on PATH, else
+# /usr/local/cuda/bin/nvcc).
 set -u -o pipefail
 ulimit -c 0
 
@@ -33,7 +39,9 @@ EX=$BUILD/examples
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
 REPLAYS=${KERNCAP_STATEFUL_REPLAYS:-100}
 TORCH_PY=${KERNCAP_PYTHON:-python3}
-for f in "$KC" "$EX/work_queue" "$EX/cub_reduce"; do
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+export KERNCAP_REPLAY_LIB=$BUILD/lib/libkerncap_replay.so
+for f in "$KC" "$EX/work_queue" "$EX/cub_reduce" "$KERNCAP_REPLAY_LIB"; do
   [ -e "$f" ] || { echo "missing $f: build kerncap with examples first (cmake --build $BUILD)"; exit 1; }
 done
 
@@ -86,6 +94,23 @@ validates() {  # validates NAME DIR
   step "$1-validate" "$KC" validate "$2" && grep -q '^Result: PASS' "$STEP_LOG"
 }
 
+# in_session NAME DIR: REPLAYS launches in one session, the last one validated.
+in_session() {
+  step "$1-session" python3 "$HERE/stateful_check.py" "$2" -n "$REPLAYS" && grep -q '^PASS' "$STEP_LOG"
+}
+# checks NAME DIR: replays, validate, in_session; sets ok (0 on a failure) and note.
+checks() {
+  ok=1
+  note=$(replays "$1" "$2") || ok=0
+  if validates "$1" "$2"; then note="$note; validate PASS"; else ok=0; note="$note; validate: $(grep -m1 -E '^Result|error' "$STEP_LOG")"; fi
+  if in_session "$1" "$2"; then
+    note="$note; $REPLAYS launches in one session, the last PASSes"
+  else
+    ok=0
+    note="$note; in one session: $(grep -m1 -E '^(PASS|FAIL)|rror' "$STEP_LOG" | cut -c1-160)"
+  fi
+}
+
 echo "| case             | res  | notes |"
 echo "|------------------|------|-------|"
 
@@ -94,9 +119,7 @@ DIR=$WORK/work_queue
 if ! step wq-extract "$KC" extract take_tiles -o "$DIR" -- "$EX/work_queue"; then
   row work_queue FAIL "extract failed: $(grep -m1 -i error "$STEP_LOG")"
 else
-  ok=1
-  note=$(replays wq "$DIR") || ok=0
-  if validates wq "$DIR"; then note="$note; validate PASS"; else ok=0; note="$note; validate: $(grep -m1 -E '^Result|error' "$STEP_LOG")"; fi
+  checks wq "$DIR"
   if step wq-no-restore "$KC" replay "$DIR" --no-restore -n 2 --warmup 0; then
     ok=0; note="$note; --no-restore did not fault (the counter is not stateful?)"
   else
@@ -110,10 +133,19 @@ DIR=$WORK/cub_reduce
 if ! step cub-extract "$KC" extract block_sums -o "$DIR" -- "$EX/cub_reduce"; then
   row cub_reduce FAIL "extract failed: $(grep -m1 -i error "$STEP_LOG")"
 else
-  ok=1
-  note=$(replays cub "$DIR") || ok=0
-  if validates cub "$DIR"; then note="$note; validate PASS"; else ok=0; note="$note; validate: $(grep -m1 -E '^Result|error' "$STEP_LOG")"; fi
+  checks cub "$DIR"
   row cub_reduce "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
+fi
+
+# ---- cub onesweep (our own program) ---------------------------------------------------------
+SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
+if ! step cubsort-build "$NVCC" -O2 -arch=sm_"$SM" -o "$WORK/onesweep" "$HERE/stateful_apps/onesweep.cu"; then
+  row cub_onesweep FAIL "cannot build tests/gpu/stateful_apps/onesweep.cu: $(grep -m1 -i error "$STEP_LOG" | cut -c1-120)"
+elif ! step cubsort-extract "$KC" extract Onesweep -o "$WORK/cub_onesweep" -- "$WORK/onesweep"; then
+  row cub_onesweep FAIL "extract failed: $(grep -m1 -i error "$STEP_LOG" | cut -c1-160)"
+else
+  checks cubsort "$WORK/cub_onesweep"
+  row cub_onesweep "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
 fi
 
 # ---- torch onesweep -----------------------------------------------------------------------
@@ -124,9 +156,7 @@ else
   if ! step os-extract "$KC" extract Onesweep -o "$DIR" -- "$TORCH_PY" "$HERE/torch_sort.py"; then
     row torch_onesweep SKIP "no onesweep kernel captured: $(grep -m1 -i error "$STEP_LOG" | cut -c1-120)"
   else
-    ok=1
-    note=$(replays os "$DIR") || ok=0
-    if validates os "$DIR"; then note="$note; validate PASS"; else ok=0; note="$note; validate: $(grep -m1 -E '^Result|error' "$STEP_LOG")"; fi
+    checks os "$DIR"
     row torch_onesweep "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
   fi
 fi

@@ -1,4 +1,5 @@
-// The in-app time kept from kernel records (no GPU, no CUPTI).
+// The in-app time kept from kernel records (no GPU, no CUPTI): grouped by kernel and launch
+// shape, the first launch of a shape left out when there are others.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -8,30 +9,91 @@
 namespace kerncap::capture {
 namespace {
 
-TEST(CaptureInApp, MedianOfTheSameKernelAndGrid) {
+LaunchShape grid(uint32_t x, uint32_t block = 256, uint32_t smem = 0) { return {{x, 1, 1}, {block, 1, 1}, smem}; }
+
+TEST(CaptureInApp, MedianOfTheSameKernelAndShapeAfterTheFirst) {
   InAppTimes t;
   const std::string a = "_Z1av", b = "_Z1bv";
   const char* a_copy = "_Z1av";  // another address, same text: the same kernel
-  t.add(a.c_str(), {64, 1, 1}, 4000);
-  t.add(a.c_str(), {64, 1, 1}, 6000);
-  t.add(a_copy, {64, 1, 1}, 5000);
-  t.add(a.c_str(), {128, 1, 1}, 90000);  // another grid
-  t.add(b.c_str(), {64, 1, 1}, 70000);   // another kernel
-  EXPECT_DOUBLE_EQ(*t.median_ns("_Z1av", {64, 1, 1}), 5000);
-  EXPECT_DOUBLE_EQ(*t.median_ns("_Z1av", {128, 1, 1}), 90000);
-  t.add(a.c_str(), {64, 1, 1}, 7000);
-  EXPECT_DOUBLE_EQ(*t.median_ns("_Z1av", {64, 1, 1}), 5500);  // even count: mean of the middle two
-  EXPECT_FALSE(t.median_ns("_Z1cv", {64, 1, 1}));
-  EXPECT_FALSE(t.median_ns("_Z1bv", {1, 1, 1}));
-  t.add(nullptr, {1, 1, 1}, 1);  // ignored
+  t.add(a.c_str(), grid(64), 50000);  // the first launch of the shape: cold, left out
+  t.add(a.c_str(), grid(64), 4000);
+  t.add(a.c_str(), grid(64), 6000);
+  t.add(a_copy, grid(64), 5000);
+  t.add(a.c_str(), grid(128), 90000);  // another grid
+  t.add(b.c_str(), grid(64), 70000);   // another kernel
+  auto x = t.time("_Z1av", grid(64));
+  ASSERT_TRUE(x);
+  EXPECT_DOUBLE_EQ(x->median_ns, 5000);
+  EXPECT_EQ(x->samples, 2u);  // 4000 and 6000 (a_copy's one launch is its own first; left out)
+  EXPECT_EQ(x->launches, 4u);
+  x = t.time("_Z1av", grid(128));
+  ASSERT_TRUE(x);  // only the first launch: it is all there is
+  EXPECT_DOUBLE_EQ(x->median_ns, 90000);
+  EXPECT_EQ(x->samples, 1u);
+  EXPECT_EQ(x->launches, 1u);
+  t.add(a.c_str(), grid(64), 7000);
+  t.add(a.c_str(), grid(64), 8000);
+  EXPECT_DOUBLE_EQ(t.time("_Z1av", grid(64))->median_ns, 6500);  // even count: mean of the middle two
+  EXPECT_FALSE(t.time("_Z1cv", grid(64)));
+  EXPECT_FALSE(t.time("_Z1bv", grid(1)));
+  t.add(nullptr, grid(1), 1);  // ignored
+}
+
+TEST(CaptureInApp, BlockAndSharedMemoryAreOtherShapes) {
+  InAppTimes t;
+  const char* k = "_Z1kv";
+  for (int i = 0; i < 5; ++i) t.add(k, grid(80, 256, 0), 3000);
+  for (int i = 0; i < 5; ++i) t.add(k, grid(80, 128, 0), 9000);      // same grid, other block
+  for (int i = 0; i < 5; ++i) t.add(k, grid(80, 256, 49152), 20000);  // same grid and block, other smem
+  EXPECT_DOUBLE_EQ(t.time(k, grid(80, 256, 0))->median_ns, 3000);
+  EXPECT_EQ(t.time(k, grid(80, 256, 0))->samples, 4u);
+  EXPECT_DOUBLE_EQ(t.time(k, grid(80, 128, 0))->median_ns, 9000);
+  EXPECT_DOUBLE_EQ(t.time(k, grid(80, 256, 49152))->median_ns, 20000);
+  EXPECT_FALSE(t.time(k, grid(80, 64, 0)));
 }
 
 TEST(CaptureInApp, KeepsTheLatestLaunches) {
   InAppTimes t;
   const char* k = "_Z1kv";
-  for (size_t i = 0; i < InAppTimes::kKeep; ++i) t.add(k, {1, 1, 1}, 1'000'000);  // old and slow
-  for (size_t i = 0; i < InAppTimes::kKeep; ++i) t.add(k, {1, 1, 1}, 10);
-  EXPECT_DOUBLE_EQ(*t.median_ns(k, {1, 1, 1}), 10);
+  for (size_t i = 0; i < InAppTimes::kKeep; ++i) t.add(k, grid(1), 1'000'000);  // old and slow
+  for (size_t i = 0; i < InAppTimes::kKeep; ++i) t.add(k, grid(1), 10);
+  const auto x = t.time(k, grid(1));
+  EXPECT_DOUBLE_EQ(x->median_ns, 10);
+  EXPECT_EQ(x->samples, InAppTimes::kKeep);
+  EXPECT_EQ(x->launches, 2 * InAppTimes::kKeep);
+}
+
+TEST(CaptureInApp, ManyShapesForgetTheOldest) {
+  InAppTimes t;
+  const char* k = "_Z1kv";
+  for (uint32_t g = 1; g <= InAppTimes::kShapes + 1; ++g) t.add(k, grid(g), g);
+  EXPECT_FALSE(t.time(k, grid(1)));  // launched longest ago
+  EXPECT_TRUE(t.time(k, grid(2)));
+  EXPECT_TRUE(t.time(k, grid(InAppTimes::kShapes + 1)));
+}
+
+TEST(CaptureInApp, KernelRecordsGiveNameShapeAndDuration) {
+  InAppTimes t;
+  CUpti_ActivityKernel10 r{};
+  r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  r.name = "_Z1kv";
+  r.gridX = 80, r.gridY = 2, r.gridZ = 1;
+  r.blockX = 256, r.blockY = 1, r.blockZ = 1;
+  r.dynamicSharedMemory = 4096;
+  for (uint64_t d : {9000u, 3000u, 3100u, 2900u}) {
+    r.start = 1'000'000;
+    r.end = r.start + d;
+    add_kernel_record(t, r);
+  }
+  r.end = 0;  // timestamps not filled in: left out
+  add_kernel_record(t, r);
+  const LaunchShape shape{{80, 2, 1}, {256, 1, 1}, 4096};
+  const auto x = t.time("_Z1kv", shape);
+  ASSERT_TRUE(x);
+  EXPECT_DOUBLE_EQ(x->median_ns, 3000);  // 9000 was the first launch
+  EXPECT_EQ(x->samples, 3u);
+  EXPECT_EQ(x->launches, 4u);
+  EXPECT_FALSE(t.time("_Z1kv", LaunchShape{{80, 2, 1}, {256, 1, 1}, 0}));  // other shared memory
 }
 
 }  // namespace

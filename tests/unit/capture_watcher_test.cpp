@@ -275,3 +275,69 @@ TEST(CaptureWatcher, ModuleLoadsBindTheirImage) {
   h.watcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
   EXPECT_EQ(h.inventory->images.loaded(), 2u);
 }
+
+namespace {
+int g_first_match_calls = 0;
+void count_first_match() { ++g_first_match_calls; }
+}  // namespace
+
+TEST(CaptureWatcher, KnownHandlesThatCannotBeTheTargetTakeTheFastPath) {
+  Harness h("scale", 1);
+  g_first_match_calls = 0;
+  h.watcher->on_first_match(&count_first_match);
+  CUfunction add = reinterpret_cast<CUfunction>(0xadd), scale = reinterpret_cast<CUfunction>(0x5ca1e);
+  h.driver.names[add] = kAdd;  // asked only when CUPTI gives no name
+  auto launch = [&](CUfunction f, const char* symbol) {
+    FakeLaunch l(symbol, h.next_correlation++, nullptr, f);
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.entry());
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.exit());
+  };
+  for (int i = 0; i < 100; ++i) launch(add, nullptr);  // the name is looked up once, then the handle answers
+  EXPECT_EQ(h.watcher->launches(), 100u);
+  EXPECT_EQ(h.events("seen").size(), 1u);
+  EXPECT_EQ(g_first_match_calls, 0);  // nothing matched yet: no kernel records needed
+  // A handle whose name the driver no longer knows is still skipped: the verdict is cached.
+  h.driver.names.erase(add);
+  launch(add, nullptr);
+  EXPECT_EQ(h.watcher->launches(), 101u);
+  launch(scale, kScale);  // match 0, launch 101
+  EXPECT_EQ(g_first_match_calls, 1);
+  launch(add, kAdd);
+  launch(scale, kScale);  // match 1: the target
+  ASSERT_EQ(h.target.begun.size(), 1u);
+  EXPECT_EQ(h.target.begun[0].launch_index, 103u);
+  EXPECT_EQ(g_first_match_calls, 1);  // once
+}
+
+TEST(CaptureWatcher, UnloadingForgetsTheHandles) {
+  Harness h("scale", 0);
+  CUfunction f = reinterpret_cast<CUfunction>(0x1000);
+  {
+    FakeLaunch l(kAdd, 1, nullptr, f);  // not a match: remembered as skipped
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.entry());
+  }
+  // The module goes; a new one gives a matching kernel the same handle.
+  FakeCall<cuModuleUnload_params> unload(cuModuleUnload_params{nullptr}, CUPTI_API_EXIT);
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, &unload.cb);
+  FakeLaunch l(kScale, 2, nullptr, f);
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.entry());
+  ASSERT_EQ(h.target.begun.size(), 1u);
+  EXPECT_EQ(h.target.begun[0].mangled, kScale);
+  EXPECT_EQ(h.target.begun[0].launch_index, 1u);
+}
+
+TEST(CaptureWatcher, MatchEventsAreSparseAndTheLastComesAtExit) {
+  Harness h("scale", 100);
+  for (int i = 0; i < 40; ++i) h.launch(kScale);
+  auto matches = h.events("match");
+  ASSERT_EQ(matches.size(), 18u);  // 0..15, 16, 32: not one write per launch
+  EXPECT_EQ(matches[16]["index"], 16);
+  EXPECT_EQ(matches[17]["index"], 32);
+  h.watcher->report_matches();  // at exit: how far the count got
+  matches = h.events("match");
+  ASSERT_EQ(matches.size(), 19u);
+  EXPECT_EQ(matches.back()["index"], 39);
+  EXPECT_EQ(matches.back()["mangled"], kScale);
+  h.watcher->report_matches();  // once
+  EXPECT_EQ(h.events("match").size(), 19u);
+}

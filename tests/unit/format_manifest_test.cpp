@@ -265,6 +265,20 @@ TEST(FormatManifest, InAppTimeIsOptionalAndChecked) {
   const Manifest back = from_json(nlohmann::json::parse(to_json(m).dump()));
   ASSERT_TRUE(back.in_app_median_ns);
   EXPECT_DOUBLE_EQ(*back.in_app_median_ns, 4125.5);
+  EXPECT_EQ(back.in_app_samples, 0u);  // unknown: not written
+  EXPECT_FALSE(to_json(m).contains("in_app_samples"));
+  m.in_app_samples = 9;
+  m.in_app_launches = 10;
+  const Manifest counted = from_json(nlohmann::json::parse(to_json(m).dump()));
+  EXPECT_EQ(counted.in_app_samples, 9u);
+  EXPECT_EQ(counted.in_app_launches, 10u);
+  {
+    auto j = to_json(m);
+    j["in_app_samples"] = 11;  // more samples than launches
+    EXPECT_NE(refusal(j).find("in_app_samples"), std::string::npos);
+    j["in_app_samples"] = -1;
+    EXPECT_NE(refusal(j).find("in_app_samples"), std::string::npos);
+  }
   for (const nlohmann::json& bad : {nlohmann::json(-1), nlohmann::json("4 us"), nlohmann::json(nullptr),
                                     nlohmann::json::array()}) {
     auto j = to_json(m);

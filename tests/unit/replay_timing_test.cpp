@@ -152,14 +152,44 @@ TEST(Timing, InAppBesideReplay) {
   Timing t;
   t.ms = {0.0042f};
   t.stats = statistics(t.ms);
-  EXPECT_TRUE(in_app_json(t, std::nullopt).empty());
-  EXPECT_EQ(in_app_line(t, std::nullopt), "");
-  const auto j = in_app_json(t, 4000.0);
+  EXPECT_TRUE(in_app_json(t, InAppTime{}).empty());
+  EXPECT_EQ(in_app_line(t, InAppTime{}), "");
+  // An older capture: no counts.
+  auto j = in_app_json(t, InAppTime{4000.0, 0, 0});
   EXPECT_DOUBLE_EQ(j["in_app_median_ms"].get<double>(), 0.004);
   EXPECT_NEAR(j["replay_in_app_ratio"].get<double>(), 1.05, 1e-6);
-  EXPECT_EQ(in_app_line(t, 4000.0), "in-app median 0.0040 ms, replay 0.0042 ms: ratio 1.05");
-  EXPECT_TRUE(in_app_json(t, 0.0)["replay_in_app_ratio"].is_null());
-  EXPECT_NE(in_app_line(t, 0.0).find("n/a"), std::string::npos);
+  EXPECT_TRUE(j["in_app_samples"].is_null());
+  EXPECT_EQ(in_app_line(t, InAppTime{4000.0, 0, 0}), "in-app median 0.0040 ms, replay median 0.0042 ms: ratio 1.05");
+  // Counted: the sample count is printed and carried.
+  j = in_app_json(t, InAppTime{4000.0, 12, 13});
+  EXPECT_EQ(j["in_app_samples"], 12);
+  EXPECT_EQ(j["in_app_launches"], 13);
+  EXPECT_FALSE(j.contains("in_app_note"));
+  EXPECT_EQ(in_app_line(t, InAppTime{4000.0, 12, 13}),
+            "in-app median 0.0040 ms over 12 launches, replay median 0.0042 ms: ratio 1.05");
+  EXPECT_TRUE(in_app_json(t, InAppTime{0.0, 3, 4})["replay_in_app_ratio"].is_null());
+  EXPECT_NE(in_app_line(t, InAppTime{0.0, 3, 4}).find("n/a"), std::string::npos);
+}
+
+TEST(Timing, InAppOfOneFirstLaunchGivesNoRatio) {
+  Timing t;
+  t.ms = {0.0042f};
+  t.stats = statistics(t.ms);
+  const InAppTime first{9000.0, 1, 1};
+  EXPECT_TRUE(first.first_only());
+  const auto j = in_app_json(t, first);
+  EXPECT_TRUE(j["replay_in_app_ratio"].is_null());
+  EXPECT_EQ(j["in_app_samples"], 1);
+  EXPECT_NE(j["in_app_note"].get<std::string>().find("first launch"), std::string::npos);
+  const std::string line = in_app_line(t, first);
+  EXPECT_NE(line.find("no ratio"), std::string::npos) << line;
+  EXPECT_EQ(line.find("ratio 0."), std::string::npos) << line;
+  // One warm launch (the first left out): a ratio, with a word of caution.
+  const InAppTime one{4000.0, 1, 2};
+  EXPECT_FALSE(one.first_only());
+  EXPECT_NEAR(in_app_json(t, one)["replay_in_app_ratio"].get<double>(), 1.05, 1e-6);
+  EXPECT_NE(in_app_json(t, one)["in_app_note"].get<std::string>().find("one launch"), std::string::npos);
+  EXPECT_NE(in_app_line(t, one).find("over 1 launch,"), std::string::npos) << in_app_line(t, one);
 }
 
 TEST(Timing, KernelSumsSkipOursStaleAndIncomplete) {

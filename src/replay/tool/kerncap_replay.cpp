@@ -52,14 +52,14 @@ int run(const Args& a) {
   out["image"] = s.image_description();
   Timing timing = time_launches(s, t);
   out["timing"] = timing.to_json();
-  out.update(in_app_json(timing, s.capture().manifest.in_app_median_ns));
+  out.update(in_app_json(timing, in_app_of(s.capture().manifest)));
   if (json)
     std::cout << out.dump(2) << std::endl;
   else
     std::cout << fmt::format("{}: median {:.4f} ms, min {:.4f} ms, max {:.4f} ms, stddev {:.4f} ms over {} launches\n  {}\n",
                              s.capture().manifest.demangled_name, timing.stats.median, timing.stats.min,
                              timing.stats.max, timing.stats.stddev, t.iterations, timing.describe());
-  if (const std::string line = in_app_line(timing, s.capture().manifest.in_app_median_ns); !json && !line.empty())
+  if (const std::string line = in_app_line(timing, in_app_of(s.capture().manifest)); !json && !line.empty())
     std::cout << "  " << line << "\n";
   return code;
 }

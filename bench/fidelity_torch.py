@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""PyTorch, cuBLAS and Triton kernels for bench/replay_fidelity.sh, each launched the way a
+training or inference loop launches it: the same op on the same tensors, many times.
+
+    fidelity_torch.py MODE [--repeat R]     (R iterations, default 20; prints "MODE ok <checksum>")
+
+MODE: add_small mul_large sum_rows softmax layer_norm gemm_fp16 gemm_bf16 conv2d sort
+triton_add (Triton; needs triton). Inputs are made before the loop, so the captured op's
+launches are the loop's (a pattern with --dispatch 10 takes the 11th).
+"""
+import sys
+
+import torch
+
+
+def inputs(shape, dtype=torch.float32, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return torch.randn(shape, generator=g, device="cuda", dtype=dtype)
+
+
+try:  # Triton is optional: only triton_add needs it
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+except ImportError:
+    triton = None
+
+
+def triton_add():
+    if triton is None:
+        raise SystemExit("fidelity_torch: triton_add needs triton")
+    x, y = inputs((1 << 20,), seed=1), inputs((1 << 20,), seed=2)
+    out = torch.empty_like(x)
+    grid = (triton.cdiv(x.numel(), 1024),)
+
+    def run():
+        add_kernel[grid](x, y, out, x.numel(), BLOCK=1024)
+        return out
+
+    return run
+
+
+def make(mode):
+    if mode == "add_small":  # ~3 µs: elementwise on 256K floats
+        a, b = inputs((1 << 18,), seed=1), inputs((1 << 18,), seed=2)
+        return lambda: a + b
+    if mode == "mul_large":
+        a, b = inputs((1 << 25,), seed=1), inputs((1 << 25,), seed=2)
+        return lambda: a * b
+    if mode == "sum_rows":
+        x = inputs((2048, 4096), seed=4)
+        return lambda: x.sum(dim=1)
+    if mode == "softmax":
+        x = inputs((4096, 1024), seed=5)
+        return lambda: torch.softmax(x, dim=-1)
+    if mode == "layer_norm":
+        x = inputs((8192, 1024), seed=6)
+        ln = torch.nn.LayerNorm(1024, device="cuda")
+        return lambda: ln(x)
+    if mode in ("gemm_fp16", "gemm_bf16"):
+        dt = torch.float16 if mode == "gemm_fp16" else torch.bfloat16
+        a, b = inputs((2048, 2048), dt, 7), inputs((2048, 2048), dt, 8)
+        return lambda: a @ b
+    if mode == "conv2d":
+        x = inputs((32, 64, 56, 56), torch.float16, 9)
+        conv = torch.nn.Conv2d(64, 64, 3, padding=1, device="cuda", dtype=torch.float16)
+        return lambda: conv(x)
+    if mode == "sort":
+        x = torch.randint(0, 1 << 30, (1 << 22,), device="cuda", dtype=torch.int32)
+        return lambda: torch.sort(x)[0]
+    if mode == "triton_add":
+        return triton_add()
+    raise SystemExit(f"fidelity_torch: unknown mode {mode!r}")
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    mode = argv[1]
+    repeat = int(argv[argv.index("--repeat") + 1]) if "--repeat" in argv else 20
+    op = make(mode)
+    torch.cuda.synchronize()
+    with torch.no_grad():
+        for _ in range(repeat):
+            out = op()
+    torch.cuda.synchronize()
+    print(f"{mode} ok {float(out.float().sum()):.6g}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
