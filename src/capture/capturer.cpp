@@ -289,7 +289,7 @@ void Capturer::capture_textures(Pending& p, TexturePlan plan) {
   }
   if (plan.textures.empty()) return;
   uint32_t id = static_cast<uint32_t>(m.regions.size());
-  uint64_t bytes = 0;
+  uint64_t bytes = 0, base = format::kArrayRegionBase;
   for (size_t i = 0; i < plan.textures.arrays.size(); ++i) {
     format::ArrayRecord& a = plan.textures.arrays[i];
     a.region = id++;
@@ -299,6 +299,8 @@ void Capturer::capture_textures(Pending& p, TexturePlan plan) {
     as.st.region.id = a.region;
     as.st.region.kind = MemKind::Array;
     as.st.region.size = format::array_bytes(a);
+    as.st.region.base = base;
+    base += (as.st.region.size + 0xffff) & ~uint64_t{0xffff};  // apart, 64 KiB aligned
     const std::vector<uint8_t> contents = read_array(a, as.source);
     snapshot_before_bytes(as.st, contents, p.writer->chunks(), config_.chunk_bytes);
     bytes += contents.size();

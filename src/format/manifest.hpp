@@ -33,7 +33,8 @@ inline constexpr const char* kFormatName = "kerncap-capture";
 
 // What kind of memory a region was in the application. Replay restores every kind as
 // device memory at the same virtual address: the kernel cannot tell the difference.
-// Array: the contents of a CUDA array (textures.hpp), which has no address; base is 0.
+// Array: the contents of a CUDA array (textures.hpp), which has no address; its base is a
+// made-up one at or above kArrayRegionBase.
 enum class MemKind { Device, Pitch, Async, Managed, HostMapped, HostRegistered, Vmm, Global, Array };
 std::string to_string(MemKind k);
 MemKind mem_kind_from_string(const std::string& s);

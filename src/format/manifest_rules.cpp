@@ -121,9 +121,9 @@ void check_regions(const Manifest& m) {
     const Region& r = m.regions[i];
     if (!ids.insert(r.id).second) bad(fmt::format("regions[{}] repeats region id {}", i, r.id));
     checked_add(r.base, r.size, fmt::format("regions[{}] (base + size)", i));
-    if (r.kind == MemKind::Array && r.base != 0)
-      bad(fmt::format("regions[{}] is a CUDA array's contents at address {} (arrays have none: base 0)", i,
-                      hex_addr(r.base)));
+    if ((r.kind == MemKind::Array) != (r.base >= kArrayRegionBase))
+      bad(fmt::format("regions[{}] ({}) has base {}: CUDA arrays' contents, and only they, lie at or above {}", i,
+                      to_string(r.kind), hex_addr(r.base), hex_addr(kArrayRegionBase)));
     if (r.kind == MemKind::Global && r.global.empty())
       bad(fmt::format("regions[{}] is a module global without a symbol name ('global')", i));
     if (r.stored) check_stored(*r.stored, r.size, i);
@@ -132,10 +132,8 @@ void check_regions(const Manifest& m) {
       bad(fmt::format("regions[{}] is omitted but has stored bytes (an omitted region stores none: 'stored': [])", i));
   }
   // In address order (the manifest's own order is kept: other files index regions by it).
-  // Arrays' contents have no address: they cannot overlap anything.
-  std::vector<size_t> order;
-  for (size_t i = 0; i < m.regions.size(); ++i)
-    if (m.regions[i].kind != MemKind::Array) order.push_back(i);
+  std::vector<size_t> order(m.regions.size());
+  std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return m.regions[a].base < m.regions[b].base; });
   for (size_t k = 1; k < order.size(); ++k) {
     const Region& a = m.regions[order[k - 1]];

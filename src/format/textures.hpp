@@ -5,8 +5,8 @@
 // each handle stood for, and replay re-creates it and writes the new handle where the old
 // one was (docs/capture.md, "Textures, surfaces and CUDA arrays").
 //
-// An array's contents are an ordinary region of kind MemKind::Array (base 0, no address in
-// the application): its levels back to back, each level its slices (depth or layers) back
+// An array's contents are an ordinary region of kind MemKind::Array (no address in the
+// application: its base is a made-up one at or above kArrayRegionBase): its levels back to back, each level its slices (depth or layers) back
 // to back, each slice its rows packed (width * element bytes, no pitch). So BEFORE, AFTER,
 // the chunk store and validation treat them as memory; replay keeps them in linear device
 // memory and copies them into the re-created array before the launch and back after it.
@@ -25,6 +25,11 @@ inline constexpr uint64_t kMaxArrayDepth = uint64_t{1} << 16;  // depth, or laye
 inline constexpr uint32_t kMaxArrayLevels = 32;
 inline constexpr uint64_t kMaxArrayBytes = uint64_t{1} << 40;
 inline constexpr size_t kMaxTextureObjects = 4096;
+
+// Regions of kind array are given made-up addresses from here up, one after the other: above
+// every address a GPU or host pointer holds, so no word of the parameters or of memory (a
+// small integer, a handle) is ever taken as pointing into one.
+inline constexpr uint64_t kArrayRegionBase = 0xffff000000000000ull;
 
 // CUDA_ARRAY3D_* flags kerncap re-creates (layered, surface load/store, cube map, gather).
 inline constexpr uint32_t kArrayLayered = 0x01, kArraySurfaceLdst = 0x02, kArrayCubemap = 0x04,

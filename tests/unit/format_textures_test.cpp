@@ -18,7 +18,7 @@ Manifest texture_manifest() {
   m.params_size = 40;
   m.params = {{0, 8}, {8, 8}, {16, 16}, {32, 8}};
   m.regions = {{0, MemKind::Device, 0x7f0000000000ull, 1 << 20, "", 0, ""},
-               {1, MemKind::Array, 0, 64 * 32 * 4 * 3, "", 0, ""}};
+               {1, MemKind::Array, kArrayRegionBase, 64 * 32 * 4 * 3, "", 0, ""}};
   m.regions[0].stored.emplace();
   m.regions[1].stored.emplace();
   ArrayRecord a;
@@ -165,7 +165,9 @@ TEST(FormatTextures, InconsistentManifestsRefused) {
   expect([](Manifest& m) { m.regions[1].size += 4; }, "holds 24576 bytes but its region 1 has 24580");
   expect([](Manifest& m) { m.textures.arrays[0].region = 0; }, "not a region of kind array");
   expect([](Manifest& m) { m.textures.arrays[0].region = 9; }, "not a region of kind array");
-  expect([](Manifest& m) { m.regions[1].base = 0x1000; }, "base 0");
+  expect([](Manifest& m) { m.regions[1].base = 0x1000; }, "only they, lie at or above 0xffff000000000000");
+  expect([](Manifest& m) { m.regions[0].base = kArrayRegionBase + (1 << 20); m.textures.objects.resize(2); m.textures.handles.resize(2); },
+         "only they, lie at or above");
   expect([](Manifest& m) { m.textures.arrays.clear(); m.textures.objects.resize(0); m.textures.handles.clear(); },
          "no textures.arrays entry");
   expect([](Manifest& m) { m.textures.objects[0].array = 4; }, "refers to array 4");

@@ -11,6 +11,8 @@
 //   mipmap    tex2DLod over a mipmapped array (all levels read)
 //   surface   surf2Dread/surf2Dwrite into a cudaArray: the kernel's only output is the array
 //   struct    a by-value struct holding a texture handle, a pointer and scalars
+//   texsurf   a texture over one array read, a surface over another written (handle values
+//             of a texture and a surface may coincide: kerncap then refuses, see the script)
 //   alias     refused by kerncap: a mipmapped array read whole and written through a level
 #include <cuda_runtime.h>
 
@@ -83,6 +85,11 @@ struct Sampler {
 __global__ void texStruct(Sampler s) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < s.n) s.out[i] = tex1Dfetch<float>(s.tex, i) * s.scale + (float)s.bias;
+}
+
+__global__ void texToSurf(cudaTextureObject_t in, cudaSurfaceObject_t out, int w, int h) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+  if (x < w && y < h) surf2Dwrite(tex2D<float>(in, x + 0.5f, y + 0.5f) * 3.0f - y, out, x * 4, y);
 }
 
 __global__ void mipAlias(cudaTextureObject_t whole, cudaSurfaceObject_t level1, int w, int h) {
@@ -323,6 +330,29 @@ int by_value_struct() {
   return 0;
 }
 
+int texsurf() {
+  const int w = 128, hgt = 32;
+  const cudaExtent e = make_cudaExtent(w, hgt, 0);
+  ArrayTex in = make_array_tex(e, 0, tex_desc(cudaFilterModePoint, false));
+  cudaChannelFormatDesc cd = cudaCreateChannelDesc<float>();
+  cudaArray_t out;
+  CK(cudaMalloc3DArray(&out, &cd, e, cudaArraySurfaceLoadStore));
+  cudaResourceDesc rd{};
+  rd.resType = cudaResourceTypeArray;
+  rd.res.array.array = out;
+  cudaSurfaceObject_t s;
+  CK(cudaCreateSurfaceObject(&s, &rd));
+  std::printf("APP texsurf handles %llu %llu\n", (unsigned long long)in.tex, (unsigned long long)s);
+  std::vector<float> h(w * hgt);
+  for (int it = 0; it < 3; ++it) {
+    fill_array(in.array, e, ramp(w * hgt, it + 1.0f));
+    texToSurf<<<dim3(w / 64, hgt), 64>>>(in.tex, s, w, hgt);
+    CK(cudaMemcpy2DFromArray(h.data(), w * sizeof(float), out, 0, 0, w * sizeof(float), hgt, cudaMemcpyDeviceToHost));
+    print("texsurf", it, h);
+  }
+  return 0;
+}
+
 int alias() {
   const int w = 64, hgt = 64;
   cudaChannelFormatDesc cd = cudaCreateChannelDesc<float>();
@@ -339,8 +369,13 @@ int alias() {
   cudaResourceDesc sd{};
   sd.resType = cudaResourceTypeArray;
   sd.res.array.array = level1;
-  cudaSurfaceObject_t s;
+  // A surface created and destroyed first, so that the surface's handle value differs from
+  // the texture's whether the driver numbers them apart or together (this case is about
+  // the aliasing, not about a texture and a surface sharing a value).
+  cudaSurfaceObject_t dummy, s;
+  CK(cudaCreateSurfaceObject(&dummy, &sd));
   CK(cudaCreateSurfaceObject(&s, &sd));
+  CK(cudaDestroySurfaceObject(dummy));
   for (int it = 0; it < 2; ++it) mipAlias<<<dim3(1, hgt / 2), w / 2>>>(whole, s, w / 2, hgt / 2);
   CK(cudaDeviceSynchronize());
   std::printf("APP alias done\n");
@@ -360,8 +395,9 @@ int main(int argc, char** argv) {
   else if (!std::strcmp(mode, "mipmap")) rc = mipmap();
   else if (!std::strcmp(mode, "surface")) rc = surface();
   else if (!std::strcmp(mode, "struct")) rc = by_value_struct();
+  else if (!std::strcmp(mode, "texsurf")) rc = texsurf();
   else if (!std::strcmp(mode, "alias")) rc = alias();
-  else std::fprintf(stderr, "usage: %s linear|pitch2d|array2d|layered|array3d|mipmap|surface|struct|alias\n", argv[0]);
+  else std::fprintf(stderr, "usage: %s linear|pitch2d|array2d|layered|array3d|mipmap|surface|struct|texsurf|alias\n", argv[0]);
   CK(cudaDeviceSynchronize());
   return rc;
 }
