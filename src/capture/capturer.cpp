@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <span>
 
+#include "capture/array_snapshot.hpp"
 #include "capture/events.hpp"
 #include "capture/launch_info.hpp"
 #include "capture/peer_scan.hpp"
@@ -178,6 +180,20 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
   if (!pack_params(args, m.params, &param_bytes, &m.params_source, &why))
     device_error("cannot read the launch's parameters: " + why);
   p->writer->write_params(m, param_bytes.data(), param_bytes.size());
+  // Texture and surface objects among the parameters: refused here when replay could not
+  // re-create one (never a capture that replays wrong).
+  TexturePlan textures = plan_textures(param_bytes, m.params, inventory_.textures);
+  if (!textures.refusal.empty())
+    input_error("this launch cannot be captured: " + textures.refusal);
+  // The memory linear and pitch2D textures read is reachable from the launch, though no
+  // pointer to it is among the parameters.
+  std::vector<uint8_t> roots = param_bytes;
+  roots.resize((roots.size() + 7) / 8 * 8);  // the closure looks at aligned words
+  for (const auto& s : textures.memory) {
+    const size_t at = roots.size();
+    roots.resize(at + 8);
+    std::memcpy(roots.data() + at, &s.address, 8);
+  }
 
   // Regions: every live allocation, then the module's globals.
   uint32_t id = 0;
@@ -223,7 +239,7 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
   p->stager = std::make_unique<Stager>(config_.staging_bytes);
   if (p->scanner && !config_.closure_all) {
     try {
-      omit_unreachable(*p, param_bytes);
+      omit_unreachable(*p, roots);
     } catch (const std::exception& e) {
       // Without the closure the capture is larger, never wrong: keep every region.
       for (auto& st : p->regions) st.region.omitted = false;
@@ -265,7 +281,47 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
   }
   progress.done();
   for (const auto& st : p->regions) m.regions.push_back(st.region);
+  capture_textures(*p, std::move(textures));
   pending_ = std::move(p);
+}
+
+void Capturer::capture_textures(Pending& p, TexturePlan plan) {
+  format::Manifest& m = p.manifest;
+  for (const auto& s : plan.memory) {
+    const bool tracked = std::any_of(p.regions.begin(), p.regions.end(), [&](const RegionState& st) {
+      return st.region.kind != MemKind::Global && s.address >= st.region.base &&
+             s.address - st.region.base + s.bytes <= st.region.size;
+    });
+    if (!tracked)
+      input_error(fmt::format("this launch cannot be captured: a texture reads {} at {}, which is not inside one "
+                              "allocation kerncap tracked (memory allocated before kerncap was loaded?)",
+                              human_bytes(s.bytes), hex_addr(s.address)));
+  }
+  if (plan.textures.empty()) return;
+  uint32_t id = static_cast<uint32_t>(m.regions.size());
+  uint64_t bytes = 0, base = format::kArrayRegionBase;
+  for (size_t i = 0; i < plan.textures.arrays.size(); ++i) {
+    format::ArrayRecord& a = plan.textures.arrays[i];
+    a.region = id++;
+    ArrayState as;
+    as.record = a;
+    as.source = plan.sources[i];
+    as.st.region.id = a.region;
+    as.st.region.kind = MemKind::Array;
+    as.st.region.size = format::array_bytes(a);
+    as.st.region.base = base;
+    base += (as.st.region.size + 0xffff) & ~uint64_t{0xffff};  // apart, 64 KiB aligned
+    const std::vector<uint8_t> contents = read_array(a, as.source);
+    snapshot_before_bytes(as.st, contents, p.writer->chunks(), config_.chunk_bytes);
+    bytes += contents.size();
+    m.regions.push_back(as.st.region);
+    p.arrays.push_back(std::move(as));
+  }
+  m.before_bytes += bytes;
+  log::info("textures: {} texture/surface handles in the parameters, {} objects, {} CUDA arrays ({})",
+            plan.textures.handles.size(), plan.textures.objects.size(), plan.textures.arrays.size(),
+            human_bytes(bytes));
+  m.textures = std::move(plan.textures);
 }
 
 void Capturer::omit_unreachable(Pending& p, std::span<const uint8_t> params) {
@@ -344,6 +400,8 @@ void Capturer::finish_capture(const CUpti_CallbackData* cb) {
         snapshot_after(*p->stager, st, after, config_.chunk_bytes, m.after, progress);
       }
     }
+    for (const auto& as : p->arrays)  // written through surfaces
+      snapshot_after_bytes(as.st, read_array(as.record, as.source), after, config_.chunk_bytes, m.after);
     after.close();
     progress.done();
     m.after_bytes = 0;
@@ -353,6 +411,7 @@ void Capturer::finish_capture(const CUpti_CallbackData* cb) {
     // BEFORE's chunks were compressed and written while the launch and AFTER ran.
     std::vector<std::vector<size_t>> tickets;
     for (const auto& st : p->regions) tickets.push_back(st.tickets);
+    for (const auto& as : p->arrays) tickets.push_back(as.st.tickets);
     const auto chunk_start = std::chrono::steady_clock::now();
     const format::ChunkStats cs = p->writer->finish_chunks(m, tickets);
     log::info("chunks: {} stored in {} chunks, {} distinct: {} in files ({} newly written{}; {} kept uncompressed); "

@@ -14,6 +14,7 @@
 #include "capture/inventory.hpp"
 #include "capture/seams.hpp"
 #include "capture/snapshot.hpp"
+#include "capture/texture_plan.hpp"
 #include "format/capture_writer.hpp"
 #include "format/manifest.hpp"
 
@@ -26,9 +27,17 @@ class Capturer final : public TargetCapture {
   void finish(const CUpti_CallbackData& exit) override;
 
  private:
+  // A CUDA array the launch reaches through a texture or surface object: its region (after
+  // the memory regions in the manifest) and where to read it again for AFTER.
+  struct ArrayState {
+    RegionState st;
+    format::ArrayRecord record;
+    TexturePlan::Source source;
+  };
   struct Pending {
     format::Manifest manifest;
     std::vector<RegionState> regions;
+    std::vector<ArrayState> arrays;
     std::unique_ptr<format::CaptureWriter> writer;  // the capture directory being written
     std::unique_ptr<Stager> stager;
     std::unique_ptr<GpuScanner> scanner;  // null: every region is read whole
@@ -40,7 +49,11 @@ class Capturer final : public TargetCapture {
   void finish_capture(const CUpti_CallbackData* cb);
   void abandon(const std::string& why);
   // Marks the regions the launch cannot reach (closure.hpp) omitted: none of their bytes is stored.
-  void omit_unreachable(Pending& p, std::span<const uint8_t> params);
+  // `roots`: the parameter bytes, then the addresses texture objects read (as 8-byte words).
+  void omit_unreachable(Pending& p, std::span<const uint8_t> roots);
+  // The arrays of `plan` read and stored as regions after the memory regions; the manifest's
+  // textures section. Throws when the memory a texture reads is not tracked.
+  void capture_textures(Pending& p, TexturePlan plan);
 
   Config config_;
   const Inventory& inventory_;

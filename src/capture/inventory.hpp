@@ -4,6 +4,7 @@
 // hold the target. Filled by LaunchWatcher, read by Capturer at the target launch.
 #include "capture/config.hpp"
 #include "capture/image_store.hpp"
+#include "capture/texture_tracker.hpp"
 #include "capture/tracker.hpp"
 #include "names/match.hpp"
 #include "format/out_layout.hpp"
@@ -20,6 +21,7 @@ struct Inventory {
 
   names::Matcher matcher;
   Tracker tracker;
+  TextureTracker textures;  // CUDA arrays, texture and surface objects
   ImageStore images;  // refers to `matcher`
 };
 

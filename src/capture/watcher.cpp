@@ -47,6 +47,7 @@ LaunchWatcher::LaunchWatcher(const Config& config, Inventory& inventory, LaunchQ
 
 std::vector<CUpti_CallbackId> LaunchWatcher::driver_callback_ids() {
   std::vector<CUpti_CallbackId> ids = Tracker::callback_ids();
+  for (auto id : TextureTracker::callback_ids()) ids.push_back(id);
   for (auto id : launch_callback_ids()) ids.push_back(id);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx);
@@ -96,6 +97,7 @@ void LaunchWatcher::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     return;
   }
   if (inventory_.tracker.on_driver_api(cbid, cb)) return;
+  if (inventory_.textures.on_driver_api(cbid, cb)) return;
   if (graphs_ && !done_ && graphs_->on_driver_api(cbid, cb)) return;
   if (is_graph_launch(cbid) && graphs_) {
     on_graph_launch(cb);

@@ -89,6 +89,27 @@ void run_info(const std::string& dir, bool json, bool verify, int& exit_code) {
                              r.pruned.empty() ? "" : fmt::format("  pruned {:>10}", human_bytes(format::pruned_bytes(r))),
                              r.global);
   }
+  const format::Textures& t = m.textures;
+  if (!t.empty())
+    std::cout << fmt::format("textures   {} handles in the parameters, {} texture/surface objects, {} CUDA arrays\n",
+                             t.handles.size(), t.objects.size(), t.arrays.size());
+  for (const auto& o : t.objects) {
+    std::string res = format::to_string(o.resource);
+    if (o.resource == format::ResourceType::Array || o.resource == format::ResourceType::MipmappedArray) {
+      const format::ArrayRecord* a = t.find_array(o.array);
+      if (a)
+        res += fmt::format(" {}x{}x{} {}x{} flags {:#x}{} (region {})", a->width, a->height, a->depth,
+                           format::array_format_name(a->format), a->channels, a->flags,
+                           a->levels ? fmt::format(", {} levels", a->levels) : "", a->region);
+    } else {
+      res += fmt::format(" at {}, {}", hex_addr(o.address), human_bytes(o.memory_bytes()));
+    }
+    std::string at;
+    for (const auto& h : t.handles)
+      if (h.object == o.id) at += fmt::format("{}{}", at.empty() ? "" : ", ", h.offset);
+    std::cout << fmt::format("  {:>4} {:<8} {:#x} at parameter offset {}: {}\n", o.id, o.surface ? "surface" : "texture",
+                             o.handle, at.empty() ? "none" : at, res);
+  }
   exit_code = 0;
 }
 

@@ -27,7 +27,9 @@ namespace kerncap {
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy) X(cuModuleGetFunctionCount)       \
   X(cuModuleEnumerateFunctions) X(cuMemHostGetDevicePointer) X(cuCtxGetId) X(cuCtxPushCurrent)   \
   X(cuCtxPopCurrent) X(cuMemAllocHost) X(cuMemcpyAsync) X(cuMemsetD8Async) X(cuDeviceGetPCIBusId) \
-  X(cuMemGetAccess)
+  X(cuMemGetAccess) X(cuArray3DCreate) X(cuArrayDestroy) X(cuMipmappedArrayCreate)               \
+  X(cuMipmappedArrayGetLevel) X(cuMipmappedArrayDestroy) X(cuMemcpy3D) X(cuTexObjectCreate)       \
+  X(cuTexObjectDestroy) X(cuSurfObjectCreate) X(cuSurfObjectDestroy)
 
 struct Driver {
 #define KERNCAP_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;

@@ -71,7 +71,7 @@ ChunkStats CaptureWriter::finish_chunks(Manifest& m, const std::vector<std::vect
     m.regions[i].chunks.clear();
     for (size_t t : tickets[i]) m.regions[i].chunks.push_back(w.ref(t));
   }
-  m.format_version = kFormatVersion;
+  m.format_version = format_version_for(m);
   m.external_store = !store_.empty();
   m.store_hint = store_.empty() ? "" : store_.string();
   for (char& c : m.store_hint)  // for messages only; the reader refuses control characters

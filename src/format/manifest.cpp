@@ -6,11 +6,12 @@
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "format/chunk_store.hpp"
+#include "format/textures_json.hpp"
 
 namespace kerncap::format {
 namespace {
 
-constexpr std::array<std::pair<MemKind, const char*>, 8> kKinds{{
+constexpr std::array<std::pair<MemKind, const char*>, 9> kKinds{{
     {MemKind::Device, "device"},
     {MemKind::Pitch, "pitch"},
     {MemKind::Async, "async"},
@@ -19,6 +20,7 @@ constexpr std::array<std::pair<MemKind, const char*>, 8> kKinds{{
     {MemKind::HostRegistered, "host_registered"},
     {MemKind::Vmm, "vmm"},
     {MemKind::Global, "global"},
+    {MemKind::Array, "array"},
 }};
 
 std::string bytes_to_hex(const std::vector<uint8_t>& b) {
@@ -64,6 +66,13 @@ size_t Manifest::peer_regions() const {
   size_t n = 0;
   for (const auto& r : regions) n += r.device >= 0 && r.device != device_ordinal;
   return n;
+}
+
+int format_version_for(const Manifest& m) {
+  if (!m.textures.empty()) return kFormatVersion;
+  for (const auto& r : m.regions)
+    if (r.kind == MemKind::Array) return kFormatVersion;
+  return 3;
 }
 
 nlohmann::json to_json(const Manifest& m) {
@@ -133,6 +142,7 @@ nlohmann::json to_json(const Manifest& m) {
   if (m.external_store) j["chunk_store"] = {{"external", true}, {"hint", m.store_hint}};
   j["after"] = {{"file", m.after_file}, {"chunk_bytes", m.chunk_bytes}, {"runs", runs}};
   j["stats"] = {{"before_bytes", m.before_bytes}, {"after_bytes", m.after_bytes}, {"capture_seconds", m.capture_seconds}};
+  if (!m.textures.empty()) j["textures"] = textures_to_json(m.textures);
   if (m.in_app_median_ns) j["in_app_median_ns"] = *m.in_app_median_ns;
   if (m.in_app_median_ns && m.in_app_samples) j["in_app_samples"] = m.in_app_samples;
   if (m.in_app_median_ns && m.in_app_launches) j["in_app_launches"] = m.in_app_launches;

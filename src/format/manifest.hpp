@@ -18,18 +18,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include "format/textures.hpp"
+
 namespace kerncap::format {
 
+// 4: CUDA arrays, texture and surface objects (Manifest::textures, regions of kind array);
+//    written only by captures that have them, so others stay readable by older kerncaps.
 // 3: a region's stored bytes are a list of compressed, content-addressed chunks
 //    (Region::chunks) instead of a file, and may have been pruned (Region::pruned).
 // 2: regions may be sparse (Region::stored); 1 is still read (every region stored whole).
-inline constexpr int kFormatVersion = 3;
+inline constexpr int kFormatVersion = 4;
 inline constexpr int kOldestFormatVersion = 1;
 inline constexpr const char* kFormatName = "kerncap-capture";
 
 // What kind of memory a region was in the application. Replay restores every kind as
 // device memory at the same virtual address: the kernel cannot tell the difference.
-enum class MemKind { Device, Pitch, Async, Managed, HostMapped, HostRegistered, Vmm, Global };
+// Array: the contents of a CUDA array (textures.hpp), which has no address; its base is a
+// made-up one at or above kArrayRegionBase.
+enum class MemKind { Device, Pitch, Async, Managed, HostMapped, HostRegistered, Vmm, Global, Array };
 std::string to_string(MemKind k);
 MemKind mem_kind_from_string(const std::string& s);
 
@@ -170,6 +176,9 @@ struct Manifest {
   uint64_t after_bytes = 0;
   double capture_seconds = 0;
 
+  // Version 4: CUDA arrays, texture and surface objects the launch's parameters name.
+  Textures textures;
+
   // In-app time: the median GPU duration (ns) of the application's launches of this kernel
   // with this grid, block and dynamic shared memory, the captured one included, the first of
   // them left out when there are others (CUPTI kernel records); absent when unknown.
@@ -197,6 +206,9 @@ inline constexpr uint64_t kMaxParamBytes = 1u << 16;      // CUDA allows 32,764 
 inline constexpr size_t kMaxLaunchAttrBytes = 64;         // sizeof(CUlaunchAttributeValue)
 inline constexpr int kMaxComputeCapability = 99;          // per part, major and minor
 inline constexpr int kMaxDeviceOrdinal = 1023;
+
+// The version a manifest is written with: the oldest that can hold what it holds.
+int format_version_for(const Manifest& m);
 
 nlohmann::json to_json(const Manifest& m);
 // The strict reader (manifest_read.cpp): every field of exactly its type and range, then

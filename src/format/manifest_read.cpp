@@ -7,6 +7,7 @@
 #include "format/manifest.hpp"
 #include "format/safe_file.hpp"
 #include "format/strict_json.hpp"
+#include "format/textures_json.hpp"
 
 namespace kerncap::format {
 namespace {
@@ -98,6 +99,8 @@ void read_memory(const JsonField& top, Manifest& m) {
     } catch (const Error&) {
       kind.fail(fmt::format("is an unknown memory kind '{}'", k));
     }
+    if (reg.kind == MemKind::Array && m.format_version < 4)
+      kind.fail("is 'array' in a capture of format version 3 or older (CUDA arrays came with version 4)");
     reg.base = r.at("base").hex();
     reg.size = r.at("size").u64();
     // Version 3: a file, or the chunks that hold the stored bytes; exactly one of them.
@@ -220,6 +223,11 @@ Manifest read(const nlohmann::json& j) {
     if (const auto f = st->find("before_bytes")) m.before_bytes = f->u64();
     if (const auto f = st->find("after_bytes")) m.after_bytes = f->u64();
     if (const auto f = st->find("capture_seconds")) m.capture_seconds = f->number();
+  }
+  if (const auto t = top.find("textures")) {
+    if (m.format_version < 4)
+      t->fail("appears in a capture of format version 3 or older (textures and surfaces came with version 4)");
+    m.textures = textures_from_json(*t);
   }
   if (const auto f = top.find("in_app_median_ns")) {  // optional; when present, a number >= 0
     const double v = f->number();

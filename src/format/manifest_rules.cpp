@@ -12,6 +12,7 @@
 #include "common/hex.hpp"
 #include "format/chunk_store.hpp"
 #include "format/manifest.hpp"
+#include "format/textures_json.hpp"
 
 namespace kerncap::format {
 namespace {
@@ -120,6 +121,9 @@ void check_regions(const Manifest& m) {
     const Region& r = m.regions[i];
     if (!ids.insert(r.id).second) bad(fmt::format("regions[{}] repeats region id {}", i, r.id));
     checked_add(r.base, r.size, fmt::format("regions[{}] (base + size)", i));
+    if ((r.kind == MemKind::Array) != (r.base >= kArrayRegionBase))
+      bad(fmt::format("regions[{}] ({}) has base {}: CUDA arrays' contents, and only they, lie at or above {}", i,
+                      to_string(r.kind), hex_addr(r.base), hex_addr(kArrayRegionBase)));
     if (r.kind == MemKind::Global && r.global.empty())
       bad(fmt::format("regions[{}] is a module global without a symbol name ('global')", i));
     if (r.stored) check_stored(*r.stored, r.size, i);
@@ -187,6 +191,7 @@ void check_manifest(const Manifest& m) {
   check_params(m);
   check_regions(m);
   check_after(m);
+  check_textures(m);
 }
 
 }  // namespace kerncap::format

@@ -110,6 +110,15 @@ bool chunk_name(const std::string& name, std::pair<uint64_t, uint64_t>* key) {
   return true;
 }
 
+// A linear or pitch2D texture reads the region: the footprint does not see texture fetches.
+bool read_through_texture(const Manifest& m, const Region& r) {
+  for (const auto& o : m.textures.objects)
+    if ((o.resource == ResourceType::Linear || o.resource == ResourceType::Pitch2D) && r.kind != MemKind::Array &&
+        o.address >= r.base && o.address - r.base < r.size)
+      return true;
+  return false;
+}
+
 }  // namespace
 
 bool PrunePlan::changed() const {
@@ -140,6 +149,11 @@ PrunePlan plan_prune(const Manifest& m, const Footprint& f) {
     rp.stored_before = rp.stored_after = total(old_stored);
     if (r.omitted) {
       rp.kept_whole = "omitted by the closure (nothing stored)";
+    } else if (read_through_texture(m, r)) {
+      rp.kept_whole = "read through a texture (texture reads are not in the footprint); kept";
+    } else if (r.kind == MemKind::Array) {
+      // Read through the texture unit or written through surfaces: the sanitizer sees neither.
+      rp.kept_whole = "a CUDA array (its texture and surface accesses are not in the footprint); kept";
     } else if (fr.probed) {
       // Its writes were found by poisoning: the sanitizer saw none of its accesses, so its
       // reads (TMA bulk copies) are unknown.
@@ -199,7 +213,7 @@ PruneResult prune_capture(const std::filesystem::path& dir_in, bool dry_run) {
   // 1. The kept bytes of every changed region, as chunks (those equal to existing chunks are
   //    not written again).
   Manifest nm = c.manifest;
-  nm.format_version = kFormatVersion;
+  nm.format_version = format_version_for(nm);
   ChunkWriter::Options o;
   o.dir = c.manifest.external_store ? *c.store : c.dir / kChunkDir;
   ChunkWriter w(o);

@@ -77,14 +77,15 @@ void Session::open(const Options& options) {
   std::vector<Span> fixed;  // regions that must come back at their address (not globals)
   std::vector<size_t> fixed_index;
   for (size_t i = 0; i < m.regions.size(); ++i) {
-    if (m.regions[i].kind == MemKind::Global) continue;
+    // Globals live where the module puts them, arrays' contents where cuMemAlloc does.
+    if (m.regions[i].kind == MemKind::Global || m.regions[i].kind == MemKind::Array) continue;
     fixed.push_back({m.regions[i].base, m.regions[i].base + m.regions[i].size});
     fixed_index.push_back(i);
   }
   space_ = std::make_unique<AddressSpace>(dev_, options.allow_relocate);
   if (options.collide_region) {
     const format::Region* r = m.find_region(*options.collide_region);
-    if (!r || r->kind == MemKind::Global)
+    if (!r || r->kind == MemKind::Global || r->kind == MemKind::Array)
       usage_error(fmt::format("--collide {}: no such (non-global) region in the capture", *options.collide_region));
     space_->occupy_for_test({r->base, r->base + r->size});
   }
@@ -96,6 +97,13 @@ void Session::open(const Options& options) {
   space_->map();
   addresses_.assign(m.regions.size(), 0);
   for (size_t k = 0; k < fixed_index.size(); ++k) addresses_[fixed_index[k]] = space_->address_of(k);
+  for (size_t i = 0; i < m.regions.size(); ++i) {
+    if (m.regions[i].kind != MemKind::Array) continue;
+    CUdeviceptr p = 0;
+    KC_CU(cuMemAlloc(&p, m.regions[i].size));
+    array_buffers_.push_back(p);
+    addresses_[i] = p;
+  }
   void* a = nullptr;
   void* b = nullptr;
   KC_CU(cuMemHostAlloc(&a, staging_bytes_, 0));
@@ -125,6 +133,13 @@ void Session::open(const Options& options) {
       input_error(fmt::format("parameter slot at offset {} lies outside the {}-byte parameter buffer", s.offset,
                               params_.size()));
     param_ptrs_.push_back(params_.data() + s.offset);
+  }
+  // 5. CUDA arrays, texture and surface objects (their handles are written by restore()).
+  if (!m.textures.empty()) {
+    textures_.create(
+        m, [&](size_t i) { return addresses_.at(i); }, [&](uint64_t captured) { return translate(captured); });
+    log::info("re-created {} CUDA arrays and {} texture/surface objects", m.textures.arrays.size(),
+              m.textures.objects.size());
   }
   for (const auto& la : m.launch_attrs) {
     if (!replayable_attr(la.id)) {
@@ -162,6 +177,9 @@ void Session::release() noexcept {
   staged_[0] = staged_[1] = nullptr;
   if (stream_) release(d.cuStreamDestroy(stream_), "cuStreamDestroy");
   active_ = nullptr;
+  textures_.release();
+  for (CUdeviceptr p : array_buffers_) release(d.cuMemFree(p), "cuMemFree");
+  array_buffers_.clear();
   free_image(variant_);
   free_image(captured_);
   if (staging_a_) release(d.cuMemFreeHost(staging_a_), "cuMemFreeHost");
@@ -390,7 +408,8 @@ RestoreStats Session::restore() {
         for (size_t k = 0; k < batch.size(); ++k) batch[k].out = buf + places[k];
         in.read_pieces(batch);
         for (const auto& p : batch) {
-          st.rewritten_words += reloc.rewrite(p.out, p.size, r.base + p.offset);
+          // An array's texels are not pointers (and its region has no address).
+          if (r.kind != MemKind::Array) st.rewritten_words += reloc.rewrite(p.out, p.size, r.base + p.offset);
           if (filter_) filter_(i, p.offset, p.out, p.size);
           KC_CU(cuMemcpyHtoDAsync(addresses_[i] + p.offset, p.out, p.size, stream_));
           st.copied += p.size;
@@ -444,6 +463,9 @@ RestoreStats Session::restore() {
   std::vector<uint8_t> fresh = capture_.read(m.params_file, "parameter bytes");
   std::memcpy(params_.data(), fresh.data(), std::min(fresh.size(), params_.size()));
   st.rewritten_words += reloc.rewrite(params_.data(), params_.size(), 0);
+  // The arrays hold what their regions now hold; the parameters name the new objects.
+  textures_.upload();
+  textures_.patch(params_);
   return st;
 }
 
@@ -480,6 +502,7 @@ void Session::synchronize() {
   if (r != CUDA_SUCCESS)
     device_error(cu_error_text(r, "the replayed kernel", __FILE__, __LINE__) +
                  " (the kernel faulted: memory it touches may not be in the capture; try `make sanitize`)");
+  textures_.download();  // what surfaces wrote, where comparison reads it
 }
 
 float Session::launch() {

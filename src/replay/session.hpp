@@ -15,6 +15,7 @@
 #include "format/capture_dir.hpp"
 #include "replay/address_space.hpp"
 #include "replay/device_choice.hpp"
+#include "replay/textures.hpp"
 #include "replay/variant_image.hpp"
 
 namespace kerncap::replay {
@@ -152,6 +153,8 @@ class Session {
   CUevent ev_start_ = nullptr, ev_stop_ = nullptr;
   CUevent staged_[2] = {nullptr, nullptr};  // the copy out of staging buffer a / b ended
   std::vector<uint64_t> addresses_;
+  std::vector<CUdeviceptr> array_buffers_;  // regions of kind array: linear copies of the arrays
+  ReplayTextures textures_;                 // arrays, texture and surface objects re-created
   std::vector<uint8_t> params_;
   std::vector<void*> param_ptrs_;
   std::vector<CUlaunchAttribute> attrs_;

@@ -88,6 +88,7 @@ inline format::Manifest write_chunked_capture(const std::filesystem::path& out, 
   for (size_t t : tickets) r.chunks.push_back(w.ref(t));
   m.external_store = !store.empty();
   m.store_hint = store.string();
+  m.format_version = format_version_for(m);  // 3: no textures
   std::filesystem::remove(dir / kManifestName);
   write_json_atomic(dir / kManifestName, to_json(m));
   return m;
