@@ -1,12 +1,15 @@
 #pragma once
-// Capture mode's work at the target launch (LaunchWatcher decides which launch that is):
+// Capture mode's work at a target launch (LaunchWatcher decides which launch that is):
 // take BEFORE at API entry (after a synchronise), let the launch run, take AFTER at API
-// exit, and publish the capture directory. Every driver call here is checked.
+// exit, and publish the capture directory (the target's own OUT when there are several).
+// Every driver call here is checked.
 #include <cupti.h>
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 
 #include "capture/gpu_scan.hpp"
@@ -27,6 +30,8 @@ class Capturer final : public TargetCapture {
 
  private:
   struct Pending {
+    Config config;  // for_target(): this target's output, pattern and dispatch
+    bool stop_after = false;
     format::Manifest manifest;
     std::vector<RegionState> regions;
     std::unique_ptr<format::CaptureWriter> writer;  // the capture directory being written
@@ -35,16 +40,16 @@ class Capturer final : public TargetCapture {
     std::chrono::steady_clock::time_point start;
   };
 
-  void begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, const std::string& mangled,
-                     uint64_t launch_index);
-  void finish_capture(const CUpti_CallbackData* cb);
+  void begin_capture(const TargetLaunch& t);
+  void finish_capture(std::unique_ptr<Pending> p, const CUpti_CallbackData* cb);
   void abandon(const std::string& why);
   // Marks the regions the launch cannot reach (closure.hpp) omitted: none of their bytes is stored.
   void omit_unreachable(Pending& p, std::span<const uint8_t> params);
 
   Config config_;
   const Inventory& inventory_;
-  std::unique_ptr<Pending> pending_;
+  std::mutex mu_;
+  std::map<uint32_t, std::unique_ptr<Pending>> pending_;  // by the launch's correlation id
 };
 
 }  // namespace kerncap::capture
