@@ -8,7 +8,8 @@
 //   OUT/targets.json       the index: each target's pattern, match, dispatch, directory,
 //                          whether it was captured and, if not, why (kTargetsIndexFormat)
 //   OUT/NN-<name>/         one reproducer directory per target (NN: its place in the list,
-//                          from 00; <name>: from its kernel, filesystem-safe)
+//                          from 00; <name>: its --kernel pattern, or the demangled name of a
+//                          --from kernel, filesystem-safe)
 //   OUT/.kerncap/          the library's events for the whole run (each line names its target)
 //   OUT/triton/            what the Triton shim recorded (copied into each Triton target's dir)
 #include <cstdint>
