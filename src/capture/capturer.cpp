@@ -100,42 +100,57 @@ Capturer::Capturer(Config config, const Inventory& inventory)
 }
 
 bool Capturer::begin(const TargetLaunch& t) {
+  std::unique_ptr<Pending> p;  // the capture being begun, until it is pending
   try {
-    begin_capture(t.cbid, t.entry, t.mangled, t.launch_index);
+    begin_capture(t, p);
     return true;
   } catch (const std::exception& e) {
-    abandon(e.what());
+    abandon(e.what(), p.get());
   } catch (...) {
-    abandon("internal error");
+    abandon("internal error", p.get());
   }
   return false;
 }
 
 void Capturer::finish(const CUpti_CallbackData& exit) {
   try {
-    finish_capture(&exit);
+    std::unique_ptr<Pending> p;
+    {
+      std::lock_guard lk(mu_);
+      auto it = pending_.find(exit.correlationId);
+      if (it == pending_.end()) return;
+      p = std::move(it->second);
+      pending_.erase(it);
+    }
+    finish_capture(std::move(p), &exit);
   } catch (...) {
     // finish_capture reports its own failures; this only keeps the callback from throwing.
   }
 }
 
-void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, const std::string& mangled,
-                             uint64_t launch_index) {
+void Capturer::begin_capture(const TargetLaunch& t, std::unique_ptr<Pending>& p) {
+  const CUpti_CallbackId cbid = t.cbid;
+  const CUpti_CallbackData* cb = t.entry;
+  const std::string& mangled = t.mangled;
+  const uint64_t launch_index = t.launch_index;
   ContextScope ctx(cb->context);
-  auto p = std::make_unique<Pending>();
+  p = std::make_unique<Pending>();
+  p->config = format::config_for_target(config_, t.target);
+  p->stop_after = t.stop_after;
+  const Config& cfg = p->config;  // this target's
   p->start = std::chrono::steady_clock::now();
-  p->writer = std::make_unique<format::CaptureWriter>(config_.output, ::getpid());
-  p->writer->set_chunk_store(config_.store, config_.zstd_level);
+  p->writer = std::make_unique<format::CaptureWriter>(cfg.output, ::getpid());
+  p->writer->set_chunk_store(cfg.store, cfg.zstd_level);
   format::Manifest& m = p->manifest;
   m.tool_version = KERNCAP_VERSION;
-  m.config = config_.to_json();
+  m.config = cfg.to_json();
   m.pid = ::getpid();
   m.command = read_cmdline();
   m.mangled_name = mangled;
   m.demangled_name = names::demangle(mangled);
-  m.dispatch = config_.dispatch;
+  m.dispatch = cfg.dispatch;
   m.launch_index = launch_index;
-  m.chunk_bytes = config_.chunk_bytes;
+  m.chunk_bytes = cfg.chunk_bytes;
   log::info("capturing launch {} of {} (dispatch {})", m.launch_index, m.demangled_name, m.dispatch);
 
   if (!driver_missing_entries().empty()) log::debug("driver lacks: {}", driver_missing_entries());
@@ -232,12 +247,12 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
   // The device scan: zero chunks are not copied (the region is stored sparse), and AFTER
   // later copies only the chunks whose signature changed.
   std::string why_not;
-  if (!config_.device_scan) why_not = "KERNCAP_DEVICE_SCAN=0";
-  else if (config_.chunk_bytes % 8 == 0) p->scanner = GpuScanner::create(&why_not);
+  if (!cfg.device_scan) why_not = "KERNCAP_DEVICE_SCAN=0";
+  else if (cfg.chunk_bytes % 8 == 0) p->scanner = GpuScanner::create(&why_not);
   else why_not = "the chunk size is not a multiple of 8 bytes";
   if (!p->scanner) log::info("device scan unavailable ({}): every byte of every region is read", why_not);
-  p->stager = std::make_unique<Stager>(config_.staging_bytes);
-  if (p->scanner && !config_.closure_all) {
+  p->stager = std::make_unique<Stager>(cfg.staging_bytes);
+  if (p->scanner && !cfg.closure_all) {
     try {
       omit_unreachable(*p, roots);
     } catch (const std::exception& e) {
@@ -256,11 +271,11 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
       continue;
     }
     // Omitted regions are scanned too: AFTER then sees a write into one (a closure gap).
-    st.hashes = p->scanner->scan(st.address, st.region.size, config_.chunk_bytes);
+    st.hashes = p->scanner->scan(st.address, st.region.size, cfg.chunk_bytes);
     st.scanned = true;
     scanned_bytes += st.region.size;
     if (st.region.omitted) continue;
-    stored[i] = nonzero_runs(st.hashes, st.region.size, config_.chunk_bytes,
+    stored[i] = nonzero_runs(st.hashes, st.region.size, cfg.chunk_bytes,
                              merge_gap(st.region.size, kMaxStoredRuns, kMinZeroGap));
     for (const auto& r : stored[i]) to_store += r.size;
   }
@@ -271,18 +286,19 @@ void Capturer::begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
             human_bytes(total), human_bytes(to_store));
   // Before compression: the most the chunks can take (a shared store may already hold some).
   format::check_disk_space(p->writer->chunks().dir(), to_store);
-  Progress progress("snapshot BEFORE", total, config_.verbose >= 1);
+  Progress progress("snapshot BEFORE", total, cfg.verbose >= 1);
   for (size_t i = 0; i < p->regions.size(); ++i) {
     RegionState& st = p->regions[i];
     if (st.scanned)
       snapshot_before_sparse(*p->stager, st, stored[i], p->writer->chunks(), progress);  // none when omitted
     else
-      snapshot_before(*p->stager, st, p->writer->chunks(), config_.chunk_bytes, progress);
+      snapshot_before(*p->stager, st, p->writer->chunks(), cfg.chunk_bytes, progress);
   }
   progress.done();
   for (const auto& st : p->regions) m.regions.push_back(st.region);
   capture_textures(*p, std::move(textures));
-  pending_ = std::move(p);
+  std::lock_guard lk(mu_);
+  pending_[cb->correlationId] = std::move(p);
 }
 
 void Capturer::capture_textures(Pending& p, TexturePlan plan) {
@@ -368,8 +384,8 @@ void Capturer::omit_unreachable(Pending& p, std::span<const uint8_t> params) {
             human_bytes(omitted_bytes), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
-void Capturer::finish_capture(const CUpti_CallbackData* cb) {
-  std::unique_ptr<Pending> p = std::move(pending_);
+void Capturer::finish_capture(std::unique_ptr<Pending> p, const CUpti_CallbackData* cb) {
+  const Config& cfg = p->config;  // this target's
   ContextScope ctx(cb->context);
   try {
     const auto* rv = static_cast<const CUresult*>(cb->functionReturnValue);
@@ -384,12 +400,12 @@ void Capturer::finish_capture(const CUpti_CallbackData* cb) {
       m.in_app_samples = t->samples;
       m.in_app_launches = t->launches;
     }
-    Progress progress("snapshot AFTER", m.before_bytes, config_.verbose >= 1);
+    Progress progress("snapshot AFTER", m.before_bytes, cfg.verbose >= 1);
     format::BlobWriter after = p->writer->open_after(m);
     for (const auto& st : p->regions) {
       if (st.scanned) {
-        const auto now = p->scanner->scan(st.address, st.region.size, config_.chunk_bytes);
-        const auto changed = changed_runs(st.hashes, now, st.region.size, config_.chunk_bytes);
+        const auto now = p->scanner->scan(st.address, st.region.size, cfg.chunk_bytes);
+        const auto changed = changed_runs(st.hashes, now, st.region.size, cfg.chunk_bytes);
         if (st.region.omitted && !changed.empty())
           log::warn("the launch changed region {} ({} at {}), which no pointer of its parameters reaches, so its "
                     "BEFORE bytes were not stored (a closure gap): validation will say so; extract again with "
@@ -397,7 +413,7 @@ void Capturer::finish_capture(const CUpti_CallbackData* cb) {
                     st.region.id, human_bytes(st.region.size), hex_addr(st.region.base));
         snapshot_after_changed(*p->stager, st, changed, after, m.after, progress);
       } else {
-        snapshot_after(*p->stager, st, after, config_.chunk_bytes, m.after, progress);
+        snapshot_after(*p->stager, st, after, cfg.chunk_bytes, m.after, progress);
       }
     }
     for (const auto& as : p->arrays)  // written through surfaces
@@ -417,33 +433,31 @@ void Capturer::finish_capture(const CUpti_CallbackData* cb) {
     log::info("chunks: {} stored in {} chunks, {} distinct: {} in files ({} newly written{}; {} kept uncompressed); "
               "waited {:.2f} s for them",
               human_bytes(cs.bytes), cs.chunks, cs.unique, human_bytes(cs.file_bytes), cs.written,
-              config_.store.empty() ? "" : " to the shared store", cs.raw,
+              cfg.store.empty() ? "" : " to the shared store", cs.raw,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - chunk_start).count());
     m.capture_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - p->start).count();
     const fs::path final_dir = p->writer->publish(m);
     log::info("captured {} -> {} (BEFORE {}, AFTER {} in {} runs, {:.2f} s)", m.demangled_name, final_dir.string(),
               human_bytes(m.before_bytes), human_bytes(m.after_bytes), m.after.size(), m.capture_seconds);
-    emit(format::events::captured(final_dir.string(), config_.keep_running));
+    emit(format::events::captured(final_dir.string(), !p->stop_after));
   } catch (const std::exception& e) {
-    pending_ = std::move(p);
-    abandon(e.what());
+    abandon(e.what(), p.get());
     return;
   }
-  if (!config_.keep_running) {
+  if (p->stop_after) {
     log::info("stopping the application now that the capture is complete (--continue lets it run on)");
     emit(format::events::stopping());
     std::fflush(nullptr);
     // One rank of a job: a non-zero status makes its launcher end the other ranks (format/rank.hpp).
-    ::_exit(config_.rank >= 0 ? format::kStoppedRankExitStatus : 0);
+    ::_exit(cfg.rank >= 0 ? format::kStoppedRankExitStatus : 0);
   }
 }
 
-void Capturer::abandon(const std::string& why) {
+void Capturer::abandon(const std::string& why, Pending* p) {
   log::warn("capture failed: {}", why);
   emit(format::events::error(why));
   // The partial directory goes now (it may be most of the disk); one line stays in OUT.
-  if (pending_ && pending_->writer) pending_->writer->abandon(why);
-  pending_.reset();
+  if (p && p->writer) p->writer->abandon(why);
 }
 
 }  // namespace kerncap::capture

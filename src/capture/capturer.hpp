@@ -1,12 +1,15 @@
 #pragma once
-// Capture mode's work at the target launch (LaunchWatcher decides which launch that is):
+// Capture mode's work at a target launch (LaunchWatcher decides which launch that is):
 // take BEFORE at API entry (after a synchronise), let the launch run, take AFTER at API
-// exit, and publish the capture directory. Every driver call here is checked.
+// exit, and publish the capture directory (the target's own OUT when there are several).
+// Every driver call here is checked.
 #include <cupti.h>
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 
 #include "capture/gpu_scan.hpp"
@@ -35,6 +38,8 @@ class Capturer final : public TargetCapture {
     TexturePlan::Source source;
   };
   struct Pending {
+    Config config;  // for_target(): this target's output, pattern and dispatch
+    bool stop_after = false;
     format::Manifest manifest;
     std::vector<RegionState> regions;
     std::vector<ArrayState> arrays;
@@ -44,10 +49,11 @@ class Capturer final : public TargetCapture {
     std::chrono::steady_clock::time_point start;
   };
 
-  void begin_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, const std::string& mangled,
-                     uint64_t launch_index);
-  void finish_capture(const CUpti_CallbackData* cb);
-  void abandon(const std::string& why);
+  void begin_capture(const TargetLaunch& t, std::unique_ptr<Pending>& p);
+  void finish_capture(std::unique_ptr<Pending> p, const CUpti_CallbackData* cb);
+  // Reports a failed capture; `p` (when one was begun) has its partial directory removed,
+  // leaving one line in OUT that says what happened.
+  void abandon(const std::string& why, Pending* p);
   // Marks the regions the launch cannot reach (closure.hpp) omitted: none of their bytes is stored.
   // `roots`: the parameter bytes, then the addresses texture objects read (as 8-byte words).
   void omit_unreachable(Pending& p, std::span<const uint8_t> roots);
@@ -57,7 +63,8 @@ class Capturer final : public TargetCapture {
 
   Config config_;
   const Inventory& inventory_;
-  std::unique_ptr<Pending> pending_;
+  std::mutex mu_;
+  std::map<uint32_t, std::unique_ptr<Pending>> pending_;  // by the launch's correlation id
 };
 
 }  // namespace kerncap::capture

@@ -12,7 +12,11 @@ namespace kerncap::capture {
 namespace {
 std::mutex g_mu;
 int g_fd = -1;
+thread_local int t_target = -1;
 }  // namespace
+
+EventTargetScope::EventTargetScope(int target) : previous_(t_target) { t_target = target; }
+EventTargetScope::~EventTargetScope() { t_target = previous_; }
 
 void events_open(const std::string& output_dir) {
   std::lock_guard lk(g_mu);
@@ -25,6 +29,10 @@ void events_open(const std::string& output_dir) {
 void emit(nlohmann::json event) {
   try {
     event["pid"] = ::getpid();
+    if (t_target >= 0 && !event.contains("target")) {
+      const std::string kind = event.value("event", "");
+      if (kind == "error" || kind == "captured") event["target"] = t_target;
+    }
     std::string line = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     std::lock_guard lk(g_mu);
     if (g_fd >= 0) {

@@ -12,4 +12,17 @@ namespace kerncap::capture {
 void events_open(const std::string& output_dir);
 void emit(nlohmann::json event);  // adds "pid"; never throws
 
+// Several targets: while one lives, the error and captured lines this thread emits name
+// that target (format/events.hpp), so that Capturer and GraphCapturer need not know.
+class EventTargetScope {
+ public:
+  explicit EventTargetScope(int target);  // -1: one target, nothing is added
+  ~EventTargetScope();
+  EventTargetScope(const EventTargetScope&) = delete;
+  EventTargetScope& operator=(const EventTargetScope&) = delete;
+
+ private:
+  int previous_;
+};
+
 }  // namespace kerncap::capture

@@ -136,7 +136,7 @@ void GraphCapturer::capture(const GraphTarget& t) {
     report_failure("capture failed inside a CUDA graph launch");
   }
   if (!ran) return;
-  if (!config_.keep_running) stop_after_failure();
+  if (!t.keep_running) stop_after_failure();
   log::warn("the application's memory could not be put back after the failed capture: its results may differ");
 }
 
@@ -149,7 +149,7 @@ void GraphCapturer::run(const GraphTarget& t, bool* ran) {
   KC_CU(cuCtxSynchronize());
   // Kept before anything of the graph runs: the application's launch must start from it.
   std::optional<SavedState> saved;
-  if (config_.keep_running) {
+  if (t.keep_running) {
     saved.emplace(inventory_.tracker.live());
     log::info("kept {} of the application's memory to put back after the capture", human_bytes(saved->bytes()));
   }
@@ -186,7 +186,8 @@ void GraphCapturer::run(const GraphTarget& t, bool* ran) {
     entry.functionParams = &lp;
     entry.functionReturnValue = &result;
     entry.symbolName = nullptr;
-    if (capturer_.begin(TargetLaunch{CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &entry, k.mangled, t.launch_index})) {
+    if (capturer_.begin(TargetLaunch{CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &entry, k.mangled, t.launch_index,
+                                     t.target, !t.keep_running})) {
       *ran = true;
       result = KC_CU_TRY(cuLaunchKernelEx(&cfg, k.f, lp.kernelParams, nullptr));
       CUpti_CallbackData exit = entry;

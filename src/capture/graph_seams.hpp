@@ -63,6 +63,10 @@ struct GraphTarget {
   const GraphExec* graph = nullptr;  // what the tracker knows of `exec`
   size_t node = 0;                    // the target's index in graph->nodes
   uint64_t launch_index = 0;          // among all launches this process made, from 0
+  int target = -1;                    // several targets: which one; -1: the one
+  // The application goes on after this capture (--continue, or other targets still wait):
+  // its memory is kept and put back before its graph launch runs.
+  bool keep_running = false;
 };
 
 // What happens at a target inside a graph launch: run its ancestors, BEFORE, the target as

@@ -33,15 +33,18 @@ void LaunchWatcher::on_graph_launch(const CUpti_CallbackData* cb) {
     // The graph becomes a child node of the graph being captured and runs only with it.
     for (const auto& n : g->nodes) {
       if (!n.kernel) continue;
-      const std::string dem = names::demangle(n.kernel->mangled);
-      if (!inventory_.matcher.matches(n.kernel->mangled, dem)) continue;
       std::lock_guard lk(mu_);
+      const std::vector<int> live = waiting(matching(n.kernel->mangled));
+      if (live.empty()) continue;
+      const std::string dem = names::demangle(n.kernel->mangled);
       if (!nested_note_)
         log::warn("a CUDA graph holding {} was launched on a stream that is itself being captured into another "
                   "graph: that launch does not run now, and kernels inside nested graphs cannot be captured",
                   dem);
       nested_note_ = true;
-      emit(format::events::skipped(n.kernel->mangled, "graph launched on a stream capturing another CUDA graph"));
+      nlohmann::json line = format::events::skipped(n.kernel->mangled, format::events::SkipReason::NestedGraph);
+      if (multi_) format::events::add_targets(line, live);
+      emit(std::move(line));
     }
     return;
   }
@@ -49,30 +52,40 @@ void LaunchWatcher::on_graph_launch(const CUpti_CallbackData* cb) {
     const GraphNode& n = g->nodes[i];
     if (!n.kernel || !n.enabled) continue;
     uint64_t launch_index = 0;
-    if (!is_target(n.kernel->mangled, p->hStream, &launch_index, false)) {
-      if (done_) return;  // another process claimed the capture
+    const int t = is_target(n.kernel->mangled, p->hStream, &launch_index, false);
+    if (t < 0) {
+      if (done_) return;  // every target taken, or claimed by another process
       continue;
     }
-    done_ = true;
+    EventTargetScope scope(event_target(t));
     const std::string why = split_refusal(*g, i);
     if (!why.empty()) {
       const std::string msg = "cannot capture " + names::demangle(n.kernel->mangled) + " inside a CUDA graph: " + why;
       log::warn("{}", msg);
       emit(format::events::error(msg));
-      return;
+      if (done_) return;
+      continue;
     }
-    graph_target_->capture(GraphTarget{cb, p->hGraphExec, p->hStream, g.get(), i, launch_index});
-    return;
+    // Other targets still waiting: the application must go on with its own results, so its
+    // memory is kept and put back (as with --continue), and this launch's later nodes may
+    // hold them.
+    const bool keep_running = config_.keep_running || !done_;
+    graph_target_->capture(GraphTarget{cb, p->hGraphExec, p->hStream, g.get(), i, launch_index, event_target(t), keep_running});
+    if (done_) return;
   }
 }
 
 void LaunchWatcher::report_unlaunched_graphs() {
   if (done_ || !graphs_) return;
   for (const std::string& mangled : graphs_->unlaunched_kernels()) {
-    const std::string dem = names::demangle(mangled);
-    if (!inventory_.matcher.matches(mangled, dem)) continue;
-    log::warn("{} is in a CUDA graph that was instantiated but never launched, so it never ran there", dem);
-    emit(format::events::skipped(mangled, "only in a CUDA graph that was never launched"));
+    std::lock_guard lk(mu_);
+    const std::vector<int> live = waiting(naming(mangled, names::demangle(mangled)));
+    if (live.empty()) continue;
+    log::warn("{} is in a CUDA graph that was instantiated but never launched, so it never ran there",
+              names::demangle(mangled));
+    nlohmann::json line = format::events::skipped(mangled, format::events::SkipReason::UnlaunchedGraph);
+    if (multi_) format::events::add_targets(line, live);
+    emit(std::move(line));
   }
 }
 

@@ -44,8 +44,10 @@ uint64_t ImageStore::on_module_loaded(const void* data, size_t size) {
   }
   if (readable && kernels.empty()) readable = false;
   if (readable) {
-    bool relevant = std::any_of(kernels.begin(), kernels.end(),
-                                [&](const std::string& k) { return matcher_.matches(k, names::demangle(k)); });
+    bool relevant = std::any_of(kernels.begin(), kernels.end(), [&](const std::string& k) {
+      const std::string dem = names::demangle(k);
+      return std::any_of(matchers_.begin(), matchers_.end(), [&](const auto& m) { return m.matches(k, dem); });
+    });
     if (!relevant) return hash;
   } else {
     if (unknown_bytes_ + size > kUnknownBudget) {

@@ -20,7 +20,9 @@ struct KeptImage {
 
 class ImageStore {
  public:
-  ImageStore(const names::Matcher& matcher, std::string dump_dir) : matcher_(matcher), dump_dir_(std::move(dump_dir)) {}
+  // Keeps the images holding a kernel that one of `matchers` (one per target) names.
+  ImageStore(const std::vector<names::Matcher>& matchers, std::string dump_dir)
+      : matchers_(matchers), dump_dir_(std::move(dump_dir)) {}
   // Returns the image's content hash (0 for no image).
   uint64_t on_module_loaded(const void* data, size_t size);
   // cuModuleLoadData* returned `module` for the image with `hash`: lets find() be exact
@@ -33,7 +35,7 @@ class ImageStore {
   size_t loaded() const { return loaded_; }
 
  private:
-  const names::Matcher& matcher_;
+  const std::vector<names::Matcher>& matchers_;
   std::string dump_dir_;  // non-empty: save every image here (Config::dump_images)
   mutable std::mutex mu_;
   std::vector<KeptImage> images_;

@@ -1,7 +1,11 @@
 #pragma once
 // What the application holds that a capture needs, gathered from CUPTI callbacks while it
-// runs: the pattern naming the target, the live allocations, and the code images that may
-// hold the target. Filled by LaunchWatcher, read by Capturer at the target launch.
+// runs: the patterns naming the targets (one per target, format::effective_targets), the
+// live allocations, and the code images that may hold a target. Filled by LaunchWatcher,
+// read by Capturer at a target launch.
+#include <algorithm>
+#include <vector>
+
 #include "capture/config.hpp"
 #include "capture/image_store.hpp"
 #include "capture/texture_tracker.hpp"
@@ -14,15 +18,28 @@ namespace kerncap::capture {
 struct Inventory {
   // Throws std::regex_error on a bad regex pattern (Config::regex) (the launcher checks it first).
   explicit Inventory(const Config& config)
-      : matcher(config.kernel, config.regex),
-        images(matcher, config.dump_images ? format::out::image_dump_dir(config.output).string() : "") {}
+      : matchers(make_matchers(config)),
+        images(matchers, config.dump_images ? format::out::image_dump_dir(config.output).string() : "") {}
   Inventory(const Inventory&) = delete;
   Inventory& operator=(const Inventory&) = delete;
 
-  names::Matcher matcher;
+  // Whether any target's pattern names the kernel.
+  bool matches_any(const std::string& mangled, const std::string& demangled) const {
+    return std::any_of(matchers.begin(), matchers.end(), [&](const auto& m) { return m.matches(mangled, demangled); });
+  }
+
+  static std::vector<names::Matcher> make_matchers(const Config& config) {
+    std::vector<names::Matcher> out;
+    for (const auto& t : format::effective_targets(config))
+      out.push_back(t.match == format::MatchKind::Exact ? names::Matcher::exact(t.kernel)
+                                                        : names::Matcher(t.kernel, t.match == format::MatchKind::Regex));
+    return out;
+  }
+
+  std::vector<names::Matcher> matchers;  // one per target, in their order
   Tracker tracker;
   TextureTracker textures;  // CUDA arrays, texture and surface objects
-  ImageStore images;  // refers to `matcher`
+  ImageStore images;  // refers to `matchers`
 };
 
 }  // namespace kerncap::capture

@@ -35,6 +35,10 @@ struct TargetLaunch {
   const CUpti_CallbackData* entry = nullptr;  // the API-entry callback (parameters, context)
   std::string mangled;
   uint64_t launch_index = 0;  // among all launches this process made, from 0
+  int target = -1;            // several targets: which one (format::Config::targets); -1: the one
+  // Stop the application once this capture is published: no --continue, and no other
+  // target is still waiting for its launch.
+  bool stop_after = false;
 };
 
 // What happens at the target launch: synchronise and take BEFORE at its API entry, let it

@@ -43,7 +43,10 @@ void ignore_end() {
 
 LaunchWatcher::LaunchWatcher(const Config& config, Inventory& inventory, LaunchQueries& driver,
                              TargetCapture& target)
-    : config_(config), inventory_(inventory), driver_(driver), target_(target) {}
+    : config_(config), inventory_(inventory), driver_(driver), target_(target),
+      targets_(format::effective_targets(config)), multi_(!config.targets.empty()), slots_(targets_.size()) {
+  done_ = targets_.empty();
+}
 
 std::vector<CUpti_CallbackId> LaunchWatcher::driver_callback_ids() {
   std::vector<CUpti_CallbackId> ids = Tracker::callback_ids();
@@ -116,14 +119,20 @@ void LaunchWatcher::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
 
 void LaunchWatcher::on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   if (cb->callbackSite == CUPTI_API_EXIT) {
-    if (!done_) return;  // nothing can be pending before the target was chosen
     std::optional<Pending> p;
     {
       std::lock_guard lk(mu_);
-      if (pending_ && pending_->correlation == cb->correlationId && pending_->thread == std::this_thread::get_id())
-        p.swap(pending_);
+      for (auto it = pending_.begin(); it != pending_.end(); ++it)
+        if (it->correlation == cb->correlationId && it->thread == std::this_thread::get_id()) {
+          p = *it;
+          pending_.erase(it);
+          break;
+        }
     }
-    if (p) target_.finish(*cb);
+    if (p) {
+      EventTargetScope scope(event_target(p->target));
+      target_.finish(*cb);
+    }
     return;
   }
   if (done_) return;
@@ -139,14 +148,17 @@ void LaunchWatcher::on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* c
   }
   uint64_t launch_index = 0;
   bool matches = false;
-  if (!is_target(mangled, args.stream, &launch_index, true, &matches)) {
+  const int t = is_target(mangled, args.stream, &launch_index, true, &matches);
+  if (t < 0) {
     if (!matches) remember_skip(args.f, cb->context);
     return;
   }
-  done_ = true;
-  if (!target_.begin(TargetLaunch{cbid, cb, mangled, launch_index})) return;
+  // The last target stops the application after its capture (without --continue).
+  const bool stop_after = !config_.keep_running && done_;
+  EventTargetScope scope(event_target(t));
+  if (!target_.begin(TargetLaunch{cbid, cb, mangled, launch_index, event_target(t), stop_after})) return;
   std::lock_guard lk(mu_);
-  pending_ = Pending{cb->correlationId, std::this_thread::get_id()};
+  pending_.push_back(Pending{cb->correlationId, std::this_thread::get_id(), t});
 }
 
 bool LaunchWatcher::known_skip(CUfunction f, CUcontext ctx) {
@@ -164,63 +176,94 @@ void LaunchWatcher::remember_skip(CUfunction f, CUcontext ctx) {
   skip_handles_.insert({f, ctx});
 }
 
-bool LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index,
-                              bool check_stream, bool* name_matches) {
+const std::vector<int>& LaunchWatcher::matching(const std::string& mangled) {
+  auto it = name_matches_.find(mangled);
+  if (it != name_matches_.end()) return it->second;
+  const std::string dem = names::demangle(mangled);
+  std::vector<int> m = naming(mangled, dem);
+  nlohmann::json line = format::events::seen(mangled, dem, !m.empty());
+  if (multi_) format::events::add_targets(line, m);
+  emit(std::move(line));
+  return name_matches_.emplace(mangled, std::move(m)).first->second;
+}
+
+std::vector<int> LaunchWatcher::naming(const std::string& mangled, const std::string& demangled) const {
+  std::vector<int> m;
+  for (size_t i = 0; i < inventory_.matchers.size(); ++i)
+    if (inventory_.matchers[i].matches(mangled, demangled)) m.push_back(static_cast<int>(i));
+  return m;
+}
+
+std::vector<int> LaunchWatcher::waiting(const std::vector<int>& targets) const {
+  std::vector<int> out;
+  for (int t : targets)
+    if (!slots_[t].done) out.push_back(t);
+  return out;
+}
+
+bool LaunchWatcher::all_done() const {
+  for (const auto& s : slots_)
+    if (!s.done) return false;
+  return true;
+}
+
+int LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index, bool check_stream,
+                             bool* name_matches) {
   std::lock_guard lk(mu_);
   *launch_index = launches_++;
-  auto it = name_matches_.find(mangled);
-  if (it == name_matches_.end()) {
-    std::string dem = names::demangle(mangled);
-    bool m = inventory_.matcher.matches(mangled, dem);
-    it = name_matches_.emplace(mangled, m).first;
-    emit(format::events::seen(mangled, dem, m));
-  }
-  if (name_matches) *name_matches = it->second;
-  if (it->second && !first_match_seen_) {
+  const std::vector<int>& named = matching(mangled);
+  if (name_matches) *name_matches = !named.empty();
+  if (!named.empty() && !first_match_seen_) {
     first_match_seen_ = true;
     if (first_match_hook_) first_match_hook_();
   }
-  if (!it->second || done_) return false;
+  const std::vector<int> live = waiting(named);
+  if (live.empty()) return -1;
   if (check_stream && driver_.stream_is_capturing(stream)) {
     // Recorded into a graph: it counts when the graph runs (graph_watch.cpp).
     log::debug("not counting a launch of {}: its stream is being captured into a CUDA graph, so the kernel "
                "runs when the graph is launched",
                names::demangle(mangled));
-    emit(format::events::skipped(mangled, "stream is capturing a CUDA graph"));
-    return false;
+    nlohmann::json line = format::events::skipped(mangled, format::events::SkipReason::CapturingStream);
+    if (multi_) format::events::add_targets(line, live);
+    emit(std::move(line));
+    return -1;
   }
   if (ignore_depth() > 0) {
     // An autotuner is benchmarking configurations (the Triton shim says so): these launches
     // are not the application's, so they are not counted.
     if (ignored_names_.insert(mangled).second)
       emit(format::events::ignored(mangled, "autotuner benchmark"));
-    return false;
+    return -1;
   }
-  const uint64_t index = matched_++;
-  // A "match" event is a write(2): one per launch would cost a frequently launched kernel
-  // more than its launch. The first few, powers of two, the target, and the last one at exit
-  // (report_matches) tell the launcher what it needs (how far the count got).
-  if (index <= config_.dispatch && (index < 16 || (index & (index - 1)) == 0 || index == config_.dispatch)) {
-    emit(format::events::match(index, mangled));
-    last_match_emitted_ = index;
-  } else {
-    last_match_name_ = mangled;
+  int chosen = -1;
+  for (int t : live) {
+    Slot& slot = slots_[t];
+    const uint64_t index = slot.matched++;
+    if (index <= targets_[t].dispatch) {
+      nlohmann::json line = format::events::match(index, mangled);
+      if (multi_) format::events::add_target(line, t);
+      emit(std::move(line));
+    }
+    if (index != targets_[t].dispatch) continue;
+    slot.done = true;
+    if (chosen >= 0) {
+      // Two patterns name this one launch: it is captured once, for the first of them.
+      const std::string why = "its launch (" + names::demangle(mangled) + ", launch " + std::to_string(*launch_index) +
+                              " of the process) is also target " + std::to_string(chosen) +
+                              "'s, which took it; give this target another --dispatch";
+      log::warn("target {}: {}", t, why);
+      nlohmann::json line = format::events::error(why);
+      format::events::add_target(line, t);
+      emit(std::move(line));
+      continue;
+    }
+    if (!claim(t)) continue;  // another process of this application took this target
+    chosen = t;
   }
-  if (index != config_.dispatch) return false;
-  if (!claim()) {
-    done_ = true;  // another process of this application took the capture
-    return false;
-  }
-  return true;
+  done_ = all_done();
+  return chosen;
 }
-
-void LaunchWatcher::report_matches() {
-  std::lock_guard lk(mu_);
-  if (done_ || matched_ == 0 || matched_ - 1 == last_match_emitted_ || matched_ - 1 > config_.dispatch) return;
-  last_match_emitted_ = matched_ - 1;
-  emit(format::events::match(last_match_emitted_, last_match_name_));
-}
-
 bool LaunchWatcher::on_chosen_device(const std::string& mangled, CUcontext ctx) {
   if (config_.device < 0) return true;
   const int dev = driver_.device_of(ctx);
@@ -234,10 +277,10 @@ bool LaunchWatcher::on_chosen_device(const std::string& mangled, CUcontext ctx) 
   return false;
 }
 
-bool LaunchWatcher::claim() {
-  // One capture per extract, even when several processes of the application use CUDA:
+bool LaunchWatcher::claim(size_t target) {
+  // One capture per target, even when several processes of the application use CUDA:
   // the first to create the file takes it (O_EXCL is atomic across processes).
-  std::string path = format::out::claim_file(config_.output).string();
+  std::string path = format::out::claim_file(targets_[target].output).string();
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return false;
   std::string pid = std::to_string(::getpid());

@@ -1,11 +1,13 @@
 #pragma once
 // Capture mode's decisions, made on every CUPTI callback: track allocations and code
-// images, and for each kernel launch decide whether it is the target — the pattern
-// matches, it runs on the chosen device (Config::device), it is the Nth match
-// (Config::dispatch), its stream is not capturing a graph,
+// images, and for each kernel launch decide whether it is a target — a target's pattern
+// matches, it runs on the chosen device (Config::device), it is that target's Nth match
+// (its dispatch), its stream is not capturing a graph,
 // no autotuner benchmark is running (the ignore window), and no other process of the
-// application claimed the capture first (OUT/.kerncap/claim). At the target it hands over
-// to TargetCapture, at entry and again at the same launch's exit.
+// application claimed that target first (its OUT/.kerncap/claim). At a target it hands
+// over to TargetCapture, at entry and again at the same launch's exit. Several targets
+// (Config::targets) are counted independently; the watcher is done when every one is
+// taken, and the capture of the last one stops the application (without --continue).
 //
 // No CUDA call is made here: the driver is reached through LaunchQueries, so a unit test
 // drives this class with fake CUpti_CallbackData (tests/unit/capture_watcher_test.cpp).
@@ -51,12 +53,10 @@ class LaunchWatcher {
   void watch_graphs(GraphTracker& tracker, GraphTargetCapture& target);
   // At process exit: matching kernels that exist only in graphs never launched.
   void report_unlaunched_graphs();
-  // At process exit: the last matching launch's index, when it was not reported as it came.
-  void report_matches();
 
-  // Called once, on the first launch whose name matches the pattern (before it is counted).
+  // Called once, on the first launch whose name matches a target's pattern (before it is counted).
   void on_first_match(void (*hook)()) { first_match_hook_ = hook; }
-  bool done() const { return done_; }  // the target was taken, or another process claimed it
+  bool done() const { return done_; }  // every target was taken, failed, or claimed by another process
   uint64_t launches() const;            // kernel launches seen (counted or not)
 
  private:
@@ -64,16 +64,25 @@ class LaunchWatcher {
   void on_graph_launch(const CUpti_CallbackData* cb);
   // check_stream: skip the launch when `stream` is capturing (false for graph nodes, whose
   // launch was checked once).
-  // `name_matches` (optional): whether the name matches the pattern, whatever the answer.
-  bool is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index, bool check_stream = true,
-                 bool* name_matches = nullptr);
-  // The hot path: a launch of a function handle already known not to be the target's
-  // (its name does not match, or it runs on another device) is counted and nothing else:
-  // no name string, no demangling, no event. Forgotten when modules or libraries unload
-  // (a later function may get the same handle).
+  // The target (index into targets_) this launch is, or -1. `name_matches` (optional): whether
+  // the name matches any target's pattern, whatever the answer.
+  int is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index, bool check_stream = true,
+                bool* name_matches = nullptr);
+  // The hot path: a launch of a function handle already known to be no target's (its name
+  // matches no pattern) is counted and nothing else: no name string, no demangling, no event.
+  // Forgotten when modules or libraries unload (a later function may get the same handle).
   bool known_skip(CUfunction f, CUcontext ctx);
   void remember_skip(CUfunction f, CUcontext ctx);
-  bool claim();
+  bool claim(size_t target);
+  // Under mu_: the targets whose pattern names `mangled` (cached; emits "seen" once).
+  const std::vector<int>& matching(const std::string& mangled);
+  // The targets whose pattern names a kernel (no event).
+  std::vector<int> naming(const std::string& mangled, const std::string& demangled) const;
+  // Under mu_: of those, the ones still waiting.
+  std::vector<int> waiting(const std::vector<int>& targets) const;
+  bool all_done() const;  // under mu_
+  // The index for events and TargetLaunch: -1 with one target (its lines stay as before).
+  int event_target(int target) const { return multi_ ? target : -1; }
   // Config::device: false for a launch on another device (not counted, noted once per name).
   bool on_chosen_device(const std::string& mangled, CUcontext ctx);
 
@@ -82,18 +91,23 @@ class LaunchWatcher {
   LaunchQueries& driver_;
   TargetCapture& target_;
   std::atomic<bool> done_{false};
-  // The target launch between its entry and its exit.
+  const std::vector<format::TargetSpec> targets_;  // format::effective_targets(config_)
+  const bool multi_;                               // Config::targets was given
+  // A target launch between its entry and its exit.
   struct Pending {
     uint32_t correlation = 0;
     std::thread::id thread;
+    int target = -1;
   };
-  std::optional<Pending> pending_;
   mutable std::mutex mu_;  // guards the fields below
-  std::unordered_map<std::string, bool> name_matches_;
+  std::vector<Pending> pending_;
+  struct Slot {
+    uint64_t matched = 0;  // matching launches counted
+    bool done = false;     // taken (or failed), or claimed by another process
+  };
+  std::vector<Slot> slots_;  // one per target
+  std::unordered_map<std::string, std::vector<int>> name_matches_;
   std::unordered_set<std::string> ignored_names_;
-  uint64_t matched_ = 0;
-  uint64_t last_match_emitted_ = 0;
-  std::string last_match_name_;  // the kernel of a match not reported as it came
   uint64_t launches_ = 0;
   bool graph_note_ = false;
   bool nested_note_ = false;

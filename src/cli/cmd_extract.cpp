@@ -9,7 +9,11 @@
 
 #include "cli/commands.hpp"
 #include "common/hex.hpp"
+#include "common/error.hpp"
 #include "extract/capture_run.hpp"
+#include "extract/multi_run.hpp"
+#include "extract/profile_targets.hpp"
+#include "format/out_layout.hpp"
 #include "format/rank.hpp"
 #include "names/collective.hpp"
 
@@ -25,7 +29,95 @@ struct ExtractArgs {
   std::string compile_commands;
   std::string language = "auto";
   bool json = false;
+  std::vector<std::string> kernels;  // --kernel, repeatable
+  size_t top = 0;                    // --top N
+  std::string from;                  // --from profile.json
 };
+
+// The targets the arguments name, in order: KERNEL, each --kernel, then the --top N of
+// --from. With --kernel or --top no KERNEL is given, so what CLI11 put there is the first
+// word after `--`, which belongs to the application.
+std::vector<extract::TargetRequest> collect_targets(ExtractArgs& a) {
+  extract::Request& r = a.request;
+  if ((a.top > 0) != !a.from.empty()) usage_error("--top N and --from profile.json go together");
+  const bool options = !a.kernels.empty() || a.top > 0;
+  if (options && !r.kernel.empty()) {
+    if (!r.cmd.empty())
+      usage_error(fmt::format("with --kernel or --top every target is an option: '{}' is neither (give it as "
+                              "--kernel '{}')",
+                              r.kernel, r.kernel));
+    r.argv.insert(r.argv.begin(), r.kernel);
+    r.kernel.clear();
+  }
+  if (!options && r.kernel.empty()) usage_error("name the kernel to capture: KERNEL, --kernel NAME or --top N --from profile.json");
+  std::vector<extract::TargetRequest> out;
+  if (!r.kernel.empty()) out.push_back(extract::parse_kernel_arg(r.kernel, r.dispatch, r.regex));
+  for (const auto& k : a.kernels) out.push_back(extract::parse_kernel_arg(k, r.dispatch, r.regex));
+  if (a.top > 0) {
+    for (const auto& k : extract::top_kernels_from_file(a.from, a.top)) {
+      extract::TargetRequest t;
+      t.kernel = k.mangled;
+      t.match = format::MatchKind::Exact;
+      t.dispatch = 0;
+      t.label = k.demangled.empty() ? k.mangled : k.demangled;
+      out.push_back(std::move(t));
+    }
+    if (out.empty()) input_error(fmt::format("{} lists no kernel", a.from));
+  }
+  return out;
+}
+
+// Several targets: one line per target, or the JSON index; exit 2 naming the missing ones.
+void run_extract_many(ExtractArgs& a, int& exit_code) {
+  const extract::MultiResult res = extract::run_captures(a.request);
+  if (a.json) {
+    nlohmann::json j = {{"output", res.out.string()},
+                        {"application", res.stopped ? "stopped after the last capture" : res.app.describe()},
+                        {"targets", nlohmann::json::array()}};
+    for (const auto& t : res.targets) {
+      nlohmann::json tj = {{"kernel", t.outcome.request.kernel},
+                           {"match", format::to_string(t.outcome.request.match)},
+                           {"dispatch", t.outcome.request.dispatch},
+                           {"output", t.dir.string()},
+                           {"captured", t.outcome.captured}};
+      if (t.outcome.captured) {
+        const auto& m = t.capture.manifest;
+        tj.update({{"capture", t.capture.dir.string()},
+                   {"captured_kernel", m.demangled_name},
+                   {"mangled", m.mangled_name},
+                   {"launch_index", m.launch_index},
+                   {"regions", m.regions.size()},
+                   {"before_bytes", m.before_bytes},
+                   {"after_bytes", m.after_bytes}});
+      } else {
+        tj["why"] = t.outcome.why;
+      }
+      j["targets"].push_back(std::move(tj));
+    }
+    std::cout << j.dump(2) << std::endl;
+  } else {
+    std::cout << fmt::format("{} of {} targets captured into {} (index: {})\n", res.targets.size() - res.missing(),
+                             res.targets.size(), res.out.string(), std::string(format::out::kTargetsIndex));
+    for (const auto& t : res.targets) {
+      if (!t.outcome.captured) {
+        std::cout << fmt::format("  {:<32} NOT captured ('{}', dispatch {})\n", t.outcome.dir, t.outcome.request.kernel,
+                                 t.outcome.request.dispatch);
+        continue;
+      }
+      const auto& m = t.capture.manifest;
+      std::cout << fmt::format("  {:<32} {} (launch #{}, dispatch {}) {} regions, BEFORE {}, AFTER {}\n", t.outcome.dir,
+                               names::is_nccl_kernel(m.mangled_name, m.demangled_name) ? m.mangled_name : m.demangled_name,
+                               m.launch_index, m.dispatch, m.regions.size(), human_bytes(m.before_bytes),
+                               human_bytes(m.after_bytes));
+    }
+    if (res.stopped) std::cout << "  the application was stopped after the last capture (--continue lets it finish)\n";
+    else std::cout << "  the application " << res.app.describe() << "\n";
+  }
+  if (!res.stopped && !(res.app.exited && res.app.code == 0))
+    std::fprintf(stderr, "kerncap: warning: the application %s\n", res.app.describe().c_str());
+  if (res.missing()) extract::fail_missing(res);
+  exit_code = 0;
+}
 
 extract::SourceOptions source_options(const ExtractArgs& a) {
   extract::SourceOptions o = a.request.source;
@@ -48,6 +140,17 @@ void run_extract(ExtractArgs& a, int& exit_code) {
   r.source = source_options(a);
   r.kerncap = self_path();
   r.terse = a.json;
+  std::vector<extract::TargetRequest> targets = collect_targets(a);
+  if (targets.size() > 1) {
+    r.targets = std::move(targets);
+    run_extract_many(a, exit_code);
+    return;
+  }
+  // One target: today's layout, OUT/capture.
+  r.kernel = targets[0].kernel;
+  r.dispatch = targets[0].dispatch;
+  r.regex = targets[0].match == format::MatchKind::Regex;
+  if (targets[0].match == format::MatchKind::Exact) r.targets = std::move(targets);
   const extract::Result res = extract::run_capture(r);
   const auto& m = res.capture.manifest;
   const fs::path& cap = res.capture.dir;
@@ -93,7 +196,7 @@ void run_extract(ExtractArgs& a, int& exit_code) {
 
 void add_extract(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ExtractArgs>();
-  auto* cmd = app.add_subcommand("extract", "Capture one launch of a kernel from a running application");
+  auto* cmd = app.add_subcommand("extract", "Capture one launch of a kernel (or of several) from a running application");
   cmd->footer(
       "The application runs with libkerncap.so injected (CUDA_INJECTION64_PATH). At the chosen launch kerncap\n"
       "synchronises, saves the allocations the launch can reach through pointers (--closure) and the kernel's\n"
@@ -104,14 +207,34 @@ void add_extract(CLI::App& app, int& exit_code) {
       "README.md, compile.json and, when the source is found, kernel_variant.cu with src/.\n"
       "Multi-process jobs: --rank R captures in rank R only (the others run untouched); without --continue that\n"
       "rank then exits with status 75 so that torchrun/mpirun/srun end the others (docs/multigpu.md).\n"
-      "Example: kerncap extract vectorAdd --cmd \"./app --n 1000000\" -o iso/vadd");
+      "Several targets in one run: --kernel A --kernel B@3 ... and/or --top N --from profile.json (no KERNEL\n"
+      "then). OUT becomes their parent: OUT/NN-<name>/ per target (each laid out as a one-target OUT),\n"
+      "OUT/targets.json listing target -> directory and whether it was captured. All share --store. The\n"
+      "application stops after the last target's capture (--continue: it runs to its end); a target never\n"
+      "launched is named at the end with exit status 2, and the others stay. One target keeps OUT/capture.\n"
+      "Example: kerncap extract vectorAdd --cmd \"./app --n 1000000\" -o iso/vadd\n"
+      "Example: kerncap extract --top 5 --from profile.json -o iso/top5 -- python train.py");
   extract::Request& r = args->request;
-  cmd->add_option("kernel", r.kernel, "Substring of the kernel's demangled (or mangled) name")->required();
+  cmd->add_option("kernel", r.kernel, "Substring of the kernel's demangled (or mangled) name (one target)");
+  cmd->add_option("--kernel", args->kernels,
+                  "A target, repeatable: substring (or, with --regex, regex) of a kernel name, PATTERN@N for its "
+                  "Nth matching launch (else --dispatch); each goes to its own OUT/NN-<name>/")
+      ->type_name("PATTERN[@N]")
+      ->allow_extra_args(false);
+  cmd->add_option("--top", args->top, "Targets: the N kernels with the most GPU time in --from (first launch of each)")
+      ->check(CLI::Range(size_t{1}, format::kMaxTargets));
+  cmd->add_option("--from", args->from, "profile.json written by `kerncap profile -o` (with --top)")
+      ->type_name("FILE");
   cmd->add_option("--cmd", r.cmd, "The application as one shell command line");
-  cmd->add_option("-o,--output", args->output, "Output directory (the capture goes to OUT/capture)")->required();
-  cmd->add_option("--dispatch", r.dispatch, "Capture the Nth matching launch, counting from 0")->default_val(0);
-  cmd->add_flag("--regex", r.regex, "KERNEL is an ECMAScript regular expression");
-  cmd->add_flag("--continue", r.keep_running, "Let the application run to completion after the capture");
+  cmd->add_option("-o,--output", args->output,
+                  "Output directory (one target: the capture goes to OUT/capture; several: OUT/NN-<name>/capture)")
+      ->required();
+  cmd->add_option("--dispatch", r.dispatch,
+                  "Capture the Nth matching launch, counting from 0 (for KERNEL, and each --kernel without @N)")
+      ->default_val(0);
+  cmd->add_flag("--regex", r.regex, "KERNEL and the --kernel patterns are ECMAScript regular expressions");
+  cmd->add_flag("--continue", r.keep_running,
+                "Let the application run to completion after the capture (of the last target)");
   cmd->add_option_function<std::string>(
          "--closure",
          [&r](const std::string& v) {

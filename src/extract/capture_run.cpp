@@ -44,19 +44,23 @@ void prepare_output(const fs::path& out, bool force) {
   files::create_private_dirs(format::out::state_dir(out));
 }
 
-namespace {
-
 void check_request(const Request& r) {
   if (r.cmd.empty() == r.argv.empty())
     usage_error("give the application either as --cmd \"./app args\" or after -- (but not both)");
-  if (r.regex) {
+  std::vector<std::string> regexes;
+  if (r.regex && r.targets.empty()) regexes.push_back(r.kernel);
+  for (const auto& t : r.targets)
+    if (t.match == format::MatchKind::Regex) regexes.push_back(t.kernel);
+  for (const auto& pattern : regexes) {
     try {
-      std::regex re(r.kernel);
+      std::regex re(pattern);
     } catch (const std::regex_error& e) {
-      usage_error(fmt::format("--regex '{}' is not a valid regular expression: {}", r.kernel, e.what()));
+      usage_error(fmt::format("--regex '{}' is not a valid regular expression: {}", pattern, e.what()));
     }
   }
 }
+
+namespace {
 
 std::string where_text(const Request& r) {
   std::string s;
@@ -64,6 +68,8 @@ std::string where_text(const Request& r) {
   if (r.device >= 0) s += fmt::format(", device {}", r.device);
   return s;
 }
+
+}  // namespace
 
 // The shared chunk store, absolute (the application may run elsewhere): --store, else
 // KERNCAP_STORE from the user's environment.
@@ -89,8 +95,6 @@ format::Config library_config(const Request& r, const fs::path& out) {
   return c;
 }
 
-}  // namespace
-
 Result run_capture(const Request& r) {
   check_request(r);
   const HostEnv host = read_host_env();
@@ -100,7 +104,11 @@ Result run_capture(const Request& r) {
   res.out = fs::absolute(r.output);
   prepare_output(res.out, r.force);
   const fs::path lib = find_injection_library(host.library);
-  auto env = app_environment(library_config(r, res.out), lib);
+  format::Config config = library_config(r, res.out);
+  // One target matched exactly (`--top 1 --from`): said through KERNCAP_TARGETS, which alone
+  // carries the match kind; the layout is a one-target OUT all the same.
+  for (const auto& t : r.targets) config.targets.push_back({t.kernel, t.match, t.dispatch, res.out.string()});
+  auto env = app_environment(config, lib);
   add_triton_shim(env, res.out, host);
   if (!r.quiet)
     std::fprintf(stderr, "kerncap: running the application to capture '%s' (dispatch %llu%s)\n", r.kernel.c_str(),

@@ -9,12 +9,14 @@
 
 #include "extract/launcher.hpp"
 #include "extract/source_step.hpp"
+#include "extract/targets.hpp"
 #include "format/capture_dir.hpp"
 
 namespace kerncap::extract {
 
 struct Request {
-  std::string kernel;
+  std::string kernel;             // one target (run_capture), or
+  std::vector<TargetRequest> targets;  // several (run_captures)
   std::string cmd;                // the application as one shell command line, or
   std::vector<std::string> argv;  // as an argument vector (exactly one of the two)
   fs::path output;
@@ -50,5 +52,10 @@ void prepare_output(const fs::path& out, bool force);
 // Throws Error(Usage) for a bad request, Error(Input) when nothing was captured (with
 // diagnose()'s message) or the library speaks another protocol.
 Result run_capture(const Request& r);
+
+// Shared by run_capture and run_captures (multi_run.hpp).
+void check_request(const Request& r);
+std::optional<fs::path> chunk_store(const Request& r);  // --store, else KERNCAP_STORE; absolute
+format::Config library_config(const Request& r, const fs::path& out);
 
 }  // namespace kerncap::extract

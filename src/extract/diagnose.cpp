@@ -1,8 +1,12 @@
 #include "extract/diagnose.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "names/closest.hpp"
+#include "names/demangle.hpp"
 #include "common/error.hpp"
 #include "format/protocol.hpp"
 
@@ -29,6 +33,46 @@ std::string no_such_rank(int64_t rank, const format::events::Log& log, const std
   return msg;
 }
 
+// The distinct demangled names of the skipped launches with `reason`.
+std::vector<std::string> skipped_names(const format::events::Log& log, format::events::SkipReason reason) {
+  std::vector<std::string> out;
+  for (const auto& s : log.skipped) {
+    if (s.reason != format::events::name(reason)) continue;
+    std::string n = names::demangle(s.mangled);
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  }
+  return out;
+}
+
+std::string list_names(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size() && i < 4; ++i) s += "\n  " + names[i];
+  if (names.size() > 4) s += fmt::format("\n  ... and {} more", names.size() - 4);
+  return s;
+}
+
+// No launch matched, but the library saw the target inside CUDA graphs that never ran it.
+std::string only_in_graphs(const Target& t, const format::events::Log& log, const std::string& app_state) {
+  using format::events::SkipReason;
+  const auto unlaunched = skipped_names(log, SkipReason::UnlaunchedGraph);
+  const auto nested = skipped_names(log, SkipReason::NestedGraph);
+  std::string msg;
+  if (!unlaunched.empty())
+    msg = fmt::format("no launched kernel matches '{}': it was seen only as a node of a CUDA graph that was "
+                      "instantiated but never launched, so it never ran ({}). Capture it from a run that launches "
+                      "the graph (cuGraphLaunch / graph.replay()). The graph's matching kernels:{}",
+                      t.kernel, app_state, list_names(unlaunched));
+  if (!nested.empty()) {
+    if (!msg.empty()) msg += "\n";
+    msg += fmt::format("no launched kernel matches '{}': it ran only inside a CUDA graph that was launched on a "
+                       "stream being captured into another graph, which makes it a child graph of that one; kerncap "
+                       "cannot capture kernels inside such nested graphs ({}). Launch that graph on a stream that is "
+                       "not capturing, or capture the kernel where it runs outside the outer graph. Kernels:{}",
+                       t.kernel, app_state, list_names(nested));
+  }
+  return msg;
+}
+
 }  // namespace
 
 std::string diagnose(const Target& t, const format::events::Log& log, const AppExit& app) {
@@ -51,7 +95,10 @@ std::string diagnose(const Target& t, const format::events::Log& log, const AppE
     if (!any) return no_such_rank(t.rank, log, app_state);
   }
   std::string msg;
-  if (log.seen.empty()) {
+  const std::string in_graphs = log.matches.empty() ? only_in_graphs(t, log, app_state) : std::string();
+  if (!in_graphs.empty()) {
+    msg = in_graphs;
+  } else if (log.seen.empty()) {
     msg = fmt::format("{} without launching any kernel", app_state);
   } else if (log.matches.empty()) {
     auto close = names::closest_names(t.kernel, log.seen, 8);
@@ -67,7 +114,7 @@ std::string diagnose(const Target& t, const format::events::Log& log, const AppE
     msg = fmt::format("'{}' matched only {} launch(es) but --dispatch {} asks for launch #{} (counting from 0); {}",
                       t.kernel, *log.matches.rbegin() + 1, t.dispatch, t.dispatch, app_state);
   }
-  if (!log.skipped.empty())
+  if (!log.skipped.empty() && in_graphs.empty())
     msg += fmt::format("\n{} matching launch(es) were not counted (recorded into a CUDA graph being captured, or in "
                        "a graph kerncap could not follow: the library's messages above say which)",
                        log.skipped.size());

@@ -55,12 +55,29 @@ json ignored(const std::string& mangled, std::string_view why) {
   return j;
 }
 
-json skipped(const std::string& mangled, std::string_view why) {
+std::string_view name(SkipReason r) {
+  switch (r) {
+    case SkipReason::CapturingStream: return "capturing_stream";
+    case SkipReason::NestedGraph: return "nested_graph";
+    case SkipReason::UnlaunchedGraph: break;
+  }
+  return "unlaunched_graph";
+}
+
+json skipped(const std::string& mangled, SkipReason reason) {
   json j = line(Kind::Skipped);
   j["mangled"] = mangled;
-  j["why"] = why;
+  switch (reason) {
+    case SkipReason::CapturingStream: j["why"] = "stream is capturing a CUDA graph"; break;
+    case SkipReason::NestedGraph: j["why"] = "graph launched on a stream capturing another CUDA graph"; break;
+    case SkipReason::UnlaunchedGraph: j["why"] = "only in a CUDA graph that was never launched"; break;
+  }
+  j["reason"] = name(reason);
   return j;
 }
+
+void add_targets(json& j, const std::vector<int>& targets) { j["targets"] = targets; }
+void add_target(json& j, int target) { j["target"] = target; }
 
 json graph_launch() { return line(Kind::GraphLaunch); }
 
@@ -86,7 +103,23 @@ json captured(const std::string& dir, bool keep_running) {
 
 json stopping() { return line(Kind::Stopping); }
 
-void add_line(Log& log, std::string_view text) {
+namespace {
+
+// Whether a line concerns `target` (-1: every line does).
+bool concerns(const json& e, int target) {
+  if (target < 0) return true;
+  auto t = e.find("target");
+  if (t != e.end()) return t->is_number_integer() && t->get<int64_t>() == target;
+  auto ts = e.find("targets");
+  if (ts == e.end() || !ts->is_array()) return true;
+  for (const auto& x : *ts)
+    if (x.is_number_integer() && x.get<int64_t>() == target) return true;
+  return false;
+}
+
+}  // namespace
+
+void add_line(Log& log, std::string_view text, int target) {
   json e = json::parse(text, nullptr, false);
   if (e.is_discarded() || !e.is_object()) {
     ++log.unreadable_lines;
@@ -94,6 +127,8 @@ void add_line(Log& log, std::string_view text) {
   }
   auto kind = kind_from_name(e.value("event", ""));
   if (!kind) return;
+  // A name seen is seen by every target (the closest-names list); the rest is per target.
+  if (*kind != Kind::Seen && !concerns(e, target)) return;
   auto str = [&](const char* key) {
     auto it = e.find(key);
     return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
@@ -121,7 +156,7 @@ void add_line(Log& log, std::string_view text) {
       break;
     }
     case Kind::Ignored: log.ignored.push_back(str("mangled")); break;
-    case Kind::Skipped: log.skipped.push_back(str("mangled")); break;
+    case Kind::Skipped: log.skipped.push_back({str("mangled"), str("reason")}); break;
     case Kind::GraphLaunch: log.graph_launch = true; break;
     case Kind::Match: {
       auto i = e.find("index");
@@ -134,13 +169,13 @@ void add_line(Log& log, std::string_view text) {
   }
 }
 
-void add_stream(Log& log, std::istream& in) {
+void add_stream(Log& log, std::istream& in, int target) {
   std::string text;
   while (std::getline(in, text))
-    if (!text.empty()) add_line(log, text);
+    if (!text.empty()) add_line(log, text, target);
 }
 
-Log read_dir(const std::filesystem::path& state_dir) {
+Log read_dir(const std::filesystem::path& state_dir, int target) {
   Log log;
   std::error_code ec;
   if (!std::filesystem::is_directory(state_dir, ec)) return log;
@@ -150,7 +185,7 @@ Log read_dir(const std::filesystem::path& state_dir) {
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
     std::ifstream in(f);
-    add_stream(log, in);
+    add_stream(log, in, target);
   }
   return log;
 }

@@ -15,7 +15,8 @@
 //                 mangled, why
 //   skipped       a matching launch not counted: on a stream capturing a CUDA graph (it
 //                 counts when the graph runs), inside a graph launched into a capturing
-//                 stream, or only in graphs never launched (at exit): mangled, why
+//                 stream, or only in graphs never launched (at exit): mangled, why,
+//                 reason (capturing_stream | nested_graph | unlaunched_graph)
 //   graph_launch  the application launched a CUDA graph kerncap did not see instantiated
 //                 (its kernels are not counted); once
 //   match         a matching launch was counted: index (from 0), mangled; written up to
@@ -23,6 +24,11 @@
 //   error         the capture (or CUPTI start-up) failed: what
 //   captured      the capture directory was published: dir, continue
 //   stopping      the library ends the application now that the capture is complete
+//
+// Several targets in one run (Config::targets): a line about one target carries "target"
+// (its index: match, error, captured); seen and skipped lines carry "targets" (the indices
+// whose pattern matches the name). Lines without them concern every target. With one
+// target neither field is written.
 //
 // Writers build lines with the functions below; readers fold a file into an EventLog.
 // Unknown kinds and fields are ignored by readers (additions need no protocol bump;
@@ -52,7 +58,14 @@ nlohmann::json start(std::string_view mode);  // carries this build's tool and p
 void add_rank(nlohmann::json& start_line, int64_t rank, std::string_view source, bool selected);
 nlohmann::json seen(const std::string& mangled, const std::string& demangled, bool matches);
 nlohmann::json ignored(const std::string& mangled, std::string_view why);
-nlohmann::json skipped(const std::string& mangled, std::string_view why);
+// Why a matching launch was not counted.
+enum class SkipReason { CapturingStream, NestedGraph, UnlaunchedGraph };
+std::string_view name(SkipReason r);
+nlohmann::json skipped(const std::string& mangled, SkipReason reason);
+// The targets a seen or skipped line concerns (several targets only).
+void add_targets(nlohmann::json& line, const std::vector<int>& targets);
+// The target a match, error or captured line concerns (several targets only).
+void add_target(nlohmann::json& line, int target);
 nlohmann::json graph_launch();
 nlohmann::json match(uint64_t index, const std::string& mangled);
 nlohmann::json error(const std::string& what);
@@ -76,7 +89,11 @@ struct Log {
   std::vector<std::string> seen;     // distinct kernel names (demangled when known), first-seen order
   std::set<uint64_t> matches;        // match indices
   std::vector<std::string> ignored;  // mangled names
-  std::vector<std::string> skipped;  // mangled names, one per skipped launch
+  struct Skip {
+    std::string mangled;
+    std::string reason;  // name(SkipReason), "" from a library that predates reasons
+  };
+  std::vector<Skip> skipped;  // one per skipped launch
   std::vector<std::string> errors;
   bool graph_launch = false;
   bool captured = false;
@@ -84,9 +101,11 @@ struct Log {
   size_t unreadable_lines = 0;  // not JSON (a line cut by a crash) or not an object
 };
 
-void add_line(Log& log, std::string_view line);
-void add_stream(Log& log, std::istream& in);
+// `target` >= 0: only what concerns that target of a run of several (lines about other
+// targets are left out); -1: every line.
+void add_line(Log& log, std::string_view line, int target = -1);
+void add_stream(Log& log, std::istream& in, int target = -1);
 // Every events-*.jsonl in `state_dir` (OUT/.kerncap); a missing folder gives an empty log.
-Log read_dir(const std::filesystem::path& state_dir);
+Log read_dir(const std::filesystem::path& state_dir, int target = -1);
 
 }  // namespace kerncap::format::events

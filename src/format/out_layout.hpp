@@ -22,6 +22,9 @@
 //   optimized.cubin          CUDA: the variant `make recompile` builds
 //   Makefile, README.md      the reproducer project (src/reproducer)
 //
+// Several targets in one run (extract/targets.hpp): OUT holds targets.json, .kerncap/ and
+// triton/ of the run, and one directory as above per target.
+//
 // `extract --force` deletes only what one extract writes about the previous kernel and can
 // rewrite from the application (force_replaced); the user's edits (kernel_variant.cu, src/,
 // optimized.cubin) are left to the generator, which moves them aside. compare.json goes: its
@@ -57,6 +60,7 @@ inline constexpr std::string_view kCompileJson = "compile.json";
 inline constexpr std::string_view kOptimizedCubin = "optimized.cubin";
 inline constexpr std::string_view kMakefile = "Makefile";
 inline constexpr std::string_view kReadme = "README.md";
+inline constexpr std::string_view kTargetsIndex = "targets.json";
 
 namespace fs = std::filesystem;
 
@@ -84,7 +88,8 @@ inline bool is_events_file(std::string_view name) {
 // The entries of OUT that `extract --force` removes before a new capture.
 inline constexpr std::string_view kForceReplaced[] = {kCapture,          kCaptureFailed,  kState,           kTriton,
                                                       kKernelVariantPy,  kReproducerPy,   kReproRuntime,
-                                                      kCandidateCubin,   kCandidateJson,  kCompareSpec};
+                                                      kCandidateCubin,   kCandidateJson,  kCompareSpec,
+                                                      kTargetsIndex};
 inline bool force_replaced(std::string_view name) {
   if (is_partial(name)) return true;
   for (auto n : kForceReplaced)

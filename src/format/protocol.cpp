@@ -82,6 +82,7 @@ std::string parse_in_app(std::string_view v, Config& c) {
   else return "must be match, start or off";
   return "";
 }
+std::string parse_targets(std::string_view v, Config& c) { return targets_from_text(v, &c.targets); }
 std::string parse_dispatch(std::string_view v, Config& c) {
   auto n = parse_u64(v);
   if (!n) return "is not a number";
@@ -217,6 +218,14 @@ const std::array<EnvVar, 23> kVars = {{
        if (c.in_app_time == Config::InAppTime::Match) return std::nullopt;
        return std::string(in_app_name(c.in_app_time));
      }},
+    {Var::Targets, "KERNCAP_TARGETS", kLibrary, true, "JSON", "",
+     "several targets in one run: {\"version\": 1, \"targets\": [{\"kernel\", \"match\" (substring, regex, "
+     "exact), \"dispatch\", \"output\"}]}, each captured into its own output directory; KERNCAP_KERNEL, "
+     "KERNCAP_REGEX and KERNCAP_DISPATCH are then unused and KERNCAP_OUTPUT is the targets' parent",
+     parse_targets,
+     [](const Config& c) -> std::optional<std::string> {
+       return c.targets.empty() ? std::string() : targets_to_text(c.targets);  // "": a stale value is overridden
+     }},
     {Var::TritonOut, "KERNCAP_TRITON_OUT", kShimApi, true, "path", "",
      "where the Triton shim records compiled and loaded kernels and their sources (OUT/triton; under "
      "`profile`, the records folder's triton/); unset: the shim is inert",
@@ -247,6 +256,79 @@ std::string readers_text(unsigned r) {
 }
 
 }  // namespace
+
+std::string_view to_string(MatchKind m) {
+  switch (m) {
+    case MatchKind::Regex: return "regex";
+    case MatchKind::Exact: return "exact";
+    case MatchKind::Substring: break;
+  }
+  return "substring";
+}
+
+std::optional<MatchKind> match_kind_from_string(std::string_view s) {
+  for (MatchKind m : {MatchKind::Substring, MatchKind::Regex, MatchKind::Exact})
+    if (to_string(m) == s) return m;
+  return std::nullopt;
+}
+
+std::vector<TargetSpec> effective_targets(const Config& c) {
+  if (!c.targets.empty()) return c.targets;
+  if (c.kernel.empty()) return {};
+  return {TargetSpec{c.kernel, c.regex ? MatchKind::Regex : MatchKind::Substring, c.dispatch, c.output}};
+}
+
+Config config_for_target(const Config& run, int target) {
+  if (target < 0 || static_cast<size_t>(target) >= run.targets.size()) return run;
+  Config c = run;
+  const TargetSpec& t = run.targets[target];
+  c.output = t.output;
+  c.kernel = t.kernel;
+  c.regex = t.match == MatchKind::Regex;
+  c.dispatch = t.dispatch;
+  c.target_index = target;
+  c.targets.clear();
+  return c;
+}
+
+std::string targets_to_text(const std::vector<TargetSpec>& targets) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& t : targets)
+    list.push_back({{"kernel", t.kernel}, {"match", to_string(t.match)}, {"dispatch", t.dispatch}, {"output", t.output}});
+  return nlohmann::json{{"version", kTargetsVersion}, {"targets", list}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Read inside the application: never throws, takes a value only when it is exactly right.
+std::string targets_from_text(std::string_view text, std::vector<TargetSpec>* out) {
+  out->clear();
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return "is not a JSON object";
+  auto v = j.find("version");
+  if (v == j.end() || !v->is_number_unsigned() || v->get<uint64_t>() != kTargetsVersion)
+    return fmt::format("has another version than {} (the launcher and the library come from different builds)",
+                       kTargetsVersion);
+  auto list = j.find("targets");
+  if (list == j.end() || !list->is_array() || list->empty() || list->size() > kMaxTargets)
+    return fmt::format("needs a \"targets\" array of 1 to {} targets", kMaxTargets);
+  std::vector<TargetSpec> targets;
+  for (const auto& e : *list) {
+    if (!e.is_object()) return "has a target that is not an object";
+    auto k = e.find("kernel");
+    auto m = e.find("match");
+    auto d = e.find("dispatch");
+    auto o = e.find("output");
+    if (k == e.end() || !k->is_string() || k->get<std::string>().empty()) return "has a target without a kernel";
+    if (o == e.end() || !o->is_string() || o->get<std::string>().empty()) return "has a target without an output";
+    if (d == e.end() || !d->is_number_unsigned()) return "has a target without a dispatch count";
+    std::optional<MatchKind> mk = m != e.end() && m->is_string() ? match_kind_from_string(m->get<std::string>())
+                                                                 : std::nullopt;
+    if (!mk) return "has a target whose match is not substring, regex or exact";
+    targets.push_back({k->get<std::string>(), *mk, d->get<uint64_t>(), o->get<std::string>()});
+  }
+  *out = std::move(targets);
+  return "";
+}
 
 std::string_view to_string(Mode m) {
   switch (m) {
@@ -291,7 +373,7 @@ Config config_from_env(const EnvLookup& lookup, std::vector<std::string>* proble
     problem(fmt::format("{} is not set", env_name(Var::Output)));
     c.mode = Mode::Off;
   }
-  if (c.mode == Mode::Capture && c.kernel.empty()) {
+  if (c.mode == Mode::Capture && c.kernel.empty() && c.targets.empty()) {
     problem(fmt::format("{} is not set", env_name(Var::Kernel)));
     c.mode = Mode::Off;
   }
@@ -307,7 +389,7 @@ std::map<std::string, std::string> Config::to_env() const {
 }
 
 nlohmann::json Config::to_json() const {
-  return {{"mode", std::string(to_string(mode))},
+  nlohmann::json j = {{"mode", std::string(to_string(mode))},
           {"kernel", kernel},
           {"regex", regex},
           {"dispatch", dispatch},
@@ -321,6 +403,8 @@ nlohmann::json Config::to_json() const {
           {"store", store},
           {"zstd_level", zstd_level},
           {"in_app_time", in_app_name(in_app_time)}};
+  if (target_index >= 0) j["target"] = target_index;
+  return j;
 }
 
 std::optional<std::string> store_from_env() {

@@ -18,7 +18,27 @@ namespace kerncap::format {
 
 // Bumped whenever the library's events, its variables or what it writes under OUT/
 // change incompatibly: the CLI refuses a library that speaks another protocol.
-inline constexpr int kProtocolVersion = 1;
+// 2: KERNCAP_TARGETS (several targets in one run) and the "target" field of events.
+inline constexpr int kProtocolVersion = 2;
+
+// The version of KERNCAP_TARGETS's value ({"version": N, "targets": [...]}).
+inline constexpr int kTargetsVersion = 1;
+// The most targets one run takes (each holds a claim, a matcher and a count in the library).
+inline constexpr size_t kMaxTargets = 64;
+
+// How a target's pattern names kernels (names/match.hpp).
+enum class MatchKind { Substring, Regex, Exact };
+std::string_view to_string(MatchKind m);
+std::optional<MatchKind> match_kind_from_string(std::string_view s);
+
+// One target of a run of several (`extract --kernel A --kernel B`, `--top N --from`).
+struct TargetSpec {
+  std::string kernel;                    // the pattern
+  MatchKind match = MatchKind::Substring;
+  uint64_t dispatch = 0;                 // which matching launch (0 = first)
+  std::string output;                    // this target's OUT (absolute), created by the launcher
+  bool operator==(const TargetSpec&) const = default;
+};
 
 enum class Mode { Off, Capture, Profile };
 std::string_view to_string(Mode m);
@@ -48,6 +68,13 @@ struct Config {
   // in_app_*): at the first launch whose name matches (default), at start-up, or never.
   enum class InAppTime { Match, Start, Off };
   InAppTime in_app_time = InAppTime::Match;
+  // Several targets in one run (KERNCAP_TARGETS): each with its own OUT; `output` is then
+  // their parent (events, image dumps) and kernel/regex/dispatch are unused. Empty: the
+  // one target is kernel/regex/dispatch into `output`.
+  std::vector<TargetSpec> targets;
+  // In a per-target copy the library makes for each target's capture (never from the
+  // environment): the target's index, for the events and the manifest's config (-1: one target).
+  int target_index = -1;
 
   // The variables that give a process this configuration (defaults of the tuning
   // variables are left out, so a user's own setting of them passes through).
@@ -56,7 +83,7 @@ struct Config {
 };
 
 enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Rank, Device, Verbose, ChunkBytes, StagingBytes,
-                 DumpImages, DeviceScan, Closure, Store, ZstdLevel, InAppTime, TritonOut, Library, PythonDir, Python, Bin, ReplayLib };
+                 DumpImages, DeviceScan, Closure, Store, ZstdLevel, InAppTime, Targets, TritonOut, Library, PythonDir, Python, Bin, ReplayLib };
 
 // Who reads a variable (bits).
 inline constexpr unsigned kLibrary = 1, kCli = 2, kTritonShim = 4, kPythonApi = 8;
@@ -89,6 +116,15 @@ Config config_from_env(const EnvLookup& lookup, std::vector<std::string>* proble
 // KERNCAP_STORE as the CLI and the replay engine read it (the shared chunk store a capture's
 // chunks are in, chunk_store.hpp); none when unset or empty.
 std::optional<std::string> store_from_env();
+
+// The targets a Config names: Config::targets, else the one of kernel/regex/dispatch/output.
+std::vector<TargetSpec> effective_targets(const Config& c);
+// The configuration of one target's capture: Config::targets[target]'s output, pattern
+// and dispatch in place of the run's, target_index set (-1 or out of range: `run` itself).
+Config config_for_target(const Config& run, int target);
+// KERNCAP_TARGETS's value, and its strict reader (the problem, or "").
+std::string targets_to_text(const std::vector<TargetSpec>& targets);
+std::string targets_from_text(std::string_view text, std::vector<TargetSpec>* out);
 
 std::string env_text();
 std::string env_markdown();

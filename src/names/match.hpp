@@ -13,12 +13,16 @@ class Matcher {
  public:
   // Throws std::regex_error on a bad regex (the launcher validates it first).
   Matcher(std::string pattern, bool regex);
+  // The whole mangled or demangled name, nothing more (`extract --from profile.json`: a
+  // mangled name can be a substring of another's, and long names make slow regexes).
+  static Matcher exact(std::string name);
   bool matches(const std::string& mangled, const std::string& demangled) const;
   const std::string& pattern() const { return pattern_; }
 
  private:
   std::string pattern_;
   std::shared_ptr<const std::regex> regex_;  // shared: a Matcher is cheap to copy
+  bool exact_ = false;
 };
 
 }  // namespace kerncap::names

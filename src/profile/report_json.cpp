@@ -85,7 +85,7 @@ json kernel_json(const KernelStats& k, size_t rank) {
 }  // namespace
 
 json report_json(const Summary& s, const RunInfo& run) {
-  json doc = {{"format", "kerncap-profile"}, {"version", kReportVersion}, {"kerncap", KERNCAP_VERSION}};
+  json doc = {{"format", kReportFormat}, {"version", kReportVersion}, {"kerncap", KERNCAP_VERSION}};
   if (run.ran)
     doc["application"] = {{"command", run.command},
                           {"exited", run.exited},

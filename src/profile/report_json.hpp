@@ -12,6 +12,7 @@
 namespace kerncap::profile {
 
 inline constexpr int kReportVersion = 1;
+inline constexpr const char* kReportFormat = "kerncap-profile";
 
 // How the profiled application ended (absent when records were analyzed with --from).
 struct RunInfo {

@@ -85,12 +85,14 @@ struct FakeTarget : TargetCapture {
     std::string mangled;
     uint64_t launch_index;
     uint32_t correlation;
+    int target = -1;
+    bool stop_after = false;
   };
   bool accept = true;  // false: behave like a capture that failed at BEFORE
   std::vector<Begun> begun;
   std::vector<uint32_t> finished;  // correlation ids of the exits handed over
   bool begin(const TargetLaunch& t) override {
-    begun.push_back({t.cbid, t.mangled, t.launch_index, t.entry->correlationId});
+    begun.push_back({t.cbid, t.mangled, t.launch_index, t.entry->correlationId, t.target, t.stop_after});
     return accept;
   }
   void finish(const CUpti_CallbackData& exit) override { finished.push_back(exit.correlationId); }

@@ -97,10 +97,13 @@ struct FakeGraphTarget : GraphTargetCapture {
     std::string mangled;
     uint64_t launch_index;
     uint32_t correlation;
+    int target = -1;
+    bool keep_running = false;
   };
   std::vector<Taken> taken;
   void capture(const GraphTarget& t) override {
-    taken.push_back({t.exec, t.node, t.graph->nodes[t.node].kernel->mangled, t.launch_index, t.entry->correlationId});
+    taken.push_back({t.exec, t.node, t.graph->nodes[t.node].kernel->mangled, t.launch_index, t.entry->correlationId,
+                     t.target, t.keep_running});
   }
 };
 
@@ -117,11 +120,16 @@ struct Harness {
   std::unique_ptr<LaunchWatcher> watcher;
   uint32_t next_correlation = 1;
 
-  explicit Harness(std::string kernel, uint64_t dispatch = 0) {
+  explicit Harness(std::string kernel, uint64_t dispatch = 0, std::vector<kerncap::format::TargetSpec> targets = {}) {
     config.mode = Mode::Capture;
     config.output = dir.path().string();
     config.kernel = std::move(kernel);
     config.dispatch = dispatch;
+    for (size_t i = 0; i < targets.size(); ++i) {
+      targets[i].output = (dir.path() / ("t" + std::to_string(i))).string();
+      std::filesystem::create_directories(std::filesystem::path(targets[i].output) / ".kerncap");
+    }
+    config.targets = std::move(targets);
     events_open(config.output);
     inventory = std::make_unique<Inventory>(config);
     tracker = std::make_unique<GraphTracker>(graph_queries);
@@ -360,6 +368,40 @@ TEST(CaptureGraph, NestedLaunchesAndUnlaunchedGraphsAreExplained) {
   ASSERT_EQ(skipped.size(), 2u);
   EXPECT_EQ(skipped[1]["why"], "only in a CUDA graph that was never launched");
   EXPECT_EQ(skipped[1]["mangled"], kScale);
+}
+
+TEST(CaptureGraph, SeveralTargetsInOneGraphLaunch) {
+  using kerncap::format::MatchKind;
+  Harness h("", 0, {{"init", MatchKind::Substring, 0, ""}, {"scale", MatchKind::Substring, 0, ""}});
+  CUgraph graph = handle<CUgraph>(0x77);
+  CUgraphExec exec = handle<CUgraphExec>(0x88);
+  h.graph_queries.graphs[graph] = chain();
+  h.instantiate(exec, graph);
+  h.graph_launch(exec);  // init (target 0), add, scale (target 1)
+  ASSERT_EQ(h.graph_target.taken.size(), 2u);
+  EXPECT_EQ(h.graph_target.taken[0].target, 0);
+  EXPECT_EQ(h.graph_target.taken[0].mangled, kInit);
+  EXPECT_TRUE(h.graph_target.taken[0].keep_running);  // scale still waits: the memory is put back
+  EXPECT_EQ(h.graph_target.taken[1].target, 1);
+  EXPECT_EQ(h.graph_target.taken[1].launch_index, 2u);
+  EXPECT_FALSE(h.graph_target.taken[1].keep_running);  // the last one, no --continue
+  EXPECT_TRUE(h.watcher->done());
+}
+
+TEST(CaptureGraph, SkipsNameTheTargetsTheyConcern) {
+  using kerncap::format::MatchKind;
+  Harness h("", 0, {{"add", MatchKind::Substring, 0, ""}, {"scale", MatchKind::Substring, 0, ""}});
+  CUgraph graph = handle<CUgraph>(0x77);
+  CUgraphExec never = handle<CUgraphExec>(0x99);
+  h.graph_queries.graphs[graph] = chain();
+  h.instantiate(never, graph);
+  h.launch(kAdd);  // target 0 taken directly
+  h.watcher->report_unlaunched_graphs();
+  auto skipped = h.events("skipped");
+  ASSERT_EQ(skipped.size(), 1u);  // scale only: add was taken
+  EXPECT_EQ(skipped[0]["mangled"], kScale);
+  EXPECT_EQ(skipped[0]["reason"], "unlaunched_graph");
+  EXPECT_EQ(skipped[0]["targets"], nlohmann::json::array({1}));
 }
 
 TEST(CaptureGraph, UnknownExecutablesAreOnlyNoted) {

@@ -87,8 +87,8 @@ TEST(ExtractDiagnose, ErrorsFromTheLibraryComeFirst) {
 
 TEST(ExtractDiagnose, GraphCaptureSkipsAndGraphLaunchesAreNoted) {
   auto log = log_of({events::start("capture"), events::seen("_Z9vectorAddPf", "vectorAdd(float*)", true),
-                     events::skipped("_Z9vectorAddPf", "stream is capturing a CUDA graph"),
-                     events::skipped("_Z9vectorAddPf", "stream is capturing a CUDA graph"), events::graph_launch()});
+                     events::skipped("_Z9vectorAddPf", events::SkipReason::CapturingStream),
+                     events::skipped("_Z9vectorAddPf", events::SkipReason::CapturingStream), events::graph_launch()});
   std::string m = diagnose(kTarget, log, exited(0));
   EXPECT_NE(m.find("\n2 matching launch(es) were not counted (recorded into a CUDA graph being captured"),
             std::string::npos)
@@ -142,4 +142,28 @@ TEST(ExtractProtocol, ALibraryWithoutVersionedEventsIsRefused) {
   EXPECT_TRUE(why->starts_with("libkerncap.so at /x/libkerncap.so speaks protocol 0 (an older kerncap, before "
                                "versioned events)"))
       << *why;
+}
+
+TEST(ExtractDiagnose, ATargetOnlyInAGraphNeverLaunchedIsSaidSo) {
+  auto log = log_of({events::start("capture"), events::seen("_Z5otherv", "other()", false),
+                     events::skipped("_Z9vectorAddPf", events::SkipReason::CapturingStream),
+                     events::skipped("_Z9vectorAddPf", events::SkipReason::UnlaunchedGraph)});
+  std::string m = diagnose(kTarget, log, exited(0));
+  EXPECT_TRUE(m.starts_with("no launched kernel matches 'vectorAdd': it was seen only as a node of a CUDA graph that "
+                            "was instantiated but never launched, so it never ran"))
+      << m;
+  EXPECT_NE(m.find("\n  vectorAdd(float*)"), std::string::npos) << m;
+  // No kernel launched at all: still the graph's story, not "without launching any kernel".
+  auto only = log_of({events::start("capture"), events::skipped("_Z9vectorAddPf", events::SkipReason::UnlaunchedGraph)});
+  EXPECT_NE(diagnose(kTarget, only, exited(0)).find("never launched"), std::string::npos);
+}
+
+TEST(ExtractDiagnose, AGraphLaunchedIntoACapturingStreamIsSaidSo) {
+  auto log = log_of({events::start("capture"), events::seen("_Z5otherv", "other()", false),
+                     events::skipped("_Z9vectorAddPf", events::SkipReason::NestedGraph)});
+  std::string m = diagnose(kTarget, log, exited(0));
+  EXPECT_NE(m.find("it ran only inside a CUDA graph that was launched on a stream being captured into another graph"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(m.find("matching launch(es) were not counted"), std::string::npos) << m;
 }

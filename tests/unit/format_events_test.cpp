@@ -67,7 +67,7 @@ TEST(FormatEvents, AnOldLibrarysStartHasProtocolZero) {
 TEST(FormatEvents, BuildersFoldIntoTheLog) {
   Log log;
   for (const auto& j : {seen("_Z1av", "a()", true), seen("_Z1bv", "b()", false), seen("_Z1av", "a()", true),
-                        ignored("_Z1av", "autotuner benchmark"), skipped("_Z1av", "graph"), graph_launch(),
+                        ignored("_Z1av", "autotuner benchmark"), skipped("_Z1av", SkipReason::NestedGraph), graph_launch(),
                         match(0, "_Z1av"), match(1, "_Z1av"), error("boom"), captured("/o/capture", false),
                         stopping()})
     add_line(log, j.dump());
