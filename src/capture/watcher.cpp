@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "capture/events.hpp"
 #include "capture/launch_info.hpp"
 #include "capture/tool_scope.hpp"
@@ -240,10 +242,17 @@ int LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint64
   for (int t : live) {
     Slot& slot = slots_[t];
     const uint64_t index = slot.matched++;
-    if (index <= targets_[t].dispatch) {
+    // A "match" event is a write(2): one per launch would cost a frequently launched kernel
+    // more than its launch. The first few, powers of two, the target, and the last one at exit
+    // (report_matches) tell the launcher what it needs (how far the count got).
+    const uint64_t want = targets_[t].dispatch;
+    if (index <= want && (index < 16 || (index & (index - 1)) == 0 || index == want)) {
       nlohmann::json line = format::events::match(index, mangled);
       if (multi_) format::events::add_target(line, t);
       emit(std::move(line));
+      slot.last_emitted = index;
+    } else if (index <= want) {
+      slot.last_name = mangled;
     }
     if (index != targets_[t].dispatch) continue;
     slot.done = true;
@@ -288,6 +297,20 @@ bool LaunchWatcher::claim(size_t target) {
   (void)n;  // the file's existence is the claim; its content is for people
   ::close(fd);
   return true;
+}
+
+void LaunchWatcher::report_matches() {
+  std::lock_guard lk(mu_);
+  for (size_t t = 0; t < slots_.size(); ++t) {
+    Slot& slot = slots_[t];
+    if (slot.done || slot.matched == 0 || slot.last_name.empty()) continue;
+    const uint64_t last = std::min<uint64_t>(slot.matched - 1, targets_[t].dispatch);
+    if (last == slot.last_emitted) continue;
+    nlohmann::json line = format::events::match(last, slot.last_name);
+    if (multi_) format::events::add_target(line, static_cast<int>(t));
+    emit(std::move(line));
+    slot.last_emitted = last;
+  }
 }
 
 }  // namespace kerncap::capture

@@ -53,6 +53,9 @@ class LaunchWatcher {
   void watch_graphs(GraphTracker& tracker, GraphTargetCapture& target);
   // At process exit: matching kernels that exist only in graphs never launched.
   void report_unlaunched_graphs();
+  // At process exit: each waiting target's last matching launch index, when it was not
+  // written as it came (match events are sparse: see is_target).
+  void report_matches();
 
   // Called once, on the first launch whose name matches a target's pattern (before it is counted).
   void on_first_match(void (*hook)()) { first_match_hook_ = hook; }
@@ -104,6 +107,8 @@ class LaunchWatcher {
   struct Slot {
     uint64_t matched = 0;  // matching launches counted
     bool done = false;     // taken (or failed), or claimed by another process
+    uint64_t last_emitted = 0;  // the last "match" index written
+    std::string last_name;      // the kernel of a match not written as it came
   };
   std::vector<Slot> slots_;  // one per target
   std::unordered_map<std::string, std::vector<int>> name_matches_;

@@ -326,3 +326,18 @@ TEST(CaptureWatcher, UnloadingForgetsTheHandles) {
   EXPECT_EQ(h.target.begun[0].launch_index, 1u);
 }
 
+TEST(CaptureWatcher, MatchEventsAreSparseAndTheLastComesAtExit) {
+  Harness h("scale", 100);
+  for (int i = 0; i < 40; ++i) h.launch(kScale);
+  auto matches = h.events("match");
+  ASSERT_EQ(matches.size(), 18u);  // 0..15, 16, 32: not one write per launch
+  EXPECT_EQ(matches[16]["index"], 16);
+  EXPECT_EQ(matches[17]["index"], 32);
+  h.watcher->report_matches();  // at exit: how far the count got
+  matches = h.events("match");
+  ASSERT_EQ(matches.size(), 19u);
+  EXPECT_EQ(matches.back()["index"], 39);
+  EXPECT_EQ(matches.back()["mangled"], kScale);
+  h.watcher->report_matches();  // once
+  EXPECT_EQ(h.events("match").size(), 19u);
+}
