@@ -9,8 +9,11 @@
 namespace kerncap::capture {
 namespace {
 
-// Signatures per kernel launch: 8 MiB of device memory, 32 GiB of 4 KiB chunks per pass.
+// Signatures per kernel launch: 8 MiB of device memory, 4 GiB of 4 KiB chunks per pass.
 constexpr uint64_t kBatchChunks = uint64_t{1} << 20;
+// Resident blocks per SM for the scan (256 threads each): enough warps to keep the loads of
+// a grid-stride walk in flight on every SM.
+constexpr int kBlocksPerSm = 8;
 
 }  // namespace
 
@@ -29,6 +32,14 @@ std::unique_ptr<GpuScanner> GpuScanner::create(std::string* why) {
     KC_CU(cuStreamCreate(&s->stream_, CU_STREAM_NON_BLOCKING));
     KC_CU(cuMemAlloc(&s->out_, kBatchChunks * sizeof(uint64_t)));
     s->out_chunks_ = kBatchChunks;
+    int sms = 0;
+    KC_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, s->device_));
+    s->blocks_ = static_cast<unsigned>(std::max(1, sms) * kBlocksPerSm);
+    // Signatures come back through pinned memory: a pageable copy of 100+ MiB of them (80 GB
+    // in 4 KiB chunks) would cost more than the scan. Without it, they are copied pageable.
+    void* pinned = nullptr;
+    if (KC_CU_TRY(cuMemAllocHost(&pinned, kBatchChunks * sizeof(uint64_t))) == CUDA_SUCCESS)
+      s->pinned_ = static_cast<uint64_t*>(pinned);
   } catch (const std::exception& e) {
     *why = e.what();
     return nullptr;  // the destructor releases what was made
@@ -40,6 +51,7 @@ GpuScanner::~GpuScanner() {
   for (CUdeviceptr p : {lo_, hi_, hit_})
     if (p) driver().cuMemFree(p);
   if (out_) driver().cuMemFree(out_);
+  if (pinned_) driver().cuMemFreeHost(pinned_);
   if (stream_) driver().cuStreamDestroy(stream_);
   if (module_) driver().cuModuleUnload(module_);
 }
@@ -68,7 +80,8 @@ bool GpuScanner::can_scan(format::MemKind kind, uint64_t address) const {
 
 std::vector<uint64_t> GpuScanner::scan(uint64_t address, uint64_t size, uint32_t chunk) {
   const uint64_t chunks = (size + chunk - 1) / chunk;
-  std::vector<uint64_t> sig(chunks);
+  std::vector<uint64_t> sig;
+  sig.reserve(chunks);
   for (uint64_t first = 0; first < chunks; first += out_chunks_) {
     const uint64_t n = std::min(out_chunks_, chunks - first);
     const uint64_t offset = first * chunk;
@@ -76,10 +89,19 @@ std::vector<uint64_t> GpuScanner::scan(uint64_t address, uint64_t size, uint32_t
     unsigned long long bytes = std::min<uint64_t>(size - offset, n * chunk);
     unsigned chunk_arg = chunk;
     CUdeviceptr out = out_;
-    void* args[] = {&base, &bytes, &chunk_arg, &out};
-    KC_CU(cuLaunchKernel(function_, static_cast<unsigned>(n), 1, 1, 256, 1, 1, 0, stream_, args, nullptr));
-    KC_CU(cuMemcpyDtoHAsync(sig.data() + first, out_, n * sizeof(uint64_t), stream_));
-    KC_CU(cuStreamSynchronize(stream_));
+    unsigned long long count = n;
+    void* args[] = {&base, &bytes, &chunk_arg, &out, &count};
+    const auto blocks = static_cast<unsigned>(std::min<uint64_t>(blocks_, (n + kWarpsPerBlock - 1) / kWarpsPerBlock));
+    KC_CU(cuLaunchKernel(function_, blocks, 1, 1, kWarpsPerBlock * 32, 1, 1, 0, stream_, args, nullptr));
+    if (pinned_) {
+      KC_CU(cuMemcpyDtoHAsync(pinned_, out_, n * sizeof(uint64_t), stream_));
+      KC_CU(cuStreamSynchronize(stream_));
+      sig.insert(sig.end(), pinned_, pinned_ + n);
+    } else {
+      sig.resize(first + n);
+      KC_CU(cuMemcpyDtoHAsync(sig.data() + first, out_, n * sizeof(uint64_t), stream_));
+      KC_CU(cuStreamSynchronize(stream_));
+    }
   }
   return sig;
 }

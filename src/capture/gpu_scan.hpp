@@ -46,6 +46,9 @@ class GpuScanner {
   CUdevice device_ = 0;
   CUdeviceptr out_ = 0;
   uint64_t out_chunks_ = 0;  // signatures out_ holds
+  uint64_t* pinned_ = nullptr;  // page-locked copy of out_ (null: copy pageable)
+  unsigned blocks_ = 1;         // the scan's grid: every SM busy
+  static constexpr unsigned kWarpsPerBlock = 8;  // scan_kernel.cu's kThreads / 32
   CUfunction reach_ = nullptr;
   CUdeviceptr lo_ = 0, hi_ = 0, hit_ = 0;  // the range table (sorted) and its hit flags
   std::vector<size_t> order_;              // sorted position -> caller's index

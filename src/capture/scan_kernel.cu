@@ -1,5 +1,5 @@
 // The snapshot's device-side scan (compiled by nvcc into an embedded fatbin, loaded into the
-// application's context at the target launch only). One block per chunk of a region writes
+// application's context at the target launch only). For every chunk of a region it writes
 // the chunk's signature: 0 when every byte is zero, else a 64-bit hash with its low bit set.
 // BEFORE copies only chunks whose signature is not 0; AFTER copies only chunks whose
 // signature changed, so neither reads unchanged or zero memory through PCIe.
@@ -26,42 +26,52 @@ __device__ __forceinline__ uint64_t mix(uint64_t x) {
 }  // namespace
 
 // base: 8-byte aligned; bytes: the region's size (any); chunk: bytes per chunk, a multiple
-// of 8; out[chunk index] = signature. Grid: one block of kThreads per chunk.
+// of 8; out[chunk index] = signature for the `chunks` chunks of [base, base + bytes).
+// One warp per chunk, grid-stride over chunks: the default 4 KiB chunk is 512 words, so a
+// block per chunk spent most of its time being scheduled and reducing across warps; a warp
+// reduces with shuffles alone, and four independent loads per lane keep enough bytes in
+// flight to read at memory speed.
 extern "C" __global__ void __launch_bounds__(kThreads)
-    kerncap_scan(const unsigned char* base, unsigned long long bytes, unsigned chunk, unsigned long long* out) {
-  const uint64_t first = uint64_t{blockIdx.x} * chunk;
-  const uint64_t len = bytes - first < chunk ? bytes - first : chunk;
-  const uint64_t words = len / 8;
-  const auto* w = reinterpret_cast<const uint64_t*>(base + first);
-  uint64_t sum = 0, any = 0;
-  for (uint64_t i = threadIdx.x; i < words; i += kThreads) {
-    const uint64_t v = w[i];
-    any |= v;
-    sum += mix(v ^ (i * 0x9e3779b97f4a7c15ull));
-  }
-  // The last chunk's tail of fewer than 8 bytes, as one more word.
-  if (threadIdx.x == 0 && len % 8) {
-    uint64_t v = 0;
-    for (uint64_t b = words * 8; b < len; ++b) v |= uint64_t{base[first + b]} << (8 * (b - words * 8));
-    any |= v;
-    sum += mix(v ^ (words * 0x9e3779b97f4a7c15ull));
-  }
-  for (int o = 16; o; o >>= 1) {
-    sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    any |= __shfl_xor_sync(0xffffffffu, any, o);
-  }
-  __shared__ uint64_t s_sum[kThreads / 32], s_any[kThreads / 32];
-  if (threadIdx.x % 32 == 0) {
-    s_sum[threadIdx.x / 32] = sum;
-    s_any[threadIdx.x / 32] = any;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (unsigned k = 1; k < kThreads / 32; ++k) {
-      sum += s_sum[k];
-      any |= s_any[k];
+    kerncap_scan(const unsigned char* base, unsigned long long bytes, unsigned chunk, unsigned long long* out,
+                 unsigned long long chunks) {
+  constexpr unsigned kWarps = kThreads / 32;
+  constexpr unsigned kUnroll = 4;
+  const unsigned lane = threadIdx.x % 32;
+  for (uint64_t c = uint64_t{blockIdx.x} * kWarps + threadIdx.x / 32; c < chunks;
+       c += uint64_t{gridDim.x} * kWarps) {
+    const uint64_t first = c * chunk;
+    const uint64_t len = bytes - first < chunk ? bytes - first : chunk;
+    const uint64_t words = len / 8;
+    const auto* w = reinterpret_cast<const uint64_t*>(base + first);
+    uint64_t sum = 0, any = 0;
+    uint64_t i = lane;
+    for (; i + 32 * (kUnroll - 1) < words; i += 32 * kUnroll) {
+      uint64_t v[kUnroll];
+#pragma unroll
+      for (unsigned u = 0; u < kUnroll; ++u) v[u] = w[i + 32 * u];
+#pragma unroll
+      for (unsigned u = 0; u < kUnroll; ++u) {
+        any |= v[u];
+        sum += mix(v[u] ^ ((i + 32 * u) * 0x9e3779b97f4a7c15ull));
+      }
     }
-    out[blockIdx.x] = any ? (mix(sum + len) | 1) : 0;
+    for (; i < words; i += 32) {
+      const uint64_t v = w[i];
+      any |= v;
+      sum += mix(v ^ (i * 0x9e3779b97f4a7c15ull));
+    }
+    // The region's last chunk's tail of fewer than 8 bytes, as one more word.
+    if (lane == 0 && len % 8) {
+      uint64_t v = 0;
+      for (uint64_t b = words * 8; b < len; ++b) v |= uint64_t{base[first + b]} << (8 * (b - words * 8));
+      any |= v;
+      sum += mix(v ^ (words * 0x9e3779b97f4a7c15ull));
+    }
+    for (int o = 16; o; o >>= 1) {
+      sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      any |= __shfl_xor_sync(0xffffffffu, any, o);
+    }
+    if (lane == 0) out[c] = any ? (mix(sum + len) | 1) : 0;
   }
 }
 

@@ -1,6 +1,8 @@
 #include "replay/session.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -9,6 +11,7 @@
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "common/log.hpp"
+#include "common/work_pool.hpp"
 #include "cubin/cubin.hpp"
 #include "format/region_bytes.hpp"
 #include "replay/global_match.hpp"
@@ -404,12 +407,34 @@ RestoreStats Session::restore() {
       auto flush = [&] {
         if (batch.empty()) return;
         uint8_t* buf = staging[turn];
+        auto t0 = std::chrono::steady_clock::now();
+        const auto lap = [&t0](double& into) {
+          const auto t = std::chrono::steady_clock::now();
+          into += std::chrono::duration<double>(t - t0).count();
+          t0 = t;
+        };
         if (in_flight[turn]) KC_CU(cuEventSynchronize(staged_[turn]));
+        lap(st.wait_s);
         for (size_t k = 0; k < batch.size(); ++k) batch[k].out = buf + places[k];
         in.read_pieces(batch);
+        lap(st.read_s);
+        // An array's texels are not pointers (and its region has no address). Relocation
+        // reads every word, so the batch is split across the pool like the decode.
+        if (r.kind != MemKind::Array && !reloc.empty()) {
+          constexpr uint64_t kSlice = 4ull << 20;  // a multiple of 8: words stay whole
+          std::vector<std::pair<size_t, uint64_t>> slices;  // (piece, offset in it)
+          for (size_t k = 0; k < batch.size(); ++k)
+            for (uint64_t o = 0; o < batch[k].size; o += kSlice) slices.emplace_back(k, o);
+          std::atomic<uint64_t> words{0};
+          pool::parallel_for(slices.size(), [&](size_t j) {
+            const auto& p = batch[slices[j].first];
+            const uint64_t o = slices[j].second;
+            words += reloc.rewrite(p.out + o, std::min(kSlice, p.size - o), r.base + p.offset + o);
+          });
+          st.rewritten_words += words;
+        }
+        lap(st.rewrite_s);
         for (const auto& p : batch) {
-          // An array's texels are not pointers (and its region has no address).
-          if (r.kind != MemKind::Array) st.rewritten_words += reloc.rewrite(p.out, p.size, r.base + p.offset);
           if (filter_) filter_(i, p.offset, p.out, p.size);
           KC_CU(cuMemcpyHtoDAsync(addresses_[i] + p.offset, p.out, p.size, stream_));
           st.copied += p.size;

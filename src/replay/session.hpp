@@ -47,6 +47,10 @@ struct RestoreStats {
   uint64_t bytes = 0;
   uint64_t copied = 0, filled = 0;  // bytes staged and copied / memset on the device (restore_plan.hpp)
   uint64_t rewritten_words = 0;  // pointer words rewritten in memory, globals and params
+  // Where a restore's time went on the calling thread (seconds): decoding into staging,
+  // relocating pointer words there, and waiting for a staging buffer's copy to end. What is
+  // left of the wall time is issuing copies and memsets and the final synchronisation.
+  double read_s = 0, rewrite_s = 0, wait_s = 0;
 };
 
 class Session {

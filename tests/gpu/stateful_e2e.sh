@@ -139,9 +139,9 @@ fi
 
 # ---- cub onesweep (our own program) ---------------------------------------------------------
 SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
-if ! step cubsort-build "$NVCC" -O2 -arch=sm_"$SM" -o "$WORK/onesweep" "$HERE/stateful_apps/onesweep.cu"; then
+if ! step cubsort-build "$NVCC" -O2 -arch=sm_"$SM" -o "$WORK/onesweep_app" "$HERE/stateful_apps/onesweep.cu"; then
   row cub_onesweep FAIL "cannot build tests/gpu/stateful_apps/onesweep.cu: $(grep -m1 -i error "$STEP_LOG" | cut -c1-120)"
-elif ! step cubsort-extract "$KC" extract Onesweep -o "$WORK/cub_onesweep" -- "$WORK/onesweep"; then
+elif ! step cubsort-extract "$KC" extract Onesweep -o "$WORK/cub_onesweep" -- "$WORK/onesweep_app"; then
   row cub_onesweep FAIL "extract failed: $(grep -m1 -i error "$STEP_LOG" | cut -c1-160)"
 else
   checks cubsort "$WORK/cub_onesweep"
@@ -152,9 +152,14 @@ fi
 if ! "$TORCH_PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
   row torch_onesweep SKIP "no $TORCH_PY with CUDA torch"
 else
-  DIR=$WORK/onesweep
+  DIR=$WORK/torch_onesweep
   if ! step os-extract "$KC" extract Onesweep -o "$DIR" -- "$TORCH_PY" "$HERE/torch_sort.py"; then
-    row torch_onesweep SKIP "no onesweep kernel captured: $(grep -m1 -i error "$STEP_LOG" | cut -c1-120)"
+    # Only a torch that sorts without onesweep is a reason to skip; any other error fails.
+    if grep -qi "no launched kernel matches" "$STEP_LOG"; then
+      row torch_onesweep SKIP "this torch launches no onesweep kernel"
+    else
+      row torch_onesweep FAIL "extract failed: $(grep -m1 -i error "$STEP_LOG" | cut -c1-160)"
+    fi
   else
     checks os "$DIR"
     row torch_onesweep "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
