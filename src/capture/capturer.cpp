@@ -280,8 +280,9 @@ void Capturer::begin_capture(const TargetLaunch& t, std::unique_ptr<Pending>& p)
     for (const auto& r : stored[i]) to_store += r.size;
   }
   if (p->scanner)
-    log::info("device scan: {} in {:.3f} s", human_bytes(scanned_bytes),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - scan_start).count());
+    log::info("device scan: {} in {:.3f} s ({:.3f} s of it waiting for the GPU)", human_bytes(scanned_bytes),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - scan_start).count(),
+              p->scanner->waited_s());
   log::info("snapshot BEFORE: {} regions, {} ({} to store: the rest is zeros or omitted)", p->regions.size(),
             human_bytes(total), human_bytes(to_store));
   // Before compression: the most the chunks can take (a shared store may already hold some).

@@ -1,6 +1,7 @@
 #include "capture/gpu_scan.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include "capture/scan_image.hpp"
 #include "common/driver.hpp"
@@ -37,9 +38,12 @@ std::unique_ptr<GpuScanner> GpuScanner::create(std::string* why) {
     s->blocks_ = static_cast<unsigned>(std::max(1, sms) * kBlocksPerSm);
     // Signatures come back through pinned memory: a pageable copy of 100+ MiB of them (80 GB
     // in 4 KiB chunks) would cost more than the scan. Without it, they are copied pageable.
-    void* pinned = nullptr;
-    if (KC_CU_TRY(cuMemAllocHost(&pinned, kBatchChunks * sizeof(uint64_t))) == CUDA_SUCCESS)
-      s->pinned_ = static_cast<uint64_t*>(pinned);
+    for (int k = 0; k < 2; ++k) {
+      void* pinned = nullptr;
+      if (KC_CU_TRY(cuMemAllocHost(&pinned, kBatchChunks * sizeof(uint64_t))) != CUDA_SUCCESS) break;
+      s->pinned_[k] = static_cast<uint64_t*>(pinned);
+      KC_CU(cuEventCreate(&s->copied_[k], CU_EVENT_DISABLE_TIMING));
+    }
   } catch (const std::exception& e) {
     *why = e.what();
     return nullptr;  // the destructor releases what was made
@@ -51,7 +55,10 @@ GpuScanner::~GpuScanner() {
   for (CUdeviceptr p : {lo_, hi_, hit_})
     if (p) driver().cuMemFree(p);
   if (out_) driver().cuMemFree(out_);
-  if (pinned_) driver().cuMemFreeHost(pinned_);
+  for (int k = 0; k < 2; ++k) {
+    if (pinned_[k]) driver().cuMemFreeHost(pinned_[k]);
+    if (copied_[k]) driver().cuEventDestroy(copied_[k]);
+  }
   if (stream_) driver().cuStreamDestroy(stream_);
   if (module_) driver().cuModuleUnload(module_);
 }
@@ -81,29 +88,52 @@ bool GpuScanner::can_scan(format::MemKind kind, uint64_t address) const {
 std::vector<uint64_t> GpuScanner::scan(uint64_t address, uint64_t size, uint32_t chunk) {
   const uint64_t chunks = (size + chunk - 1) / chunk;
   std::vector<uint64_t> sig;
-  sig.reserve(chunks);
-  for (uint64_t first = 0; first < chunks; first += out_chunks_) {
-    const uint64_t n = std::min(out_chunks_, chunks - first);
-    const uint64_t offset = first * chunk;
-    CUdeviceptr base = address + offset;
-    unsigned long long bytes = std::min<uint64_t>(size - offset, n * chunk);
-    unsigned chunk_arg = chunk;
-    CUdeviceptr out = out_;
-    unsigned long long count = n;
-    void* args[] = {&base, &bytes, &chunk_arg, &out, &count};
-    const auto blocks = static_cast<unsigned>(std::min<uint64_t>(blocks_, (n + kWarpsPerBlock - 1) / kWarpsPerBlock));
-    KC_CU(cuLaunchKernel(function_, blocks, 1, 1, kWarpsPerBlock * 32, 1, 1, 0, stream_, args, nullptr));
-    if (pinned_) {
-      KC_CU(cuMemcpyDtoHAsync(pinned_, out_, n * sizeof(uint64_t), stream_));
-      KC_CU(cuStreamSynchronize(stream_));
-      sig.insert(sig.end(), pinned_, pinned_ + n);
-    } else {
-      sig.resize(first + n);
+  if (!pinned_[1]) {  // no page-locked memory: one batch at a time, copied pageable
+    sig.resize(chunks);
+    for (uint64_t first = 0; first < chunks; first += out_chunks_) {
+      const uint64_t n = launch(address, size, chunk, first);
       KC_CU(cuMemcpyDtoHAsync(sig.data() + first, out_, n * sizeof(uint64_t), stream_));
       KC_CU(cuStreamSynchronize(stream_));
     }
+    return sig;
+  }
+  // Two page-locked buffers in turn: while the host appends batch k's signatures, the GPU
+  // scans batch k + 1 (one stream orders each copy out of out_ before the next scan into it).
+  sig.reserve(chunks);
+  uint64_t pending_n = 0;
+  int turn = 0;
+  for (uint64_t first = 0; first < chunks || pending_n; first += out_chunks_) {
+    uint64_t n = 0;
+    if (first < chunks) {
+      n = launch(address, size, chunk, first);
+      KC_CU(cuMemcpyDtoHAsync(pinned_[turn], out_, n * sizeof(uint64_t), stream_));
+      KC_CU(cuEventRecord(copied_[turn], stream_));
+    }
+    if (pending_n) {
+      const auto t0 = std::chrono::steady_clock::now();
+      KC_CU(cuEventSynchronize(copied_[turn ^ 1]));
+      waited_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      sig.insert(sig.end(), pinned_[turn ^ 1], pinned_[turn ^ 1] + pending_n);
+    }
+    pending_n = n;
+    turn ^= 1;
   }
   return sig;
+}
+
+uint64_t GpuScanner::launch(uint64_t address, uint64_t size, uint32_t chunk, uint64_t first) {
+  const uint64_t chunks = (size + chunk - 1) / chunk;
+  const uint64_t n = std::min(out_chunks_, chunks - first);
+  const uint64_t offset = first * chunk;
+  CUdeviceptr base = address + offset;
+  unsigned long long bytes = std::min<uint64_t>(size - offset, n * chunk);
+  unsigned chunk_arg = chunk;
+  CUdeviceptr out = out_;
+  unsigned long long count = n;
+  void* args[] = {&base, &bytes, &chunk_arg, &out, &count};
+  const auto blocks = static_cast<unsigned>(std::min<uint64_t>(blocks_, (n + kWarpsPerBlock - 1) / kWarpsPerBlock));
+  KC_CU(cuLaunchKernel(function_, blocks, 1, 1, kWarpsPerBlock * 32, 1, 1, 0, stream_, args, nullptr));
+  return n;
 }
 
 void GpuScanner::set_ranges(const RangeIndex& index) {

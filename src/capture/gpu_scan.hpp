@@ -32,6 +32,9 @@ class GpuScanner {
   // One signature per `chunk` bytes of [address, address + size).
   std::vector<uint64_t> scan(uint64_t address, uint64_t size, uint32_t chunk);
 
+  // Seconds scan() spent waiting for the GPU (the rest of its time is the host's).
+  double waited_s() const { return waited_s_; }
+
   // The tracked regions that pointers_in looks words up in.
   void set_ranges(const RangeIndex& index);
   // The regions (set_ranges' indices) that aligned 8-byte words of [address, address + size)
@@ -46,7 +49,11 @@ class GpuScanner {
   CUdevice device_ = 0;
   CUdeviceptr out_ = 0;
   uint64_t out_chunks_ = 0;  // signatures out_ holds
-  uint64_t* pinned_ = nullptr;  // page-locked copy of out_ (null: copy pageable)
+  // Scans signatures [first, first + n) of the region into out_ and returns n.
+  uint64_t launch(uint64_t address, uint64_t size, uint32_t chunk, uint64_t first);
+  uint64_t* pinned_[2] = {nullptr, nullptr};  // page-locked copies of out_, in turn (null: pageable)
+  CUevent copied_[2] = {nullptr, nullptr};    // each buffer's copy ended
+  double waited_s_ = 0;
   unsigned blocks_ = 1;         // the scan's grid: every SM busy
   static constexpr unsigned kWarpsPerBlock = 8;  // scan_kernel.cu's kThreads / 32
   CUfunction reach_ = nullptr;
