@@ -48,7 +48,6 @@ row() {  # row CASE PASS|FAIL NOTE
   if [ "$2" = PASS ]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); fi
 }
 
-
 DIR=$WORK/repro
 echo "| case               | res  | notes |"
 echo "|--------------------|------|-------|"

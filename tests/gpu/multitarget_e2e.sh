@@ -79,7 +79,6 @@ validate_all() {
   done
 }
 
-
 FIVE=(--regex --kernel 'layer_norm' --kernel 'nvjet|gemm|xmma|cutlass@1' --kernel 'Gelu'
       --kernel '[Ss]oft[Mm]ax@2' --kernel 'reduce_kernel@1')
 

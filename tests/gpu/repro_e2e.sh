@@ -52,7 +52,6 @@ ROWS=$WORK/rows.tsv
 python3 "$HERE/relocate_compile_db.py" "$DB" "$ROOT" "$BUILD" "$WORK/compile_commands.json" || exit 1
 DB=$WORK/compile_commands.json
 
-
 # The original tree's fingerprint: the suite must never write to it.
 tree_sum() { find "$TREE" -type f -print0 | sort -z | xargs -0 md5sum | md5sum | cut -c1-32; }
 TREE_SUM=$(tree_sum)

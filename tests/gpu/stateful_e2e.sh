@@ -52,7 +52,6 @@ row() {  # row CASE PASS|FAIL|SKIP NOTE
   case $2 in PASS) PASSED=$((PASSED + 1)) ;; FAIL) FAILED=$((FAILED + 1)) ;; esac
 }
 
-
 # replays NAME DIR: REPLAYS consecutive `kerncap replay -n 100`; the note on stdout. Returns 1
 # at the first failure.
 replays() {

@@ -129,7 +129,6 @@ atomic_case() {
   row "$name | $(info 'm["kernel"]["demangled"][:48]') | $(info 'sum(r["size"] for r in m["after"]["runs"])') | ${res:8:110} | | | | $status"
 }
 
-
 # Our examples (late dispatches where the application loops).
 strong_case vector_add_d2 vectorAdd --dispatch 2 -- "$EX/vector_add" 1000000 --repeat 4
 strong_case accumulate_d4 accumulate --dispatch 4 -- "$EX/accumulate"
