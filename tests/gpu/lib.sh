@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034  # RC, R_FAIL, R_SKIP, STEP_LOG, passed...: read by the suites
 # Shared by the GPU suites (tests/gpu/*.sh) and the GPU benchmarks (bench/*.sh): sourced,
 # never run. Only what several of them had word for word lives here; a suite that needs a
 # different helper of the same name defines its own after sourcing this file, and its own
