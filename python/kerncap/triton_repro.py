@@ -297,9 +297,25 @@ def generate(out: str, quiet: bool = False) -> dict:
     return summary
 
 
-# The generator's exit code for "not a Triton kernel" under --auto; src/extract/triton_step.cpp
-# stays quiet on it.
-E_NOT_TRITON = 3
+# `--auto`'s exit code for "not a Triton kernel". `kerncap extract` passes its own with
+# --not-triton-exit (src/extract/triton_step.cpp holds the one definition); this default is
+# only for a manual run. Whatever it is, it must differ from every other code the generator
+# exits with, or extract would take a failure for "not Triton" and stay quiet.
+DEFAULT_NOT_TRITON_EXIT = 4
+OTHER_EXITS = {engine.OK, 1, engine.E_INPUT, engine.E_DEVICE, engine.E_INTERNAL}  # 1: a Python traceback
+
+
+def not_triton_exit(text: str) -> int:
+    """--not-triton-exit's value: an exit status 1..125 that means nothing else here."""
+    try:
+        code = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if not 1 <= code <= 125 or code in OTHER_EXITS:
+        raise argparse.ArgumentTypeError(
+            f"{code} cannot mean 'not a Triton kernel': give 1..125 other than "
+            f"{', '.join(str(c) for c in sorted(OTHER_EXITS))} (the generator's other exit codes)")
+    return code
 
 
 def main(argv=None) -> int:
@@ -309,7 +325,10 @@ def main(argv=None) -> int:
     p.add_argument("--json", action="store_true", help="print a summary as JSON")
     p.add_argument("--auto", action="store_true",
                    help="run by `kerncap extract` after every capture of a Python application: a kernel no "
-                        "Triton record names gets one note and exit code 3 (E_NOT_TRITON), not an error")
+                        "Triton record names gets one note and the --not-triton-exit code, not an error")
+    p.add_argument("--not-triton-exit", type=not_triton_exit, default=DEFAULT_NOT_TRITON_EXIT, metavar="CODE",
+                   help=f"with --auto, the exit code for a kernel no Triton record names (kerncap extract gives "
+                        f"its own; default {DEFAULT_NOT_TRITON_EXIT})")
     a = p.parse_args(argv)
     try:
         s = generate(a.out, quiet=a.quiet or a.json)
@@ -317,7 +336,7 @@ def main(argv=None) -> int:
         if a.auto:
             print(f"kerncap: note: no Triton reproducer: the captured kernel is not one the application's Triton "
                   f"compiled or loaded ({str(e).split(':')[0]})", file=sys.stderr)
-            return E_NOT_TRITON
+            return a.not_triton_exit
         print(f"kerncap: error: {e}", file=sys.stderr)
         return 2
     except engine.EngineError as e:

@@ -162,12 +162,27 @@ def test_cli_exit_code_2_without_records(tmp_path, capsys):
 
 def test_auto_mode_notes_a_kernel_no_record_names(tmp_path, capsys):
     # `kerncap extract` runs the generator after every capture of a Python application; a
-    # cuBLAS kernel there is no Triton kernel: one note and E_NOT_TRITON, not an error.
+    # cuBLAS kernel there is no Triton kernel: one note and the exit code extract gave, not an error.
     out = str(tmp_path / "o")
     write_capture(out)
-    assert triton_repro.main(["--auto", out]) == triton_repro.E_NOT_TRITON
+    assert triton_repro.main(["--auto", "--not-triton-exit", "9", out]) == 9
     err = capsys.readouterr().err
     assert "kerncap: note: no Triton reproducer" in err and "error" not in err
+    # A manual run without the option gets the default, which no other outcome uses.
+    assert triton_repro.main(["--auto", out]) == triton_repro.DEFAULT_NOT_TRITON_EXIT
+    assert triton_repro.DEFAULT_NOT_TRITON_EXIT not in triton_repro.OTHER_EXITS
+    # Without --auto the same case is an error, whatever the option says.
+    assert triton_repro.main(["--not-triton-exit", "9", out]) == 2
+
+
+@pytest.mark.parametrize("code", ["0", "2", "3", "70", "126", "-1", "x"])
+def test_not_triton_exit_refuses_codes_that_mean_something_else(tmp_path, capsys, code):
+    # 2 and 3 are the engine's input and device errors: taken for "not Triton", extract would
+    # hide them.
+    with pytest.raises(SystemExit) as e:
+        triton_repro.main(["--auto", "--not-triton-exit", code, str(tmp_path)])
+    assert e.value.code == 2
+    assert "--not-triton-exit" in capsys.readouterr().err
 
 
 APP_MODULE = '''from applib.consts import SCALE

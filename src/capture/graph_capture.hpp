@@ -7,7 +7,6 @@
 // attributes: BEFORE, launch, AFTER, publish. Replay is an ordinary launch. Without
 // --continue the capturer stops the application; with it, the memory is put back and the
 // application's graph launch then runs the whole graph as it would have.
-#include "capture/config.hpp"
 #include "capture/graph_seams.hpp"
 #include "capture/inventory.hpp"
 #include "capture/seams.hpp"
@@ -16,14 +15,13 @@ namespace kerncap::capture {
 
 class GraphCapturer final : public GraphTargetCapture {
  public:
-  GraphCapturer(const Config& config, const Inventory& inventory, TargetCapture& capturer)
-      : config_(config), inventory_(inventory), capturer_(capturer) {}
+  // No Config: what differs per target (its output, --continue) comes with each GraphTarget.
+  GraphCapturer(const Inventory& inventory, TargetCapture& capturer) : inventory_(inventory), capturer_(capturer) {}
   void capture(const GraphTarget& target) override;
 
  private:
   void run(const GraphTarget& target, bool* ran);  // *ran: the application's memory may have changed
 
-  const Config& config_;
   const Inventory& inventory_;
   TargetCapture& capturer_;
 };

@@ -30,7 +30,9 @@ void LaunchWatcher::on_graph_launch(const CUpti_CallbackData* cb) {
     return;
   }
   if (driver_.stream_is_capturing(p->hStream)) {
-    // The graph becomes a child node of the graph being captured and runs only with it.
+    // The graph does not run now: the driver either makes it a child node of the graph being
+    // captured (it runs only with that one) or refuses the launch, which is decided after this
+    // API entry. Either way its kernels are not counted here.
     for (const auto& n : g->nodes) {
       if (!n.kernel) continue;
       std::lock_guard lk(mu_);

@@ -47,7 +47,7 @@ struct CaptureMode {
   explicit CaptureMode(Config c)
       : config(std::move(c)), inventory(config), capturer(config, inventory),
         watcher(config, inventory, queries, capturer), graphs(graph_queries),
-        graph_capturer(config, inventory, capturer) {
+        graph_capturer(inventory, capturer) {
     watcher.watch_graphs(graphs, graph_capturer);
   }
   Config config;

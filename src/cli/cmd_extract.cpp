@@ -12,7 +12,7 @@
 #include "common/error.hpp"
 #include "extract/capture_run.hpp"
 #include "extract/multi_run.hpp"
-#include "extract/profile_targets.hpp"
+#include "extract/target_args.hpp"
 #include "format/out_layout.hpp"
 #include "format/rank.hpp"
 #include "names/collective.hpp"
@@ -30,41 +30,30 @@ struct ExtractArgs {
   std::string language = "auto";
   bool json = false;
   std::vector<std::string> kernels;  // --kernel, repeatable
-  size_t top = 0;                    // --top N
+  uint64_t top = 0;                  // --top N
   std::string from;                  // --from profile.json
+  const CLI::Option* top_opt = nullptr;       // whether --top was given (0 is refused, not "absent")
+  const CLI::Option* dispatch_opt = nullptr;  // whether --dispatch was given
 };
 
-// The targets the arguments name, in order: KERNEL, each --kernel, then the --top N of
-// --from. With --kernel or --top no KERNEL is given, so what CLI11 put there is the first
-// word after `--`, which belongs to the application.
+// The targets the arguments name, in order (extract/target_args.hpp does the checking).
 std::vector<extract::TargetRequest> collect_targets(ExtractArgs& a) {
   extract::Request& r = a.request;
-  if ((a.top > 0) != !a.from.empty()) usage_error("--top N and --from profile.json go together");
-  const bool options = !a.kernels.empty() || a.top > 0;
-  if (options && !r.kernel.empty()) {
-    if (!r.cmd.empty())
-      usage_error(fmt::format("with --kernel or --top every target is an option: '{}' is neither (give it as "
-                              "--kernel '{}')",
-                              r.kernel, r.kernel));
-    r.argv.insert(r.argv.begin(), r.kernel);
+  extract::TargetArgs t;
+  t.positional = r.kernel;
+  t.has_cmd = !r.cmd.empty();
+  t.kernels = a.kernels;
+  if (a.top_opt->count()) t.top = a.top;
+  t.from = a.from;
+  if (a.dispatch_opt->count()) t.dispatch = r.dispatch;
+  t.regex = r.regex;
+  extract::CollectedTargets c = extract::collect_targets(t);
+  if (c.app_first_word) {
+    r.argv.insert(r.argv.begin(), *c.app_first_word);
     r.kernel.clear();
   }
-  if (!options && r.kernel.empty()) usage_error("name the kernel to capture: KERNEL, --kernel NAME or --top N --from profile.json");
-  std::vector<extract::TargetRequest> out;
-  if (!r.kernel.empty()) out.push_back(extract::parse_kernel_arg(r.kernel, r.dispatch, r.regex));
-  for (const auto& k : a.kernels) out.push_back(extract::parse_kernel_arg(k, r.dispatch, r.regex));
-  if (a.top > 0) {
-    for (const auto& k : extract::top_kernels_from_file(a.from, a.top)) {
-      extract::TargetRequest t;
-      t.kernel = k.mangled;
-      t.match = format::MatchKind::Exact;
-      t.dispatch = 0;
-      t.label = k.demangled.empty() ? k.mangled : k.demangled;
-      out.push_back(std::move(t));
-    }
-    if (out.empty()) input_error(fmt::format("{} lists no kernel", a.from));
-  }
-  return out;
+  for (const auto& note : c.notes) std::fprintf(stderr, "kerncap: note: %s\n", note.c_str());
+  return std::move(c.targets);
 }
 
 // Several targets: one line per target, or the JSON index; exit 2 naming the missing ones.
@@ -221,17 +210,18 @@ void add_extract(CLI::App& app, int& exit_code) {
                   "Nth matching launch (else --dispatch); each goes to its own OUT/NN-<name>/")
       ->type_name("PATTERN[@N]")
       ->allow_extra_args(false);
-  cmd->add_option("--top", args->top, "Targets: the N kernels with the most GPU time in --from (first launch of each)")
-      ->check(CLI::Range(size_t{1}, format::kMaxTargets));
+  args->top_opt =
+      cmd->add_option("--top", args->top, "Targets: the N kernels with the most GPU time in --from (first launch of each)");
   cmd->add_option("--from", args->from, "profile.json written by `kerncap profile -o` (with --top)")
       ->type_name("FILE");
   cmd->add_option("--cmd", r.cmd, "The application as one shell command line");
   cmd->add_option("-o,--output", args->output,
                   "Output directory (one target: the capture goes to OUT/capture; several: OUT/NN-<name>/capture)")
       ->required();
-  cmd->add_option("--dispatch", r.dispatch,
-                  "Capture the Nth matching launch, counting from 0 (for KERNEL, and each --kernel without @N)")
-      ->default_val(0);
+  args->dispatch_opt = cmd->add_option("--dispatch", r.dispatch,
+                                       "Capture the Nth matching launch, counting from 0 (for KERNEL, and each "
+                                       "--kernel without @N)")
+                           ->default_val(0);
   cmd->add_flag("--regex", r.regex, "KERNEL and the --kernel patterns are ECMAScript regular expressions");
   cmd->add_flag("--continue", r.keep_running,
                 "Let the application run to completion after the capture (of the last target)");

@@ -64,10 +64,11 @@ std::string only_in_graphs(const Target& t, const format::events::Log& log, cons
                       t.kernel, app_state, list_names(unlaunched));
   if (!nested.empty()) {
     if (!msg.empty()) msg += "\n";
-    msg += fmt::format("no launched kernel matches '{}': it ran only inside a CUDA graph that was launched on a "
-                       "stream being captured into another graph, which makes it a child graph of that one; kerncap "
-                       "cannot capture kernels inside such nested graphs ({}). Launch that graph on a stream that is "
-                       "not capturing, or capture the kernel where it runs outside the outer graph. Kernels:{}",
+    msg += fmt::format("no launched kernel matches '{}': it was seen only inside a CUDA graph that was launched on a "
+                       "stream being captured into another graph; such a launch does not run then (the driver either "
+                       "records it as a child graph of the outer graph or refuses it), and kerncap cannot capture "
+                       "kernels inside nested graphs ({}). Launch that graph on a stream that is not capturing, or "
+                       "capture the kernel where it runs outside the outer graph. Kernels:{}",
                        t.kernel, app_state, list_names(nested));
   }
   return msg;

@@ -1,6 +1,7 @@
 #include "extract/triton_step.hpp"
 
 #include <cstdio>
+#include <string>
 
 #include "extract/launcher.hpp"
 #include "format/out_layout.hpp"
@@ -8,8 +9,12 @@
 
 namespace kerncap::extract {
 
-// python/kerncap/triton_repro.py's E_NOT_TRITON: `--auto` found no Triton record naming the kernel.
-constexpr int kGeneratorNotTriton = 3;
+// The generator's exit code when `--auto` finds no Triton record naming the kernel: the one
+// definition, passed on its command line (--not-triton-exit). It must differ from the
+// generator's other codes: 0, 1 (a Python traceback), 2 input, 3 device, 70 internal; a
+// device error taken for "not Triton" would go unsaid. The generator refuses those too.
+constexpr int kGeneratorNotTriton = 4;
+static_assert(kGeneratorNotTriton > 3 && kGeneratorNotTriton != 70 && kGeneratorNotTriton <= 125);
 
 fs::path python_dir(const HostEnv& h) {
   if (h.python_dir) return *h.python_dir;
@@ -41,7 +46,8 @@ void write_triton_reproducer(const fs::path& out, bool quiet, const HostEnv& h) 
   const fs::path engine = fs::read_symlink("/proc/self/exe", ec).parent_path() / "../lib/libkerncap_replay.so";
   if (!ec && fs::exists(engine, ec))
     env[std::string(format::env_name(format::Var::ReplayLib))] = fs::weakly_canonical(engine, ec).string();
-  AppExit r = run_application({h.python.value_or("python3"), "-m", "kerncap.triton_repro", "--auto", out.string()},
+  AppExit r = run_application({h.python.value_or("python3"), "-m", "kerncap.triton_repro", "--auto",
+                               "--not-triton-exit", std::to_string(kGeneratorNotTriton), out.string()},
                               false, env);
   if (r.exited && r.code == 0) {
     if (!quiet) std::fprintf(stderr, "kerncap: wrote the Triton reproducer (kernel_variant.py, reproducer.py)\n");

@@ -285,6 +285,7 @@ Config config_for_target(const Config& run, int target) {
   c.output = t.output;
   c.kernel = t.kernel;
   c.regex = t.match == MatchKind::Regex;
+  c.exact = t.match == MatchKind::Exact;
   c.dispatch = t.dispatch;
   c.target_index = target;
   c.targets.clear();
@@ -392,6 +393,7 @@ nlohmann::json Config::to_json() const {
   nlohmann::json j = {{"mode", std::string(to_string(mode))},
           {"kernel", kernel},
           {"regex", regex},
+          {"match", to_string(exact ? MatchKind::Exact : regex ? MatchKind::Regex : MatchKind::Substring)},
           {"dispatch", dispatch},
           {"continue", keep_running},
           {"rank", rank},

@@ -49,6 +49,10 @@ struct Config {
   std::string output;                    // directory the launcher created
   std::string kernel;                    // substring (or regex) of the kernel name
   bool regex = false;                    // `kernel` is an ECMAScript regex
+  // `kernel` is a whole mangled name (a target of `extract --top`): set only in a per-target
+  // copy (config_for_target), never from the environment; the manifest's config says
+  // "match": "exact" then, where `regex` alone would read as a substring match.
+  bool exact = false;
   uint64_t dispatch = 0;                 // which matching launch (0 = first)
   bool keep_running = false;             // let the application go on after the capture
   int verbose = 0;                       // 0 quiet, 1 progress, 2 debug

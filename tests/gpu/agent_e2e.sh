@@ -14,10 +14,8 @@
 set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/agent_e2e.sh BUILD_DIR}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -26,7 +24,7 @@ PY=${KERNCAP_PYTHON:-python3}
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 ARCH=${KERNCAP_CUDA_ARCH:-90}
 [ -x "$KC" ] || { echo "missing $KC"; exit 1; }
-if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && WORK=$(mktemp -d "$OUT/agent-work.XXXXXX"); else WORK=$(mktemp -d); fi
+gpu_work_dir agent
 echo "agent playbook suite: work in $WORK"
 
 # The application and its compilation database, so that extract finds and recompiles the source.

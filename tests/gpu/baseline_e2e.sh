@@ -23,10 +23,8 @@ set -u -o pipefail
 ulimit -c 0
 
 BUILD=${1:?usage: tests/gpu/baseline_e2e.sh BUILD_DIR}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 KC=$BUILD/bin/kerncap
 APP=$BUILD/examples/vector_add
@@ -35,7 +33,7 @@ for f in "$KC" "$APP" "$NVCC"; do
   [ -x "$f" ] || { echo "missing $f: build kerncap with examples first, and have nvcc"; exit 1; }
 done
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-baseline.XXXXXX") || exit 1
-trap '[ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
+trap cleanup EXIT
 passed=0
 failed=0
 result() {  # result NAME OK NOTE

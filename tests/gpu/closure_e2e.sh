@@ -19,23 +19,15 @@ set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/closure_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 KC=$BUILD/bin/kerncap
 EX=$BUILD/examples
 PY=${KERNCAP_PYTHON:-python3}
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-180}
 [ -x "$KC" ] || { echo "missing $KC (build kerncap first)"; exit 1; }
-if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT" && WORK=$(mktemp -d "$OUT/closure-work.XXXXXX")
-else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-closure.XXXXXX")
-fi
-[ -n "${WORK:-}" ] || exit 1
-cleanup() { [ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
+gpu_work_dir closure
 trap cleanup EXIT
 unset KERNCAP_STORE
 echo "closure suite: work in $WORK"
@@ -49,7 +41,6 @@ row() {  # row NAME STATUS DETAIL
   rows+=("| $1 | $2 | $3 |")
   case $2 in PASS) passed=$((passed + 1)) ;; FAIL) failed=$((failed + 1)) ;; *) skipped=$((skipped + 1)) ;; esac
 }
-kc() { timeout "$TIMEOUT" "$KC" "$@"; }
 
 # The parts of `validate --json` that must not depend on the closure: the verdict, the
 # strength, every region's id, kind, size and results (addresses and the omitted-regions

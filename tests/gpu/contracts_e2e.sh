@@ -7,10 +7,8 @@ set -u
 BUILD=$(cd "${1:-build}" && pwd)
 KC=$BUILD/bin/kerncap
 APP=$BUILD/examples/vector_add
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 [ -x "$KC" ] && [ -x "$APP" ] || { echo "FAIL: build $KC and $APP first"; exit 1; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-contracts.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT

@@ -24,10 +24,8 @@ BUILD=${1:?usage: tests/gpu/cub_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 KC=$BUILD/bin/kerncap
@@ -39,13 +37,7 @@ for f in "$KC" "$APP" "$DB"; do
 done
 command -v make >/dev/null || { echo "make is not installed: the reproducer's Makefile needs it"; exit 1; }
 
-if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT/cub-logs" && WORK=$(mktemp -d "$OUT/cub-work.XXXXXX") && LOGS=$OUT/cub-logs
-else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-cub.XXXXXX") && LOGS=$WORK/logs && mkdir -p "$LOGS"
-fi
-[ -n "${WORK:-}" ] || exit 1
-cleanup() { [ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
+gpu_work_dir cub in-work
 trap cleanup EXIT
 python3 "$HERE/relocate_compile_db.py" "$DB" "$ROOT" "$BUILD" "$WORK/compile_commands.json" || exit 1
 DB=$WORK/compile_commands.json
@@ -54,15 +46,6 @@ PASSED=0 FAILED=0
 row() {  # row CASE PASS|FAIL NOTE
   printf '| %-18s | %-4s | %s |\n' "$1" "$2" "$3"
   if [ "$2" = PASS ]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); fi
-}
-
-# step NAME CMD...: output in $LOGS/NAME.log; sets STEP_LOG; returns the command's status.
-step() {
-  local name=$1
-  shift
-  STEP_LOG=$LOGS/$name.log
-  printf '$ %s\n' "$*" >"$STEP_LOG"
-  timeout -k 5 "$TIMEOUT" "$@" >>"$STEP_LOG" 2>&1
 }
 
 DIR=$WORK/repro

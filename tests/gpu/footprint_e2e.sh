@@ -16,10 +16,8 @@ set -u -o pipefail
 export KERNCAP_ZSTD_LEVEL=0
 
 BUILD=${1:?usage: tests/gpu/footprint_e2e.sh BUILD_DIR}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 KC=$BUILD/bin/kerncap
 EX=$BUILD/examples
@@ -32,13 +30,7 @@ if [ ! -f "$BUILD/lib/libsanitizer-public.so" ]; then
   echo "(run scripts/install-deps.sh, reconfigure, rebuild; see docs/footprint.md)"
   exit 1
 fi
-if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT" && WORK=$(mktemp -d "$OUT/footprint-work.XXXXXX")
-else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-footprint.XXXXXX")
-fi
-[ -n "${WORK:-}" ] || exit 1
-cleanup() { [ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
+gpu_work_dir footprint
 trap cleanup EXIT
 LOG=$WORK/log.txt
 ROWS=$WORK/rows.tsv

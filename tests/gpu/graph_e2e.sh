@@ -31,10 +31,8 @@ set -u -o pipefail
 ulimit -c 0
 
 BUILD=${1:?usage: tests/gpu/graph_e2e.sh BUILD_DIR}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 HERE=$(cd "$(dirname "$0")" && pwd)
 KC=$BUILD/bin/kerncap
@@ -42,9 +40,8 @@ PY=${TORCH_PY:-python3}
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-240}
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 for f in "$KC" "$NVCC"; do [ -x "$f" ] || { echo "missing $f"; exit 1; }; done
-if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && WORK=$(mktemp -d "$OUT/graph-work.XXXXXX"); else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-graph.XXXXXX"); fi
-[ -n "${OUT:-}" ] || trap '[ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
+gpu_work_dir graph
+[ -n "${OUT:-}" ] || trap cleanup EXIT
 echo "graph suite: work in $WORK"
 
 SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
@@ -61,9 +58,6 @@ result() {  # result NAME OK
   if [ "$2" = 1 ]; then passed=$((passed + 1)); printf '%-14s PASS  %s\n' "$1" "$NOTE"
   else failed=$((failed + 1)); printf '%-14s FAIL  %s\n' "$1" "$NOTE"; fi
 }
-want() { [ -z "${KERNCAP_GPU_CASES:-}" ] || [[ " $KERNCAP_GPU_CASES " == *" $1 "* ]]; }
-# run NAME CMD...: output in $WORK/NAME.out / .err, exit status in RC.
-run() { local n=$1; shift; timeout "$TIMEOUT" "$@" >"$WORK/$n.out" 2>"$WORK/$n.err"; RC=$?; }
 first_error() { grep -h -m1 -iE 'error|fail|refus|cannot|never|captur' "$WORK/$1.err" "$WORK/$1.out" 2>/dev/null | cut -c1-160; }
 # mpy CAP EXPR: a Python expression over a capture (m = manifest, param(i, fmt)).
 mpy() {

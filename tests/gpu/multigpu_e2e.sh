@@ -30,10 +30,8 @@
 set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/multigpu_e2e.sh BUILD_DIR}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 HERE=$(cd "$(dirname "$0")" && pwd)
 KC=$BUILD/bin/kerncap
@@ -42,7 +40,7 @@ TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 GPUS=$(nvidia-smi -L | grep -c '^GPU')
 [ -x "$KC" ] || { echo "missing $KC"; exit 1; }
-if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && WORK=$(mktemp -d "$OUT/multigpu-work.XXXXXX"); else WORK=$(mktemp -d); fi
+gpu_work_dir multigpu
 LOG=$WORK/log.txt
 ROWS=$WORK/rows.md
 : >"$ROWS"
@@ -59,26 +57,16 @@ GELU=GeluCUDAKernelImpl  # PyTorch's GELU kernel: its lambdas carry this name
 pass=0
 fail=0
 skip=0
-row() { printf '| %s |\n' "$*" >>"$ROWS"; }
 D=$WORK
-# kc STEP CMD...: runs with a time limit; output in $D/STEP.out/.err; returns the exit code.
-kc() {
-  local step=$1
-  shift
-  printf '\n$ %s\n' "$*" >>"$LOG"
-  timeout "$TIMEOUT" "$@" >"$D/$step.out" 2>"$D/$step.err"
-  local rc=$?
-  tail -n 8 "$D/$step.out" "$D/$step.err" >>"$LOG" 2>/dev/null
-  return $rc
-}
+# kc STEP CMD...: logged_step (lib.sh), the last 8 lines of each output in $LOG.
+kc() { LOG_TAIL=8 logged_step "$@"; }
 first_error() { grep -h -m1 -iE 'error|fail|refus|wrong' "$D/$1.err" "$D/$1.out" 2>/dev/null | cut -c1-140; }
 result_of() { grep -h -m1 '^Result:' "$D/$1.out" "$D/$1.err" 2>/dev/null | cut -c1-100; }
 # manifest EXPR: a Python expression over the capture's manifest `m`.
 manifest() { "$PY" -c "import json; m=json.load(open('$D/cap/capture/manifest.json')); print($1)"; }
-wanted() { [ -z "${KERNCAP_GPU_CASES:-}" ] || [[ " $KERNCAP_GPU_CASES " == *" $1 "* ]]; }
 # begin NAME GPUS_NEEDED: false (and a SKIPPED row) when the case is not run.
 begin() {
-  wanted "$1" || return 1
+  want "$1" || return 1
   D=$WORK/$1
   mkdir -p "$D"
   if [ "$GPUS" -lt "$2" ]; then

@@ -25,10 +25,8 @@
 set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/multitarget_e2e.sh BUILD_DIR}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 HERE=$(cd "$(dirname "$0")" && pwd)
 KC=$BUILD/bin/kerncap
@@ -36,8 +34,7 @@ PY=${TORCH_PY:-python3}
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 [ -x "$KC" ] || { echo "missing $KC"; exit 1; }
-if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && WORK=$(mktemp -d "$OUT/multitarget-work.XXXXXX"); else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-multitarget.XXXXXX"); fi
+gpu_work_dir multitarget
 echo "multitarget suite: work in $WORK"
 MODEL="$HERE/multitarget_model.py"
 ROWS=$WORK/rows.md
@@ -45,10 +42,6 @@ ROWS=$WORK/rows.md
 passed=0
 failed=0
 
-want() { [ -z "${KERNCAP_GPU_CASES:-}" ] || [[ " $KERNCAP_GPU_CASES " == *" $1 "* ]]; }
-# run NAME CMD...: output in $WORK/NAME.out / .err, exit status in RC.
-run() { local n=$1; shift; timeout "$TIMEOUT" "$@" >"$WORK/$n.out" 2>"$WORK/$n.err"; RC=$?; }
-row() { printf '| %s |\n' "$*" >>"$ROWS"; }
 result() {  # result CASE OK NOTE
   if [ "$2" = 1 ]; then passed=$((passed + 1)); printf '%-13s PASS  %s\n' "$1" "$3"
   else failed=$((failed + 1)); printf '%-13s FAIL  %s\n' "$1" "$3"; fi
@@ -85,8 +78,6 @@ validate_all() {
     [[ $STRENGTH == FAIL* ]] && BAD=$((BAD + 1))
   done
 }
-
-torch_ok() { "$PY" -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; }
 
 FIVE=(--regex --kernel 'layer_norm' --kernel 'nvjet|gemm|xmma|cutlass@1' --kernel 'Gelu'
       --kernel '[Ss]oft[Mm]ax@2' --kernel 'reduce_kernel@1')

@@ -28,10 +28,8 @@ BUILD=${1:?usage: tests/gpu/repro_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 KC=$BUILD/bin/kerncap
@@ -46,22 +44,13 @@ for f in "$KC" "$APP" "$DB"; do
 done
 command -v make >/dev/null || { echo "make is not installed: the reproducer's Makefile needs it"; exit 1; }
 
-if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT/repro-logs" && WORK=$(mktemp -d "$OUT/repro-work.XXXXXX") && LOGS=$OUT/repro-logs
-else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-repro.XXXXXX") && LOGS=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-repro-logs.XXXXXX")
-fi
-[ -n "${WORK:-}" ] || exit 1
-cleanup() { [ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
+gpu_work_dir repro apart
 trap cleanup EXIT
 ROWS=$WORK/rows.tsv
 : >"$ROWS"
 # The database names the checkout and build directory it was made in; this run may be elsewhere.
 python3 "$HERE/relocate_compile_db.py" "$DB" "$ROOT" "$BUILD" "$WORK/compile_commands.json" || exit 1
 DB=$WORK/compile_commands.json
-
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
 # The original tree's fingerprint: the suite must never write to it.
 tree_sum() { find "$TREE" -type f -print0 | sort -z | xargs -0 md5sum | md5sum | cut -c1-32; }
@@ -93,8 +82,6 @@ PY
 median_of() { grep -oE 'median [0-9.]+ ms' "$1" | head -n1 | awk '{print $2}'; }
 
 R_SOURCE=- R_RECOMPILE=- R_VALIDATE=- R_WRONG=- R_FAST=- R_LOOP=- R_FAIL=0 R_NOTE=""
-note() { R_NOTE="${R_NOTE:+$R_NOTE; }$*"; }
-bad() { R_FAIL=1; note "$*"; }
 
 # extract_into DIR PATTERN [extra extract flags]: extract + finder; sets EDIT (edit file).
 extract_into() {

@@ -20,10 +20,8 @@ set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/repro_hecbench.sh BUILD_DIR HECBENCH_SRC}
 SRC=${2:?usage: tests/gpu/repro_hecbench.sh BUILD_DIR HECBENCH_SRC}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 SRC=$(cd "$SRC" && pwd) || exit 1
 KC=$BUILD/bin/kerncap
@@ -39,11 +37,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-hecbench.XXXXXX") || exit 1
 LOGS=${OUT:+$OUT/hecbench-logs}
 LOGS=${LOGS:-$WORK/logs}
 mkdir -p "$LOGS"
-cleanup() { [ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
 trap cleanup EXIT
-
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
 # build_bench NAME: copy, build for $SM, write compile_commands.json from `make -nB`.
 build_bench() {

@@ -18,10 +18,8 @@ ulimit -c 0  # the crash case aborts on purpose: no core files
 BUILD=${1:?usage: tests/gpu/run.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 KC=$BUILD/bin/kerncap
@@ -34,21 +32,14 @@ if [ ! -x "$KC" ]; then
   exit 1
 fi
 
-if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT/gpu-logs" && WORK=$(mktemp -d "$OUT/gpu-work.XXXXXX") && LOGS=$OUT/gpu-logs
-else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-gpu.XXXXXX") && LOGS=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-gpu-logs.XXXXXX")
-fi
-[ -n "${WORK:-}" ] || exit 1
-cleanup() { [ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
+gpu_work_dir gpu apart
 trap cleanup EXIT
 ROWS=$WORK/rows.tsv
 FAILTAILS=$WORK/failures.txt
 : >"$ROWS"
 : >"$FAILTAILS"
 
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+SINCE_DECIMALS=1  # since (lib.sh) prints tenths of a second
 
 # ---- steps -------------------------------------------------------------------------------
 # run_step NAME CMD...: runs CMD under the per-command timeout; stdout -> $STEP_OUT, stderr
@@ -114,9 +105,6 @@ PY
 
 # ---- row state (set inside each case's subshell) -------------------------------------------
 R_EXTRACT=- R_REPLAY=- R_VALIDATE=- R_FAIL=0 R_SKIP=0 R_NOTE=""
-note() { R_NOTE="${R_NOTE:+$R_NOTE; }$*"; }
-bad() { R_FAIL=1; note "$*"; }
-skip() { R_SKIP=1; note "$*"; }
 
 # mcheck EXPR WHAT: a hard check on the capture (see mpy).
 mcheck() {
@@ -682,10 +670,4 @@ table() {  # table NOTE_WIDTH: the rows as an aligned markdown table
 }
 table 100000 >"$LOGS/summary.md"
 table 90
-passed=$(awk -F'\t' '$2 == "PASS"' "$ROWS" | wc -l)
-failed=$(awk -F'\t' '$2 == "FAIL"' "$ROWS" | wc -l)
-skipped=$(awk -F'\t' '$2 == "SKIP"' "$ROWS" | wc -l)
-echo
-echo "total $(since "$T0")s; $skipped skipped; logs in $LOGS"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+tsv_summary

@@ -24,10 +24,8 @@
 set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/session_e2e.sh BUILD_DIR}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -41,29 +39,17 @@ export KERNCAP_REPLAY_LIB=$BUILD/lib/libkerncap_replay.so
 for f in "$KC" "$KERNCAP_REPLAY_LIB" "$EX/vector_add" "$EX/vector_add.cubin" "$EX/vector_add_noop.cubin"; do
   [ -e "$f" ] || { echo "missing $f (build first: cmake --build $BUILD)"; exit 1; }
 done
-if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && WORK=$(mktemp -d "$OUT/session-work.XXXXXX"); else WORK=$(mktemp -d); fi
+gpu_work_dir session
 LOG=$WORK/log.txt
 ROWS=$WORK/rows.md
 : >"$ROWS"
 echo "evaluation loop suite: work in $WORK"
 
-# kc STEP CMD...: runs with a time limit; output in $D/STEP.out/.err; returns the exit code.
-kc() {
-  local step=$1
-  shift
-  printf '\n$ %s\n' "$*" >>"$LOG"
-  timeout "$TIMEOUT" "$@" >"$D/$step.out" 2>"$D/$step.err"
-  local rc=$?
-  tail -n 40 "$D/$step.out" "$D/$step.err" >>"$LOG" 2>/dev/null
-  return $rc
-}
-first_error() { grep -h -m1 -iE 'error|fail|refus' "$D/$1.err" "$D/$1.out" 2>/dev/null | cut -c1-140; }
-info() { "$PY" -c "import json,sys; m=json.load(open('$D/info.json')); print($1)"; }
-wanted() { [ -z "${KERNCAP_GPU_CASES:-}" ] || [[ " $KERNCAP_GPU_CASES " == *" $1 "* ]]; }
+# kc STEP CMD...: logged_step (lib.sh), the last 40 lines of each output in $LOG.
+kc() { LOG_TAIL=40 logged_step "$@"; }
 
 pass=0
 fail=0
-row() { printf '| %s |\n' "$*" >>"$ROWS"; }
 verdict() {  # verdict NAME KERNEL PROBLEMS RATES
   local status=PASS
   [ -z "$3" ] || status="FAIL: ${3%; }"
@@ -104,7 +90,7 @@ check() {
   fi
 }
 
-if wanted vector_add && capture vector_add vectorAdd -- "$EX/vector_add" 100000; then
+if want vector_add && capture vector_add vectorAdd -- "$EX/vector_add" 100000; then
   # An image that lacks vectorAdd: driver_extra's kernel (a cubin built with the examples).
   check loop --same "$EX/vector_add.cubin" --wrong "$EX/vector_add_noop.cubin" \
     --other-kernel "$EX/driver_extra_kernel.cubin" --fuzz-fails "$EX/vector_add_clamp.cubin" -n 200 --min-rate "$MIN_RATE"
@@ -114,7 +100,7 @@ if wanted vector_add && capture vector_add vectorAdd -- "$EX/vector_add" 100000;
   verdict vector_add "$KNAME" "$PROBLEMS" "$(rates loop)"
 fi
 
-if wanted globals && capture globals polyEval --dispatch 1 -- "$EX/globals"; then
+if want globals && capture globals polyEval --dispatch 1 -- "$EX/globals"; then
   # A recompiled copy of the module: its own __constant__/__device__ globals.
   if timeout "$TIMEOUT" "$NVCC" -cubin -arch="$ARCH" -O3 -I"$REPO/examples" "$REPO/examples/globals.cu" \
       -o "$D/globals.cubin" 2>>"$LOG"; then
@@ -125,8 +111,8 @@ if wanted globals && capture globals polyEval --dispatch 1 -- "$EX/globals"; the
   verdict globals "$KNAME" "$PROBLEMS" "$(rates loop)"
 fi
 
-if wanted torch_gemm; then
-  if "$PY" -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+if want torch_gemm; then
+  if torch_ok; then
     if capture torch_gemm 'nvjet|gemm|xmma|cutlass' --regex --dispatch 3 -- "$PY" "$HERE/torch_loop.py" gemm 5; then
       check loop -n 50
       kc bench "$PY" "$REPO/bench/variant_rate.py" "$CAP" -n 100 --kerncap "$KC" ||

@@ -28,10 +28,8 @@ ulimit -c 0
 BUILD=${1:?usage: tests/gpu/stateful_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 KC=$BUILD/bin/kerncap
@@ -45,28 +43,13 @@ for f in "$KC" "$EX/work_queue" "$EX/cub_reduce" "$KERNCAP_REPLAY_LIB"; do
   [ -e "$f" ] || { echo "missing $f: build kerncap with examples first (cmake --build $BUILD)"; exit 1; }
 done
 
-if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT/stateful-logs" && WORK=$(mktemp -d "$OUT/stateful-work.XXXXXX") && LOGS=$OUT/stateful-logs
-else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-stateful.XXXXXX") && LOGS=$WORK/logs && mkdir -p "$LOGS"
-fi
-[ -n "${WORK:-}" ] || exit 1
-cleanup() { [ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
+gpu_work_dir stateful in-work
 trap cleanup EXIT
 
 PASSED=0 FAILED=0
 row() {  # row CASE PASS|FAIL|SKIP NOTE
   printf '| %-16s | %-4s | %s |\n' "$1" "$2" "$3"
   case $2 in PASS) PASSED=$((PASSED + 1)) ;; FAIL) FAILED=$((FAILED + 1)) ;; esac
-}
-
-# step NAME CMD...: output in $LOGS/NAME.log; sets STEP_LOG; returns the command's status.
-step() {
-  local name=$1
-  shift
-  STEP_LOG=$LOGS/$name.log
-  printf '$ %s\n' "$*" >"$STEP_LOG"
-  timeout -k 5 "$TIMEOUT" "$@" >>"$STEP_LOG" 2>&1
 }
 
 # replays NAME DIR: REPLAYS consecutive `kerncap replay -n 100`; the note on stdout. Returns 1

@@ -15,22 +15,14 @@ set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/store_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 KC=$BUILD/bin/kerncap
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-180}
 [ -x "$KC" ] || { echo "missing $KC (build kerncap first)"; exit 1; }
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT" && WORK=$(mktemp -d "$OUT/store-work.XXXXXX")
-else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-store.XXXXXX")
-fi
-[ -n "${WORK:-}" ] || exit 1
-cleanup() { [ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
+gpu_work_dir store
 trap cleanup EXIT
 unset KERNCAP_STORE
 echo "store suite: work in $WORK"
@@ -50,7 +42,6 @@ check() {  # check NAME DETAIL CONDITION-EXIT-STATUS
     rows+=("| $name | FAIL | $detail |")
   fi
 }
-kc() { timeout "$TIMEOUT" "$KC" "$@"; }
 bytes() { du -sb "$1" 2>/dev/null | awk '{print $1}'; }
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 

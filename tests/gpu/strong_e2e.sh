@@ -22,10 +22,8 @@
 set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/strong_e2e.sh BUILD_DIR}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 HERE=$(cd "$(dirname "$0")" && pwd)
 KC=$BUILD/bin/kerncap
@@ -35,29 +33,18 @@ TIMEOUT=${KERNCAP_GPU_TIMEOUT:-180}
 PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
 [ -x "$KC" ] || { echo "missing $KC"; exit 1; }
 [ -x "$PTXAS" ] || { echo "missing ptxas (CUDA toolkit)"; exit 1; }
-if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && WORK=$(mktemp -d "$OUT/strong-work.XXXXXX"); else WORK=$(mktemp -d); fi
+gpu_work_dir strong
 LOG=$WORK/log.txt
 ROWS=$WORK/rows.md
 : >"$ROWS"
 echo "strong validation suite: work in $WORK"
 
-# kc STEP CMD...: runs with a time limit; output in $D/STEP.out/.err; returns the exit code.
-kc() {
-  local step=$1
-  shift
-  printf '\n$ %s\n' "$*" >>"$LOG"
-  timeout "$TIMEOUT" "$@" >"$D/$step.out" 2>"$D/$step.err"
-  local rc=$?
-  tail -n 6 "$D/$step.out" "$D/$step.err" >>"$LOG" 2>/dev/null
-  return $rc
-}
+# kc STEP CMD...: logged_step (lib.sh).
+kc() { logged_step "$@"; }
 result_of() { grep -h -m1 '^Result:' "$D/$1.out" "$D/$1.err" 2>/dev/null | cut -c1-150; }
-first_error() { grep -h -m1 -iE 'error|fail|refus' "$D/$1.err" "$D/$1.out" 2>/dev/null | cut -c1-140; }
-info() { "$PY" -c "import json,sys; m=json.load(open('$D/info.json')); print($1)"; }
 
 pass=0
 fail=0
-row() { printf '| %s |\n' "$*" >>"$ROWS"; }
 
 # strong_case NAME PATTERN [extract flags] -- APP ARGS
 strong_case() {
@@ -141,8 +128,6 @@ atomic_case() {
   [[ $status == PASS* ]] && pass=$((pass + 1)) || fail=$((fail + 1))
   row "$name | $(info 'm["kernel"]["demangled"][:48]') | $(info 'sum(r["size"] for r in m["after"]["runs"])') | ${res:8:110} | | | | $status"
 }
-
-torch_ok() { "$PY" -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; }
 
 # Our examples (late dispatches where the application loops).
 strong_case vector_add_d2 vectorAdd --dispatch 2 -- "$EX/vector_add" 1000000 --repeat 4

@@ -36,19 +36,16 @@ set -u -o pipefail
 ulimit -c 0
 
 BUILD=${1:?usage: tests/gpu/texture_e2e.sh BUILD_DIR}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 HERE=$(cd "$(dirname "$0")" && pwd)
 KC=$BUILD/bin/kerncap
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-180}
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 for f in "$KC" "$NVCC"; do [ -x "$f" ] || { echo "missing $f"; exit 1; }; done
-if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && WORK=$(mktemp -d "$OUT/texture-work.XXXXXX"); else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-texture.XXXXXX"); fi
-[ -n "${OUT:-}" ] || trap '[ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
+gpu_work_dir texture
+[ -n "${OUT:-}" ] || trap cleanup EXIT
 echo "texture suite: work in $WORK"
 
 SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
@@ -61,9 +58,6 @@ pass=0
 fail=0
 ROWS=$WORK/rows.md
 : >"$ROWS"
-want() { [ -z "${KERNCAP_GPU_CASES:-}" ] || [[ " $KERNCAP_GPU_CASES " == *" $1 "* ]]; }
-# run NAME CMD...: output in $WORK/NAME.out / .err, exit status in RC.
-run() { local n=$1; shift; timeout "$TIMEOUT" "$@" >"$WORK/$n.out" 2>"$WORK/$n.err"; RC=$?; }
 result_of() { grep -h -m1 '^Result:' "$WORK/$1.out" "$WORK/$1.err" 2>/dev/null | cut -c1-110; }
 first_error() { grep -h -m1 -iE 'error|fail|refus|cannot' "$WORK/$1.err" "$WORK/$1.out" 2>/dev/null | cut -c1-200; }
 # mpy CAP EXPR: a Python expression over a capture's manifest (m).
@@ -77,7 +71,6 @@ array_after = sum(r["size"] for r in m["after"]["runs"] if kinds.get(r["region"]
 print(eval(sys.argv[2]))
 PY
 }
-row() { printf '| %s |\n' "$*" >>"$ROWS"; }
 
 # tex_case NAME KERNEL HANDLES ARRAYS [array_after]: see the header.
 tex_case() {

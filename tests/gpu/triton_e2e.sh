@@ -32,10 +32,8 @@ PY=${KERNCAP_PYTHON:-python3}
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
 ONLY=${KERNCAP_GPU_CASES:-}
 
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 if ! "$PY" -c 'import torch, triton, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   echo "SKIPPED: $PY cannot import torch (with CUDA) and triton"
   exit 77
@@ -46,12 +44,7 @@ KC=$BUILD/bin/kerncap
 export KERNCAP_REPLAY_LIB=${KERNCAP_REPLAY_LIB:-$BUILD/lib/libkerncap_replay.so}
 [ -x "$KC" ] || { echo "kerncap is not built: $KC missing"; exit 1; }
 
-if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT/triton-logs" && WORK=$(mktemp -d "$OUT/triton-work.XXXXXX") && LOGS=$OUT/triton-logs
-else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-triton.XXXXXX") && LOGS=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-triton-logs.XXXXXX")
-fi
-cleanup() { [ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
+gpu_work_dir triton apart
 trap cleanup EXIT
 ROWS=$WORK/rows.tsv
 : >"$ROWS"
@@ -59,8 +52,7 @@ ROWS=$WORK/rows.tsv
 export TRITON_CACHE_DIR=$WORK/triton-cache TORCHINDUCTOR_CACHE_DIR=$WORK/inductor-cache
 export PYTHONPATH="$REPO/python${PYTHONPATH:+:$PYTHONPATH}"
 
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+SINCE_DECIMALS=1  # since (lib.sh) prints tenths of a second
 
 run_step() {  # run_step NAME CMD...: output to $CASE_DIR/NAME.{out,err}, logged
   local name=$1 rc
@@ -95,9 +87,6 @@ PY
 }
 
 R_EXTRACT=- R_REPRO=- R_EDIT=- R_WRONG=- R_SAME=- R_FAIL=0 R_SKIP=0 R_NOTE=""
-note() { R_NOTE="${R_NOTE:+$R_NOTE; }$*"; }
-bad() { R_FAIL=1; note "$*"; }
-skip() { R_SKIP=1; note "$*"; }
 first_error() { cat "$STEP_ERR" "$STEP_OUT" 2>/dev/null | grep -m1 -Ei 'error|fail|cannot|not ' | cut -c1-160; }
 
 # extract CAP PATTERN [extract flags] -- APP ARGS: capture with the shim on, then generate the
@@ -470,10 +459,4 @@ done
 echo
 awk -F'\t' 'BEGIN { printf "| %-26s | %-6s | %-12s | %-36s | %-16s | %-26s | %-32s | %s\n", "case", "result", "extract", "reproducer (unedited)", "good edit", "wrong edit", "reproducer=validate", "note" }
   { printf "| %-26s | %-6s | %-12s | %-36s | %-16s | %-26s | %-32s | %s\n", $1, $2, $3, $4, $5, $6, $7, substr($8, 1, 200) }' "$ROWS" | tee "$LOGS/summary.md"
-passed=$(awk -F'\t' '$2 == "PASS"' "$ROWS" | wc -l)
-failed=$(awk -F'\t' '$2 == "FAIL"' "$ROWS" | wc -l)
-skipped=$(awk -F'\t' '$2 == "SKIP"' "$ROWS" | wc -l)
-echo
-echo "total $(since "$T0")s; $skipped skipped; logs in $LOGS"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+tsv_summary

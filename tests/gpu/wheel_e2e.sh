@@ -25,10 +25,8 @@ set -u -o pipefail
 ulimit -c 0
 
 BUILD=${1:?usage: tests/gpu/wheel_e2e.sh BUILD_DIR [WHEEL]}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 WHEEL=${2:-$(ls -t "$ROOT"/.whl/kerncap-*.whl 2>/dev/null | head -1)}
@@ -39,7 +37,7 @@ for f in "$WHEEL" "$APP"; do
 done
 WHEEL=$(cd "$(dirname "$WHEEL")" && pwd)/$(basename "$WHEEL")
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-wheel.XXXXXX") || exit 1
-trap '[ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
+trap cleanup EXIT
 passed=0
 failed=0
 skipped=0

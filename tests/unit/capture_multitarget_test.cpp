@@ -145,5 +145,25 @@ TEST(CaptureMultiTarget, EachCaptureGetsItsTargetsConfiguration) {
   EXPECT_EQ(c.target_index, 0);
   EXPECT_TRUE(c.targets.empty());
   EXPECT_EQ(c.to_json()["target"], 0);
+  EXPECT_EQ(c.to_json()["match"], "regex");
   EXPECT_EQ(kerncap::format::config_for_target(run, -1).output, "/out");  // one target: the run's own
+}
+
+TEST(CaptureMultiTarget, TheManifestConfigSaysHowTheTargetWasMatched) {
+  Config run;
+  run.mode = Mode::Capture;
+  run.output = "/out";
+  run.targets = {{"_Z3addPf", MatchKind::Exact, 0, "/out/00-add"}, {"scale", MatchKind::Substring, 0, "/out/01-scale"}};
+  // An --top target is an exact mangled name: "regex": false alone would read as a substring.
+  const nlohmann::json exact = kerncap::format::config_for_target(run, 0).to_json();
+  EXPECT_EQ(exact["match"], "exact");
+  EXPECT_EQ(exact["regex"], false);
+  EXPECT_EQ(exact["kernel"], "_Z3addPf");
+  EXPECT_EQ(kerncap::format::config_for_target(run, 1).to_json()["match"], "substring");
+  // One target from the environment (KERNCAP_KERNEL / KERNCAP_REGEX): never exact.
+  Config one;
+  one.kernel = "k";
+  EXPECT_EQ(one.to_json()["match"], "substring");
+  one.regex = true;
+  EXPECT_EQ(one.to_json()["match"], "regex");
 }

@@ -11,7 +11,9 @@ namespace {
 Manifest full_manifest() {
   Manifest m;
   m.tool_version = "9.8.7";
-  m.config = {{"kernel", "gemm.*"}, {"dispatch", 3}, {"closure", "reachable"}};
+  // "match" (exact, regex, substring) beside "regex": config is kept as written, so a manifest
+  // with or without it reads the same.
+  m.config = {{"kernel", "gemm.*"}, {"regex", true}, {"match", "regex"}, {"dispatch", 3}, {"closure", "reachable"}};
   m.pid = 4242;
   m.command = "python train.py --steps 1";
   m.device_ordinal = 1;
