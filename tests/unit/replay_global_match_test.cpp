@@ -57,6 +57,18 @@ TEST(NormaliseInternalName, CudaThirteenScopeTails) {
   EXPECT_EQ(normalise_internal_name("__nv_static_37__246b2d9b_11_rdc_main_cu_0efc21a4_938_max_blocks"), "max_blocks");
 }
 
+TEST(NormaliseInternalName, InstanceUnitAgainstItsOriginalUnit) {
+  // The same anonymous-namespace variable of a header, compiled by nvcc 13 in the unit that
+  // instantiated the kernel (its tail: the unit's first function) and in the reproducer's
+  // kernel_instance.cu, which defines no function (its tail: a hash and a counter).
+  const std::string original =
+      normalise_internal_name("_ZN35_INTERNAL_611e2341_7_many_cu__Z1rPi37_GLOBAL__N__611e2341_7_many_cu__Z1rPi10tiles_doneE");
+  EXPECT_EQ(original, "_ZN10_INTERNAL_12_GLOBAL__N__10tiles_doneE");
+  EXPECT_EQ(normalise_internal_name("_ZN55_INTERNAL_0c3733c1_18_kernel_instance_cu_66b53650_2630957_GLOBAL__N__"
+                                    "0c3733c1_18_kernel_instance_cu_66b53650_2630910tiles_doneE"),
+            original);
+}
+
 TEST(NormaliseInternalName, StripsNvlinksStaticScope) {
   // nvlink's scope for file-local variables of -rdc translation units, around the rest.
   EXPECT_EQ(normalise_internal_name("__nv_static_28__171dfdea_7_main_cu_2370eb71_file_local_scale"),
