@@ -203,6 +203,30 @@ TEST(BindGlobals, CubTranslationUnitUnderTwoFileNames) {
     EXPECT_TRUE(std::any_of(captured.begin(), captured.end(), [&](const G& c) { return c.name == name; })) << name;
 }
 
+// A reproducer's kernel_instance.cu (the captured instantiation of a header template alone)
+// against the unit that instantiated it three times: every global the kernel uses binds,
+// under another file's scope; the unit's own global, which the kernel does not use, is left.
+TEST(BindGlobals, InstanceUnitAgainstTheUnitItCameFrom) {
+  KC_NEED_FIXTURES();
+  constexpr const char* kTmplSum = "_Z8tmpl_sumIfLi256EEvPKT_PS0_";
+  const auto captured = globals_of("cub_tmpl_unit.cubin", kTmplSum);
+  const auto variant = globals_of("cub_tmpl_instance.cubin", kTmplSum);
+  const auto bound = bind_globals(captured, variant, "cub_tmpl_instance.cubin");
+  size_t used = 0, renamed = 0;
+  for (size_t i = 0; i < captured.size(); ++i) {
+    if (captured[i].name == "unit_only") {
+      EXPECT_FALSE(bound[i].has_value());
+    }
+    if (!captured[i].used) continue;
+    ++used;
+    ASSERT_TRUE(bound[i].has_value()) << captured[i].name;
+    EXPECT_EQ(normalise_internal_name(captured[i].name), normalise_internal_name(*bound[i]));
+    if (*bound[i] != captured[i].name) ++renamed;
+  }
+  EXPECT_GE(used, 2u);     // tmpl_scale and the anonymous-namespace counter at least
+  EXPECT_GE(renamed, 1u);  // the counter: cub_tmpl_unit_cu's scope, then kernel_instance_cu's
+}
+
 TEST(BindGlobals, CubEditsThatChangeASizeAreRefusedADropIsNot) {
   KC_NEED_FIXTURES();
   const auto captured = globals_of("cub_main.cubin", kBlockSum);
