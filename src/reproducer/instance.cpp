@@ -124,9 +124,13 @@ std::string explicit_instantiation(const source::KernelName& n, std::string& why
     why = "the kernel is in an anonymous namespace: only its own unit can name it";
     return "";
   }
+  // How demanglers spell what has no name outside its unit ({lambda(int)#1}, 'unnamed').
+  // The character check below refuses these too; this names the reason.
   static constexpr std::pair<std::string_view, std::string_view> kUnnameable[] = {
-      {"lambda", "a lambda"},
-      {"unnamed", "an unnamed type"},
+      {"{lambda", "a lambda"},
+      {"'lambda", "a lambda"},
+      {"{unnamed", "an unnamed type"},
+      {"'unnamed", "an unnamed type"},
       {"anonymous namespace", "a type from an anonymous namespace"},
       {"__nv_dl_wrapper_t", "an extended lambda"},
       {"__nv_hdl_wrapper_t", "an extended lambda"},
