@@ -10,8 +10,12 @@
 #
 #   bench/edit_loop.sh BUILD_DIR [REPS]
 #
+# `make recompile` compiles kernel_instance.cu (the captured instantiation alone) when extract
+# could write one, else the whole unit; the line "recompile unit:" says which.
+#
 # Environment: APP_ARGS (the application's arguments, default "--n 4194304 --work 64
-# --steps 10"), KEEP=1 (keep the scratch directory). Exit 77 without a GPU.
+# --steps 10"), KC_MAKE_FLAGS (added to the reproducer's make, e.g. WHOLE_UNIT=1 to time
+# the whole-unit recompile), KEEP=1 (keep the scratch directory). Exit 77 without a GPU.
 set -u -o pipefail
 
 BUILD=${1:?usage: bench/edit_loop.sh BUILD_DIR [REPS]}
@@ -87,8 +91,11 @@ echo "extracting mf::scale_kernel<float, 4>"
   --compile-commands "$WORK/compile_commands.json" -o "$WORK/repro" >"$WORK/extract.log" 2>&1 ||
   { cat "$WORK/extract.log"; exit 1; }
 EDIT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["edit"]["file"])' "$WORK/repro/compile.json")
-make -C "$WORK/repro" recompile validate-variant KERNCAP="$KC" >"$WORK/warm.log" 2>&1 ||
+UNIT=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["recompile"]; print(r.get("unit", "?"), r.get("whole_unit_reason", ""))' "$WORK/repro/compile.json")
+# shellcheck disable=SC2086 # KC_MAKE_FLAGS is a list of make arguments
+make -C "$WORK/repro" recompile validate-variant KERNCAP="$KC" ${KC_MAKE_FLAGS:-} >"$WORK/warm.log" 2>&1 ||
   { cat "$WORK/warm.log"; exit 1; }
+echo "recompile unit: $UNIT${KC_MAKE_FLAGS:+ (make flags: $KC_MAKE_FLAGS)}"
 
 printf '%-4s %-12s %-12s\n' rep kerncap_s rebuild+rerun_s
 : >"$WORK/kc.txt"
@@ -97,7 +104,8 @@ for rep in $(seq 1 "$REPS"); do
   # kerncap: an edit of the reproducer's copy, recompile one unit to a cubin, validate.
   echo "// edit $rep" >>"$WORK/repro/$EDIT"
   t0=$(now)
-  make -C "$WORK/repro" recompile validate-variant KERNCAP="$KC" >"$WORK/kc-$rep.log" 2>&1 ||
+  # shellcheck disable=SC2086
+  make -C "$WORK/repro" recompile validate-variant KERNCAP="$KC" ${KC_MAKE_FLAGS:-} >"$WORK/kc-$rep.log" 2>&1 ||
     { echo "kerncap loop failed:"; tail -n 20 "$WORK/kc-$rep.log"; exit 1; }
   kc=$(since "$t0")
   grep -q '^Result: PASS' "$WORK/kc-$rep.log" || { echo "validate-variant did not PASS"; exit 1; }

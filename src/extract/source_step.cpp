@@ -97,6 +97,8 @@ nlohmann::json to_json(const Outcome& r, const fs::path& out) {
   nlohmann::json rep = {{"dir", out.string()}, {"recompile_available", g.recompile_available}, {"arch", g.arch}};
   if (g.mirror) rep["edit_file"] = (out / g.mirror->edit_file).string();
   if (!g.recompile_available) rep["reason"] = g.unavailable_reason;
+  if (!g.unit.empty()) rep["recompile_unit"] = g.unit;
+  if (!g.whole_unit_reason.empty()) rep["whole_unit_reason"] = g.whole_unit_reason;
   return {{"source", j}, {"reproducer", rep}};
 }
 

@@ -18,6 +18,7 @@
 //   candidate.cubin/.json    Triton: the variant's image and its launch description
 //   compare.json             the comparison spec (dtypes, tolerances) the replay engine reads
 //   kernel_variant.cu, src/  CUDA: the editable translation unit and its mirrored includes
+//   kernel_instance.cu       CUDA: a unit that builds only the captured template instantiation
 //   compile.json             CUDA: the original compile command, rewritten to the mirror
 //   optimized.cubin          CUDA: the variant `make recompile` builds
 //   Makefile, README.md      the reproducer project (src/reproducer)
@@ -27,9 +28,9 @@
 //
 // `extract --force` deletes only what one extract writes about the previous kernel and can
 // rewrite from the application (force_replaced); the user's edits (kernel_variant.cu, src/,
-// optimized.cubin) are left to the generator, which moves them aside. compare.json goes: its
-// spans name the previous capture's addresses, and a stale one would compare the new kernel's
-// memory with the wrong types.
+// kernel_instance.cu, optimized.cubin) are left to the generator, which moves them aside.
+// compare.json goes: its spans name the previous capture's addresses, and a stale one would
+// compare the new kernel's memory with the wrong types.
 #include <filesystem>
 #include <span>
 #include <string>
@@ -56,6 +57,7 @@ inline constexpr std::string_view kCandidateJson = "candidate.json";
 inline constexpr std::string_view kCompareSpec = "compare.json";
 inline constexpr std::string_view kKernelVariantCu = "kernel_variant.cu";
 inline constexpr std::string_view kMirrorDir = "src";
+inline constexpr std::string_view kKernelInstanceCu = "kernel_instance.cu";
 inline constexpr std::string_view kCompileJson = "compile.json";
 inline constexpr std::string_view kOptimizedCubin = "optimized.cubin";
 inline constexpr std::string_view kMakefile = "Makefile";

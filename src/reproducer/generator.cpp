@@ -1,6 +1,7 @@
 #include "reproducer/generator.hpp"
 
 #include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -34,11 +35,30 @@ std::string recompile_rules(const Generated& g, const source::Result& f) {
                   {{"STATUS", make_comment(source::to_string(f.status))}, {"ECHOES", make_echo_lines(text)}});
   }
   const CompileSpec& s = *g.spec;
-  return render(tpl::k_recompile_mk, {{"COMPILE_DB", make_comment(f.compile_db.string())},
-                                      {"ARCH", make_comment(s.arch)},
-                                      {"COMPILER", make_word(s.compiler, true)},
-                                      {"FLAGS", make_words(s.flags, true)},
-                                      {"DEFINES", make_words(s.defines, true)}});
+  const bool instance = g.unit == kInstanceSource;
+  const std::string kernel = names::shorten(f.name.demangled.empty() ? f.name.mangled : f.name.demangled, 80);
+  const std::string comment =
+      instance ? fmt::format("make recompile compiles kernel_instance.cu: only {}.", kernel)
+               : fmt::format("make recompile compiles kernel_variant.cu, the whole unit: {}.", g.whole_unit_reason);
+  const std::string whole_note =
+      instance ? "kerncap: compiling kernel_variant.cu, the whole unit (WHOLE_UNIT is set)"
+               : "kerncap: compiling kernel_variant.cu, the whole unit: " + g.whole_unit_reason;
+  return render(tpl::k_recompile_mk,
+                {{"COMPILE_DB", make_comment(f.compile_db.string())},
+                 {"ARCH", make_comment(s.arch)},
+                 {"UNIT_COMMENT", make_comment(comment)},
+                 {"COMPILER", make_word(s.compiler, true)},
+                 {"FLAGS", make_words(s.flags, true)},
+                 {"DEFINES", make_words(s.defines, true)},
+                 {"INSTANCE_UNIT", instance ? kInstanceSource : ""},
+                 {"INSTANCE_NOTE", make_word(one_line("kerncap: compiling kernel_instance.cu, only " + kernel +
+                                                      " (WHOLE_UNIT=1 for the whole unit)"),
+                                             true)},
+                 {"INSTANCE_FAILED",
+                  make_word("kerncap: kernel_instance.cu did not compile; if the error is not in your edit, the "
+                            "kernel needs more of its unit than its leading includes: make -B recompile WHOLE_UNIT=1",
+                            true)},
+                 {"WHOLE_NOTE", make_word(one_line(whole_note), true)}});
 }
 
 std::string cuda_bin(const Generated& g) {
@@ -55,6 +75,12 @@ std::string source_section(const Generated& g, const source::Result& f) {
     s += fmt::format("- translation unit: `{}` → `kernel_variant.cu`\n", f.tu.string());
     if (f.command) s += fmt::format("- compile command from `{}`\n", f.compile_db.string());
     if (g.spec) s += fmt::format("- recompiled for `{}` with: `{}`\n", g.arch, fmt::join(g.spec->argv(), " "));
+    if (g.unit == kInstanceSource)
+      s += fmt::format("- `make recompile` compiles `kernel_instance.cu`: only this instantiation (`{}`), none of "
+                       "the unit's other kernels; `make -B recompile WHOLE_UNIT=1` compiles the whole unit\n",
+                       one_line(g.instance->instantiation));
+    else if (g.spec)
+      s += fmt::format("- `make recompile` compiles `kernel_variant.cu`, the whole unit: {}\n", md_text(g.whole_unit_reason));
   }
   if (!f.how.empty()) {
     s += "\nHow it was found:\n";
@@ -82,6 +108,8 @@ std::string readme(const Generated& g, const source::Result& f, const format::Ma
     if (g.mirror->files.size() > 1)
       files += fmt::format("\n- `src/` {} mirrored local include(s) of the unit", g.mirror->files.size() - 1);
   }
+  if (g.unit == kInstanceSource)
+    files += "\n- `kernel_instance.cu` the unit `make recompile` compiles: the captured instantiation alone";
   if (g.recompile_available) files += "\n- `optimized.cubin` the variant, after `make recompile`";
   std::string cluster;
   if (m.cluster[0]) cluster = fmt::format(", cluster {}", dims(m.cluster));
@@ -158,6 +186,11 @@ nlohmann::json compile_json(const Generated& g, const source::Result& f, const f
     rc["defines"] = g.spec->defines;
     rc["removed"] = g.spec->removed;
     rc["notes"] = g.spec->notes;
+    rc["unit"] = g.unit;
+    if (g.unit == kInstanceSource)
+      rc["instance"] = {{"instantiation", g.instance->instantiation}, {"prelude_lines", g.instance->prelude_lines}};
+    else
+      rc["whole_unit_reason"] = g.whole_unit_reason;
   } else {
     rc["reason"] = g.unavailable_reason;
   }
@@ -181,12 +214,59 @@ std::string set_aside_other_kernel(const fs::path& out, const std::string& mangl
   } catch (const std::exception&) {
     // No readable compile.json: the files cannot be tied to this kernel; set them aside too.
   }
-  for (const char* name : {kVariantSource, kMirrorDir, kVariantCubin}) {
+  for (const char* name : {kVariantSource, kInstanceSource, kMirrorDir, kVariantCubin}) {
     if (!fs::exists(out / name)) continue;
     files::remove_inside(out, std::string(name) + ".prev");
     fs::rename(out / name, out / (std::string(name) + ".prev"));
   }
-  return "moved the previous kernel's kernel_variant.cu, src/ and optimized.cubin aside (*.prev)";
+  return "moved the previous kernel's kernel_variant.cu, kernel_instance.cu, src/ and optimized.cubin aside (*.prev)";
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return in ? ss.str() : std::string();
+}
+
+// Decides what `make recompile` compiles and writes kernel_instance.cu when it can be made.
+// An existing one is kept with the user's other edits (kept_existing); a fresh mirror gets a
+// fresh one, and a stale one is removed when the instance cannot be made any more.
+void plan_unit(Generated& g, const source::Result& f, const fs::path& out) {
+  const fs::path path = out / kInstanceSource;
+  if (g.mirror->kept_existing && fs::exists(path)) {
+    g.unit = kInstanceSource;
+    g.instance = InstanceUnit{read_text(path), "", 0, ""};
+  } else {
+    const std::string original = read_text(f.tu);
+    InstanceUnit u;
+    if (original.empty()) {
+      u.reason = "the unit " + f.tu.string() + " could not be read again";
+    } else {
+      const std::string unit_text = rewrite_includes(original, f.tu, true, f.includes, f.tree);
+      u = plan_instance(f, unit_text, g.mirror->edit_file);
+    }
+    g.instance = u;
+    if (u.available()) {
+      files::replace_file(path, u.text);
+      g.unit = kInstanceSource;
+    } else {
+      files::remove_inside(out, kInstanceSource);
+      g.unit = kVariantSource;
+      g.whole_unit_reason = u.reason;
+    }
+  }
+  if (g.unit == kInstanceSource) {
+    if (g.instance->instantiation.empty()) {  // kept: the line is the file's last declaration
+      std::string why;
+      g.instance->instantiation = explicit_instantiation(f.name, why);
+    }
+    g.spec->source = kInstanceSource;
+    g.notes.push_back("make recompile compiles kernel_instance.cu: only the captured instantiation, for " + g.arch +
+                      " (make -B recompile WHOLE_UNIT=1: the whole unit)");
+  } else {
+    g.notes.push_back("make recompile compiles kernel_variant.cu, the whole unit: " + g.whole_unit_reason);
+  }
 }
 
 }  // namespace
@@ -224,6 +304,7 @@ Generated generate_reproducer(const GenerateRequest& q) {
       g.spec = rewrite_command(*f.command, {f.tree, kMirrorDir, g.arch, q.defines, kVariantSource, kVariantCubin});
       g.recompile_available = true;
       g.notes.insert(g.notes.end(), g.spec->notes.begin(), g.spec->notes.end());
+      plan_unit(g, f, q.out);
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::Usage) throw;
       g.unavailable_reason = e.what();

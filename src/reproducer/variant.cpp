@@ -72,9 +72,14 @@ VariantChoice fresh_variant(const fs::path& dir_in) {
   fs::path out = dir_in;
   if (fs::exists(out / format::kManifestName, ec)) out = out.parent_path();
   if (out.empty()) out = ".";
-  if (fs::is_regular_file(out / kVariantCubin, ec))
+  if (fs::is_regular_file(out / kVariantCubin, ec)) {
+    // kernel_instance.cu (the captured instantiation alone) is built from the same files.
+    if (fs::is_regular_file(out / kInstanceSource, ec))
+      return check(out, kVariantCubin, kVariantSource, {out / kVariantSource, out / kInstanceSource, out / kMirrorDir},
+                   "kernel_variant.cu, kernel_instance.cu and src/");
     return check(out, kVariantCubin, kVariantSource, {out / kVariantSource, out / kMirrorDir},
                  "kernel_variant.cu and src/");
+  }
   if (fs::is_regular_file(out / format::out::kCandidateCubin, ec)) {
     const char* unit = format::out::kKernelVariantPy.data();
     VariantChoice v = check(out, format::out::kCandidateCubin.data(), unit, {out / unit}, unit);

@@ -1,7 +1,8 @@
 #pragma once
 // Which image `kerncap replay/validate OUT` use when no --cubin is given: a variant that is
 // newer than what it is built from, else the captured image.
-//   OUT/optimized.cubin  (C++ reproducer: `make recompile`)  vs kernel_variant.cu and src/**
+//   OUT/optimized.cubin  (C++ reproducer: `make recompile`)  vs kernel_variant.cu,
+//                        kernel_instance.cu (when there is one) and src/**
 //   OUT/candidate.cubin  (Triton reproducer: reproducer.py)  vs kernel_variant.py, and only
 //                        when candidate.json keeps the captured grid, block and shared memory
 #include <filesystem>

@@ -7,6 +7,11 @@
 #                    globals are named after kernel_variant.cu in the variant
 #   cub_scan_wrong   an edit that changes out[] -> validate-variant FAIL
 #   cub_scan_counter the anonymous-namespace counter += 2 -> validate-variant FAIL
+#   cub_tmpl         a CUB kernel template in a header (editloop_apps/cub_tmpl.cuh), instantiated
+#                    three times by cub_tmpl.cu: make recompile builds kernel_instance.cu (the
+#                    captured tmpl_scan<float, 256> alone; its globals named after that file) ->
+#                    validate-variant PASS, validate --cubin PASS; cub_tmpl_wrong and
+#                    cub_tmpl_counter edit the mirrored header -> FAIL
 #   cub_rdc          two units including CUB, -rdc, linked (rdc_main.cu + rdc_other.cu): the
 #                    kernel's unit recompiled whole-program -> validate-variant PASS; an edit
 #                    of out[] -> FAIL
@@ -90,7 +95,7 @@ echo "|----------------------------|------|-------|"
 
 # ---- CUDA: build the programs, with a compile database like CMake's -----------------------
 SRC=$WORK/src
-mkdir -p "$SRC" && cp "$APPS"/*.cu "$SRC"/
+mkdir -p "$SRC" && cp "$APPS"/*.cu "$APPS"/*.cuh "$SRC"/
 # compile NAME FLAGS...: one unit to NAME.o, recorded in the database
 DB_ENTRIES=()
 compile() {
@@ -102,16 +107,21 @@ compile() {
 }
 BUILT=1
 compile cub_scan && step link-cub_scan "$NVCC" -arch="$ARCH" -o "$SRC/cub_scan" "$SRC/cub_scan.o" || BUILT=0
+compile cub_tmpl && step link-cub_tmpl "$NVCC" -arch="$ARCH" -o "$SRC/cub_tmpl" "$SRC/cub_tmpl.o" || BUILT=0
 compile rdc_main -rdc=true && compile rdc_other -rdc=true &&
   step link-rdc "$NVCC" -arch="$ARCH" -rdc=true -o "$SRC/rdc_app" "$SRC/rdc_main.o" "$SRC/rdc_other.o" || BUILT=0
 DB=$SRC/compile_commands.json
 { echo "["; (IFS=,; echo "${DB_ENTRIES[*]}"); echo "]"; } >"$DB"
 
-# cuda_case NAME KERNEL APP STORE_SED COUNTER_SED: extract, recompile, validate-variant PASS,
-# validate --cubin PASS; then each edit must FAIL.
+# The file extract says to edit (compile.json edit.file), and what make recompile compiles.
+edit_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["edit"]["file"])' "$1/compile.json" 2>/dev/null; }
+unit_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recompile"]["unit"])' "$1/compile.json" 2>/dev/null; }
+
+# cuda_case NAME KERNEL APP STORE_SED COUNTER_SED [UNIT]: extract, recompile (of UNIT, default
+# kernel_variant.cu), validate-variant PASS, validate --cubin PASS; then each edit must FAIL.
 cuda_case() {
-  local name=$1 kernel=$2 app=$3 store_sed=$4 counter_sed=$5
-  local dir=$WORK/$name note ok=1 src internal
+  local name=$1 kernel=$2 app=$3 store_sed=$4 counter_sed=$5 want_unit=${6:-kernel_variant.cu}
+  local dir=$WORK/$name note ok=1 src internal unit
   if [ "$BUILT" != 1 ]; then row "$name" FAIL "the test programs did not build: $(first_error)"; return; fi
   if ! step "$name-extract" "$KC" extract "$kernel" --cmd "$app" --source-dir "$SRC" --compile-commands "$DB" -o "$dir"; then
     row "$name" FAIL "extract failed: $(first_error)"; return
@@ -121,8 +131,11 @@ cuda_case() {
   note="source ${src:-?}; $internal captured globals with a translation-unit scope"
   [ "$src" = found ] || { ok=0; note="$note; source not found"; }
   [ "$internal" -gt 0 ] || { ok=0; note="$note; expected translation-unit-scoped globals in the capture"; }
-  local edit=$dir/kernel_variant.cu
-  cp "$edit" "$WORK/$name.original.cu" 2>/dev/null || { row "$name" FAIL "$note; no kernel_variant.cu"; return; }
+  local edit=$dir/$(edit_of "$dir")
+  cp "$edit" "$WORK/$name.original.cu" 2>/dev/null || { row "$name" FAIL "$note; no file to edit ($edit)"; return; }
+  unit=$(unit_of "$dir")
+  note="$note; recompile unit ${unit:-?}"
+  [ "$unit" = "$want_unit" ] || { ok=0; note="$note (expected $want_unit)"; }
   if step "$name-recompile" make -C "$dir" recompile KERNCAP="$KC"; then
     if step "$name-validate-variant" make -C "$dir" validate-variant KERNCAP="$KC" && grep -q '^Result: PASS' "$STEP_LOG"; then
       note="$note; validate-variant PASS"
@@ -147,7 +160,8 @@ cuda_case() {
 # (not refuse: the globals still bind).
 wrong_edit() {
   local name=$1 label=$2 expr=$3 what=$4 dir=$WORK/$1
-  local edit=$dir/kernel_variant.cu rc
+  local edit rc
+  edit=$dir/$(edit_of "$dir")
   cp "$WORK/$name.original.cu" "$edit"
   sed -i "$expr" "$edit"
   if cmp -s "$WORK/$name.original.cu" "$edit"; then row "$label" FAIL "edit not applied"; return; fi
@@ -167,6 +181,11 @@ if wanted cub_scan; then
   cuda_case cub_scan scan_tiles "$SRC/cub_scan" \
     's|if (i < n) out\[i\] = v;  // kc:store|if (i < n) out[i] = v + (i == 1000 ? 1.0f : 0.0f);  // kc:store|' \
     's|atomicAdd(&tiles_done, 1u);|atomicAdd(\&tiles_done, 2u);|'
+fi
+if wanted cub_tmpl; then
+  cuda_case cub_tmpl 'tmpl_scan<float, 256>' "$SRC/cub_tmpl" \
+    's|if (i < n) out\[i\] = v;  // kc:store|if (i < n) out[i] = v + (i == 1000 ? T(1) : T(0));  // kc:store|' \
+    's|atomicAdd(&tmpl_tiles, 1u);|atomicAdd(\&tmpl_tiles, 2u);|' kernel_instance.cu
 fi
 if wanted cub_rdc; then
   cuda_case cub_rdc tile_max "$SRC/rdc_app" \

@@ -57,6 +57,18 @@ TEST(NormaliseInternalName, CudaThirteenScopeTails) {
   EXPECT_EQ(normalise_internal_name("__nv_static_37__246b2d9b_11_rdc_main_cu_0efc21a4_938_max_blocks"), "max_blocks");
 }
 
+TEST(NormaliseInternalName, InstanceUnitAgainstItsOriginalUnit) {
+  // The same anonymous-namespace variable of a header, compiled by nvcc 13 in the unit that
+  // instantiated the kernel (its tail: the unit's first function) and in the reproducer's
+  // kernel_instance.cu, which defines no function (its tail: a hash and a counter).
+  const std::string original =
+      normalise_internal_name("_ZN35_INTERNAL_611e2341_7_many_cu__Z1rPi37_GLOBAL__N__611e2341_7_many_cu__Z1rPi10tiles_doneE");
+  EXPECT_EQ(original, "_ZN10_INTERNAL_12_GLOBAL__N__10tiles_doneE");
+  EXPECT_EQ(normalise_internal_name("_ZN55_INTERNAL_0c3733c1_18_kernel_instance_cu_66b53650_2630957_GLOBAL__N__"
+                                    "0c3733c1_18_kernel_instance_cu_66b53650_2630910tiles_doneE"),
+            original);
+}
+
 TEST(NormaliseInternalName, StripsNvlinksStaticScope) {
   // nvlink's scope for file-local variables of -rdc translation units, around the rest.
   EXPECT_EQ(normalise_internal_name("__nv_static_28__171dfdea_7_main_cu_2370eb71_file_local_scale"),
@@ -189,6 +201,30 @@ TEST(BindGlobals, CubTranslationUnitUnderTwoFileNames) {
   EXPECT_EQ(std::adjacent_find(targets.begin(), targets.end()), targets.end()) << "two captured globals bound to one";
   for (const char* name : {"blocks_done", "file_local_scale", "never_used"})
     EXPECT_TRUE(std::any_of(captured.begin(), captured.end(), [&](const G& c) { return c.name == name; })) << name;
+}
+
+// A reproducer's kernel_instance.cu (the captured instantiation of a header template alone)
+// against the unit that instantiated it three times: every global the kernel uses binds,
+// under another file's scope; the unit's own global, which the kernel does not use, is left.
+TEST(BindGlobals, InstanceUnitAgainstTheUnitItCameFrom) {
+  KC_NEED_FIXTURES();
+  constexpr const char* kTmplSum = "_Z8tmpl_sumIfLi256EEvPKT_PS0_";
+  const auto captured = globals_of("cub_tmpl_unit.cubin", kTmplSum);
+  const auto variant = globals_of("cub_tmpl_instance.cubin", kTmplSum);
+  const auto bound = bind_globals(captured, variant, "cub_tmpl_instance.cubin");
+  size_t used = 0, renamed = 0;
+  for (size_t i = 0; i < captured.size(); ++i) {
+    if (captured[i].name == "unit_only") {
+      EXPECT_FALSE(bound[i].has_value());
+    }
+    if (!captured[i].used) continue;
+    ++used;
+    ASSERT_TRUE(bound[i].has_value()) << captured[i].name;
+    EXPECT_EQ(normalise_internal_name(captured[i].name), normalise_internal_name(*bound[i]));
+    if (*bound[i] != captured[i].name) ++renamed;
+  }
+  EXPECT_GE(used, 2u);     // tmpl_scale and the anonymous-namespace counter at least
+  EXPECT_GE(renamed, 1u);  // the counter: cub_tmpl_unit_cu's scope, then kernel_instance_cu's
 }
 
 TEST(BindGlobals, CubEditsThatChangeASizeAreRefusedADropIsNot) {

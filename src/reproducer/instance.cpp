@@ -1,0 +1,241 @@
+#include "reproducer/instance.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "reproducer/render.hpp"
+#include "source/compile_db.hpp"
+#include "source/includes.hpp"
+
+namespace kerncap::reproducer {
+namespace {
+
+namespace fs = std::filesystem;
+using source::TokKind;
+using source::Token;
+
+bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// What a demangled C++ declaration may hold. Anything else (braces, quotes, '#', ';', '/',
+// control characters) means a lambda, an unnamed type or a crafted capture: the line would
+// not be C++, or would be more than one declaration.
+bool declaration_char(char c) {
+  return ident_char(c) || std::string_view(" :<>,()*&[]-+.").find(c) != std::string_view::npos;
+}
+
+std::vector<std::string> identifiers(std::string_view s) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < s.size();) {
+    if (!ident_start(s[i]) || (i > 0 && ident_char(s[i - 1]))) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < s.size() && ident_char(s[j])) ++j;
+    out.emplace_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+bool builtin_word(const std::string& w) {
+  static const std::set<std::string> words = {"void", "bool", "char", "short", "int", "long", "float", "double",
+                                              "signed", "unsigned", "const", "volatile", "true", "false",
+                                              "decltype", "nullptr", "wchar_t", "char16_t", "char32_t", "char8_t",
+                                              "__int128", "__half", "__nv_bfloat16"};
+  return words.contains(w);
+}
+
+std::string directive_word(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size() && ident_char(text[i])) ++i;
+  return text.substr(0, i);
+}
+
+// Types (struct, class, union, enum, using, typedef names) the unit declares from token
+// `from` on: a template argument naming one of them cannot be instantiated from the
+// leading includes alone.
+std::set<std::string> declared_types(const std::vector<Token>& toks, size_t from) {
+  std::set<std::string> out;
+  auto is = [&](size_t i, std::string_view text) { return i < toks.size() && toks[i].text == text; };
+  for (size_t i = from; i < toks.size(); ++i) {
+    const Token& t = toks[i];
+    if (t.kind != TokKind::Ident) continue;
+    const bool template_parameter = i > 0 && (toks[i - 1].text == "<" || toks[i - 1].text == ",");
+    if ((t.text == "struct" || t.text == "class" || t.text == "union" || t.text == "enum") && !template_parameter) {
+      size_t k = i + 1;
+      if (t.text == "enum" && (is(k, "class") || is(k, "struct"))) ++k;
+      // Attributes and alignment macros before the name: __align__(16), alignas(8).
+      while (k + 1 < toks.size() && toks[k].kind == TokKind::Ident && is(k + 1, "(")) {
+        int depth = 0;
+        for (++k; k < toks.size(); ++k) {
+          if (toks[k].text == "(") ++depth;
+          else if (toks[k].text == ")" && --depth == 0) break;
+        }
+        ++k;
+      }
+      if (k < toks.size() && toks[k].kind == TokKind::Ident) out.insert(toks[k].text);
+    } else if (t.text == "using" && i + 2 < toks.size() && toks[i + 1].kind == TokKind::Ident && is(i + 2, "=")) {
+      out.insert(toks[i + 1].text);
+    } else if (t.text == "typedef") {
+      for (size_t k = i + 1; k < toks.size() && toks[k].text != ";"; ++k)
+        if (toks[k].kind == TokKind::Ident && (is(k + 1, ";") || is(k + 1, ")")) && !builtin_word(toks[k].text))
+          out.insert(toks[k].text);
+    }
+  }
+  return out;
+}
+
+// Files inside the tree that the unit's directives up to `last_line` reach (forced includes
+// from the command line count: the instance is compiled with the same flags).
+std::set<fs::path> reached_by_prelude(const source::IncludeClosure& c, const fs::path& unit, uint32_t last_line) {
+  std::set<fs::path> reached;
+  std::vector<fs::path> todo;
+  for (const auto& e : c.edges)
+    if (e.to && source::canonical_or_self(e.from) == unit && e.directive.line <= last_line && reached.insert(*e.to).second)
+      todo.push_back(*e.to);
+  while (!todo.empty()) {
+    const fs::path f = todo.back();
+    todo.pop_back();
+    for (const auto& e : c.edges)
+      if (e.to && e.from == f && reached.insert(*e.to).second) todo.push_back(*e.to);
+  }
+  return reached;
+}
+
+}  // namespace
+
+std::string explicit_instantiation(const source::KernelName& n, std::string& why) {
+  if (!n.cxx || !n.is_template) {
+    why = fmt::format("{} is not a template: there is no single instantiation to compile alone",
+                      n.base.empty() ? n.mangled : n.base);
+    return "";
+  }
+  const std::string scope = n.qualified();
+  std::string all = scope;
+  for (const auto& s : n.template_args) all += " " + s;
+  for (const auto& s : n.params) all += " " + s;
+  if (std::find(n.scopes.begin(), n.scopes.end(), source::kAnonymousNamespace) != n.scopes.end()) {
+    why = "the kernel is in an anonymous namespace: only its own unit can name it";
+    return "";
+  }
+  // How demanglers spell what has no name outside its unit ({lambda(int)#1}, 'unnamed').
+  // The character check below refuses these too; this names the reason.
+  static constexpr std::pair<std::string_view, std::string_view> kUnnameable[] = {
+      {"{lambda", "a lambda"},
+      {"'lambda", "a lambda"},
+      {"{unnamed", "an unnamed type"},
+      {"'unnamed", "an unnamed type"},
+      {"anonymous namespace", "a type from an anonymous namespace"},
+      {"__nv_dl_wrapper_t", "an extended lambda"},
+      {"__nv_hdl_wrapper_t", "an extended lambda"},
+      {"[abi:", "an ABI-tagged name"}};
+  for (const auto& [needle, what] : kUnnameable) {
+    if (all.find(needle) != std::string::npos) {
+      why = fmt::format("its template arguments hold {}, which cannot be named outside its unit", what);
+      return "";
+    }
+  }
+  if (!std::all_of(all.begin(), all.end(), declaration_char)) {
+    why = "its demangled name holds characters that cannot be spelled in a C++ declaration";
+    return "";
+  }
+  std::string args, params;
+  for (const auto& a : n.template_args) args += (args.empty() ? "" : ", ") + a;
+  for (const auto& p : n.params) params += (params.empty() ? "" : ", ") + p;
+  // A closing '>' right after an argument that ends in '>' is fine since C++11.
+  return fmt::format("template __global__ void {}<{}>({});", scope, args, params);
+}
+
+uint32_t prelude_end(const std::vector<Token>& toks) {
+  int depth = 0;
+  uint32_t open_at = 0;  // the line of the outermost #if still open
+  for (const Token& t : toks) {
+    if (t.kind != TokKind::Directive) {
+      const uint32_t cut = depth > 0 ? open_at : t.line;
+      return cut > 0 ? cut - 1 : 0;
+    }
+    const std::string w = directive_word(t.text);
+    if (w == "if" || w == "ifdef" || w == "ifndef") {
+      if (depth++ == 0) open_at = t.line;
+    } else if (w == "endif" && depth > 0) {
+      --depth;
+    }
+  }
+  // Only preprocessor lines: all of it, unless an #if never closes (then up to it).
+  return depth > 0 ? open_at - 1 : UINT32_MAX;
+}
+
+InstanceUnit plan_instance(const source::Result& f, const std::string& unit_text, const std::string& edit_file) {
+  InstanceUnit u;
+  const fs::path unit = source::canonical_or_self(f.tu);
+  const fs::path def = source::canonical_or_self(f.definition);
+  u.instantiation = explicit_instantiation(f.name, u.reason);
+  if (u.instantiation.empty()) return u;
+  if (def == unit) {
+    u.reason = fmt::format("the kernel is defined in the unit itself ({}), not in a header it includes: including "
+                           "it would compile everything in it",
+                           unit.filename().string());
+    return u;
+  }
+  const auto toks = source::lex(unit_text);
+  std::vector<std::string> lines;
+  for (size_t start = 0; start < unit_text.size();) {
+    size_t nl = unit_text.find('\n', start);
+    if (nl == std::string::npos) nl = unit_text.size();
+    lines.push_back(unit_text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  const uint32_t end = std::min<uint32_t>(prelude_end(toks), static_cast<uint32_t>(lines.size()));
+  if (!reached_by_prelude(f.includes, unit, end).contains(def)) {
+    u.reason = fmt::format("the leading #include lines of {} do not reach {} (it is included after code of the "
+                           "unit's own, or through a macro)",
+                           unit.filename().string(), def.filename().string());
+    return u;
+  }
+  size_t body = 0;
+  while (body < toks.size() && toks[body].line <= end) ++body;
+  const auto declared = declared_types(toks, body);
+  for (const auto& s : f.name.template_args)
+    for (const auto& id : identifiers(s))
+      if (declared.contains(id)) {
+        u.reason = fmt::format("its template argument {} names {}, which {} declares after its leading includes",
+                               s, id, unit.filename().string());
+        return u;
+      }
+  std::string prelude;
+  for (uint32_t i = 0; i < end; ++i) prelude += lines[i] + "\n";
+  // The prelude must end outside any comment or literal, or the instantiation would vanish.
+  const auto check = source::lex(prelude + "\nkerncap_probe");
+  if (check.empty() || check.back().text != "kerncap_probe") {
+    u.reason = fmt::format("the leading lines of {} end inside a comment: they cannot be separated from its code",
+                           unit.filename().string());
+    return u;
+  }
+  u.prelude_lines = end;
+  // An explicit instantiation rather than `void* keep = (void*)&ns::kernel<...>;`: the
+  // parameter list (the instantiated function's exact types, as the mangled name records
+  // them) picks the right template among overloads, and it adds no symbol or unused
+  // variable that the unit's warning flags (-Werror) could reject.
+  u.text = fmt::format(
+      "// kernel_instance.cu, written by `kerncap extract`. `make recompile` compiles this file: it\n"
+      "// builds only the captured instantiation\n"
+      "//   {}\n"
+      "// and none of the other kernels of kernel_variant.cu (the whole unit: make -B recompile WHOLE_UNIT=1).\n"
+      "// Edit the kernel in {}.\n"
+      "// Below are the first {} line(s) of kernel_variant.cu as extract wrote them (its macros and\n"
+      "// includes): change them here too if you change them there.\n"
+      "{}\n"
+      "// The captured instantiation: an explicit instantiation names the parameter types, so it\n"
+      "// picks the right template among overloads and adds no symbol of its own.\n"
+      "{}\n",
+      make_comment(f.name.demangled), make_comment(edit_file), end, prelude, u.instantiation);
+  return u;
+}
+
+}  // namespace kerncap::reproducer

@@ -1,0 +1,45 @@
+#pragma once
+// kernel_instance.cu: a translation unit that builds only the captured template
+// instantiation, so `make recompile` after an edit compiles one kernel instead of every
+// kernel of the original unit (a unit may instantiate a template dozens of times, as
+// llama.cpp's mmq instance files do).
+//
+// It holds the unit's leading preprocessor lines (its macros and includes, as written into
+// kernel_variant.cu, so they reach the mirror), which must reach the header that defines
+// the template, then one explicit instantiation spelled from the demangled name:
+//     template __global__ void mf::scale_kernel<float, 4>(float*, float const*, int, int);
+// When that cannot be done safely the whole unit is compiled, as before, and `reason` says
+// why in one line (the Makefile, README and extract print it).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "source/finder.hpp"
+#include "source/kernel_name.hpp"
+#include "source/lexer.hpp"
+
+namespace kerncap::reproducer {
+
+struct InstanceUnit {
+  std::string text;           // kernel_instance.cu; empty when the whole unit must be compiled
+  std::string instantiation;  // the explicit instantiation line
+  uint32_t prelude_lines = 0; // how many leading lines of the unit it copies
+  std::string reason;         // why not, one line (empty when available)
+  bool available() const { return !text.empty(); }
+};
+
+// The explicit instantiation of the kernel `n` names, or "" with `why` set when it cannot be
+// written as C++ (not a template, an anonymous namespace, lambdas or unnamed types among
+// the arguments, characters a C++ declaration cannot hold).
+std::string explicit_instantiation(const source::KernelName& n, std::string& why);
+
+// How many leading lines of a unit are preprocessor lines (and comments): up to its first
+// line of code, cut back to before an #if still open there. 0 when the unit starts with code.
+uint32_t prelude_end(const std::vector<source::Token>& toks);
+
+// `unit_text`: the unit as written into kernel_variant.cu (includes rewritten to the
+// mirror; line numbers unchanged). `edit_file`: where the user edits the kernel (for the
+// file's header comment).
+InstanceUnit plan_instance(const source::Result& found, const std::string& unit_text, const std::string& edit_file);
+
+}  // namespace kerncap::reproducer

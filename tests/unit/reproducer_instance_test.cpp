@@ -1,0 +1,194 @@
+// kernel_instance.cu: the explicit instantiation spelled from a demangled name, the unit's
+// leading preprocessor lines, the cases that fall back to the whole unit (and say why), and
+// (when nvcc and make are installed) a real `make recompile` whose cubin holds the captured
+// instantiation alone, where the whole unit holds eight kernels.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+#include "cubin/cubin.hpp"
+#include "reproducer/generator.hpp"
+#include "reproducer/instance.hpp"
+#include "reproducer/variant.hpp"
+#include "reproducer_fixtures.hpp"
+#include "source/lexer.hpp"
+
+namespace kerncap::reproducer {
+namespace {
+
+constexpr const char* kNvcc = "/usr/local/cuda/bin/nvcc";
+// gen::apply<float, 2, (gen::Mode)1>(float*, float const*, int), one of six instantiations.
+constexpr const char* kApply = "_ZN3gen5applyIfLi2ELNS_4ModeE1EEEvPT_PKS2_i";
+
+std::string instantiation(const source::KernelName& n) {
+  std::string why;
+  const std::string line = explicit_instantiation(n, why);
+  return line.empty() ? "why: " + why : line;
+}
+
+TEST(ExplicitInstantiation, SpelledFromTheDemangledName) {
+  EXPECT_EQ(instantiation(source::parse_kernel_name(kApply)),
+            "template __global__ void gen::apply<float, 2, (gen::Mode)1>(float*, float const*, int);");
+  // llama.cpp's quantised matrix multiplication: an enum value and a bool among the arguments.
+  source::KernelName mmq = source::parse_kernel_name(
+      "_Z9mul_mat_qIL9ggml_type2ELi128ELb0EEvPKcPKiS4_S4_PfS5_iiiiiiiiiiiiiiiiiii");
+  EXPECT_EQ(instantiation(mmq).rfind("template __global__ void mul_mat_q<(ggml_type)2, 128, false>(char const*, int "
+                                     "const*, int const*, int const*, float*, float*, int, ",
+                                     0),
+            0u)
+      << instantiation(mmq);
+}
+
+TEST(ExplicitInstantiation, WhatCannotBeSpelled) {
+  EXPECT_NE(instantiation(source::parse_kernel_name("_Z5plainPi")).find("not a template"), std::string::npos);
+  source::KernelName n = source::parse_kernel_name(kApply);
+  n.scopes = {source::kAnonymousNamespace};
+  EXPECT_NE(instantiation(n).find("anonymous namespace"), std::string::npos);
+  n = source::parse_kernel_name(kApply);
+  n.template_args = {"main::{lambda(int)#1}"};
+  EXPECT_NE(instantiation(n).find("a lambda"), std::string::npos);
+  n.template_args = {"(anonymous namespace)::Tag"};
+  EXPECT_NE(instantiation(n).find("anonymous namespace"), std::string::npos);
+  // A crafted capture cannot smuggle a second declaration, a directive or a comment in.
+  for (const char* evil : {"int); int x; void f(int", "int\n#include </etc/passwd>", "int /* x */", "\"s\""}) {
+    n.template_args = {evil};
+    EXPECT_NE(instantiation(n).find("cannot be spelled"), std::string::npos) << evil;
+  }
+}
+
+TEST(Prelude, EndsBeforeTheFirstCodeOutsideAnyIf) {
+  EXPECT_EQ(prelude_end(source::lex("// c\n#include \"a.h\"\n#define X 1\n\nint x;\n")), 4u);
+  EXPECT_EQ(prelude_end(source::lex("#include \"a.h\"\n#ifdef X\n#include \"b.h\"\nint y;\n#endif\n")), 1u);
+  EXPECT_EQ(prelude_end(source::lex("#ifndef G\n#define G\n#endif\n#include \"k.cuh\"\nDECL(1);\n")), 4u);
+  EXPECT_EQ(prelude_end(source::lex("int x;\n")), 0u);
+  EXPECT_EQ(prelude_end(source::lex("#include \"a.h\"\n")), UINT32_MAX);
+}
+
+class Instance : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tree_ = scratch_.root() / "inst";
+    fs::copy(testing::fixtures() / "instances", tree_, fs::copy_options::recursive);
+    // The original build compiles for two architectures; the reproducer keeps the captured one.
+    const nlohmann::json db = nlohmann::json::array(
+        {{{"directory", (tree_ / "build").string()},
+          {"arguments", {kNvcc, "-I" + (tree_ / "include").string(), "-O2", "-gencode", "arch=compute_80,code=sm_80",
+                         "-gencode", "arch=compute_90,code=sm_90", "-c", (tree_ / "src/many.cu").string(), "-o",
+                         "many.o"}},
+          {"file", (tree_ / "src/many.cu").string()}}});
+    testing::spit(tree_ / "build/compile_commands.json", db.dump(1));
+    out_ = scratch_.root() / "out";
+  }
+  Generated generate(const std::string& mangled) {
+    source::Request q;
+    q.mangled = mangled;
+    q.source_dir = tree_;
+    q.compile_commands = tree_ / "build/compile_commands.json";
+    const source::Result f = source::find_source(q);
+    EXPECT_EQ(f.status, source::Status::Found) << f.summary << "\n" << f.detail;
+    testing::write_fake_capture(out_, mangled, f.name.demangled);
+    return generate_reproducer({out_, f, {}, "/opt/kerncap/bin/kerncap"});
+  }
+  static bool tools() { return fs::exists(kNvcc) && std::system("make --version >/dev/null 2>&1") == 0; }
+  int make(const std::string& args) {
+    return std::system(("make -s -C " + out_.string() + " " + args + " >" + (out_ / "make.log").string() + " 2>&1").c_str());
+  }
+  std::vector<std::string> kernels() {
+    const auto bytes = format::read_file(out_ / kVariantCubin);
+    const cubin::Image img = cubin::parse_image(bytes);
+    EXPECT_EQ(img.sm, 90);
+    std::vector<std::string> names;
+    for (const auto& k : img.kernels) names.push_back(k.name);
+    return names;
+  }
+  testing::Scratch scratch_;
+  fs::path tree_, out_;
+};
+
+TEST_F(Instance, TheCapturedInstantiationAlone) {
+  const Generated g = generate(kApply);
+  ASSERT_TRUE(g.recompile_available) << g.unavailable_reason;
+  EXPECT_EQ(g.unit, "kernel_instance.cu");
+  EXPECT_TRUE(g.whole_unit_reason.empty());
+  const std::string inst = testing::slurp(out_ / "kernel_instance.cu");
+  EXPECT_NE(inst.find("#define GEN_BLOCK 128\n#include \"src/include/gen/kern.cuh\"\n"), std::string::npos) << inst;
+  EXPECT_NE(inst.find("\ntemplate __global__ void gen::apply<float, 2, (gen::Mode)1>(float*, float const*, int);\n"),
+            std::string::npos)
+      << inst;
+  EXPECT_EQ(inst.find("struct Local"), std::string::npos);  // nothing after the leading lines
+  const std::string mk = testing::slurp(out_ / "Makefile");
+  for (const char* s : {"INSTANCE_UNIT := kernel_instance.cu", "-arch=sm_90", "WHOLE_UNIT ?="})
+    EXPECT_NE(mk.find(s), std::string::npos) << s;
+  EXPECT_EQ(mk.find("compute_80"), std::string::npos);  // the captured architecture only
+  const auto j = nlohmann::json::parse(testing::slurp(out_ / "compile.json"));
+  EXPECT_EQ(j["recompile"]["unit"], "kernel_instance.cu");
+  EXPECT_EQ(j["recompile"]["arguments"].back(), "kernel_instance.cu");
+  EXPECT_NE(testing::slurp(out_ / "README.md").find("kernel_instance.cu"), std::string::npos);
+
+  if (!tools()) GTEST_SKIP() << "nvcc or make not installed";
+  ASSERT_EQ(make("recompile"), 0) << testing::slurp(out_ / "make.log");
+  EXPECT_NE(testing::slurp(out_ / "make.log").find("compiling kernel_instance.cu, only"), std::string::npos);
+  EXPECT_EQ(kernels(), std::vector<std::string>{kApply});
+  EXPECT_TRUE(fresh_variant(out_).cubin);
+  EXPECT_NE(fresh_variant(out_).note.find("kernel_instance.cu"), std::string::npos);
+  // Unchanged sources: nothing is recompiled.
+  const auto built = fs::last_write_time(out_ / kVariantCubin);
+  ASSERT_EQ(make("recompile"), 0);
+  EXPECT_EQ(fs::last_write_time(out_ / kVariantCubin), built);
+  // The whole unit on request: every kernel of the unit, the captured one among them.
+  ASSERT_EQ(make("-B recompile WHOLE_UNIT=1"), 0) << testing::slurp(out_ / "make.log");
+  const auto all = kernels();
+  EXPECT_EQ(all.size(), 8u);
+  EXPECT_NE(std::find(all.begin(), all.end(), kApply), all.end());
+}
+
+TEST_F(Instance, AnEditToTheHeaderIsCompiledAndABrokenOneSaysWhatToTry) {
+  if (!tools()) GTEST_SKIP() << "nvcc or make not installed";
+  generate(kApply);
+  ASSERT_EQ(make("recompile"), 0) << testing::slurp(out_ / "make.log");
+  const fs::path header = out_ / "src/include/gen/kern.cuh";
+  const std::string text = testing::slurp(header);
+  testing::spit(header, testing::replace_all(text, "in[i] * static_cast<T>(N)", "in[i] * static_cast<T>(N + 1)"));
+  fs::last_write_time(header, fs::last_write_time(out_ / kVariantCubin) + std::chrono::seconds(2));
+  ASSERT_EQ(make("recompile"), 0) << testing::slurp(out_ / "make.log");
+  EXPECT_EQ(kernels(), std::vector<std::string>{kApply});
+  testing::spit(header, text + "\nnot C++\n");
+  EXPECT_NE(make("recompile"), 0);
+  EXPECT_NE(testing::slurp(out_ / "make.log").find("make -B recompile WHOLE_UNIT=1"), std::string::npos);
+}
+
+TEST_F(Instance, FallsBackToTheWholeUnitAndSaysWhy) {
+  struct Case {
+    const char* mangled;
+    const char* why;
+  };
+  for (const Case& c : {Case{"_Z5plainPi", "plain is not a template"},
+                        Case{"_Z3ownIfEvPT_", "defined in the unit itself (many.cu)"},
+                        Case{"_ZN3gen4fillI5LocalEEvPT_i", "names Local, which many.cu declares after its leading"}}) {
+    fs::remove_all(out_);
+    const Generated g = generate(c.mangled);
+    ASSERT_TRUE(g.recompile_available) << c.mangled;
+    EXPECT_EQ(g.unit, "kernel_variant.cu") << c.mangled;
+    EXPECT_NE(g.whole_unit_reason.find(c.why), std::string::npos) << g.whole_unit_reason;
+    EXPECT_FALSE(fs::exists(out_ / "kernel_instance.cu"));
+    const std::string mk = testing::slurp(out_ / "Makefile");
+    EXPECT_NE(mk.find("INSTANCE_UNIT := \n"), std::string::npos);
+    EXPECT_NE(mk.find("the whole unit: " + g.whole_unit_reason.substr(0, 20)), std::string::npos) << mk;
+    const auto j = nlohmann::json::parse(testing::slurp(out_ / "compile.json"));
+    EXPECT_EQ(j["recompile"]["unit"], "kernel_variant.cu");
+    EXPECT_EQ(j["recompile"]["whole_unit_reason"], g.whole_unit_reason);
+    const bool noted = std::any_of(g.notes.begin(), g.notes.end(),
+                                   [&](const std::string& n) { return n.find(g.whole_unit_reason) != std::string::npos; });
+    EXPECT_TRUE(noted);
+  }
+  if (!tools()) GTEST_SKIP() << "nvcc or make not installed";
+  ASSERT_EQ(make("recompile"), 0) << testing::slurp(out_ / "make.log");
+  EXPECT_NE(testing::slurp(out_ / "make.log").find("compiling kernel_variant.cu, the whole unit: its template argument"),
+            std::string::npos);
+  EXPECT_EQ(kernels().size(), 8u);
+}
+
+}  // namespace
+}  // namespace kerncap::reproducer
