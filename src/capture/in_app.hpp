@@ -62,6 +62,17 @@ class InAppTimes {
   std::unordered_map<const char*, Kernel> kernels_;
 };
 
+// Capture mode turns kernel records on this many matches before a target's dispatch (with a
+// far --dispatch): the in-app time keeps the latest kKeep launches per shape, and the margin
+// covers launches of the same name in other shapes. The launches before pay nothing for
+// records (CUPTI stamps every kernel while they are on).
+inline constexpr uint64_t kInAppLead = 4 * InAppTimes::kKeep;
+// The match index (from 0) of a target with `dispatch` at which its records are wanted: 0
+// (the first match, as before) when the dispatch is within kInAppLead of it.
+constexpr uint64_t in_app_window_start(uint64_t dispatch) {
+  return dispatch > kInAppLead ? dispatch - kInAppLead : 0;
+}
+
 // One CUPTI kernel record (CONCURRENT_KERNEL or KERNEL) into `times`: its name, shape and
 // duration; a record without an end (timestamps not filled in yet) is left out.
 void add_kernel_record(InAppTimes& times, const CUpti_ActivityKernel10& record);

@@ -1,9 +1,9 @@
 #pragma once
 // Capture mode's CUPTI kernel records, for the in-app time of the captured kernel
 // (in_app.hpp). Kernel records cost the application a little on every launch (CUPTI stamps
-// each kernel's start and end), so by default they are switched on only when the first
-// launch whose name matches the pattern is seen (Config::in_app_time): the launches before it
-// cannot be the target's and need no record. Flushed at the capture, after the target launch
+// each kernel's start and end), so by default they are switched on only at the first counted
+// match, or kInAppLead matches before a far dispatch (Config::in_app_time, in_app.hpp): the
+// launches before need no record. Flushed at the capture, after the target launch
 // completed. A failure only loses the in-app time (logged), never the capture.
 namespace kerncap::capture {
 

@@ -104,10 +104,11 @@ void start_capture(const Config& config) {
   started(KC_CUPTI(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED)),
           "cuptiEnableCallback");
   // Kernel records for the in-app time (the manifest's in_app_*): by default from the first
-  // launch whose name matches, so that the launches before it pay nothing for them.
+  // match, or kInAppLead matches before a far dispatch, so that the launches before pay
+  // nothing for them.
   if (config.in_app_time != Config::InAppTime::Off) {
     start_in_app_records(config.in_app_time == Config::InAppTime::Start);
-    if (config.in_app_time == Config::InAppTime::Match) mode->watcher.on_first_match(&enable_in_app_records);
+    if (config.in_app_time == Config::InAppTime::Match) mode->watcher.on_in_app_window(&enable_in_app_records);
   }
 }
 

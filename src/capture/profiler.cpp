@@ -12,6 +12,9 @@
 //    CUPTI's own record-keeping; all formatting happens on CUPTI's buffer thread, in
 //    ActivityRecorder (activity.cpp, unit tested with fake records). API records are on
 //    only inside the Triton shim's benchmark windows (profile_benchmark_begin).
+//    Sampled timing (Config::profile_sample) is the exception: a launch callback counts
+//    every launch (LaunchSampler: a cached name id per function handle, runs of launches)
+//    and switches the kernel records on and off.
 //  - exit() from any thread runs our atexit handler, which forces CUPTI to flush. fork():
 //    the child cannot use CUDA, drops the parent's unwritten bytes and writes its own
 //    (empty) file; a child that execs is a new process and loads us afresh.
@@ -27,22 +30,31 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <optional>
+#include <string>
 
 #include <cupti.h>
 
 #include "capture/activity.hpp"
 #include "capture/cupti_check.hpp"
+#include "capture/launch_info.hpp"
+#include "capture/launch_sampler.hpp"
+#include "capture/tool_scope.hpp"
+#include "capture/watcher.hpp"
 #include "common/log.hpp"
+#include "format/profile_cupti.hpp"
 #include "format/profile_records.hpp"
 
 namespace kerncap::capture {
 namespace {
 
-constexpr size_t kBufferBytes = 8u << 20;  // CUPTI fills these; few, large buffers keep overhead low
-constexpr size_t kBufferAlign = 8;         // CUPTI requires 8-byte aligned buffers
+constexpr size_t kBufferAlign = 8;  // CUPTI requires 8-byte aligned buffers
 
 struct Profiler {
   format::RecordWriter writer;
+  // Each activity buffer's size (ProfileCupti::host_buffer, 8 MiB): CUPTI fills these; few,
+  // large buffers keep overhead low.
+  size_t buffer_bytes = 8u << 20;
   CUpti_SubscriberHandle subscriber = nullptr;
   std::atomic<bool> collecting{false};
   std::atomic<bool> forked_child{false};
@@ -52,6 +64,11 @@ struct Profiler {
   // one record per API call is too much to pay for the whole run).
   std::mutex window_mu;
   int window_depth = 0;
+  // Sampled timing only (else null): the counter, and the kernel records' kind it switches.
+  LaunchSampler* sampler = nullptr;
+  CUpti_ActivityKind kernel_kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  std::mutex switch_mu;
+  bool records_on = true;  // as applied (under switch_mu)
 };
 Profiler* g_profiler = nullptr;  // set once in start_profiler, never freed
 
@@ -79,8 +96,9 @@ void buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) noexc
   // Zeroed by calloc (fresh pages from the kernel: no memset), so CUPTI need not clear it on
   // the application's thread (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, set in start).
   static_assert(kBufferAlign <= alignof(std::max_align_t));
-  *buffer = static_cast<uint8_t*>(std::calloc(1, kBufferBytes));
-  *size = *buffer ? kBufferBytes : 0;  // no memory: CUPTI drops records and counts them
+  const size_t bytes = g_profiler->buffer_bytes;
+  *buffer = static_cast<uint8_t*>(std::calloc(1, bytes));
+  *size = *buffer ? bytes : 0;  // no memory: CUPTI drops records and counts them
   *max_records = 0;                    // as many as fit
 }
 
@@ -97,6 +115,7 @@ void at_exit() noexcept {
       p->writer.finish("exit (forked child)");
       return;
     }
+    if (p->sampler) p->writer.runs(p->sampler->take_runs(true));
     // Whatever thread called exit(): everything CUPTI holds, including records of
     // kernels still running, is delivered to buffer_completed before we return.
     if (p->collecting.exchange(false)) KC_CUPTI(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
@@ -111,6 +130,7 @@ void after_fork_child() noexcept {
   g_profiler->forked_child = true;
   g_profiler->collecting = false;  // CUDA (and CUPTI's thread) do not survive fork
   g_profiler->writer.reset_in_child();
+  if (g_profiler->sampler) g_profiler->sampler->take_runs(true);  // the parent's launches
 }
 
 format::ProcessInfo self_info() {
@@ -148,6 +168,98 @@ void report_other_subscriber(const char* other) {
 
 void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
+// Sampled timing: the runs are written out in batches, on the launching thread (a batch
+// every this many runs keeps that cost small per launch and the memory bounded).
+constexpr size_t kRunBatch = 4096;
+
+uint32_t intern_name(void* user, std::string_view mangled) {
+  return static_cast<Profiler*>(user)->writer.name_id(mangled);
+}
+std::string resolve_name(const void* f) {
+  ToolScope scope;
+  DriverLaunchQueries q;
+  return q.kernel_name(static_cast<CUfunction>(const_cast<void*>(f)));
+}
+
+// Applies the sampler's wish under one lock, so two threads' switches keep their order.
+void apply_records(Profiler& p) {
+  std::lock_guard lk(p.switch_mu);
+  const bool want = p.sampler->records_wanted();
+  if (want == p.records_on) return;
+  p.records_on = want;
+  if (want) KC_CUPTI(cuptiActivityEnable(p.kernel_kind));
+  else KC_CUPTI(cuptiActivityDisable(p.kernel_kind));
+}
+
+void sample_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) noexcept {
+  try {
+    Profiler* p = g_profiler;
+    if (!p || !p->collecting || !p->sampler || t_in_tool) return;
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleUnload || cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload) {
+      if (cb->callbackSite == CUPTI_API_EXIT) p->sampler->forget_handles();
+      return;
+    }
+    if (cb->callbackSite != CUPTI_API_ENTER) return;
+    LaunchSampler::Records r = LaunchSampler::Records::Keep;
+    size_t pending = 0;
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) {
+      r = p->sampler->on_graph_launch();
+    } else {
+      LaunchArgs args;
+      if (!decode_launch(cbid, cb->functionParams, &args)) return;
+      r = p->sampler->on_launch(args.f, cb->context, cb->symbolName, cb->correlationId, ignore_depth() > 0, &pending);
+    }
+    if (r != LaunchSampler::Records::Keep) apply_records(*p);
+    if (pending > kRunBatch) p->writer.runs(p->sampler->take_runs(false));
+  } catch (...) {
+    // Out of memory: this launch is not counted; the application goes on.
+  }
+}
+
+void CUPTIAPI on_sample_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) sample_callback(cbid, static_cast<const CUpti_CallbackData*>(data));
+}
+
+// Sampled timing: the launch callbacks (after the subscription).
+bool start_sampling(Profiler& p, uint32_t period) {
+  p.sampler = new LaunchSampler(period, &intern_name, &resolve_name, &p);  // never freed, as g_profiler
+  std::vector<CUpti_CallbackId> ids = launch_callback_ids();
+  for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+                              CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload})
+    ids.push_back(id);
+  for (CUpti_CallbackId id : ids)
+    if (!KC_CUPTI(cuptiEnableCallback(1, p.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id))) return false;
+  p.writer.sampling(period, format::kSampleExactLaunches, format::kSampleWindow);
+  log::info("profile: sampled timing, one window of {} launches in {} after the first {}", format::kSampleWindow,
+            period, format::kSampleExactLaunches);
+  return true;
+}
+
+// KERNCAP_PROFILE_CUPTI's attributes (diagnostic; unset ones keep CUPTI's defaults). CUPTI
+// reads them before the first context is made and before the buffer callbacks are
+// registered, which is where start() calls this (inside cuInit). A refusal is logged.
+void set_attributes(const format::ProfileCupti& t) {
+  auto size_attr = [](CUpti_ActivityAttribute a, const std::optional<uint64_t>& v) {
+    if (!v) return;
+    size_t value = *v, size = sizeof(value);
+    KC_CUPTI(cuptiActivitySetAttribute(a, &size, &value));
+  };
+  auto flag_attr = [](CUpti_ActivityAttribute a, const std::optional<bool>& v) {
+    if (!v) return;
+    uint8_t value = *v ? 1 : 0;
+    size_t size = sizeof(value);
+    KC_CUPTI(cuptiActivitySetAttribute(a, &size, &value));
+  };
+  size_attr(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, t.device_buffer);
+  size_attr(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, t.pool_limit);
+  size_attr(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, t.preallocate);
+  flag_attr(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, t.per_thread);
+  flag_attr(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, t.pinned);
+  if (t.flush_ms) KC_CUPTI(cuptiActivityFlushPeriod(static_cast<uint32_t>(*t.flush_ms)));
+  const std::string text = format::profile_cupti_text(t);
+  if (!text.empty()) log::info("profile: CUPTI settings (diagnostic, KERNCAP_PROFILE_CUPTI): {}", text);
+}
+
 // CUPTI wants plain function pointers; these forward to the noexcept handlers above.
 void CUPTIAPI on_buffer_requested(uint8_t** b, size_t* s, size_t* m) { buffer_requested(b, s, m); }
 void CUPTIAPI on_buffer_completed(CUcontext c, uint32_t st, uint8_t* b, size_t, size_t v) {
@@ -159,6 +271,8 @@ bool start(const Config& config) {
   g_profiler = new Profiler;
   Profiler& p = *g_profiler;
   if (!p.writer.open(config.output, self_info())) return false;
+  const format::ProfileCupti& tuning = config.profile_cupti;
+  p.buffer_bytes = tuning.host_buffer;
 
   // Subscribing claims CUPTI for this process, and is how another client is detected.
   char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
@@ -167,7 +281,9 @@ bool start(const Config& config) {
   params.subscriberName = "kerncap profile";
   params.oldSubscriberName = other;
   params.oldSubscriberSize = sizeof(other);
-  CuptiStatus s = KC_CUPTI(cuptiSubscribe_v2(&p.subscriber, &ignore_callback, nullptr, &params),
+  const bool sampled = config.profile_sample >= 2 && config.profile_cupti.kind != format::ProfileCupti::Kind::Off;
+  CuptiStatus s = KC_CUPTI(cuptiSubscribe_v2(&p.subscriber, sampled ? &on_sample_callback : &ignore_callback,
+                                             nullptr, &params),
                            CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
   if (s.result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     report_other_subscriber(other);
@@ -187,6 +303,7 @@ bool start(const Config& config) {
   uint8_t zeroed = 1;
   size_t zeroed_size = sizeof(zeroed);
   KC_CUPTI(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zeroed_size, &zeroed));
+  set_attributes(tuning);
   if (CuptiStatus r = KC_CUPTI(cuptiActivityRegisterCallbacks(&on_buffer_requested, &on_buffer_completed)); !r)
     return fail(r, "cuptiActivityRegisterCallbacks");
   // Any refusal (not this GPU, not yet initialised, virtualised...) only keeps the default.
@@ -194,13 +311,31 @@ bool start(const Config& config) {
     log::debug("profile: kernel timestamps from the hardware event system");
   // DEVICE first so device names precede the kernels in the file.
   KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE));
-  if (CuptiStatus r = KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)); !r)
-    return fail(r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
+  // CONCURRENT_KERNEL: kernels keep running concurrently. KERNEL (serialises them) and none
+  // (an empty profile: the floor of our cost) are KERNCAP_PROFILE_CUPTI's diagnostics.
+  p.kernel_kind = tuning.kind == format::ProfileCupti::Kind::Kernel ? CUPTI_ACTIVITY_KIND_KERNEL
+                                                                     : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  if (tuning.kind == format::ProfileCupti::Kind::Concurrent) {
+    if (CuptiStatus r = KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)); !r)
+      return fail(r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
+  } else if (tuning.kind == format::ProfileCupti::Kind::Kernel) {
+    if (CuptiStatus r = KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_KERNEL)); !r)
+      return fail(r, "cuptiActivityEnable(KERNEL)");
+  }
   // Context for the trace only: their absence loses nothing the table needs.
-  KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
-  KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+  if (tuning.memory) {
+    KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+    KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+  }
   // Benchmark windows (profile_benchmark_begin): without it they are simply not told apart.
   p.windows = static_cast<bool>(KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)));
+
+  // Sampled timing: without its callbacks nothing would count the launches, so every one is
+  // timed instead (the profile stays exact).
+  if (sampled && !start_sampling(p, config.profile_sample)) {
+    log::warn("profile: sampled timing is unavailable (CUPTI refused the launch callbacks); every launch is timed");
+    p.sampler = nullptr;
+  }
 
   p.collecting = true;
   std::atexit(&at_exit);

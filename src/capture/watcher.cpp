@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "capture/events.hpp"
+#include "capture/in_app.hpp"
 #include "capture/launch_info.hpp"
 #include "capture/tool_scope.hpp"
 #include "common/log.hpp"
@@ -215,10 +216,6 @@ int LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint64
   *launch_index = launches_++;
   const std::vector<int>& named = matching(mangled);
   if (name_matches) *name_matches = !named.empty();
-  if (!named.empty() && !first_match_seen_) {
-    first_match_seen_ = true;
-    if (first_match_hook_) first_match_hook_();
-  }
   const std::vector<int> live = waiting(named);
   if (live.empty()) return -1;
   if (check_stream && driver_.stream_is_capturing(stream)) {
@@ -242,6 +239,10 @@ int LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint64
   for (int t : live) {
     Slot& slot = slots_[t];
     const uint64_t index = slot.matched++;
+    if (!window_open_ && index >= in_app_window_start(targets_[t].dispatch)) {
+      window_open_ = true;  // this launch is made after the hook: its own record is kept
+      if (window_hook_) window_hook_();
+    }
     // A "match" event is a write(2): one per launch would cost a frequently launched kernel
     // more than its launch. The first few, powers of two, the target, and the last one at exit
     // (report_matches) tell the launcher what it needs (how far the count got).

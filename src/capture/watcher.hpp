@@ -57,8 +57,11 @@ class LaunchWatcher {
   // written as it came (match events are sparse: see is_target).
   void report_matches();
 
-  // Called once, on the first launch whose name matches a target's pattern (before it is counted).
-  void on_first_match(void (*hook)()) { first_match_hook_ = hook; }
+  // Called once, when kernel records for the in-app time are first wanted: at the counted
+  // match whose index reaches in_app_window_start(dispatch) of any waiting target (the first
+  // match unless the dispatch is far), before that launch is made. Several targets: the
+  // earliest window.
+  void on_in_app_window(void (*hook)()) { window_hook_ = hook; }
   bool done() const { return done_; }  // every target was taken, failed, or claimed by another process
   uint64_t launches() const;            // kernel launches seen (counted or not)
 
@@ -125,8 +128,8 @@ class LaunchWatcher {
     }
   };
   std::unordered_set<std::pair<const void*, const void*>, HandleHash> skip_handles_;  // (function, context)
-  void (*first_match_hook_)() = nullptr;
-  bool first_match_seen_ = false;
+  void (*window_hook_)() = nullptr;
+  bool window_open_ = false;
 };
 
 }  // namespace kerncap::capture

@@ -42,7 +42,7 @@ std::vector<std::string> AppCommand::as_argv() const {
   return cmd.empty() ? argv : std::vector<std::string>{"/bin/sh", "-c", cmd};
 }
 
-AppExit run_profiled(const AppCommand& app, const fs::path& records, int verbose) {
+AppExit run_profiled(const AppCommand& app, const fs::path& records, int verbose, uint32_t sample) {
   const HostEnv host = read_host_env();
   refuse_other_tool(host, "profile");
   const fs::path lib = find_injection_library(host.library);
@@ -50,6 +50,7 @@ AppExit run_profiled(const AppCommand& app, const fs::path& records, int verbose
   c.mode = format::Mode::Profile;
   c.output = records.string();
   c.verbose = verbose;
+  c.profile_sample = sample;
   std::map<std::string, std::string> env = app_environment(c, lib);
   // The Triton shim tells the library which launches are benchmarks (kerncap_ignore_begin/end),
   // so the profile shows them apart and its dispatch indices are extract's.

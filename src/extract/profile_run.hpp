@@ -38,8 +38,8 @@ struct AppCommand {
 };
 
 // Runs the application with the library writing its records into `records`; throws
-// Error(Input) when the library speaks another protocol.
-AppExit run_profiled(const AppCommand& app, const fs::path& records, int verbose);
+// Error(Input) when the library speaks another protocol. `sample`: Config::profile_sample.
+AppExit run_profiled(const AppCommand& app, const fs::path& records, int verbose, uint32_t sample = 0);
 profile::RunInfo run_info(const AppCommand& app, const AppExit& exit);
 
 // How the application ended, as an exit status for us to pass on (0 = fine).

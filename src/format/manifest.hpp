@@ -183,8 +183,9 @@ struct Manifest {
   // with this grid, block and dynamic shared memory, the captured one included, the first of
   // them left out when there are others (CUPTI kernel records); absent when unknown.
   // `in_app_samples`: launches the median is over; `in_app_launches`: launches of that shape
-  // the application made up to the capture (1: the median is that one first launch). Both 0
-  // in captures that predate them.
+  // recorded up to the capture, from when the records started (the first match, or 1024
+  // matches before a far dispatch; 1: the median is that one launch). Both 0 in captures
+  // that predate them.
   std::optional<double> in_app_median_ns;
   uint64_t in_app_samples = 0;
   uint64_t in_app_launches = 0;

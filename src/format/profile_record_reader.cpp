@@ -111,6 +111,20 @@ void read_line(const json& j, ProcessRecords& out, std::unordered_set<uint32_t>&
     d.sms = num<uint32_t>(j, "sms");
     d.memory = num<uint64_t>(j, "memory");
     out.devices.push_back(std::move(d));
+  } else if (t == "sampling") {
+    out.sample_period = num<uint32_t>(j, "period");
+    if (out.sample_period < 2)
+      input_error(fmt::format("{}: a sampling line with period {} (at least 2)", out.file.string(), out.sample_period));
+  } else if (t == "run") {
+    LaunchRun r;
+    r.name_id = num<uint32_t>(j, "n");
+    if (r.name_id >= out.names.size())
+      input_error(fmt::format("{}: a run of launches refers to unknown name id {}", out.file.string(), r.name_id));
+    r.count = num<uint64_t>(j, "k");
+    r.first_correlation = num<uint32_t>(j, "c0");
+    r.last_correlation = num<uint32_t>(j, "c1");
+    r.benchmark = num<int>(j, "b") != 0;
+    out.runs.push_back(r);
   } else if (t == "x") {
     benchmark_calls.insert(num<uint32_t>(j, "c"));
   } else if (t == "error") {

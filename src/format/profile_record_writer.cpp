@@ -137,6 +137,30 @@ void RecordWriter::kernel(std::string_view mangled_name, KernelRecord k) {
   ++kernels_;
 }
 
+void RecordWriter::sampling(uint32_t period, uint64_t exact, uint64_t window) {
+  std::lock_guard lk(mu_);
+  if (fd_ < 0 || finished_) return;
+  put(fmt::format(R"({{"t":"sampling","period":{},"exact":{},"window":{}}})", period, exact, window));
+}
+
+uint32_t RecordWriter::name_id(std::string_view mangled_name) {
+  std::lock_guard lk(mu_);
+  auto it = names_.find(mangled_name);
+  if (it == names_.end()) {
+    it = names_.emplace(std::string(mangled_name), static_cast<uint32_t>(names_.size())).first;
+    if (fd_ >= 0 && !finished_) put(fmt::format(R"({{"t":"name","id":{},"s":{}}})", it->second, json_quote(mangled_name)));
+  }
+  return it->second;
+}
+
+void RecordWriter::runs(const std::vector<LaunchRun>& runs) {
+  std::lock_guard lk(mu_);
+  if (fd_ < 0 || finished_) return;
+  for (const auto& r : runs)
+    put(fmt::format(R"({{"t":"run","n":{},"k":{},"c0":{},"c1":{}{}}})", r.name_id, r.count, r.first_correlation,
+                    r.last_correlation, r.benchmark ? R"(,"b":1)" : ""));
+}
+
 void RecordWriter::memop(const MemRecord& m) {
   std::lock_guard lk(mu_);
   if (fd_ < 0 || finished_) return;

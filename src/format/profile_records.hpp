@@ -13,6 +13,11 @@
 //   x       c: the correlation id of an API call made inside a benchmark window (the Triton
 //           shim's kerncap_ignore_begin/end around autotuner and Inductor benchmarks): its
 //           kernels are not the application's own launches (extract does not count them)
+//   sampling period, exact, window: timing is sampled (Config::profile_sample); then the
+//           "run" lines count the launches and the "k" lines are a sample of them
+//   run     n (name id), k (launches), c0, c1 (first and last correlation id), b (1: inside a
+//           benchmark window): consecutive launches of one kernel, in launch order; kernels
+//           run by CUDA graph launches are not in runs (their "k" lines count them)
 //   error   code, message: why profiling could not run in this process
 //   end     reason, kernels, dropped                                 (always last)
 // A file without "end" belongs to a process that died before flushing (crash, kill, _exit).
@@ -45,6 +50,16 @@ struct KernelRecord {
   uint64_t graph_node = 0;       // CUPTI's id of its graph node (orders the kernels of one graph launch)
   bool device_launched = false;  // launched from the GPU (dynamic parallelism)
   bool benchmark = false;        // inside a benchmark window ("x" lines): not counted by extract
+};
+
+// Consecutive launches of one kernel, counted by the library's launch callback when timing
+// is sampled ("run" lines).
+struct LaunchRun {
+  uint32_t name_id = 0;
+  uint64_t count = 0;
+  uint32_t first_correlation = 0, last_correlation = 0;
+  bool benchmark = false;  // made inside a benchmark window (extract does not count them)
+  bool operator==(const LaunchRun&) const = default;
 };
 
 struct MemRecord {
@@ -89,6 +104,11 @@ struct ProcessRecords {
   bool complete = false;   // the "end" line was written
   std::string end_reason;  // "exit", ...
   uint64_t dropped = 0;    // records CUPTI dropped (buffers full)
+  // Sampled timing ("sampling" line): N of Config::profile_sample, 0 when every launch was
+  // timed. Then `runs` count every launch made with cuLaunchKernel & co., and `kernels`
+  // hold a sample of those (and every kernel of a graph launch).
+  uint32_t sample_period = 0;
+  std::vector<LaunchRun> runs;
 };
 
 // Reads every profile-*.jsonl in `dir`, sorted by pid. Throws Error(Input) for a file
@@ -109,6 +129,11 @@ class RecordWriter {
   void memop(const MemRecord& m);
   // An API call (by correlation id) made inside a benchmark window.
   void benchmark_call(uint32_t correlation);
+  // Sampled timing: the "sampling" line (once, at start), a kernel name's id (its "name"
+  // line written when new), and completed runs of launches.
+  void sampling(uint32_t period, uint64_t exact, uint64_t window);
+  uint32_t name_id(std::string_view mangled_name);
+  void runs(const std::vector<LaunchRun>& runs);
   void error(std::string_view code, std::string_view message);
   void add_dropped(uint64_t n);
   // Writes the "end" line and closes the file; later records are counted as dropped.

@@ -125,7 +125,7 @@ const Config kDefaults{};
 constexpr unsigned kLibShim = kLibrary | kTritonShim;
 constexpr unsigned kShimApi = kTritonShim | kPythonApi;
 
-const std::array<EnvVar, 24> kVars = {{
+const std::array<EnvVar, 26> kVars = {{
     {Var::Mode, "KERNCAP_MODE", kLibrary, true, "capture, profile", "",
      "what the injected library does; unset: it stays inert", parse_mode,
      [](const Config& c) -> std::optional<std::string> { return std::string(to_string(c.mode)); }},
@@ -247,6 +247,30 @@ const std::array<EnvVar, 24> kVars = {{
      "the replay engine (libkerncap_replay.so) that the Python package and Triton reproducers load (default: "
      "beside the module, the pip-installed package's lib/, then the build's lib/)",
      nullptr, nullptr},
+    {Var::ProfileCupti, "KERNCAP_PROFILE_CUPTI", kLibrary, false, "key=value,...", "",
+     "diagnostic, to measure what CUPTI costs profile mode (bench/profile_overhead.sh): kind=concurrent|kernel|none "
+     "(the kernel records' activity kind; none: no kernel records, an empty profile), memory=0|1 (memcpy/memset "
+     "records), host_buffer=BYTES (each activity buffer, 8M), device_buffer=BYTES, pool_limit=N, preallocate=N "
+     "(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, _POOL_LIMIT, _PRE_ALLOCATE_VALUE), per_thread=0|1 "
+     "(_PER_THREAD_ACTIVITY_BUFFER), pinned=0|1 (_MEM_ALLOCATION_TYPE_HOST_PINNED), flush_ms=N "
+     "(cuptiActivityFlushPeriod); sizes take K, M, G; unset: what `kerncap profile` uses (docs/profile.md)",
+     [](std::string_view v, Config& c) { return profile_cupti_from_text(v, &c.profile_cupti); },
+     [](const Config& c) -> std::optional<std::string> {
+       const std::string text = profile_cupti_text(c.profile_cupti);
+       if (text.empty()) return std::nullopt;
+       return text;
+     }},
+    {Var::ProfileSample, "KERNCAP_PROFILE_SAMPLE", kLibrary, true, "0, 2..1000", "0",
+     "profile mode's sampled timing (`kerncap profile --sample N`): every launch is counted (calls and extract's "
+     "launch indices stay exact), and once a process has made 10000 launches its kernels are timed in one window "
+     "of 1000 launches in every N; totals are then estimates (docs/profile.md); 0: every launch is timed",
+     [](std::string_view v, Config& c) -> std::string {
+       auto n = parse_u64(v);
+       if (!n || *n == 1 || *n > 1000) return "must be 0 (off) or from 2 to 1000";
+       c.profile_sample = static_cast<uint32_t>(*n);
+       return "";
+     },
+     [](const Config& c) -> std::optional<std::string> { return std::to_string(c.profile_sample); }},
 }};
 
 std::string readers_text(unsigned r) {

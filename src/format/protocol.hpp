@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "format/profile_cupti.hpp"
+
 namespace kerncap::format {
 
 // Bumped whenever the library's events, its variables or what it writes under OUT/
@@ -76,6 +78,12 @@ struct Config {
   // their parent (events, image dumps) and kernel/regex/dispatch are unused. Empty: the
   // one target is kernel/regex/dispatch into `output`.
   std::vector<TargetSpec> targets;
+  // Profile mode's CUPTI settings (diagnostic: profile_cupti.hpp).
+  ProfileCupti profile_cupti;
+  // Profile mode's sampled timing (`profile --sample N`): 0, every launch is timed; N >= 2:
+  // every launch is counted, and once the process is launch-heavy kernel records are on for
+  // one launch window in every N (docs/profile.md, "Sampled timing").
+  uint32_t profile_sample = 0;
   // In a per-target copy the library makes for each target's capture (never from the
   // environment): the target's index, for the events and the manifest's config (-1: one target).
   int target_index = -1;
@@ -87,7 +95,8 @@ struct Config {
 };
 
 enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Rank, Device, Verbose, ChunkBytes, StagingBytes,
-                 DumpImages, DeviceScan, Closure, Store, ZstdLevel, InAppTime, Targets, TritonOut, Library, PythonDir, Python, Bin, ReplayLib };
+                 DumpImages, DeviceScan, Closure, Store, ZstdLevel, InAppTime, Targets, TritonOut, Library, PythonDir, Python, Bin, ReplayLib,
+                 ProfileCupti, ProfileSample };
 
 // Who reads a variable (bits).
 inline constexpr unsigned kLibrary = 1, kCli = 2, kTritonShim = 4, kPythonApi = 8;

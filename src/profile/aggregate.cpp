@@ -18,8 +18,10 @@ uint64_t duration(uint64_t start, uint64_t end) { return end > start ? end - sta
 using Shape = std::tuple<std::array<int32_t, 3>, std::array<int32_t, 3>, int32_t, int32_t, uint32_t>;
 
 struct Accumulator {
-  std::vector<uint64_t> durations;
+  std::vector<uint64_t> durations;  // the timed launches (all of them unless sampled)
   std::map<Shape, uint64_t> shapes;
+  uint64_t calls = 0;                // every launch, timed or not
+  bool estimated = false;
 };
 
 // For each name in one process, the names (ids) whose extract pattern it matches: the
@@ -73,7 +75,9 @@ ProcessSummary summarize_process(const ProcessRecords& p) {
 void finish_stats(KernelStats& ks, Accumulator& acc) {
   auto& d = acc.durations;
   std::sort(d.begin(), d.end());
-  ks.calls = d.size();
+  ks.calls = acc.calls;
+  ks.samples = d.size();
+  ks.estimated = acc.estimated;
   if (d.empty()) return;
   ks.min_ns = d.front();
   ks.max_ns = d.back();
@@ -91,6 +95,48 @@ void finish_stats(KernelStats& ks, Accumulator& acc) {
   ks.shapes = acc.shapes.size();
 }
 
+// A sampled process's launches in launch order: its runs (cuLaunchKernel & co., counted by
+// the library) and the kernels of its graph launches (from their records), each entry
+// `count` launches of one name. Benchmark launches are left out: extract does not count them.
+struct Entry {
+  uint32_t correlation = 0;
+  uint64_t node = 0, start = 0;
+  uint32_t name = 0;
+  uint64_t count = 0;
+  int64_t record = -1;  // the graph kernel's record
+};
+
+std::vector<Entry> sampled_order(const ProcessRecords& p) {
+  std::vector<Entry> e;
+  for (const auto& r : p.runs)
+    if (!r.benchmark && r.count) e.push_back({r.first_correlation, 0, 0, r.name_id, r.count, -1});
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const KernelRecord& k = p.kernels[i];
+    if (k.graph_id && !k.device_launched && !k.benchmark)
+      e.push_back({k.correlation, k.graph_node, k.start_ns, k.name_id, 1, static_cast<int64_t>(i)});
+  }
+  std::stable_sort(e.begin(), e.end(), [](const Entry& a, const Entry& b) {
+    if (a.correlation != b.correlation) return a.correlation < b.correlation;
+    if (a.node != b.node) return a.node < b.node;
+    return a.start < b.start;
+  });
+  return e;
+}
+
+// Walks the launch order, calling visit(entry, first) with the extract index of the entry's
+// first launch under its own name's pattern.
+template <typename Visit>
+void walk_sampled(const ProcessRecords& p, const std::vector<std::string>& demangled, Visit visit) {
+  const auto matches = pattern_matches(p.names, demangled);
+  std::vector<uint64_t> counter(p.names.size(), 0);
+  for (const Entry& e : sampled_order(p)) {
+    for (uint32_t m : matches[e.name]) {
+      if (m == e.name) visit(e, counter[m]);
+      counter[m] += e.count;
+    }
+  }
+}
+
 }  // namespace
 
 // Launch order is correlation-id order: CUPTI numbers API calls as they are made. The
@@ -99,6 +145,12 @@ void finish_stats(KernelStats& ks, Accumulator& acc) {
 // order (stream capture, nodes added with their dependencies).
 std::vector<int64_t> dispatch_indices(const ProcessRecords& p, const std::vector<std::string>& demangled) {
   std::vector<int64_t> out(p.kernels.size(), -1);
+  if (p.sample_period) {
+    walk_sampled(p, demangled, [&](const Entry& e, uint64_t first) {
+      if (e.record >= 0) out[static_cast<size_t>(e.record)] = static_cast<int64_t>(first);
+    });
+    return out;
+  }
   std::vector<size_t> order;
   for (size_t i = 0; i < p.kernels.size(); ++i)
     if (!p.kernels[i].device_launched && !p.kernels[i].benchmark) order.push_back(i);
@@ -122,12 +174,85 @@ std::vector<int64_t> dispatch_indices(const ProcessRecords& p, const std::vector
 
 namespace {
 
-void add_rank_device(std::vector<RankDevice>& out, const ProcessInfo& p, uint32_t device, uint64_t ns) {
+void add_rank_device(std::vector<RankDevice>& out, const ProcessInfo& p, uint32_t device, uint64_t ns,
+                     uint64_t launches = 1) {
   auto it = std::find_if(out.begin(), out.end(), [&](const RankDevice& r) { return r.rank == p.rank && r.device == device; });
   if (it == out.end()) it = out.insert(out.end(), RankDevice{p.rank, device, 0, 0, {}});
-  ++it->launches;
+  it->launches += launches;
   it->kernel_ns += ns;
   if (std::find(it->pids.begin(), it->pids.end(), p.pid) == it->pids.end()) it->pids.push_back(p.pid);
+}
+
+uint64_t scaled(uint64_t v, uint64_t calls, uint64_t samples) {
+  return samples ? static_cast<uint64_t>(std::llround(static_cast<double>(v) * static_cast<double>(calls) /
+                                                      static_cast<double>(samples)))
+                 : 0;
+}
+
+// A sampled process: calls and extract's indices from the counted launches, times from the
+// timed ones, each kernel's total scaled up from its timed mean when not all were timed.
+void add_sampled(Summary& s, ProcessSummary& ps, const ProcessRecords& p, const std::vector<size_t>& global,
+                 const std::vector<std::string>& demangled, std::vector<Accumulator>& accs, bool& any) {
+  const size_t names = p.names.size();
+  std::vector<KernelInProcess> per_name(names);
+  for (auto& kip : per_name) {
+    kip.pid = p.info.pid;
+    kip.rank = p.info.rank;
+  }
+  for (const auto& r : p.runs) {
+    per_name[r.name_id].calls += r.count;
+    if (r.benchmark) per_name[r.name_id].benchmark_calls += r.count;
+  }
+  walk_sampled(p, demangled, [&](const Entry& e, uint64_t first) {
+    for (uint64_t i = 0; i < e.count; ++i) per_name[e.name].dispatch.push_back(first + i);
+  });
+  std::vector<uint64_t> samples(names, 0), sum(names, 0);
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<uint64_t, uint64_t>> by_device;  // (name, device) -> timed, ns
+  for (const KernelRecord& k : p.kernels) {
+    const uint64_t d = duration(k.start_ns, k.end_ns);
+    KernelInProcess& kip = per_name[k.name_id];
+    if (k.graph_id || k.device_launched) {  // not in the runs: their records count them
+      ++kip.calls;
+      ++kip.graph_calls;
+      if (k.benchmark) ++kip.benchmark_calls;
+    }
+    ++samples[k.name_id];
+    sum[k.name_id] += d;
+    auto& bd = by_device[{k.name_id, k.device}];
+    ++bd.first;
+    bd.second += d;
+    Accumulator& acc = accs[global[k.name_id]];
+    acc.durations.push_back(d);
+    ++acc.shapes[Shape{k.grid, k.block, k.static_shared, k.dynamic_shared, k.registers}];
+    if (std::find(kip.devices.begin(), kip.devices.end(), k.device) == kip.devices.end()) kip.devices.push_back(k.device);
+    s.first_ns = any ? std::min(s.first_ns, k.start_ns) : k.start_ns;
+    s.last_ns = any ? std::max(s.last_ns, k.end_ns) : k.end_ns;
+    any = true;
+  }
+  ps.kernels = ps.kernel_ns = 0;
+  for (size_t n = 0; n < names; ++n) {
+    KernelInProcess& kip = per_name[n];
+    kip.calls = std::max(kip.calls, samples[n]);  // a launch the callback missed still ran
+    const bool estimated = samples[n] < kip.calls;
+    const uint64_t total = estimated ? scaled(sum[n], kip.calls, samples[n]) : sum[n];
+    KernelStats& ks = s.kernels[global[n]];
+    Accumulator& acc = accs[global[n]];
+    acc.calls += kip.calls;
+    acc.estimated = acc.estimated || estimated;
+    s.estimated = s.estimated || estimated;
+    ks.total_ns += total;
+    ks.benchmark_calls += kip.benchmark_calls;
+    s.total_kernel_ns += total;
+    s.launches += kip.calls;
+    ps.kernels += kip.calls;
+    ps.kernel_ns += total;
+    std::sort(kip.devices.begin(), kip.devices.end());
+    if (kip.calls) ks.processes.push_back(std::move(kip));
+  }
+  for (const auto& [key, v] : by_device) {
+    const uint64_t calls = per_name[key.first].calls, timed = samples[key.first];
+    add_rank_device(s.ranks, p.info, key.second, scaled(v.second, calls, timed), scaled(v.first, calls, timed));
+  }
 }
 
 }  // namespace
@@ -157,6 +282,13 @@ Summary aggregate(const std::vector<ProcessRecords>& processes) {
       global[i] = kernel_index(p.names[i]);
       demangled[i] = s.kernels[global[i]].demangled;
     }
+    if (p.sample_period) {
+      ProcessSummary& ps = s.processes.back();
+      ps.sample_period = p.sample_period;
+      ps.timed = p.kernels.size();
+      add_sampled(s, ps, p, global, demangled, accs, any);
+      continue;
+    }
     const std::vector<int64_t> dispatch = dispatch_indices(p, demangled);
     std::vector<KernelInProcess> per_name(p.names.size());
     for (auto& kip : per_name) {
@@ -169,6 +301,7 @@ Summary aggregate(const std::vector<ProcessRecords>& processes) {
       uint64_t d = duration(k.start_ns, k.end_ns);
       Accumulator& acc = accs[global[k.name_id]];
       acc.durations.push_back(d);
+      ++acc.calls;
       ++acc.shapes[Shape{k.grid, k.block, k.static_shared, k.dynamic_shared, k.registers}];
       KernelInProcess& kip = per_name[k.name_id];
       ++kip.calls;

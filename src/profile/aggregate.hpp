@@ -55,6 +55,11 @@ struct KernelStats {
   int32_t static_shared = 0, dynamic_shared = 0;
   uint64_t shapes = 0;  // distinct grid/block/shared combinations seen
   std::vector<KernelInProcess> processes;
+  // Sampled timing (`profile --sample`): `samples` of its `calls` were timed. `estimated`:
+  // some were not, so total_ns is calls x the timed mean (per process) and percent follows
+  // it; avg/median/min/max/stddev are over the timed launches. Calls are exact.
+  uint64_t samples = 0;
+  bool estimated = false;
 };
 
 struct ProcessSummary {
@@ -68,6 +73,10 @@ struct ProcessSummary {
   bool complete = false;
   std::string end_reason;
   std::vector<RecordError> errors;
+  // Sampled timing: N of `--sample N` (0: every launch timed) and how many launches were
+  // timed (`kernels` counts them all; kernel_ns is then an estimate).
+  uint32_t sample_period = 0;
+  uint64_t timed = 0;
 };
 
 // Kernel time of one rank on one device (multi-process jobs: `profile` shows the split).
@@ -84,13 +93,16 @@ struct Summary {
   std::vector<ProcessSummary> processes;
   uint64_t launches = 0, total_kernel_ns = 0;
   uint64_t first_ns = 0, last_ns = 0;  // span of all kernel activity
+  bool estimated = false;              // some kernel's total is an estimate (sampled timing)
 };
 
 Summary aggregate(const std::vector<ProcessRecords>& processes);
 
 // For each of p.kernels (same order): its `extract --dispatch` index, or -1 for a kernel
 // launched from the device (extract cannot reach it) or inside a benchmark window (extract
-// does not count it).
+// does not count it). In a sampled process (p.sample_period) the launches are counted from
+// p.runs, and a timed launch outside graphs has no index here (-1): which launch of its run
+// it was is not recorded; the kernels of graph launches have theirs.
 // `demangled[i]` is the demangled form of p.names[i].
 std::vector<int64_t> dispatch_indices(const ProcessRecords& p, const std::vector<std::string>& demangled);
 

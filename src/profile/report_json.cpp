@@ -38,7 +38,9 @@ json process_json(const ProcessSummary& p) {
           {"end_reason", p.end_reason},
           {"dropped", p.dropped},
           {"errors", std::move(errors)},
-          {"record_file", p.file}};
+          {"record_file", p.file},
+          {"sample_period", p.sample_period},                     // 0: every launch timed
+          {"timed", p.sample_period ? p.timed : p.kernels}};
 }
 
 json kernel_json(const KernelStats& k, size_t rank) {
@@ -63,6 +65,8 @@ json kernel_json(const KernelStats& k, size_t rank) {
           {"calls", k.calls},
           {"benchmark_calls", k.benchmark_calls},
           {"total_ns", k.total_ns},
+          {"samples", k.samples},      // timed launches (= calls unless sampled)
+          {"estimated", k.estimated},  // total_ns = calls x timed mean (sampled timing)
           {"avg_ns", k.avg_ns},
           {"median_ns", k.median_ns},
           {"min_ns", k.min_ns},
@@ -96,6 +100,7 @@ json report_json(const Summary& s, const RunInfo& run) {
   doc["totals"] = {{"launches", s.launches},
                    {"kernels", s.kernels.size()},
                    {"kernel_ns", s.total_kernel_ns},
+                   {"estimated", s.estimated},
                    {"span_ns", s.last_ns > s.first_ns ? s.last_ns - s.first_ns : 0},
                    {"processes", s.processes.size()}};
   json procs = json::array();

@@ -1,5 +1,6 @@
 #include "profile/table.hpp"
 
+#include <algorithm>
 #include <iterator>
 #include <optional>
 #include <regex>
@@ -53,7 +54,7 @@ std::string format_table(const Summary& s, const TableOptions& opt) {
 
   std::string out = fmt::format("{:>3} {:<{}} {:>8} {:>10} {:>9} {:>9} {:>6}  {:<11} {}\n", "#", "Kernel", name_w,
                                 "Calls", "Total ms", "Avg us", "Med us", "%GPU", "Kind", "Category");
-  size_t shown = 0, matched = 0, in_graphs = 0, benchmarked = 0;
+  size_t shown = 0, matched = 0, in_graphs = 0, benchmarked = 0, untimed = 0;
   double shown_pct = 0;
   for (size_t i = 0; i < s.kernels.size(); ++i) {
     const KernelStats& k = s.kernels[i];
@@ -66,8 +67,13 @@ std::string format_table(const Summary& s, const TableOptions& opt) {
     for (const auto& kp : k.processes) in_graph = in_graph || kp.graph_calls > 0;
     in_graphs += in_graph;
     benchmarked += k.benchmark_calls > 0;
-    out += fmt::format("{:>3} {:<{}} {:>8} {:>10.3f} {:>9.2f} {:>9.2f} {:>6.2f}  {:<11} {}{}{}\n", i + 1,
-                       names::shorten(k.demangled, name_w), name_w, k.calls, static_cast<double>(k.total_ns) / 1e6,
+    // Sampled timing: "~" marks an estimated total, "?" a kernel none of whose launches was timed.
+    const std::string total = !k.estimated       ? fmt::format("{:.3f}", static_cast<double>(k.total_ns) / 1e6)
+                              : k.samples == 0   ? std::string("?")
+                                                 : fmt::format("~{:.3f}", static_cast<double>(k.total_ns) / 1e6);
+    untimed += k.estimated && k.samples == 0;
+    out += fmt::format("{:>3} {:<{}} {:>8} {:>10} {:>9.2f} {:>9.2f} {:>6.2f}  {:<11} {}{}{}\n", i + 1,
+                       names::shorten(k.demangled, name_w), name_w, k.calls, total,
                        k.avg_ns / 1e3, k.median_ns / 1e3, k.percent, names::to_string(k.cls.kind),
                        names::to_string(k.cls.category), in_graph ? " [graph]" : "",
                        k.benchmark_calls ? fmt::format(" [bench {}]", k.benchmark_calls) : std::string());
@@ -78,12 +84,25 @@ std::string format_table(const Summary& s, const TableOptions& opt) {
   if (benchmarked)
     out += "    [bench N]: N of its calls were benchmark launches (autotuners, Inductor's and Triton's benchmarking); "
            "`extract --dispatch` does not count them\n";
+  if (s.estimated) {
+    uint64_t timed = 0;
+    uint32_t period = 0;
+    for (const auto& p : s.processes) {
+      timed += p.sample_period ? p.timed : p.kernels;
+      period = std::max(period, p.sample_period);
+    }
+    out += fmt::format("    ~: an estimate (sampled timing, --sample {}: {} of the {} launches were timed): calls and "
+                       "`extract --dispatch` indices are exact; the total is calls x the mean of the timed launches, "
+                       "and Avg/Med and %GPU are over those\n",
+                       period, timed, s.launches);
+    if (untimed) out += "    ?: none of its launches fell in a timed window (its time is unknown, counted as 0)\n";
+  }
   if (filter && matched == 0) out += fmt::format("    (no kernel name matches --filter '{}')\n", opt.filter);
   out += fmt::format("\nShown: {} of {} kernels{}, {:.2f}% of GPU kernel time", shown, s.kernels.size(),
                      filter ? fmt::format(" ({} match the filter)", matched) : std::string(), shown_pct);
   if (shown < s.kernels.size()) out += fmt::format(" (the rest: {:.2f}%)", 100.0 - shown_pct);
-  out += fmt::format("\nTotal: {} launches, {:.3f} ms of kernel time in {} process{}\n", s.launches,
-                     static_cast<double>(s.total_kernel_ns) / 1e6, s.processes.size(),
+  out += fmt::format("\nTotal: {} launches, {}{:.3f} ms of kernel time in {} process{}\n", s.launches,
+                     s.estimated ? "~" : "", static_cast<double>(s.total_kernel_ns) / 1e6, s.processes.size(),
                      s.processes.size() == 1 ? "" : "es");
   uint64_t mc = 0, mc_ns = 0, mc_b = 0, ms = 0, ms_ns = 0;
   for (const auto& p : s.processes) {
@@ -113,6 +132,9 @@ std::string format_processes(const Summary& s) {
     if (!p.complete)
       out += "      incomplete: the process ended without flushing its records (crashed, was killed, or "
              "called _exit); the kernels of its last moments are missing\n";
+    if (p.sample_period)
+      out += fmt::format("      sampled timing (--sample {}): {} of its {} launches timed\n", p.sample_period, p.timed,
+                         p.kernels);
     if (p.dropped)
       out += fmt::format("      {} records were dropped by CUPTI (buffers full); totals are low\n", p.dropped);
   }

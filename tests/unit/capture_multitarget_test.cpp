@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "capture/events.hpp"
+#include "capture/in_app.hpp"
 #include "capture/watcher.hpp"
 #include "capture_fakes.hpp"
 
@@ -166,4 +167,31 @@ TEST(CaptureMultiTarget, TheManifestConfigSaysHowTheTargetWasMatched) {
   EXPECT_EQ(one.to_json()["match"], "substring");
   one.regex = true;
   EXPECT_EQ(one.to_json()["match"], "regex");
+}
+
+namespace {
+int g_windows = 0;
+void count_window() { ++g_windows; }
+}  // namespace
+
+TEST(CaptureMultiTarget, InAppRecordsStartAtTheEarliestWindow) {
+  // scale waits far (its window opens at its match 50), add near (its first match).
+  Multi m({{"scale", MatchKind::Substring, kInAppLead + 50, ""}, {"add", MatchKind::Substring, 3, ""}});
+  g_windows = 0;
+  m.watcher->on_in_app_window(&count_window);
+  for (int i = 0; i < 50; ++i) m.launch(kScale);
+  EXPECT_EQ(g_windows, 0);
+  m.launch(kAdd);  // add's match 0: its window is from the start
+  EXPECT_EQ(g_windows, 1);
+  for (int i = 0; i < 10; ++i) m.launch(kScale);  // scale's window too: already open
+  EXPECT_EQ(g_windows, 1);
+
+  Multi far({{"scale", MatchKind::Substring, kInAppLead + 50, ""}, {"add", MatchKind::Substring, kInAppLead + 10, ""}});
+  g_windows = 0;
+  far.watcher->on_in_app_window(&count_window);
+  for (int i = 0; i < 10; ++i) far.launch(kAdd);  // add's matches 0..9
+  for (int i = 0; i < 50; ++i) far.launch(kScale);  // scale's 0..49
+  EXPECT_EQ(g_windows, 0);
+  far.launch(kAdd);  // add's match 10 = its window
+  EXPECT_EQ(g_windows, 1);
 }

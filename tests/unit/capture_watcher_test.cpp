@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "capture/events.hpp"
+#include "capture/in_app.hpp"
 #include "capture/tool_scope.hpp"
 #include "capture/watcher.hpp"
 #include "capture_fakes.hpp"
@@ -284,7 +285,7 @@ void count_first_match() { ++g_first_match_calls; }
 TEST(CaptureWatcher, KnownHandlesThatCannotBeTheTargetTakeTheFastPath) {
   Harness h("scale", 1);
   g_first_match_calls = 0;
-  h.watcher->on_first_match(&count_first_match);
+  h.watcher->on_in_app_window(&count_first_match);
   CUfunction add = reinterpret_cast<CUfunction>(0xadd), scale = reinterpret_cast<CUfunction>(0x5ca1e);
   h.driver.names[add] = kAdd;  // asked only when CUPTI gives no name
   auto launch = [&](CUfunction f, const char* symbol) {
@@ -307,6 +308,43 @@ TEST(CaptureWatcher, KnownHandlesThatCannotBeTheTargetTakeTheFastPath) {
   ASSERT_EQ(h.target.begun.size(), 1u);
   EXPECT_EQ(h.target.begun[0].launch_index, 103u);
   EXPECT_EQ(g_first_match_calls, 1);  // once
+}
+
+TEST(CaptureWatcher, InAppRecordsStartNearAFarDispatch) {
+  const uint64_t dispatch = kInAppLead + 100;
+  Harness h("scale", dispatch);
+  g_first_match_calls = 0;
+  h.watcher->on_in_app_window(&count_first_match);
+  for (uint64_t i = 0; i < 100; ++i) h.launch(kScale);  // matches 0..99: too early, no records
+  EXPECT_EQ(g_first_match_calls, 0);
+  h.launch(kAdd);
+  EXPECT_EQ(g_first_match_calls, 0);
+  h.launch(kScale);  // match 100 = dispatch - kInAppLead: the window opens before this launch
+  EXPECT_EQ(g_first_match_calls, 1);
+  for (uint64_t i = 101; i < dispatch; ++i) h.launch(kScale);
+  EXPECT_TRUE(h.target.begun.empty());
+  h.launch(kScale);  // the target
+  ASSERT_EQ(h.target.begun.size(), 1u);
+  EXPECT_EQ(g_first_match_calls, 1);  // once
+  // The window always holds kInAppLead launches, more than the in-app time keeps of one shape.
+  static_assert(kInAppLead > InAppTimes::kKeep);
+  EXPECT_EQ(in_app_window_start(0), 0u);
+  EXPECT_EQ(in_app_window_start(kInAppLead), 0u);
+  EXPECT_EQ(in_app_window_start(kInAppLead + 1), 1u);
+}
+
+TEST(CaptureWatcher, InAppRecordsWaitForACountedMatch) {
+  // Matches that are not counted (an autotuner's benchmark) do not open the window.
+  Harness h("scale", 0);
+  g_first_match_calls = 0;
+  h.watcher->on_in_app_window(&count_first_match);
+  ignore_begin();
+  h.launch(kScale);
+  ignore_end();
+  EXPECT_EQ(g_first_match_calls, 0);
+  h.launch(kScale);  // match 0, the target: records on before it is made
+  EXPECT_EQ(g_first_match_calls, 1);
+  ASSERT_EQ(h.target.begun.size(), 1u);
 }
 
 TEST(CaptureWatcher, UnloadingForgetsTheHandles) {

@@ -38,7 +38,7 @@ TEST(FormatProtocol, EveryVariableHasOneRowAndAName) {
     EXPECT_EQ(v.parse != nullptr, (v.readers & kLibrary) != 0) << v.name;
     EXPECT_EQ(v.print != nullptr, v.parse != nullptr) << v.name;
   }
-  EXPECT_EQ(ids.size(), static_cast<size_t>(Var::ReplayLib) + 1);  // no Var without a row
+  EXPECT_EQ(ids.size(), static_cast<size_t>(Var::ProfileSample) + 1);  // no Var without a row
   EXPECT_EQ(env_name(Var::Dispatch), "KERNCAP_DISPATCH");
 }
 
@@ -145,4 +145,60 @@ TEST(FormatProtocol, DocsEnvMdIsTheTablesOutput) {
   text << in.rdbuf();
   EXPECT_EQ(text.str(), env_markdown())
       << "docs/env.md differs from the table in src/format/protocol.cpp: run kerncap env --markdown > docs/env.md";
+}
+
+TEST(FormatProtocol, ProfileCuptiSettingsParseAndPrintBack) {
+  std::vector<std::string> problems;
+  Config c = from_map({{"KERNCAP_MODE", "profile"},
+                       {"KERNCAP_OUTPUT", "/x"},
+                       {"KERNCAP_PROFILE_CUPTI", "kind=kernel,device_buffer=32M,pool_limit=500,per_thread=0,"
+                                                 "pinned=1,memory=0,host_buffer=16M,flush_ms=10,preallocate=4"}},
+                      &problems);
+  EXPECT_TRUE(problems.empty());
+  const ProfileCupti& p = c.profile_cupti;
+  EXPECT_EQ(p.kind, ProfileCupti::Kind::Kernel);
+  EXPECT_EQ(p.device_buffer, 32u << 20);
+  EXPECT_EQ(p.pool_limit, 500u);
+  EXPECT_EQ(p.preallocate, 4u);
+  EXPECT_EQ(p.per_thread, false);
+  EXPECT_EQ(p.pinned, true);
+  EXPECT_FALSE(p.memory);
+  EXPECT_EQ(p.host_buffer, 16u << 20);
+  EXPECT_EQ(p.flush_ms, 10u);
+  // Printed back, it reads the same; the defaults print nothing (the user's value passes through).
+  EXPECT_EQ(from_map(c.to_env(), nullptr).profile_cupti, p);
+  EXPECT_FALSE(Config{}.to_env().contains("KERNCAP_PROFILE_CUPTI"));
+  ProfileCupti none;
+  EXPECT_EQ(profile_cupti_from_text("kind=none", &none), "");
+  EXPECT_EQ(none.kind, ProfileCupti::Kind::Off);
+  EXPECT_EQ(profile_cupti_text(none), "kind=none");
+}
+
+TEST(FormatProtocol, BadProfileCuptiSettingsKeepTheDefaults) {
+  for (const char* bad : {"kind=fast", "pool_limit=0", "per_thread=yes", "host_buffer=100", "speed=1", "kind",
+                          "device_buffer=12Q"}) {
+    std::vector<std::string> problems;
+    Config c = from_map({{"KERNCAP_MODE", "profile"}, {"KERNCAP_OUTPUT", "/x"}, {"KERNCAP_PROFILE_CUPTI", bad}},
+                        &problems);
+    ASSERT_EQ(problems.size(), 1u) << bad;
+    EXPECT_TRUE(problems[0].starts_with("KERNCAP_PROFILE_CUPTI ")) << problems[0];
+    EXPECT_EQ(c.profile_cupti, ProfileCupti{}) << bad;
+  }
+}
+
+TEST(FormatProtocol, SampledTimingSaysItsNumbers) {
+  const std::string meaning(env_var(Var::ProfileSample).meaning);
+  EXPECT_NE(meaning.find(std::to_string(kSampleExactLaunches) + " launches"), std::string::npos) << meaning;
+  EXPECT_NE(meaning.find(std::to_string(kSampleWindow) + " launches"), std::string::npos) << meaning;
+  std::vector<std::string> problems;
+  Config c = from_map({{"KERNCAP_MODE", "profile"}, {"KERNCAP_OUTPUT", "/x"}, {"KERNCAP_PROFILE_SAMPLE", "10"}}, &problems);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_EQ(c.profile_sample, 10u);
+  EXPECT_EQ(c.to_env().at("KERNCAP_PROFILE_SAMPLE"), "10");
+  EXPECT_EQ(Config{}.to_env().at("KERNCAP_PROFILE_SAMPLE"), "0");  // a stale value in the shell is overridden
+  for (const char* bad : {"1", "1001", "x"}) {
+    problems.clear();
+    from_map({{"KERNCAP_MODE", "profile"}, {"KERNCAP_OUTPUT", "/x"}, {"KERNCAP_PROFILE_SAMPLE", bad}}, &problems);
+    EXPECT_EQ(problems.size(), 1u) << bad;
+  }
 }
