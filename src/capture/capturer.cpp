@@ -271,11 +271,11 @@ void Capturer::begin_capture(const TargetLaunch& t, std::unique_ptr<Pending>& p)
       continue;
     }
     // Omitted regions are scanned too: AFTER then sees a write into one (a closure gap).
-    st.hashes = p->scanner->scan(st.address, st.region.size, cfg.chunk_bytes);
+    st.hashes = p->scanner->scan(st.address, st.region.size, scan_chunk(cfg.chunk_bytes));
     st.scanned = true;
     scanned_bytes += st.region.size;
     if (st.region.omitted) continue;
-    stored[i] = nonzero_runs(st.hashes, st.region.size, cfg.chunk_bytes,
+    stored[i] = nonzero_runs(st.hashes, st.region.size, scan_chunk(cfg.chunk_bytes),
                              merge_gap(st.region.size, kMaxStoredRuns, kMinZeroGap));
     for (const auto& r : stored[i]) to_store += r.size;
   }
@@ -405,8 +405,8 @@ void Capturer::finish_capture(std::unique_ptr<Pending> p, const CUpti_CallbackDa
     format::BlobWriter after = p->writer->open_after(m);
     for (const auto& st : p->regions) {
       if (st.scanned) {
-        const auto now = p->scanner->scan(st.address, st.region.size, cfg.chunk_bytes);
-        const auto changed = changed_runs(st.hashes, now, st.region.size, cfg.chunk_bytes);
+        const auto now = p->scanner->scan(st.address, st.region.size, scan_chunk(cfg.chunk_bytes));
+        const auto changed = changed_runs(st.hashes, now, st.region.size, scan_chunk(cfg.chunk_bytes));
         if (st.region.omitted && !changed.empty())
           log::warn("the launch changed region {} ({} at {}), which no pointer of its parameters reaches, so its "
                     "BEFORE bytes were not stored (a closure gap): validation will say so; extract again with "

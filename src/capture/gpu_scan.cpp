@@ -16,6 +16,9 @@ constexpr uint64_t kBatchChunks = uint64_t{1} << 20;
 // a grid-stride walk in flight on every SM.
 constexpr int kBlocksPerSm = 8;
 
+static_assert(scan_chunk(4096) == 65536 && scan_chunk(65536) == 65536 && scan_chunk(1u << 20) == (1u << 20));
+static_assert(scan_chunk(24) % 24 == 0 && scan_chunk(24) >= 65536);
+
 }  // namespace
 
 std::unique_ptr<GpuScanner> GpuScanner::create(std::string* why) {
