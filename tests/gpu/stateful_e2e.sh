@@ -19,7 +19,8 @@
 #   tests/gpu/stateful_e2e.sh BUILD_DIR
 #
 # Environment: OUT (logs in $OUT/stateful-logs), KERNCAP_GPU_KEEP=1 (keep the work directory),
-# KERNCAP_GPU_TIMEOUT (per command, default 300 s), KERNCAP_STATEFUL_REPLAYS (default 100),
+# KERNCAP_GPU_CASES (case names to run, default all), KERNCAP_GPU_TIMEOUT (per command,
+# default 300 s), KERNCAP_STATEFUL_REPLAYS (default 100),
 # KERNCAP_PYTHON (python with torch, default python3), NVCC (default: nvcc on PATH, else
 # /usr/local/cuda/bin/nvcc).
 set -u -o pipefail
@@ -99,7 +100,8 @@ echo "|------------------|------|-------|"
 
 # ---- work_queue ---------------------------------------------------------------------------
 DIR=$WORK/work_queue
-if ! step wq-extract "$KC" extract take_tiles -o "$DIR" -- "$EX/work_queue"; then
+if ! want work_queue; then :
+elif ! step wq-extract "$KC" extract take_tiles -o "$DIR" -- "$EX/work_queue"; then
   row work_queue FAIL "extract failed: $(grep -m1 -i error "$STEP_LOG")"
 else
   checks wq "$DIR"
@@ -113,7 +115,8 @@ fi
 
 # ---- cub_reduce ---------------------------------------------------------------------------
 DIR=$WORK/cub_reduce
-if ! step cub-extract "$KC" extract block_sums -o "$DIR" -- "$EX/cub_reduce"; then
+if ! want cub_reduce; then :
+elif ! step cub-extract "$KC" extract block_sums -o "$DIR" -- "$EX/cub_reduce"; then
   row cub_reduce FAIL "extract failed: $(grep -m1 -i error "$STEP_LOG")"
 else
   checks cub "$DIR"
@@ -122,7 +125,8 @@ fi
 
 # ---- cub onesweep (our own program) ---------------------------------------------------------
 SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
-if ! step cubsort-build "$NVCC" -O2 -arch=sm_"$SM" -o "$WORK/onesweep_app" "$HERE/stateful_apps/onesweep.cu"; then
+if ! want cub_onesweep; then :
+elif ! step cubsort-build "$NVCC" -O2 -arch=sm_"$SM" -o "$WORK/onesweep_app" "$HERE/stateful_apps/onesweep.cu"; then
   row cub_onesweep FAIL "cannot build tests/gpu/stateful_apps/onesweep.cu: $(grep -m1 -i error "$STEP_LOG" | cut -c1-120)"
 elif ! step cubsort-extract "$KC" extract Onesweep -o "$WORK/cub_onesweep" -- "$WORK/onesweep_app"; then
   row cub_onesweep FAIL "extract failed: $(grep -m1 -i error "$STEP_LOG" | cut -c1-160)"
@@ -132,7 +136,8 @@ else
 fi
 
 # ---- torch onesweep -----------------------------------------------------------------------
-if ! "$TORCH_PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+if ! want torch_onesweep; then :
+elif ! "$TORCH_PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
   row torch_onesweep SKIP "no $TORCH_PY with CUDA torch"
 else
   DIR=$WORK/torch_onesweep
