@@ -157,11 +157,14 @@ class Kerncap:
     def profile(self, cmd: Optional[Command] = None, top: Optional[int] = None, filter: Optional[str] = None,
                 output: Optional[str] = None, trace: Optional[str] = None, records: Optional[str] = None,
                 from_records: Optional[str] = None, source_repos: Sequence[str] = (), rules: Sequence[str] = (),
-                progress: Optional[ProgressFn] = None) -> ProfileResult:
+                sample: Optional[int] = None, progress: Optional[ProgressFn] = None) -> ProfileResult:
         """`kerncap profile --json -- CMD`: every kernel of the run, ranked by GPU time (top and
         filter shape the CLI's table only; the JSON lists them all). An application that exits
-        non-zero still returns its profile (application.code says how it ended)."""
+        non-zero still returns its profile (application.code says how it ended). sample=N
+        (`--sample N`): launch-heavy processes time a sample of their launches; counts and
+        dispatch lists stay exact, totals are estimates (marked "estimated" in the JSON)."""
         args = ["profile", "--json"] + _opt("--top", top) + _opt("--filter", filter) + _opt("-o", output)
+        args += _opt("--sample", sample)
         args += _opt("--trace", trace) + _opt("--records", records) + _opt("--from", from_records)
         args += _each("--source-repo", source_repos) + _each("--rules", rules)
         if cmd is not None:

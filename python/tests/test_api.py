@@ -101,6 +101,8 @@ def test_profile_replay_validate_info(kc, tmp_path):
     p = kc.profile("python3 app.py --n 3", top=5)
     assert calls(tmp_path)[-1]["argv"] == ["profile", "--json", "--top", "5", "--", "python3", "app.py", "--n", "3"]
     assert p.kernels[0].name == "add_kernel" and p.kernels[0].calls == 3 and p.totals["launches"] == 3
+    kc.profile(["./app"], sample=10)
+    assert calls(tmp_path)[-1]["argv"] == ["profile", "--json", "--sample", "10", "--", "./app"]
     r = kc.replay("iso/k", iterations=3)
     assert r.median_ms == 0.5 and r.times_ms == [0.5, 0.4, 0.9]
     kc.replay("iso/k", no_restore=True, cache="cold", timer="spin-events")
