@@ -23,10 +23,8 @@
 set -u -o pipefail
 
 BUILD=${1:?usage: bench/capture_overhead.sh BUILD_DIR}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/../tests/gpu/lib.sh"
+gpu_required
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 KC=$BUILD/bin/kerncap
 APP=$BUILD/bench/profile_overhead_app

@@ -18,10 +18,8 @@ set -u -o pipefail
 ulimit -c 0
 
 BUILD=${1:?usage: tests/gpu/overhead_e2e.sh BUILD_DIR}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_required
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 KC=$BUILD/bin/kerncap
 APP=$BUILD/bench/profile_overhead_app
