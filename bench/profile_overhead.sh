@@ -60,7 +60,9 @@ VARIANTS=(
   "pinned|pinned=1|yes|"
   "host 32M|host_buffer=32M|yes|"
   "no memcpy|memory=0|yes|"
+  "correlation always|correlation=always|yes|"
   "no records|kind=none|no|"
+  "no records, no memcpy|kind=none,memory=0|no|"
   "sample 10||yes|--sample 10"
   "sample 100||yes|--sample 100"
 )

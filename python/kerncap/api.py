@@ -45,7 +45,7 @@ KNOWN_FORMATS: Dict[str, tuple] = {
     "kerncap-locate": ("version", 1),
     "kerncap-baseline": ("version", 1),
     "kerncap-footprint": ("format_version", 1),
-    "kerncap-capture": ("format_version", 2),
+    "kerncap-capture": ("format_version", 4),
 }
 
 

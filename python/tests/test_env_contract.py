@@ -67,3 +67,13 @@ def test_python_readers_match_the_table(table):
 def test_the_library_variables_the_shim_shares_have_one_meaning(table):
     # The shim's verbosity is the library's: one variable, not two.
     assert set(table["KERNCAP_VERBOSE"]["readers"]) >= {"library", "triton-shim"}
+
+
+def test_known_formats_match_the_cli():
+    """The documents the Python package reads are the ones, at the versions, the CLI writes
+    (`kerncap env --json`'s "documents", from src/cli/document_versions.hpp): a version bump in
+    C++ fails here until the package has been checked against it."""
+    from kerncap.api import KNOWN_FORMATS
+    out = subprocess.run([kerncap_binary(), "env", "--json"], check=True, capture_output=True, text=True).stdout
+    documents = json.loads(out)["documents"]
+    assert {name: (d["field"], d["version"]) for name, d in documents.items()} == KNOWN_FORMATS

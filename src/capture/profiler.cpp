@@ -58,7 +58,8 @@ struct Profiler {
   CUpti_SubscriberHandle subscriber = nullptr;
   std::atomic<bool> collecting{false};
   std::atomic<bool> forked_child{false};
-  std::atomic<bool> windows{false};  // external correlation records enabled
+  std::atomic<bool> windows{false};  // benchmark windows can be told apart
+  bool correlation_always = false;   // KERNCAP_PROFILE_CUPTI correlation=always (diagnostic)
   // CUPTI writes an external-correlation record only along with an API activity record, so
   // the driver and runtime API kinds are on while some thread is inside a window (only then:
   // one record per API call is too much to pay for the whole run).
@@ -327,8 +328,13 @@ bool start(const Config& config) {
     KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
     KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
   }
-  // Benchmark windows (profile_benchmark_begin): without it they are simply not told apart.
-  p.windows = static_cast<bool>(KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)));
+  // Benchmark windows (profile_benchmark_begin) are told apart by external correlation
+  // records. Enabled, they make CUPTI look up the correlation stack on every API call of the
+  // application, so by default they are on only while a window is open.
+  p.correlation_always = tuning.correlation_always;
+  p.windows = p.correlation_always
+                  ? static_cast<bool>(KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)))
+                  : true;
 
   // Sampled timing: without its callbacks nothing would count the launches, so every one is
   // timed instead (the profile stays exact).
@@ -354,6 +360,7 @@ void profile_benchmark_begin() noexcept {
     {
       std::lock_guard lk(p->window_mu);
       if (p->window_depth++ == 0) {
+        if (!p->correlation_always) KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
         KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER));
         KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
       }
@@ -373,6 +380,7 @@ void profile_benchmark_end() noexcept {
     if (p->window_depth > 0 && --p->window_depth == 0) {
       KC_CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER));
       KC_CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME));
+      if (!p->correlation_always) KC_CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
     }
   } catch (...) {
   }

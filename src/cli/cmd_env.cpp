@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/document_versions.hpp"
 #include "extract/environment.hpp"
 #include "extract/launcher.hpp"
 #include "extract/triton_step.hpp"
@@ -44,7 +45,11 @@ void add_env(CLI::App& app, int& exit_code) {
       ->excludes(m);
   cmd->callback([json, markdown, paths, &exit_code] {
     if (*paths) print_paths(*json);
-    else if (*json) std::cout << format::env_json().dump(1) << '\n';
+    else if (*json) {
+      nlohmann::json doc = format::env_json();
+      doc["documents"] = document_versions();
+      std::cout << doc.dump(1) << '\n';
+    }
     else if (*markdown) std::cout << format::env_markdown();
     else std::cout << format::env_text();
     exit_code = 0;

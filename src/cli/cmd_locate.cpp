@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/document_versions.hpp"
 #include "cli/locate_repos.hpp"
 #include "common/error.hpp"
 #include "source/locate_output.hpp"
@@ -64,7 +65,7 @@ void run_locate(const LocateArgs& a, int& exit_code) {
     else std::cout << (i ? "\n" : "") << source::format_locate(r);
   }
   if (a.json) {
-    nlohmann::json doc = {{"format", "kerncap-locate"}, {"version", 1}, {"results", all}, {"repos", nlohmann::json::array()}};
+    nlohmann::json doc = {{"format", "kerncap-locate"}, {"version", kLocateVersion}, {"results", all}, {"repos", nlohmann::json::array()}};
     for (const auto& r : loc.repos())
       doc["repos"].push_back({{"root", r.root.string()}, {"files", r.files.size()}, {"seconds", r.seconds}, {"skipped", r.skipped}});
     std::cout << doc.dump() << std::endl;

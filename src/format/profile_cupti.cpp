@@ -38,6 +38,8 @@ std::string profile_cupti_text(const ProfileCupti& p) {
   std::vector<std::string> parts;
   if (p.kind != d.kind) parts.push_back(fmt::format("kind={}", kind_name(p.kind)));
   if (p.memory != d.memory) parts.push_back(fmt::format("memory={}", p.memory ? 1 : 0));
+  if (p.correlation_always != d.correlation_always)
+    parts.push_back(fmt::format("correlation={}", p.correlation_always ? "always" : "window"));
   if (p.host_buffer != d.host_buffer) parts.push_back(fmt::format("host_buffer={}", p.host_buffer));
   auto num = [&](const char* key, const std::optional<uint64_t>& v) {
     if (v) parts.push_back(fmt::format("{}={}", key, *v));
@@ -73,6 +75,10 @@ std::string profile_cupti_from_text(std::string_view text, ProfileCupti* out) {
       else if (value == "kernel") p.kind = ProfileCupti::Kind::Kernel;
       else if (value == "none") p.kind = ProfileCupti::Kind::Off;
       else return "kind must be concurrent, kernel or none";
+    } else if (key == "correlation") {
+      if (value == "window") p.correlation_always = false;
+      else if (value == "always") p.correlation_always = true;
+      else return "correlation must be window or always";
     } else if (key == "memory" || key == "per_thread" || key == "pinned") {
       if (!b) return fmt::format("{} must be 0 or 1", key);
       if (key == "memory") p.memory = *b;
@@ -88,7 +94,7 @@ std::string profile_cupti_from_text(std::string_view text, ProfileCupti* out) {
       else if (key == "preallocate") p.preallocate = size;
       else p.flush_ms = size;
     } else {
-      return fmt::format("has an unknown key '{}' (kind, memory, host_buffer, device_buffer, pool_limit, "
+      return fmt::format("has an unknown key '{}' (kind, memory, correlation, host_buffer, device_buffer, pool_limit, "
                          "preallocate, per_thread, pinned, flush_ms)",
                          key);
     }

@@ -17,6 +17,10 @@ struct ProfileCupti {
   enum class Kind { Concurrent, Kernel, Off };
   Kind kind = Kind::Concurrent;
   bool memory = true;                    // MEMCPY and MEMSET records
+  // EXTERNAL_CORRELATION records (how benchmark launches are told apart): enabled only while
+  // a benchmark window is open (the default), or from the start (`correlation=always`, the
+  // old behaviour, kept to measure what it costs every launch).
+  bool correlation_always = false;
   uint64_t host_buffer = 8ull << 20;     // bytes of each activity buffer handed to CUPTI
   // CUPTI_ACTIVITY_ATTR_*: unset keeps CUPTI's default.
   std::optional<uint64_t> device_buffer;  // DEVICE_BUFFER_SIZE (bytes per buffer, per context)

@@ -248,6 +248,8 @@ std::unique_ptr<Session::Image> Session::load_image(std::vector<uint8_t> bytes, 
   if (m.shared_mem_bytes > 48 * 1024)
     KC_CU(cuFuncSetAttribute(img->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              static_cast<int>(m.shared_mem_bytes)));
+  // Unused globals the variant lacks (often compiler-made __unnamed_N strings): one line for all.
+  std::vector<std::string> absent;
   for (size_t i = 0, g = 0; i < m.regions.size(); ++i) {
     const format::Region& reg = m.regions[i];
     if (reg.kind != MemKind::Global) continue;
@@ -255,9 +257,7 @@ std::unique_ptr<Session::Image> Session::load_image(std::vector<uint8_t> bytes, 
     CUdeviceptr addr = 0;
     size_t size = reg.size;
     if (!name) {
-      log::info("{} has no module global '{}' (not even under another translation unit's prefix) and the "
-                "captured kernel does not use it; its captured bytes are restored to scratch memory",
-                desc, reg.global);
+      absent.push_back(reg.global);
       KC_CU(cuMemAlloc(&addr, reg.size));
       img->scratch.push_back(addr);
     } else if (KC_CU_TRY(cuModuleGetGlobal(&addr, &size, img->module, name->c_str())) != CUDA_SUCCESS) {
@@ -269,6 +269,16 @@ std::unique_ptr<Session::Image> Session::load_image(std::vector<uint8_t> bytes, 
       input_error(fmt::format("module global '{}' has {} bytes in {} but {} in the capture", name.value_or(reg.global),
                               size, desc, reg.size));
     img->globals.push_back(addr);
+  }
+  if (!absent.empty()) {
+    constexpr size_t kNamed = 4;
+    std::string names;
+    for (size_t i = 0; i < absent.size() && i < kNamed; ++i) names += fmt::format("{}'{}'", i ? ", " : "", absent[i]);
+    if (absent.size() > kNamed) names += fmt::format(" and {} more", absent.size() - kNamed);
+    log::info("{} has no module global{} {} (not even under another translation unit's prefix) and the captured "
+              "kernel does not use {}; {} captured bytes are restored to scratch memory",
+              desc, absent.size() > 1 ? "s" : "", names, absent.size() > 1 ? "them" : "it",
+              absent.size() > 1 ? "their" : "its");
   }
   std::unique_ptr<Image> out = std::move(img);  // the guard now holds nothing
   return out;

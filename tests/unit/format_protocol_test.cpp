@@ -152,7 +152,8 @@ TEST(FormatProtocol, ProfileCuptiSettingsParseAndPrintBack) {
   Config c = from_map({{"KERNCAP_MODE", "profile"},
                        {"KERNCAP_OUTPUT", "/x"},
                        {"KERNCAP_PROFILE_CUPTI", "kind=kernel,device_buffer=32M,pool_limit=500,per_thread=0,"
-                                                 "pinned=1,memory=0,host_buffer=16M,flush_ms=10,preallocate=4"}},
+                                                 "pinned=1,memory=0,host_buffer=16M,flush_ms=10,preallocate=4,"
+                                                 "correlation=always"}},
                       &problems);
   EXPECT_TRUE(problems.empty());
   const ProfileCupti& p = c.profile_cupti;
@@ -165,6 +166,7 @@ TEST(FormatProtocol, ProfileCuptiSettingsParseAndPrintBack) {
   EXPECT_FALSE(p.memory);
   EXPECT_EQ(p.host_buffer, 16u << 20);
   EXPECT_EQ(p.flush_ms, 10u);
+  EXPECT_TRUE(p.correlation_always);
   // Printed back, it reads the same; the defaults print nothing (the user's value passes through).
   EXPECT_EQ(from_map(c.to_env(), nullptr).profile_cupti, p);
   EXPECT_FALSE(Config{}.to_env().contains("KERNCAP_PROFILE_CUPTI"));
@@ -172,6 +174,8 @@ TEST(FormatProtocol, ProfileCuptiSettingsParseAndPrintBack) {
   EXPECT_EQ(profile_cupti_from_text("kind=none", &none), "");
   EXPECT_EQ(none.kind, ProfileCupti::Kind::Off);
   EXPECT_EQ(profile_cupti_text(none), "kind=none");
+  ProfileCupti bad;
+  EXPECT_NE(profile_cupti_from_text("correlation=sometimes", &bad), "");
 }
 
 TEST(FormatProtocol, BadProfileCuptiSettingsKeepTheDefaults) {

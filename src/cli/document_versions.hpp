@@ -1,0 +1,26 @@
+#pragma once
+// The JSON documents the CLI prints and their versions, in one place: `kerncap env --json`
+// lists them ("documents") so that readers in other languages (the Python package's
+// KNOWN_FORMATS) are checked against the writer instead of keeping a copy that drifts.
+#include <nlohmann/json.hpp>
+
+#include "format/footprint.hpp"
+#include "format/manifest.hpp"
+#include "lint/baseline.hpp"
+#include "profile/report_json.hpp"
+
+namespace kerncap::cli {
+
+inline constexpr int kLocateVersion = 1;  // `kerncap locate --json`
+
+// {"kerncap-capture": {"field": "format_version", "version": 4}, ...}
+inline nlohmann::json document_versions() {
+  auto doc = [](const char* field, int version) { return nlohmann::json{{"field", field}, {"version", version}}; };
+  return {{format::kFormatName, doc("format_version", format::kFormatVersion)},
+          {format::kFootprintName, doc("format_version", format::kFootprintVersion)},
+          {profile::kReportFormat, doc("version", profile::kReportVersion)},
+          {"kerncap-baseline", doc("version", lint::kBaselineVersion)},
+          {"kerncap-locate", doc("version", kLocateVersion)}};
+}
+
+}  // namespace kerncap::cli
