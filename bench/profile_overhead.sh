@@ -16,15 +16,19 @@
 #   pinned           device buffers in pinned host memory (MEM_ALLOCATION_TYPE_HOST_PINNED)
 #   host 32M         32 MiB activity buffers (fewer buffer hand-overs)
 #   no memcpy        no MEMCPY/MEMSET records
-#   no records       no kernel records at all (the profile is empty: the floor of our cost,
-#                    CUPTI subscribed and nothing else; `profile` exits 2, "no kernels")
+#   correlation always  external-correlation records from the start (by default only inside
+#                    benchmark windows)
+#   no records       no kernel records at all (the profile is empty; `profile` exits 2, "no kernels")
+#   floor            nor memcpy/memset records: CUPTI subscribed, device records only
+#                    (the floor of our cost)
 #   sample 10        `profile --sample 10`: every launch counted by a launch callback, the
 #                    first 10000 and then one window of 1000 launches in 10 timed (estimates)
 #   sample 100       the same, one window in 100 (about the launch callback's own cost)
 #
 #   bench/profile_overhead.sh BUILD_DIR
 # Environment: KERNCAP_BENCH_KERNELS (default 100000), KERNCAP_BENCH_REPEAT (default 3),
-#              KERNCAP_BENCH_STREAMS (default 1), KERNCAP_BENCH_VARIANTS=0 (the default row only).
+#              KERNCAP_BENCH_STREAMS (default 1), KERNCAP_BENCH_VARIANTS=0 (the default row only)
+#              or a comma-separated list of variant names (the default row and those).
 # Exit 0 measured, 1 failed, 77 skipped (no GPU).
 set -u -o pipefail
 
@@ -62,11 +66,23 @@ VARIANTS=(
   "no memcpy|memory=0|yes|"
   "correlation always|correlation=always|yes|"
   "no records|kind=none|no|"
-  "no records, no memcpy|kind=none,memory=0|no|"
+  "floor|kind=none,memory=0|no|"
   "sample 10||yes|--sample 10"
   "sample 100||yes|--sample 100"
 )
-[ "${KERNCAP_BENCH_VARIANTS:-1}" = 0 ] && VARIANTS=("${VARIANTS[0]}")
+case ${KERNCAP_BENCH_VARIANTS:-1} in
+  1) ;;
+  0) VARIANTS=("${VARIANTS[0]}") ;;
+  *) # a comma-separated list of variant names: the default row and those
+    keep=("${VARIANTS[0]}")
+    IFS=',' read -r -a wanted <<<"$KERNCAP_BENCH_VARIANTS"
+    for w in "${wanted[@]}"; do
+      found=0
+      for v in "${VARIANTS[@]:1}"; do [ "${v%%|*}" = "$w" ] && { keep+=("$v"); found=1; }; done
+      [ "$found" = 1 ] || { echo "KERNCAP_BENCH_VARIANTS: no variant named '$w'"; exit 2; }
+    done
+    VARIANTS=("${keep[@]}") ;;
+esac
 
 "$APP" --kernels 1000 >/dev/null || { echo "the benchmark application fails on its own"; exit 1; }  # warm-up
 for f in plain_wall prof_wall plain_loop; do : >"$WORK/$f"; done
