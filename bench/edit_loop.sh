@@ -216,12 +216,16 @@ edit_repro() {
     echo "// edit $1" >>"$REPRO/$EDIT_REL"
   fi
 }
-# kerncap_loop LOG: recompile and validate the variant; PASS or exit 1.
-kerncap_loop() {
+# kc_make LOG TARGET...: the reproducer's make (with KC_MAKE_FLAGS); a validate-variant that
+# does not PASS, or a failed make, stops the run.
+kc_make() {
+  local log=$1
+  shift
   # shellcheck disable=SC2086 # KC_MAKE_FLAGS is a list of make arguments
-  make -C "$REPRO" recompile validate-variant KERNCAP="$KC" ${KC_MAKE_FLAGS:-} >"$1" 2>&1 ||
-    fail "kerncap loop failed" "$1"
-  grep -q '^Result: PASS' "$1" || fail "validate-variant did not PASS" "$1"
+  make -C "$REPRO" "$@" KERNCAP="$KC" ${KC_MAKE_FLAGS:-} >"$log" 2>&1 || fail "kerncap loop failed (make $*)" "$log"
+  case " $* " in
+    *" validate-variant "*) grep -q '^Result: PASS' "$log" || fail "validate-variant did not PASS" "$log" ;;
+  esac
 }
 # traditional_loop LOG: touch, rebuild the application, rerun it.
 traditional_loop() {
@@ -239,8 +243,11 @@ echo "recompile unit: $UNIT${WHY:+ ($WHY)}${KC_MAKE_FLAGS:+ (make flags: $KC_MAK
 # ---- warm-up (untimed for the medians), and the whole unit once for comparison
 edit_repro 0
 t0=$(now)
-kerncap_loop "$WORK/warm-kc.log"
-echo "warm-up: kerncap loop $(since "$t0") s"
+kc_make "$WORK/warm-recompile.log" recompile
+t_recompile=$(since "$t0")
+t0=$(now)
+kc_make "$WORK/warm-validate.log" validate-variant
+echo "warm-up: kerncap loop: make recompile $t_recompile s, then make validate-variant $(since "$t0") s"
 t0=$(now)
 traditional_loop "$WORK/warm-trad.log"
 echo "warm-up: rebuild+rerun $(since "$t0") s"
@@ -261,7 +268,7 @@ printf '%-4s %-12s %-12s\n' rep kerncap_s rebuild+rerun_s
 for rep in $(seq 1 "$REPS"); do
   edit_repro "$rep"
   t0=$(now)
-  kerncap_loop "$WORK/kc-$rep.log"
+  kc_make "$WORK/kc-$rep.log" recompile validate-variant
   kc=$(since "$t0")
   t0=$(now)
   traditional_loop "$WORK/trad-$rep.log"
@@ -270,8 +277,8 @@ for rep in $(seq 1 "$REPS"); do
   echo "$trad" >>"$WORK/trad.txt"
   printf '%-4s %-12s %-12s\n' "$rep" "$kc" "$trad"
 done
-KCM=$(median <"$WORK/kc.txt")
-TRM=$(median <"$WORK/trad.txt")
+KCM=$(median <"$WORK/kc.txt" | awk '{ printf "%.3f", $1 }')
+TRM=$(median <"$WORK/trad.txt" | awk '{ printf "%.3f", $1 }')
 echo "application: $APP_NOTE"
 echo "median: kerncap edit loop ${KCM} s (make recompile validate-variant), rebuild+rerun ${TRM} s"
 awk -v a="$TRM" -v b="$KCM" 'BEGIN { printf "ratio: %.1fx faster with kerncap\n", a / b }'
