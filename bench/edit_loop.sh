@@ -209,6 +209,7 @@ EDIT_REL=${EDIT_REL:-${INFO[0]}} UNIT=${INFO[1]} WHY=${INFO[2]}
 
 # edit_repro N: the kerncap loop's edit of the reproducer's copy.
 edit_repro() {
+  [ -z "$(tail -c 1 "$REPRO/$EDIT_REL")" ] || echo >>"$REPRO/$EDIT_REL"  # not onto an unfinished last line
   if [ "$EDIT_KIND" = code ]; then
     printf '#ifndef KERNCAP_EDIT_LOOP_%s\n#define KERNCAP_EDIT_LOOP_%s\n__device__ inline int kerncap_edit_loop_%s(int x) { return x + %s; }\n#endif\n' \
       "$1" "$1" "$1" "$1" >>"$REPRO/$EDIT_REL"

@@ -77,7 +77,7 @@ cat >"$T/fake/bin/kerncap" <<'EOF'
 out=
 while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
 mkdir -p "$out/src"
-echo '__global__ void k() {}' >"$out/src/k.cuh"
+printf '__global__ void k() {}' >"$out/src/k.cuh"  # no newline at the end: the edit adds one
 echo '#include "src/k.cuh"' >"$out/kernel_variant.cu"
 cp "$out/kernel_variant.cu" "$out/kernel_instance.cu"
 printf '{"edit": {"file": "src/k.cuh", "line": 1}, "recompile": {"unit": "%s", "whole_unit_reason": "%s"}}\n' \
@@ -104,6 +104,7 @@ if [ "$(grep -c '^recompile$' "$T/out/make.log")" = 4 ]; then echo "PASS loop_in
 has loop_instance_edit "the last edit" "$T/out/last_edit" '^__device__ inline int kerncap_edit_loop_3\(int x\)'
 loop loop_instance_lines 0 "for comparison, make -B recompile WHOLE_UNIT=1" "$T/fake" 1 "${LOOP[@]}"
 has loop_comment_edit "the last edit" "$T/out/last_edit" '^// edit 1$'
+has loop_first_line_kept "the last edit" "$T/out/last_edit" '^__global__ void k\(\) \{\}$'
 STUB_UNIT=kernel_variant.cu STUB_WHY="the template is defined in the unit itself" \
   loop loop_whole_unit 0 "recompile unit: kernel_variant.cu (the template is defined in the unit itself)" "$T/fake" 1 "${LOOP[@]}"
 STUB_RESULT=FAIL loop loop_validate_fails 1 "validate-variant did not PASS" "$T/fake" 1 "${LOOP[@]}"
