@@ -36,7 +36,6 @@ R=${KERNCAP_BENCH_REPEAT:-3}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-bench.XXXXXX") || exit 1
 trap 'rm -rf "$WORK"' EXIT
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 loop_ms() { awk '$1 == "loop_ms" { print $2 }' "$1"; }
 
 # name | environment | extract arguments (pattern and flags)

@@ -1,52 +1,147 @@
 #!/usr/bin/env bash
 # Edit-loop benchmark: how long one "edit the kernel, check it" iteration takes
-#   kerncap:     edit the reproducer's copy of the kernel; make recompile && make validate-variant
-#   traditional: edit the kernel in the application's tree; rebuild the application (the
-#                units that include the edited header, then link) and rerun it
-# on examples/multifile's templated kernel mf::scale_kernel<float, 4> (defined in a header
-# that two units include). The application is rebuilt in a scratch copy with the exact
-# compile commands of the kerncap build's compile_commands.json (nvcc only: no CMake needed
-# on the GPU machine). Prints each iteration, the medians and the ratio.
+#   kerncap:     edit the reproducer's copy of the kernel's source; make recompile validate-variant
+#                (must say "Result: PASS")
+#   traditional: touch the kernel's file in the application's tree; rebuild the application
+#                with its own build command and rerun it
+# One untimed warm-up of each loop, then REPS timed iterations of both, alternating. Prints each
+# iteration, the medians and the ratio, which unit `make recompile` compiles (kernel_instance.cu,
+# the captured instantiation alone, or the whole unit; docs/reproducer.md) and, once, the time
+# of the whole-unit recompile (make -B recompile WHOLE_UNIT=1) for comparison.
 #
-#   bench/edit_loop.sh BUILD_DIR [REPS]
+#   bench/edit_loop.sh BUILD_DIR [REPS] [--edit comment|code]
+#     examples/multifile's templated kernel mf::scale_kernel<float, 4> (defined in a header that
+#     two units include), rebuilt in a scratch copy with the exact compile commands of the
+#     kerncap build's compile_commands.json (nvcc only: no CMake needed on the GPU machine).
 #
-# `make recompile` compiles kernel_instance.cu (the captured instantiation alone) when extract
-# could write one, else the whole unit; the line "recompile unit:" says which.
+#   bench/edit_loop.sh BUILD_DIR [REPS] --app-cmd CMD --kernel PATTERN --source-dir DIR
+#       --compile-commands DB --touch FILE --rebuild-cmd CMD [--edit-file REL]
+#       [--extract-arg ARG]... [--edit comment|code]
+#     an external application, already built:
+#     --app-cmd CMD          the application as one shell command line (run by bash, and given
+#                            to `kerncap extract --cmd`)
+#     --kernel PATTERN       the kernel to extract (kerncap extract's pattern)
+#     --source-dir DIR       the application's source tree (extract --source-dir)
+#     --compile-commands DB  its compile_commands.json (extract --compile-commands)
+#     --touch FILE           the file the traditional loop touches before each rebuild (the
+#                            kernel's unit or header in the application's tree)
+#     --rebuild-cmd CMD      the application's incremental rebuild (a shell command line, e.g.
+#                            "cmake --build B --target app")
+#     --edit-file REL        the reproducer's file the kerncap loop edits, relative to the
+#                            reproducer (default: compile.json's edit.file, the kernel's file)
+#     --extract-arg ARG      one more argument for kerncap extract (repeat for several, e.g.
+#                            --extract-arg --dispatch --extract-arg 2)
 #
-# Environment: APP_ARGS (the application's arguments, default "--n 4194304 --work 64
-# --steps 10"), KC_MAKE_FLAGS (added to the reproducer's make, e.g. WHOLE_UNIT=1 to time
-# the whole-unit recompile), KEEP=1 (keep the scratch directory). Exit 77 without a GPU.
+#   --edit comment   (default) each kerncap iteration appends a comment line ("// edit N")
+#   --edit code      each appends an unused inline __device__ function in its own #ifndef
+#                    guard: the preprocessed source changes (no compiler cache could serve the
+#                    recompile), the kernel's result does not
+#
+# Environment: APP_ARGS (multifile's arguments, default "--n 4194304 --work 64 --steps 10"),
+# KC_MAKE_FLAGS (added to the reproducer's make, e.g. WHOLE_UNIT=1 to time the whole-unit
+# recompile in every iteration), KEEP=1 (keep the scratch directory). Exit 0 measured, 1 a
+# step failed, 2 bad options or a missing file, 77 skipped (no GPU).
 set -u -o pipefail
 
-BUILD=${1:?usage: bench/edit_loop.sh BUILD_DIR [REPS]}
-REPS=${2:-5}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
-APP_ARGS=${APP_ARGS:---n 4194304 --work 64 --steps 10}
+# shellcheck source-path=SCRIPTDIR source=../tests/gpu/lib.sh
+. "$ROOT/tests/gpu/lib.sh"
+# shellcheck disable=SC2034 # read by lib.sh's since
+SINCE_DECIMALS=3
 
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
+usage() {
+  cat <<'EOF'
+usage: bench/edit_loop.sh BUILD_DIR [REPS] [--edit comment|code]          (examples/multifile)
+       bench/edit_loop.sh BUILD_DIR [REPS] --app-cmd CMD --kernel PATTERN --source-dir DIR
+           --compile-commands DB --touch FILE --rebuild-cmd CMD [--edit-file REL]
+           [--extract-arg ARG]... [--edit comment|code]                    (an external application)
+The script's header explains each option.
+EOF
+}
+input_error() { echo "bench/edit_loop.sh: $*" >&2; exit 2; }
+
+# ---- options
+POS=() EXTRACT_ARGS=()
+APP_CMD='' KERNEL='' SRC_DIR='' DB='' TOUCH='' REBUILD_CMD='' EDIT_REL='' EDIT_KIND=comment
+while [ $# -gt 0 ]; do
+  case $1 in
+    -h | --help) usage; exit 0 ;;
+    --app-cmd | --kernel | --source-dir | --compile-commands | --touch | --rebuild-cmd | --edit-file | --extract-arg | --edit)
+      [ $# -ge 2 ] || input_error "$1 needs a value"
+      case $1 in
+        --app-cmd) APP_CMD=$2 ;;
+        --kernel) KERNEL=$2 ;;
+        --source-dir) SRC_DIR=$2 ;;
+        --compile-commands) DB=$2 ;;
+        --touch) TOUCH=$2 ;;
+        --rebuild-cmd) REBUILD_CMD=$2 ;;
+        --edit-file) EDIT_REL=$2 ;;
+        --extract-arg) EXTRACT_ARGS+=("$2") ;;
+        --edit) EDIT_KIND=$2 ;;
+      esac
+      shift 2 ;;
+    -*) input_error "unknown option $1 (--help lists them)" ;;
+    *) POS+=("$1"); shift ;;
+  esac
+done
+if [ ${#POS[@]} -lt 1 ] || [ ${#POS[@]} -gt 2 ]; then usage >&2; exit 2; fi
+BUILD=${POS[0]}
+REPS=${POS[1]:-5}
+[[ $REPS =~ ^[1-9][0-9]*$ ]] || input_error "REPS must be a positive integer, not '$REPS'"
+case $EDIT_KIND in comment | code) ;; *) input_error "--edit is comment or code, not '$EDIT_KIND'" ;; esac
+# Only these are the recompile's prerequisites: an edit elsewhere would recompile nothing.
+case $EDIT_REL in
+  '' | kernel_variant.cu | kernel_instance.cu | src/*) ;;
+  *) input_error "--edit-file $EDIT_REL: make recompile follows only kernel_variant.cu, kernel_instance.cu and src/..." ;;
+esac
+
+# External mode as soon as one of its required options is given; then all of them are needed.
+EXTERNAL=0
+[ -n "$APP_CMD$KERNEL$SRC_DIR$DB$TOUCH$REBUILD_CMD" ] && EXTERNAL=1
+if [ $EXTERNAL = 1 ]; then
+  for o in "--app-cmd:$APP_CMD" "--kernel:$KERNEL" "--source-dir:$SRC_DIR" "--compile-commands:$DB" \
+    "--touch:$TOUCH" "--rebuild-cmd:$REBUILD_CMD"; do
+    [ -n "${o#*:}" ] || input_error "${o%%:*} is missing: an external application needs --app-cmd, --kernel, --source-dir, --compile-commands, --touch and --rebuild-cmd"
+  done
+  [ -d "$SRC_DIR" ] || input_error "--source-dir $SRC_DIR is not a directory"
+  [ -f "$DB" ] || input_error "--compile-commands $DB does not exist"
+  [ -f "$TOUCH" ] || input_error "--touch $TOUCH does not exist"
+  SRC_DIR=$(cd "$SRC_DIR" && pwd)
+  DB=$(cd "$(dirname "$DB")" && pwd)/$(basename "$DB")
 fi
-BUILD=$(cd "$BUILD" && pwd) || exit 1
+
+# ---- inputs (before the GPU check, so a wrong command line says so on any machine)
+[ -d "$BUILD" ] || input_error "build directory $BUILD does not exist"
+BUILD=$(cd "$BUILD" && pwd)
 KC=$BUILD/bin/kerncap
-DB=$BUILD/compile_commands.json
-for f in "$KC" "$DB"; do [ -e "$f" ] || { echo "missing $f (build kerncap with examples first)"; exit 1; }; done
-command -v make >/dev/null || { echo "make is not installed: the reproducer's Makefile needs it"; exit 1; }
+[ -x "$KC" ] || input_error "missing $KC (build kerncap first)"
+[ $EXTERNAL = 1 ] || [ -f "$BUILD/compile_commands.json" ] ||
+  input_error "missing $BUILD/compile_commands.json (build kerncap with examples first)"
+command -v make >/dev/null || input_error "make is not installed: the reproducer's Makefile needs it"
+command -v python3 >/dev/null || input_error "python3 is not installed: reading compile.json needs it"
+
+gpu_required
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-editloop.XXXXXX") || exit 1
 cleanup() { [ "${KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
 trap cleanup EXIT
-cp -r "$ROOT/examples/multifile" "$WORK/tree"
-mkdir -p "$WORK/obj"
-# The database names the checkout and build directory it was made in; this run may be elsewhere.
-python3 "$ROOT/tests/gpu/relocate_compile_db.py" "$DB" "$ROOT" "$BUILD" "$WORK/build_db.json" || exit 1
-DB=$WORK/build_db.json
+REPRO=$WORK/repro
 
-# From the build's database: compile commands for the scratch copy (sources and objects
-# moved), a database for `kerncap extract`, and build scripts: all units, or only those
-# that include include/mf/scale.cuh.
-python3 - "$DB" "$ROOT/examples/multifile" "$WORK" <<'PY' || exit 1
+fail() { echo "$1:"; tail -n 20 "$2"; exit 1; }
+
+# ---- examples/multifile: a scratch copy built from the kerncap build's compile commands
+prepare_multifile() {
+  local app_args=${APP_ARGS:---n 4194304 --work 64 --steps 10}
+  cp -r "$ROOT/examples/multifile" "$WORK/tree"
+  mkdir -p "$WORK/obj"
+  # The database names the checkout and build directory it was made in; this run may be elsewhere.
+  python3 "$ROOT/tests/gpu/relocate_compile_db.py" "$BUILD/compile_commands.json" "$ROOT" "$BUILD" \
+    "$WORK/build_db.json" || exit 1
+  # From the build's database: compile commands for the scratch copy (sources and objects
+  # moved), a database for `kerncap extract`, and build scripts: all units, or only those
+  # that include include/mf/scale.cuh.
+  python3 - "$WORK/build_db.json" "$ROOT/examples/multifile" "$WORK" <<'PY' || exit 1
 import json, os, shlex, sys
 db, tree, work = sys.argv[1], sys.argv[2], sys.argv[3]
 new_tree, obj = os.path.join(work, "tree"), os.path.join(work, "obj")
@@ -76,52 +171,115 @@ def script(name, units):
 script("build_all.sh", out_db)
 script("rebuild_scale.sh", [u for u in out_db if "mf/scale.cuh" in open(u["file"]).read()])
 PY
+  echo "building the application copy in $WORK"
+  bash "$WORK/build_all.sh" >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log"; exit 1; }
+  APP_CMD="$WORK/multifile_app $app_args"
+  KERNEL='scale_kernel<float, 4>'
+  SRC_DIR=$WORK/tree
+  DB=$WORK/compile_commands.json
+  TOUCH=$WORK/tree/include/mf/scale.cuh
+  REBUILD_CMD="bash $WORK/rebuild_scale.sh"
+  local units
+  units=$(grep -c . "$WORK/rebuild_scale.sh")
+  APP_NOTE="multifile_app $app_args; rebuild = $((units - 3)) unit(s) + link"
+}
 
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+if [ $EXTERNAL = 0 ]; then
+  prepare_multifile
+else
+  APP_NOTE="$APP_CMD; rebuild: $REBUILD_CMD"
+fi
 
-echo "building the application copy in $WORK"
-bash "$WORK/build_all.sh" >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log"; exit 1; }
-APP=$WORK/multifile_app
-"$APP" $APP_ARGS >"$WORK/run.log" 2>&1 || { cat "$WORK/run.log"; exit 1; }
+# ---- the reproducer
+echo "extracting $KERNEL"
+"$KC" extract "$KERNEL" --cmd "$APP_CMD" --source-dir "$SRC_DIR" --compile-commands "$DB" -o "$REPRO" \
+  ${EXTRACT_ARGS[@]+"${EXTRACT_ARGS[@]}"} >"$WORK/extract.log" 2>&1 || fail "kerncap extract failed" "$WORK/extract.log"
+grep -E '^  (source|reproducer):|note:' "$WORK/extract.log"
+[ -f "$REPRO/kernel_variant.cu" ] ||
+  { echo "extract found no source for $KERNEL, so there is nothing to recompile:"; tail -n 20 "$WORK/extract.log"; exit 1; }
+# compile.json: the file that holds the kernel, the unit `make recompile` compiles, and why the
+# whole unit when it is not kernel_instance.cu.
+mapfile -t INFO < <(python3 -c 'import json, sys
+c = json.load(open(sys.argv[1]))
+r = c.get("recompile", {})
+print(c["edit"]["file"]); print(r.get("unit", "?")); print(r.get("whole_unit_reason", ""))' "$REPRO/compile.json")
+[ ${#INFO[@]} = 3 ] || { echo "cannot read $REPRO/compile.json"; exit 1; }
+EDIT_REL=${EDIT_REL:-${INFO[0]}} UNIT=${INFO[1]} WHY=${INFO[2]}
+[ -f "$REPRO/$EDIT_REL" ] || { echo "the reproducer has no $EDIT_REL to edit (--edit-file is relative to it)"; exit 2; }
 
-echo "extracting mf::scale_kernel<float, 4>"
-"$KC" extract 'scale_kernel<float, 4>' --cmd "$APP $APP_ARGS" --source-dir "$WORK/tree" \
-  --compile-commands "$WORK/compile_commands.json" -o "$WORK/repro" >"$WORK/extract.log" 2>&1 ||
-  { cat "$WORK/extract.log"; exit 1; }
-EDIT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["edit"]["file"])' "$WORK/repro/compile.json")
-UNIT=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["recompile"]; print(r.get("unit", "?"), r.get("whole_unit_reason", ""))' "$WORK/repro/compile.json")
-# shellcheck disable=SC2086 # KC_MAKE_FLAGS is a list of make arguments
-make -C "$WORK/repro" recompile validate-variant KERNCAP="$KC" ${KC_MAKE_FLAGS:-} >"$WORK/warm.log" 2>&1 ||
-  { cat "$WORK/warm.log"; exit 1; }
-echo "recompile unit: $UNIT${KC_MAKE_FLAGS:+ (make flags: $KC_MAKE_FLAGS)}"
+# edit_repro N: the kerncap loop's edit of the reproducer's copy.
+edit_repro() {
+  [ -z "$(tail -c 1 "$REPRO/$EDIT_REL")" ] || echo >>"$REPRO/$EDIT_REL"  # not onto an unfinished last line
+  if [ "$EDIT_KIND" = code ]; then
+    printf '#ifndef KERNCAP_EDIT_LOOP_%s\n#define KERNCAP_EDIT_LOOP_%s\n__device__ inline int kerncap_edit_loop_%s(int x) { return x + %s; }\n#endif\n' \
+      "$1" "$1" "$1" "$1" >>"$REPRO/$EDIT_REL"
+  else
+    echo "// edit $1" >>"$REPRO/$EDIT_REL"
+  fi
+}
+# kc_make LOG TARGET...: the reproducer's make (with KC_MAKE_FLAGS); a validate-variant that
+# does not PASS, or a failed make, stops the run.
+kc_make() {
+  local log=$1
+  shift
+  # shellcheck disable=SC2086 # KC_MAKE_FLAGS is a list of make arguments
+  make -C "$REPRO" "$@" KERNCAP="$KC" ${KC_MAKE_FLAGS:-} >"$log" 2>&1 || fail "kerncap loop failed (make $*)" "$log"
+  case " $* " in
+    *" validate-variant "*) grep -q '^Result: PASS' "$log" || fail "validate-variant did not PASS" "$log" ;;
+  esac
+}
+# traditional_loop LOG: touch, rebuild the application, rerun it.
+traditional_loop() {
+  touch "$TOUCH"
+  { bash -c "$REBUILD_CMD" && bash -c "$APP_CMD"; } >"$1" 2>&1 || fail "rebuild+rerun failed" "$1"
+}
 
+case $EDIT_KIND in
+  code) echo "edit file: $EDIT_REL; kerncap edit per iteration: code (an unused inline __device__ function appended)" ;;
+  *) echo "edit file: $EDIT_REL; kerncap edit per iteration: comment (a '// edit N' line appended)" ;;
+esac
+echo "traditional edit per iteration: touch $TOUCH"
+echo "recompile unit: $UNIT${WHY:+ ($WHY)}${KC_MAKE_FLAGS:+ (make flags: $KC_MAKE_FLAGS)}"
+
+# ---- warm-up (untimed for the medians), and the whole unit once for comparison
+edit_repro 0
+t0=$(now)
+kc_make "$WORK/warm-recompile.log" recompile
+t_recompile=$(since "$t0")
+t0=$(now)
+kc_make "$WORK/warm-validate.log" validate-variant
+echo "warm-up: kerncap loop: make recompile $t_recompile s, then make validate-variant $(since "$t0") s"
+t0=$(now)
+traditional_loop "$WORK/warm-trad.log"
+echo "warm-up: rebuild+rerun $(since "$t0") s"
+if [ "$UNIT" = kernel_instance.cu ]; then
+  t0=$(now)
+  make -C "$REPRO" -B recompile WHOLE_UNIT=1 KERNCAP="$KC" >"$WORK/whole.log" 2>&1 ||
+    fail "make -B recompile WHOLE_UNIT=1 failed" "$WORK/whole.log"
+  echo "for comparison, make -B recompile WHOLE_UNIT=1 (the whole unit): $(since "$t0") s"
+  touch "$REPRO/kernel_instance.cu"  # the next recompile builds the instance again
+else
+  echo "for comparison: make recompile already compiles the whole unit"
+fi
+
+# ---- the timed iterations
 printf '%-4s %-12s %-12s\n' rep kerncap_s rebuild+rerun_s
 : >"$WORK/kc.txt"
 : >"$WORK/trad.txt"
 for rep in $(seq 1 "$REPS"); do
-  # kerncap: an edit of the reproducer's copy, recompile one unit to a cubin, validate.
-  echo "// edit $rep" >>"$WORK/repro/$EDIT"
+  edit_repro "$rep"
   t0=$(now)
-  # shellcheck disable=SC2086
-  make -C "$WORK/repro" recompile validate-variant KERNCAP="$KC" ${KC_MAKE_FLAGS:-} >"$WORK/kc-$rep.log" 2>&1 ||
-    { echo "kerncap loop failed:"; tail -n 20 "$WORK/kc-$rep.log"; exit 1; }
+  kc_make "$WORK/kc-$rep.log" recompile validate-variant
   kc=$(since "$t0")
-  grep -q '^Result: PASS' "$WORK/kc-$rep.log" || { echo "validate-variant did not PASS"; exit 1; }
-  # traditional: the same edit in the application's tree, rebuild what depends on it, rerun.
-  echo "// edit $rep" >>"$WORK/tree/include/mf/scale.cuh"
   t0=$(now)
-  { bash "$WORK/rebuild_scale.sh" && "$APP" $APP_ARGS; } >"$WORK/trad-$rep.log" 2>&1 ||
-    { echo "rebuild+rerun failed:"; tail -n 20 "$WORK/trad-$rep.log"; exit 1; }
+  traditional_loop "$WORK/trad-$rep.log"
   trad=$(since "$t0")
   echo "$kc" >>"$WORK/kc.txt"
   echo "$trad" >>"$WORK/trad.txt"
   printf '%-4s %-12s %-12s\n' "$rep" "$kc" "$trad"
 done
-KCM=$(median <"$WORK/kc.txt")
-TRM=$(median <"$WORK/trad.txt")
-units=$(grep -c . "$WORK/rebuild_scale.sh")
-echo "application: multifile_app $APP_ARGS; rebuild = $((units - 3)) unit(s) + link"
-echo "median: kerncap edit loop ${KCM} s (make recompile && make validate-variant), rebuild+rerun ${TRM} s"
+KCM=$(median <"$WORK/kc.txt" | awk '{ printf "%.3f", $1 }')
+TRM=$(median <"$WORK/trad.txt" | awk '{ printf "%.3f", $1 }')
+echo "application: $APP_NOTE"
+echo "median: kerncap edit loop ${KCM} s (make recompile validate-variant), rebuild+rerun ${TRM} s"
 awk -v a="$TRM" -v b="$KCM" 'BEGIN { printf "ratio: %.1fx faster with kerncap\n", a / b }'

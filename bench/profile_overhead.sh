@@ -48,7 +48,6 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-bench.XXXXXX") || exit 1
 trap 'rm -rf "$WORK"' EXIT
 
 now_ns() { date +%s%N; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 loop_ms() { awk '$1 == "loop_ms" { print $2 }' "$1"; }
 recorded() {
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(k["calls"] for k in d["kernels"] if "tiny_kernel" in k["name"]))' "$1" 2>/dev/null || echo "?"

@@ -86,6 +86,8 @@ row() { printf '| %s |\n' "$*" >>"$ROWS"; }
 # Seconds: now, and since START with SINCE_DECIMALS decimals (default 2).
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" -v f="%.${SINCE_DECIMALS:-2}f" 'BEGIN { printf f, b - a }'; }
+# The median of the numbers on stdin, one a line (the mean of the middle two for an even count).
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # Whether $PY imports torch with CUDA.
 torch_ok() { "$PY" -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; }
