@@ -161,8 +161,9 @@ class Kerncap:
         """`kerncap profile --json -- CMD`: every kernel of the run, ranked by GPU time (top and
         filter shape the CLI's table only; the JSON lists them all). An application that exits
         non-zero still returns its profile (application.code says how it ended). sample=N
-        (`--sample N`): launch-heavy processes time a sample of their launches; counts and
-        dispatch lists stay exact, totals are estimates (marked "estimated" in the JSON)."""
+        (`--sample N`, the CLI's default 10): after a process's first 10000 launches only one
+        window of launches in N is timed; counts and dispatch lists stay exact, such totals are
+        estimates (marked "estimated" in the JSON). sample=1 times every launch."""
         args = ["profile", "--json"] + _opt("--top", top) + _opt("--filter", filter) + _opt("-o", output)
         args += _opt("--sample", sample)
         args += _opt("--trace", trace) + _opt("--records", records) + _opt("--from", from_records)

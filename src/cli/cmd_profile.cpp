@@ -58,6 +58,8 @@ and process, the dispatch value of every launch.
 Exit status: the application's own when it failed (the profile is still printed), 2 when
 no kernel ran or the records cannot be read, 0 otherwise.)";
 
+constexpr uint32_t kDefaultSample = 10;
+
 struct ProfileArgs {
   std::vector<std::string> argv;
   std::string cmd;
@@ -68,7 +70,11 @@ struct ProfileArgs {
   std::string records;
   std::string from;
   size_t width = 0;
-  uint32_t sample = 0;
+  // Sampled timing's N (Config::profile_sample); 1 times every launch. On by default: on
+  // launch-heavy applications CUPTI's per-kernel records are most of what profiling costs
+  // (docs/profile.md, Overhead), and a process's first 10000 launches are timed anyway.
+  uint32_t sample = kDefaultSample;
+  const CLI::Option* sample_option = nullptr;  // given on the command line: count() > 0
   bool json = false;
   int verbose = 0;
   std::vector<std::string> source_repos;
@@ -117,7 +123,7 @@ void run_profile(const ProfileArgs& a, int& exit_code) {
   const bool from = !a.from.empty();
   if (from && (!a.argv.empty() || !a.cmd.empty()))
     usage_error("--from analyzes records already collected: give no application with it");
-  if (from && a.sample)
+  if (from && a.sample_option && a.sample_option->count() > 0)
     usage_error("--sample is chosen when the application runs: the records given with --from say how they were timed");
   if (!from && a.cmd.empty() == a.argv.empty())
     usage_error("give the application after -- (kerncap profile -- ./app args), or as --cmd \"./app args\"");
@@ -142,7 +148,7 @@ void run_profile(const ProfileArgs& a, int& exit_code) {
     kept = std::make_unique<extract::RecordsDir>(a.records);
     dir = kept->path();
     if (!a.json) std::fprintf(stderr, "kerncap: profiling the application (records in %s)\n", dir.c_str());
-    app = std::make_unique<extract::AppExit>(extract::run_profiled(command, dir, a.verbose, a.sample));
+    app = std::make_unique<extract::AppExit>(extract::run_profiled(command, dir, a.verbose, a.sample >= 2 ? a.sample : 0));
     run = extract::run_info(command, *app);
   }
 
@@ -206,11 +212,12 @@ void add_profile(CLI::App& app, int& exit_code) {
   cmd->add_option("--records", args->records, "Keep the per-process record files in this new directory");
   cmd->add_option("--from", args->from, "Analyze records kept with --records instead of running an application");
   cmd->add_option("--width", args->width, "Table width in columns (default: the terminal's)");
-  cmd->add_option("--sample", args->sample,
-                  "Sampled timing for launch-heavy applications: every launch is counted, but after a process's "
-                  "first 10000 launches only one window of 1000 launches in every N is timed; totals become "
-                  "estimates, marked ~ (docs/profile.md)")
-      ->check(CLI::Range(2, 1000));
+  args->sample_option = cmd->add_option("--sample", args->sample,
+                  "Sampled timing: every launch is counted (calls and dispatch indices stay exact), but after a "
+                  "process's first 10000 launches only one window of 1000 launches in every N is timed; such "
+                  "totals are estimates, marked ~ (docs/profile.md). 1: time every launch")
+      ->check(CLI::Range(1, 1000))
+      ->default_val(kDefaultSample);
   cmd->add_option("--cmd", args->cmd, "The application as one shell command line (instead of -- APP ARGS)");
   cmd->add_flag("-v,--verbose", args->verbose, "Let the injected library report progress (repeatable)");
   cmd->add_option("--source-repo", args->source_repos,

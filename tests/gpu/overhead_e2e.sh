@@ -79,7 +79,7 @@ fi
 
 # --- profile --sample: exact counts, sampled times
 N=60000
-run exact "$KC" profile --top 3 -o "$W/exact.json" -- "$APP" --kernels $N
+run exact "$KC" profile --sample 1 --top 3 -o "$W/exact.json" -- "$APP" --kernels $N
 [ "$RC" = 0 ] || fail "exact profile" "exit $RC"
 run sampled "$KC" profile --sample 10 --top 3 -o "$W/sampled.json" -- "$APP" --kernels $N
 if [ "$RC" = 0 ]; then
@@ -93,8 +93,19 @@ if [ "$RC" = 0 ]; then
   verdict "sample: average within 25% of exact" \
     "abs(kern(j[0])['avg_ns'] - kern(j[1])['avg_ns']) <= 0.25 * kern(j[1])['avg_ns']" "$W/sampled.json" "$W/exact.json"
   if grep -q '~' "$W/sampled.out"; then pass "sample: table marks estimates"; else LAST=sampled fail "sample: table marks estimates"; fi
+  verdict "exact: --sample 1 times every launch" \
+    "kern(j[0])['samples'] == $N and not kern(j[0])['estimated']" "$W/exact.json"
 else
   fail "sampled profile" "exit $RC"
+fi
+# The default is sampled timing with N = 10.
+run default "$KC" profile --top 3 -o "$W/default.json" -- "$APP" --kernels $N
+if [ "$RC" = 0 ]; then
+  verdict "default: sampled, one in 10, calls exact" \
+    "j[0]['processes'][0]['sample_period'] == 10 and kern(j[0])['estimated'] and kern(j[0])['calls'] == $N" \
+    "$W/default.json"
+else
+  fail "default profile" "exit $RC"
 fi
 run small "$KC" profile --sample 10 --top 3 -o "$W/small.json" -- "$APP" --kernels 5000
 if [ "$RC" = 0 ]; then
@@ -107,7 +118,7 @@ fi
 # --- CUPTI variants still see every launch
 for v in kind=kernel device_buffer=32M,pool_limit=1000 per_thread=0 memory=0; do
   LAST=variant
-  KERNCAP_PROFILE_CUPTI=$v timeout -k 5 300 "$KC" profile --top 3 -o "$W/variant.json" -- "$APP" --kernels 20000 \
+  KERNCAP_PROFILE_CUPTI=$v timeout -k 5 300 "$KC" profile --sample 1 --top 3 -o "$W/variant.json" -- "$APP" --kernels 20000 \
     >"$W/variant.out" 2>"$W/variant.err"
   RC=$?
   if [ "$RC" = 0 ]; then
