@@ -37,9 +37,15 @@
 #                    guard: the preprocessed source changes (no compiler cache could serve the
 #                    recompile), the kernel's result does not
 #
+# Then the same edits in one engine session (bench/edit_loop_session.py: the capture restored
+# once, each iteration `make recompile` plus a strong evaluation in that session), its median
+# and ratio (SESSION=0 skips it; it needs the repository's python/ and the build's
+# lib/libkerncap_replay.so, or KERNCAP_REPLAY_LIB).
+#
 # Environment: APP_ARGS (multifile's arguments, default "--n 4194304 --work 64 --steps 10"),
 # KC_MAKE_FLAGS (added to the reproducer's make, e.g. WHOLE_UNIT=1 to time the whole-unit
-# recompile in every iteration), KEEP=1 (keep the scratch directory). Exit 0 measured, 1 a
+# recompile in every iteration), WHOLE=0 (skip the one whole-unit comparison), KEEP=1 (keep
+# the scratch directory). Exit 0 measured, 1 a
 # step failed, 2 bad options or a missing file, 77 skipped (no GPU).
 set -u -o pipefail
 
@@ -252,7 +258,9 @@ echo "warm-up: kerncap loop: make recompile $t_recompile s, then make validate-v
 t0=$(now)
 traditional_loop "$WORK/warm-trad.log"
 echo "warm-up: rebuild+rerun $(since "$t0") s"
-if [ "$UNIT" = kernel_instance.cu ]; then
+if [ "${WHOLE:-1}" = 0 ]; then
+  echo "for comparison: skipped (WHOLE=0)"
+elif [ "$UNIT" = kernel_instance.cu ]; then
   t0=$(now)
   make -C "$REPRO" -B recompile WHOLE_UNIT=1 KERNCAP="$KC" >"$WORK/whole.log" 2>&1 ||
     fail "make -B recompile WHOLE_UNIT=1 failed" "$WORK/whole.log"
@@ -280,6 +288,22 @@ for rep in $(seq 1 "$REPS"); do
 done
 KCM=$(median <"$WORK/kc.txt" | awk '{ printf "%.3f", $1 }')
 TRM=$(median <"$WORK/trad.txt" | awk '{ printf "%.3f", $1 }')
+# ---- the same kind of edits, each evaluated in one engine session that keeps the capture
+# restored (bench/edit_loop_session.py; the evaluation loop of docs/engine.md)
+SEM=''
+if [ "${SESSION:-1}" = 1 ]; then
+  # shellcheck disable=SC2086 # KC_MAKE_FLAGS is a list of make arguments
+  PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+    KERNCAP_REPLAY_LIB=${KERNCAP_REPLAY_LIB:-$BUILD/lib/libkerncap_replay.so} \
+    python3 "$HERE/edit_loop_session.py" "$REPRO" "$EDIT_REL" "$REPS" --edit "$EDIT_KIND" KERNCAP="$KC" \
+    ${KC_MAKE_FLAGS:-} >"$WORK/session.log" 2>&1 || fail "the session loop failed" "$WORK/session.log"
+  sed 's/^/session /' "$WORK/session.log"
+  SEM=$(awk '$1 == "median" { print $2 }' "$WORK/session.log")
+fi
 echo "application: $APP_NOTE"
 echo "median: kerncap edit loop ${KCM} s (make recompile validate-variant), rebuild+rerun ${TRM} s"
 awk -v a="$TRM" -v b="$KCM" 'BEGIN { printf "ratio: %.1fx faster with kerncap\n", a / b }'
+if [ -n "$SEM" ]; then
+  echo "median: kerncap edit loop in one session ${SEM} s (make recompile, then the engine session's strong evaluation)"
+  awk -v a="$TRM" -v b="$SEM" 'BEGIN { printf "ratio (session): %.1fx faster with kerncap\n", a / b }'
+fi

@@ -6,10 +6,12 @@ session, strongly (the capture's footprint: the bytes the launch writes are pois
 untimed. The iteration's time is recompile + evaluation: what an agent or an editor
 integration pays per edit. bench/edit_loop.sh calls it for its "session" column.
 
-    edit_loop_session.py REPRO EDIT_FILE REPS [MAKE_ARG...]
+    edit_loop_session.py REPRO EDIT_FILE REPS [--edit comment|code] [MAKE_ARG...]
 
 REPRO is the reproducer (the capture directory with its Makefile), EDIT_FILE the file each
-iteration appends a comment to (relative to REPRO), MAKE_ARG are passed to make (KERNCAP=...).
+iteration edits (relative to REPRO): a comment line appended (the default) or, with --edit code,
+an unused inline __device__ function in its own #ifndef guard, as bench/edit_loop.sh does.
+MAKE_ARG are passed to make (KERNCAP=...).
 Prints one line per iteration, "rep N: S s (recompile R s, evaluate E s): Result: ...", then
 "median S s". Exit 1 when an iteration does not PASS strongly or make fails, 2 on bad usage."""
 import os
@@ -20,10 +22,17 @@ import time
 
 
 def main(argv):
-    if len(argv) < 4:
-        print("usage: edit_loop_session.py REPRO EDIT_FILE REPS [MAKE_ARG...]", file=sys.stderr)
+    usage = "usage: edit_loop_session.py REPRO EDIT_FILE REPS [--edit comment|code] [MAKE_ARG...]"
+    if len(argv) < 4 or not argv[3].isdigit() or int(argv[3]) < 1:
+        print(usage, file=sys.stderr)
         return 2
     repro, edit, reps, make_args = argv[1], argv[2], int(argv[3]), argv[4:]
+    kind = "comment"
+    if make_args[:1] == ["--edit"]:
+        if len(make_args) < 2 or make_args[1] not in ("comment", "code"):
+            print(usage, file=sys.stderr)
+            return 2
+        kind, make_args = make_args[1], make_args[2:]
     if not os.path.isfile(os.path.join(repro, "Makefile")):
         print(f"{repro}: no Makefile (not a reproducer directory)", file=sys.stderr)
         return 2
@@ -43,7 +52,12 @@ def main(argv):
             return 1
         for rep in range(1, reps + 1):
             with open(edit_path, "a") as f:
-                f.write(f"// session edit {rep}\n")
+                if kind == "code":
+                    tag = f"KERNCAP_SESSION_EDIT_{rep}"
+                    f.write(f"\n#ifndef {tag}\n#define {tag}\n__device__ inline int kerncap_session_edit_{rep}(int x) "
+                            f"{{ return x + {rep}; }}\n#endif\n")
+                else:
+                    f.write(f"\n// session edit {rep}\n")
             t0 = time.perf_counter()
             built = subprocess.run(make, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             t1 = time.perf_counter()
