@@ -103,13 +103,27 @@ def main():
               summary([w for w in warm if not a.wrong or w["image"] != a.wrong]))
         free0, rss0 = device_free(), host_rss()
 
-        r, took, res = rate(s, [None], n, time=False)
+        # In two halves, with the resident size after each: growth that stops after the first
+        # half is the allocator keeping freed memory; growth in both halves is a leak.
+        half = max(1, n // 2)
+        r1, took1, res = rate(s, [None], half, time=False)
+        rss_half = host_rss()
+        r2, took2, res2 = rate(s, [None], n - half, time=False)
+        rss_full = host_rss()
+        res += res2
+        took = took1 + took2
+        r = n / took
+        trail = [f"{rss_half >> 20} MiB after {half} evaluations", f"{rss_full >> 20} MiB after {n}"]
         check("captured_x%d" % n, all(x["result"] == "PASS" for x in res), summary(res))
+        check("no_growth_per_evaluation", rss_full - rss_half <= 8 << 20,
+              f"resident {rss_half >> 20} MiB after {half} evaluations of the captured image, {rss_full >> 20} MiB "
+              f"after {n}")
         check("reset_only", sum(x["memory"] == "written" for x in res) == n,
               f"{sum(x['memory'] == 'written' for x in res)} of {n} evaluations put back only the written bytes")
         print(f"rate: {r:.0f} evaluations/s untimed (captured image, {took:.2f} s for {n})", flush=True)
 
         b = s.evaluate(captured_bytes, name="captured bytes", time=False)
+        trail.append(f"{host_rss() >> 20} MiB after the image given as {len(captured_bytes) >> 20} MiB of bytes")
         check("captured_bytes", b["result"] == "PASS" and b["captured_image"] and not b["loaded"],
               f"{b['result']} captured_image={b['captured_image']} loaded={b['loaded']}")
 
@@ -170,7 +184,7 @@ def main():
         check("device_memory_flat", grew <= 4 << 20,
               f"free device memory {free0 >> 20} MiB before the loops, {free1 >> 20} MiB after ({grew / 2**20:+.1f} MiB used)")
         check("host_memory_flat", rss1 - rss0 <= 64 << 20,
-              f"resident {rss0 >> 20} MiB before the loops, {rss1 >> 20} MiB after")
+              f"resident {rss0 >> 20} MiB before the loops, {rss1 >> 20} MiB after ({'; '.join(trail)})")
     check("closed", s.closed, "the session closed on leaving the with block")
     print(f"{'ALL PASS' if not failures else 'FAILED: ' + ' '.join(failures)}", flush=True)
     return 1 if failures else 0
