@@ -15,13 +15,13 @@ constexpr size_t kBufferBytes = 1u << 20;
 std::atomic<bool> g_registered{false};
 std::atomic<bool> g_enabled{false};
 
-void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+void CUPTIAPI in_app_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
   *size = *buffer ? kBufferBytes : 0;  // no memory: CUPTI drops records (the in-app time gets fewer)
   *max_records = 0;
 }
 
-void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+void CUPTIAPI in_app_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   try {  // nothing may unwind into CUPTI
     CUpti_Activity* rec = nullptr;
     // The end of the buffer is CUPTI_ERROR_MAX_LIMIT_REACHED: an answer, not logged.
@@ -38,7 +38,7 @@ void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, 
 }  // namespace
 
 void start_in_app_records(bool now) {
-  if (!KC_CUPTI(cuptiActivityRegisterCallbacks(&on_buffer_requested, &on_buffer_completed))) return;
+  if (!KC_CUPTI(cuptiActivityRegisterCallbacks(&in_app_buffer_requested, &in_app_buffer_completed))) return;
   g_registered = true;
   if (now) enable_in_app_records();
 }

@@ -11,19 +11,13 @@
 
 #include "common/error.hpp"
 #include "compare/compare.hpp"
+#include "compare/element.hpp"
 #include "compare/floats.hpp"
 
 namespace kerncap::compare {
 namespace {
 
 constexpr uint64_t kBlock = 64 * 1024;  // fits L1/L2 so the element walk rereads from cache
-
-template <typename T>
-T load(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 // How many of the 8 bytes of x are non-zero (x = expected ^ actual): mark each non-zero
 // byte in its top bit, then sum the marks with one multiply (no popcnt in baseline x86-64).

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "compare/element.hpp"
 #include "compare/floats.hpp"
 
 namespace kerncap::compare {
@@ -18,13 +19,6 @@ std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t");
   if (b == std::string::npos) return {};
   return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
-
-template <typename T>
-T load(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
 }
 
 void count(uint64_t& n, std::optional<uint64_t>& first, uint64_t index) {

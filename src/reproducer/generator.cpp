@@ -22,7 +22,7 @@ namespace {
 namespace tpl = templates;
 
 // Through NAME.tmp created exclusively, private (common/private_files.hpp).
-void write_text(const fs::path& p, const std::string& text) { files::replace_file(p, text); }
+void replace_text(const fs::path& p, const std::string& text) { files::replace_file(p, text); }
 
 std::string dims(const std::array<uint32_t, 3>& d) { return fmt::format("({}, {}, {})", d[0], d[1], d[2]); }
 
@@ -222,7 +222,7 @@ std::string set_aside_other_kernel(const fs::path& out, const std::string& mangl
   return "moved the previous kernel's kernel_variant.cu, kernel_instance.cu, src/ and optimized.cubin aside (*.prev)";
 }
 
-std::string read_text(const fs::path& p) {
+std::string read_if_present(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream ss;
   ss << in.rdbuf();
@@ -236,9 +236,9 @@ void plan_unit(Generated& g, const source::Result& f, const fs::path& out) {
   const fs::path path = out / kInstanceSource;
   if (g.mirror->kept_existing && fs::exists(path)) {
     g.unit = kInstanceSource;
-    g.instance = InstanceUnit{read_text(path), "", 0, ""};
+    g.instance = InstanceUnit{read_if_present(path), "", 0, ""};
   } else {
-    const std::string original = read_text(f.tu);
+    const std::string original = read_if_present(f.tu);
     InstanceUnit u;
     if (original.empty()) {
       u.reason = "the unit " + f.tu.string() + " could not be read again";
@@ -313,9 +313,9 @@ Generated generate_reproducer(const GenerateRequest& q) {
     g.unavailable_reason = f.summary;
   }
   for (const auto& d : q.defines) (void)define_flag(d);  // a bad -D is an error even without source
-  write_text(q.out / format::out::kMakefile, makefile(g, f, m, q.kerncap));
-  write_text(q.out / format::out::kReadme, readme(g, f, m, q.kerncap));
-  write_text(q.out / format::out::kCompileJson, compile_json(g, f, m).dump(1) + "\n");
+  replace_text(q.out / format::out::kMakefile, makefile(g, f, m, q.kerncap));
+  replace_text(q.out / format::out::kReadme, readme(g, f, m, q.kerncap));
+  replace_text(q.out / format::out::kCompileJson, compile_json(g, f, m).dump(1) + "\n");
   return g;
 }
 
