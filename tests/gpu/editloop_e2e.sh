@@ -39,6 +39,8 @@ ulimit -c 0
 
 BUILD=${1:?usage: tests/gpu/editloop_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"  # step, cleanup
 REPO=$(cd "$HERE/../.." && pwd)
 APPS=$HERE/editloop_apps
 PY=${KERNCAP_PYTHON:-python3}
@@ -66,7 +68,6 @@ else
   WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-editloop.XXXXXX") && LOGS=$WORK/logs && mkdir -p "$LOGS"
 fi
 [ -n "${WORK:-}" ] || exit 1
-cleanup() { [ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
 trap cleanup EXIT
 
 PASSED=0 FAILED=0 SKIPPED=0
@@ -80,14 +81,6 @@ row() {  # row CASE PASS|FAIL|SKIP NOTE
 }
 wanted() { [ -z "$ONLY" ] || [[ $1 =~ $ONLY ]]; }
 
-# step NAME CMD...: output in $LOGS/NAME.log; sets STEP_LOG; returns the command's status.
-step() {
-  local name=$1
-  shift
-  STEP_LOG=$LOGS/$name.log
-  printf '$ %s\n' "$*" >"$STEP_LOG"
-  timeout -k 5 "$TIMEOUT" "$@" >>"$STEP_LOG" 2>&1
-}
 first_error() { grep -m1 -Ei 'error|fail|cannot|module global' "$STEP_LOG" | cut -c1-160; }
 
 echo "| case                       | res  | notes |"
