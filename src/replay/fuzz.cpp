@@ -199,10 +199,19 @@ template <typename AfterLaunch>
 void run_trials(Session& s, const Trials& t, uint8_t poison, AfterLaunch&& after) {
   const PoisonPlan plan = plan_poison(t.f, s.capture().manifest);
   uint64_t trial = 0;
-  s.set_restore_filter([&](size_t i, uint64_t off, uint8_t* d, uint64_t n) {
-    apply_poison(plan, i, off, d, n, poison);
-    apply_fuzz(t.inputs, t.f.regions[i], t.seed, trial, i, off, d, n);
-  });
+  // What the filter changes: the poisoned bytes and the inputs (staged; the rest of a fill
+  // stays a memset).
+  FilterReach reach{poison_ranges(plan), std::nullopt};
+  for (const FuzzInput& in : t.inputs) {
+    if (reach.ranges.size() <= in.region) reach.ranges.resize(in.region + 1);
+    reach.ranges[in.region].push_back({in.begin, in.end});
+  }
+  for (auto& rs : reach.ranges) rs = merge_ranges(std::move(rs));
+  s.set_restore_filter({[&](size_t i, uint64_t off, uint8_t* d, uint64_t n) {
+                          apply_poison(plan, i, off, d, n, poison);
+                          apply_fuzz(t.inputs, t.f.regions[i], t.seed, trial, i, off, d, n);
+                        },
+                        std::move(reach)});
   for (trial = 0; trial < t.trials; ++trial) {
     s.restore();
     s.launch();
