@@ -100,18 +100,18 @@ field() {
 import json, sys
 j = json.load(open(sys.argv[1]))
 r = eval(sys.argv[2], {"j": j, "MiB": 1 << 20, "GiB": 1 << 30})
-print(r if not isinstance(r, float) else f"{r:.3f}")
+print(r if not isinstance(r, float) else f"{r:.2f}")
 EOF
 }
-# split NAME: the restore/compare line of validate NAME.
-split() {
+# work_line NAME: wall time and the restore/compare split of validate NAME.
+work_line() {
   echo "wall ${SECS}s; restore $(field "$1" 'j["restore_work"]["seconds"]')s" \
-    "(staged $(field "$1" 'round(j["restore_work"]["copied_bytes"] / MiB, 1)') MiB," \
-    "memset $(field "$1" 'round(j["restore_work"]["memset_bytes"] / GiB, 2)') GiB," \
-    "poison by memset $(field "$1" 'round(j["restore_work"]["overlaid_bytes"] / MiB, 1)') MiB);" \
+    "(staged $(field "$1" 'j["restore_work"]["copied_bytes"] / MiB') MiB," \
+    "memset $(field "$1" 'j["restore_work"]["memset_bytes"] / GiB') GiB," \
+    "poison by memset $(field "$1" 'j["restore_work"]["overlaid_bytes"] / MiB') MiB);" \
     "compare $(field "$1" 'j["compare_work"]["seconds"]')s" \
-    "(on device $(field "$1" 'round(j["compare_work"]["on_device_bytes"] / GiB, 2)') GiB," \
-    "read back $(field "$1" 'round(j["compare_work"]["read_back_bytes"] / MiB, 1)') MiB)"
+    "(on device $(field "$1" 'j["compare_work"]["on_device_bytes"] / GiB') GiB," \
+    "read back $(field "$1" 'j["compare_work"]["read_back_bytes"] / MiB') MiB)"
 }
 # fast NAME: restore + compare within MAX_WORK and the whole validate within MAX_S.
 fast() {
@@ -143,7 +143,7 @@ if want weak; then
   ok=1
   [ $RC = 0 ] && [ "$(field weak 'j["result"]')" = PASS ] && small weak 'j["compare_work"]["read_back_bytes"]' &&
     small weak 'j["restore_work"]["copied_bytes"]' && fast weak && ok=0
-  check weak "$(split weak); $(field weak 'j["line"][:60]')" $ok
+  check weak "$(work_line weak); $(field weak 'j["line"][:60]')" $ok
 fi
 
 # footprint: measured once (the strong cases need it).
@@ -161,7 +161,7 @@ if want strong; then
   [ $RC = 0 ] && [ "$(field strong 'j["strength"]')" = strong ] && small strong 'j["restore_work"]["copied_bytes"]' &&
     small strong 'j["compare_work"]["read_back_bytes"]' && [ "$(field strong 'j["poisoned_bytes"] > 0')" = True ] &&
     fast strong && ok=0
-  check strong "$(split strong); poisoned $(field strong 'round(j["poisoned_bytes"] / MiB, 1)') MiB" $ok
+  check strong "$(work_line strong); poisoned $(field strong 'j["poisoned_bytes"] / MiB') MiB" $ok
 fi
 
 # stray: one byte written into the zeros, found by the device and reported exactly.
@@ -172,7 +172,7 @@ if want stray; then
     [ "$(field stray 'sum(r["differing_bytes"] for r in j["regions"])')" = 1 ] &&
     [ "$(field stray '[r.get("first_bad_offset") for r in j["regions"] if not r["pass"]][0]')" = "$stray_at" ] &&
     small stray 'j["compare_work"]["read_back_bytes"]' && fast stray && ok=0
-  check stray "$(split stray); $(field stray '[r["summary"] for r in j["regions"] if not r["pass"]][0]') (expected offset $stray_at)" $ok
+  check stray "$(work_line stray); $(field stray '[r["summary"] for r in j["regions"] if not r["pass"]][0]') (expected offset $stray_at)" $ok
 fi
 
 # grid-1: the last block's 1 KiB of output keeps the poison: FAIL at its first byte.
@@ -185,7 +185,7 @@ if want grid-1; then
     [ "$(field grid-1 '[r.get("first_bad_offset") for r in j["regions"] if not r["pass"]][0]')" = "$want_at" ] &&
     [ "$(field grid-1 '1000 <= sum(r["differing_bytes"] for r in j["regions"]) <= 1024')" = True ] && fast grid-1 &&
     ok=0
-  check grid-1 "$(split grid-1); $(field grid-1 '[r["summary"] for r in j["regions"] if not r["pass"]][0]') (expected offset $want_at)" $ok
+  check grid-1 "$(work_line grid-1); $(field grid-1 '[r["summary"] for r in j["regions"] if not r["pass"]][0]') (expected offset $want_at)" $ok
 fi
 
 finish
