@@ -83,6 +83,18 @@ std::vector<CompareStep> plan_compare(const CompareGrid& g, const std::vector<Un
   return steps;
 }
 
+std::vector<UniformRange> uniform_from_answers(std::span<const uint32_t> answers, uint64_t size, uint64_t block) {
+  std::vector<UniformRange> out;
+  for (uint64_t c = 0; c < answers.size(); ++c) {
+    if (answers[c] == kMixed) continue;
+    const uint64_t b = c * block, e = std::min(size, b + block);
+    const auto v = static_cast<uint8_t>(answers[c]);
+    if (!out.empty() && out.back().end == b && out.back().value == v) out.back().end = e;
+    else if (b < e) out.push_back({b, e, v});
+  }
+  return out;
+}
+
 bool worth_checking(const CompareGrid& g, const std::vector<UniformRange>& uniform, uint64_t min_bytes) {
   // Whole windows are counted by their blocks' overlap with the ranges, less a block at each
   // end of every range (a block across a range's edge is read back).

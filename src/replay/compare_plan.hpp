@@ -73,6 +73,11 @@ struct CompareStep {
 std::vector<CompareStep> plan_compare(const CompareGrid& g, const std::vector<UniformRange>& uniform,
                                       std::span<const uint32_t> device);
 
+// The uniform ranges of a region [0, size) from the device check's answers over its blocks
+// of `block` bytes (a grid whose step is a multiple of the block: block c is [c * block, ...)):
+// what a recorded run left where nothing was read back (fuzz_outputs.hpp).
+std::vector<UniformRange> uniform_from_answers(std::span<const uint32_t> answers, uint64_t size, uint64_t block);
+
 // Whether the device check is worth a launch on a piece: its blocks that lie wholly in a
 // uniform range hold at least `min_bytes` (below that, reading them back costs less than a
 // launch and its wait; most captures' regions never get there).

@@ -16,6 +16,7 @@
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "common/log.hpp"
+#include "replay/fuzz_outputs.hpp"
 #include "replay/poison.hpp"
 #include "replay/signature.hpp"
 
@@ -220,55 +221,35 @@ void run_trials(Session& s, const Trials& t, uint8_t poison, AfterLaunch&& after
   s.set_restore_filter({});  // the filter refers to this frame
 }
 
-// The captured image's outputs of every trial, region after region, into `file`.
-void record_captured(Session& s, const Trials& t, const fs::path& file) {
-  const auto& m = s.capture().manifest;
-  format::BlobWriter out(file);
-  auto* buf = static_cast<uint8_t*>(s.staging(0));
+// The captured image's outputs of every trial, region after region, into `out`.
+void record_captured(Session& s, const Trials& t, RecordedOutputs& out) {
   run_trials(s, t, 0xA5, [&](uint64_t) {
-    for (size_t i : t.outputs)
-      for (uint64_t off = 0; off < m.regions[i].size;) {
-        const uint64_t n = std::min(s.staging_bytes(), m.regions[i].size - off);
-        KC_CU(cuMemcpyDtoH(buf, s.address(i) + off, n));
-        out.write(buf, n);
-        off += n;
-      }
+    for (size_t i : t.outputs) out.record(s, i);
   });
-  out.close();
+  out.finish();
 }
 
 // The variant's outputs of every trial against the captured image's, within tolerance.
-void check_variant(Session& v, const Trials& t, const fs::path& file, FuzzReport& rep) {
+void check_variant(Session& v, const Trials& t, RecordedOutputs& recorded, FuzzReport& rep) {
   const auto& m = v.capture().manifest;
   CompareSpec spec{.source = "fuzz"};
   spec.spans = t.typed;  // every typed span with its dtype's default tolerance
-  format::BlobReader expected_file(file);
-  auto* expected = static_cast<uint8_t*>(v.staging(0));
-  auto* actual = static_cast<uint8_t*>(v.staging(1));
-  uint64_t file_off = 0;
   // Another poison than the captured image's: outputs must not depend on it.
   run_trials(v, t, 0x5A, [&](uint64_t trial) {
     bool failed = false;
     for (size_t i : t.outputs) {
       const auto& r = m.regions[i];
-      for (const Piece& p : pieces_of(r, spec)) {
-        compare::Comparator cmp(p.dtype, p.tol);
-        for (uint64_t off = p.begin; off < p.end;) {
-          const uint64_t n = std::min(v.staging_bytes() / 64 * 64, p.end - off);
-          expected_file.read_at(file_off + off, expected, n);
-          KC_CU(cuMemcpyDtoH(actual, v.address(i) + off, n));
-          cmp.feed(expected, actual, n, off - p.begin);
-          off += n;
-        }
-        const auto& res = cmp.result();
+      const std::vector<Piece> pieces = pieces_of(r, spec);
+      const std::vector<compare::Result> results = recorded.compare_next(v, i, pieces);
+      for (size_t k = 0; k < pieces.size(); ++k) {
+        const auto& res = results[k];
         if (!res.pass() && !failed) {
           failed = true;
           FuzzTrialResult ft{trial, false, r.id, std::nullopt, compare::summary(res)};
-          if (res.first_bad_offset) ft.first_bad_offset = *res.first_bad_offset + p.begin;
+          if (res.first_bad_offset) ft.first_bad_offset = *res.first_bad_offset + pieces[k].begin;
           rep.failures.push_back(ft);
         }
       }
-      file_off += r.size;
     }
     log::info("fuzz trial {} of {}: {}", trial + 1, t.trials, failed ? "FAIL" : "ok");
   });
@@ -282,14 +263,15 @@ FuzzReport fuzz(const Options& captured, const Options& variant, const format::F
   rep.seed = seed;
   rep.trials = trials;
   TempDir tmp;
+  RecordedOutputs outputs(tmp.file());
   std::optional<Trials> t;
   {
     Session s(captured);
     t.emplace(plan_trials(s, f, trials, seed, rep));
-    record_captured(s, *t, tmp.file());
+    record_captured(s, *t, outputs);
   }
   Session v(variant);
-  check_variant(v, *t, tmp.file(), rep);
+  check_variant(v, *t, outputs, rep);
   return rep;
 }
 
@@ -315,9 +297,10 @@ FuzzReport fuzz_in_session(Session& s, const format::Footprint& f, uint64_t tria
   } back{s, was, filter};
   const Trials t = plan_trials(s, f, trials, seed, rep);
   s.use(Session::Which::Captured);
-  record_captured(s, t, tmp.file());
+  RecordedOutputs outputs(tmp.file());
+  record_captured(s, t, outputs);
   s.use(was);
-  check_variant(s, t, tmp.file(), rep);
+  check_variant(s, t, outputs, rep);
   return rep;
 }
 

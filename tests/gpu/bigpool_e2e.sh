@@ -15,6 +15,9 @@
 #   grid-1         the captured image launched with one block less, strong: FAIL, the last
 #                  1 KiB of the output still poisoned (its first offset reported; a few of its
 #                  bytes may equal the poison by chance)
+#   fuzz           validate --fuzz 2 of the captured image: PASS (the 4 MiB input randomised;
+#                  each trial's outputs recorded without the zeros)
+#   fuzz-stray     the stray variant with --fuzz 1: the trial FAILs at the stray byte's element
 # Each validate's wall time and its restore/compare split (`--json`: restore_work,
 # compare_work) are printed. Run against a build without the change, the structural checks
 # (bytes staged, bytes read back) fail and the times show the old cost.
@@ -146,8 +149,8 @@ if want weak; then
   check weak "$(work_line weak); $(field weak 'j["line"][:60]')" $ok
 fi
 
-# footprint: measured once (the strong cases need it).
-if want strong || want grid-1; then
+# footprint: measured once (the strong and fuzz cases need it).
+if want strong || want grid-1 || want fuzz || want fuzz-stray; then
   t0=$(now)
   timeout "$TIMEOUT" "$KC" footprint "$CAP" -q >"$WORK/footprint.log" 2>&1
   rc=$?
@@ -186,6 +189,27 @@ if want grid-1; then
     [ "$(field grid-1 '1000 <= sum(r["differing_bytes"] for r in j["regions"]) <= 1024')" = True ] && fast grid-1 &&
     ok=0
   check grid-1 "$(work_line grid-1); $(field grid-1 '[r["summary"] for r in j["regions"] if not r["pass"]][0]') (expected offset $want_at)" $ok
+fi
+
+# fuzz: two trials of random inputs (the 4 MiB before the output), the captured image
+# against itself: PASS, each trial's outputs recorded without the pool's zeros.
+if want fuzz; then
+  validate_json fuzz --footprint require --fuzz 2
+  ok=1
+  [ $RC = 0 ] && [ "$(field fuzz 'j["fuzz"]["result"]')" = PASS ] && [ "$(field fuzz 'j["fuzz"]["inputs"]')" = 1 ] &&
+    awk -v s="$SECS" -v ms="$MAX_S" 'BEGIN { exit !(s <= 2 * ms) }' && ok=0
+  check fuzz "wall ${SECS}s; $(field fuzz 'j["fuzz"]["line"][:110]')" $ok
+fi
+
+# fuzz-stray: the stray variant under fuzzing: its trial FAILs at the stray byte's fp32
+# element (fuzzing compares the output as fp32).
+if want fuzz-stray; then
+  validate_json fuzz-stray --footprint require --fuzz 1 --cubin "$STRAY" --no-determinism-check
+  ok=1
+  [ $RC = 1 ] && [ "$(field fuzz-stray 'j["fuzz"]["result"]')" = FAIL ] &&
+    [ "$(field fuzz-stray 'j["fuzz"]["failures"][0]["first_bad_offset"]')" = "$(( ${stray_at:-3} - 3 ))" ] &&
+    awk -v s="$SECS" -v ms="$MAX_S" 'BEGIN { exit !(s <= 2 * ms) }' && ok=0
+  check fuzz-stray "wall ${SECS}s; $(field fuzz-stray 'j["fuzz"]["line"][:140]') (expected offset $(( ${stray_at:-3} - 3 )))" $ok
 fi
 
 finish

@@ -129,3 +129,14 @@ TEST(ComparePlan, SmallUniformStretchesAreNotWorthALaunch) {
   EXPECT_TRUE(worth_checking(g, {{0, 8 * MiB, 0}}));
   EXPECT_FALSE(worth_checking(g, {}));
 }
+
+TEST(ComparePlan, UniformRangesFromTheDevicesAnswers) {
+  const uint64_t B = kerncap::compare::kBlockBytes;
+  const std::vector<uint32_t> answers = {0, 0, kMixed, 0xA5, 0xA5, 0, 7};
+  const auto u = uniform_from_answers(answers, 6 * B + 100, B);
+  ASSERT_EQ(u.size(), 4u);
+  EXPECT_EQ(u[0], (UniformRange{0, 2 * B, 0}));
+  EXPECT_EQ(u[1], (UniformRange{3 * B, 5 * B, 0xA5}));
+  EXPECT_EQ(u[2], (UniformRange{5 * B, 6 * B, 0}));
+  EXPECT_EQ(u[3], (UniformRange{6 * B, 6 * B + 100, 7}));  // the region's short last block
+}

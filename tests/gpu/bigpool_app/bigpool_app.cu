@@ -1,7 +1,7 @@
 // The big-pool suite's application (tests/gpu/bigpool_e2e.sh): like a framework that
 // preallocates most of the GPU (XLA's pool), it allocates one buffer of BIGPOOL_GIB GiB
 // (default 32), all zeros, and launches one kernel that writes 16 MiB in the middle of it
-// from 4 MiB of input it reads. The capture stores a few MiB; validating it must cost
+// from the 4 MiB of input before them. The capture stores a few MiB; validating it must cost
 // seconds, whatever the pool's size.
 //
 // Built twice by the suite: as the application, and with -DSTRAY as a variant cubin whose
@@ -21,15 +21,16 @@
     }                                                                                 \
   } while (0)
 
-// Where the written bytes, the input and the stray byte lie in the pool (bytes).
-constexpr uint64_t kInputAt = 64ull << 20;
+// The input (4 MiB of floats, read only) lies right before the output (16 MiB of floats,
+// written only), halfway into the pool: the kernel's C++ signature types each pointer's
+// bytes up to the next pointer, so `--fuzz` randomises exactly the 4 MiB of input.
 constexpr uint64_t kInputBytes = 4ull << 20;
 constexpr uint64_t kOutBytes = 16ull << 20;
 
 // out[i] = f(in[i % n_in], i) over 16 MiB of floats; never zero, so every written byte
 // differs from the pool's zeros. With STRAY, one more byte at pool + stray.
-extern "C" __global__ void bigpool_write(const float* in, uint64_t n_in, float* out, uint64_t n_out,
-                                         unsigned char* pool, uint64_t stray) {
+__global__ void bigpool_write(const float* in, uint64_t n_in, float* out, uint64_t n_out, unsigned char* pool,
+                              uint64_t stray) {
   const uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (i < n_out) out[i] = in[i % n_in] * 0.5f + static_cast<float>(i % 1000) + 1.0f;
 #ifdef STRAY
@@ -52,12 +53,13 @@ int main() {
   unsigned char* pool = nullptr;
   CHECK(cudaMalloc(&pool, bytes));
   CHECK(cudaMemset(pool, 0, bytes));
-  auto* in = reinterpret_cast<float*>(pool + kInputAt);
+  auto* out = reinterpret_cast<float*>(pool + bytes / 2);
+  auto* in = reinterpret_cast<float*>(pool + bytes / 2 - kInputBytes);
   const uint64_t n_in = kInputBytes / 4, n_out = kOutBytes / 4;
   bigpool_fill_input<<<static_cast<unsigned>((n_in + 255) / 256), 256>>>(in, n_in);
-  // The output halfway into the pool; the stray byte (variant only) three quarters in.
-  auto* out = reinterpret_cast<float*>(pool + bytes / 2);
-  const uint64_t stray = bytes / 4 * 3 + 12345;
+  // The stray byte (variant only) three quarters in, the top byte of a float: as an fp32
+  // element (fuzzing compares the output as fp32) 0x5A000000 is far out of any tolerance.
+  const uint64_t stray = bytes / 4 * 3 + 12347;
   bigpool_write<<<static_cast<unsigned>((n_out + 255) / 256), 256>>>(in, n_in, out, n_out, pool, stray);
   CHECK(cudaGetLastError());
   CHECK(cudaDeviceSynchronize());
