@@ -4,6 +4,7 @@
 
 #include "common/driver.hpp"
 #include "common/error.hpp"
+#include "common/log.hpp"
 #include "replay/uniform_image.hpp"
 
 namespace kerncap::replay {
@@ -40,8 +41,12 @@ std::unique_ptr<UniformCheck> UniformCheck::create(std::string* why) {
 }
 
 UniformCheck::~UniformCheck() {
-  if (out_) driver().cuMemFree(out_);
-  if (module_) driver().cuModuleUnload(module_);
+  // Never throws: a failing release is logged (as Session::release does).
+  auto release = [](CUresult r, const char* what) {
+    if (r != CUDA_SUCCESS) log::warn("{}", cu_error_text(r, what, __FILE__, __LINE__));
+  };
+  if (out_) release(driver().cuMemFree(out_), "cuMemFree");
+  if (module_) release(driver().cuModuleUnload(module_), "cuModuleUnload");
 }
 
 std::vector<uint32_t> UniformCheck::run(CUdeviceptr piece, const CompareGrid& g, CUstream stream) {
