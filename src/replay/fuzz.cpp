@@ -72,6 +72,21 @@ void store(DType t, double v, uint8_t* p) {
   }
 }
 
+// Whether any bit of [first, end) of `m` is set, a word at a time where words are whole.
+bool any_set(const format::Bitmap& m, uint64_t first, uint64_t end) {
+  end = std::min(end, m.bits());
+  for (uint64_t i = first; i < end;) {
+    if (i % 64 == 0 && i + 64 <= end) {
+      if (m.words()[i / 64]) return true;
+      i += 64;
+    } else {
+      if (m.test(i)) return true;
+      ++i;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<FuzzInput> fuzz_inputs(const format::Footprint& f, const format::Manifest& m,
@@ -84,11 +99,12 @@ std::vector<FuzzInput> fuzz_inputs(const format::Footprint& f, const format::Man
       if (s.base < r.base || s.base >= r.base + r.size) continue;
       const auto& fp = f.regions[i];
       // An input: some of it is read, none of it written (an in-place buffer is an output).
+      // Written first: an output's span (up to the next pointer, often most of a pool) is
+      // written at its start and never read.
       const uint64_t b = s.base - r.base, e = std::min(r.size, b + s.size);
-      bool read = false, written = false;
-      for (uint64_t g = b / fp.read.granule(); g * fp.read.granule() < e && g < fp.read.bits() && !read; ++g)
-        read = fp.read.test(g);
-      for (uint64_t k = b; k < e && k < fp.written.bits() && !written; ++k) written = fp.written.test(k);
+      const uint64_t wg = fp.written.granule(), rg = fp.read.granule();
+      const bool written = any_set(fp.written, b / wg, (e + wg - 1) / wg);
+      const bool read = !written && any_set(fp.read, b / rg, (e + rg - 1) / rg);
       if (read && !written) out.push_back({i, b, e, s.dtype});
     }
   }
