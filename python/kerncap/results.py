@@ -273,6 +273,10 @@ class ValidateResult:
     determinism_checked: bool = False
     relocated_regions: int = 0
     rewritten_words: int = 0
+    # Where the time went: seconds, bytes staged/memset/poisoned by memset (restore), bytes the
+    # device vouched for and bytes read back (compare).
+    restore_work: Dict[str, Any] = field(default_factory=dict)
+    compare_work: Dict[str, Any] = field(default_factory=dict)
     invariants: Optional[InvariantResult] = None
     fuzz: Optional[FuzzResult] = None
     speedup: Optional[SpeedupResult] = None

@@ -115,6 +115,11 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
     j["device"] = r.device_ordinal;
     j["relocated_regions"] = r.placement.runs_relocated;
     j["rewritten_words"] = r.restore.rewritten_words;
+    // Where the restore's time went (the comparison's: "compare_work").
+    j["restore_work"] = {{"seconds", r.restore.seconds},
+                         {"copied_bytes", r.restore.copied},
+                         {"memset_bytes", r.restore.filled},
+                         {"overlaid_bytes", r.restore.overlaid}};
     j["determinism_checked"] = r.determinism_checked;
     if (const std::string n = pruned_note(c.dir); !n.empty()) j["pruned"] = n;
     if (fz) j["fuzz"] = fz->to_json();

@@ -17,7 +17,7 @@
 namespace kerncap::compare {
 namespace {
 
-constexpr uint64_t kBlock = 64 * 1024;  // fits L1/L2 so the element walk rereads from cache
+constexpr uint64_t kBlock = kBlockBytes;  // fits L1/L2 so the element walk rereads from cache
 
 // How many of the 8 bytes of x are non-zero (x = expected ^ actual): mark each non-zero
 // byte in its top bit, then sum the marks with one multiply (no popcnt in baseline x86-64).
@@ -222,8 +222,32 @@ void feed_bytes(const uint8_t* e, const uint8_t* a, uint64_t n, uint64_t offset,
 
 Comparator::Comparator(DType dtype, Tolerance tol) : dtype_(dtype), tol_(tol) { result_.dtype = dtype; }
 
-void Comparator::feed(const uint8_t* expected, const uint8_t* actual, uint64_t n, uint64_t offset) {
+bool Comparator::plain(uint8_t value) const {
+  // One element of `value` bytes through the comparator itself: whatever it counts beyond
+  // bytes and elements (NaN, Inf, a mismatch) rules the shortcut out.
+  uint8_t one[8];
+  std::memset(one, value, sizeof one);
+  Comparator c(dtype_, tol_);
+  c.feed(one, one, dtype_size(dtype_), 0);
+  const Result& r = c.result();
+  return r.mismatches == 0 && r.differing_bytes == 0 && r.nan_expected == 0 && r.nan_actual == 0 &&
+         r.inf_expected == 0 && r.inf_actual == 0 && r.max_abs_error == 0 && r.max_rel_error == 0;
+}
+
+void Comparator::feed_identical(uint64_t n, uint64_t offset) {
   if (n == 0) return;
+  check_chunk(offset);
+  const unsigned size = dtype_size(dtype_);
+  const uint64_t whole = n / size * size;
+  result_.bytes += n;
+  result_.elements += whole / size;
+  if (whole != n) {  // a trailing partial element, identical: one element, no difference
+    ended_partial_ = true;
+    ++result_.elements;
+  }
+}
+
+void Comparator::check_chunk(uint64_t offset) const {
   const unsigned size = dtype_size(dtype_);
   if (ended_partial_)
     fail(ErrorKind::Internal, fmt::format("compare: chunk at offset {} follows a chunk that ended inside a {} "
@@ -232,6 +256,12 @@ void Comparator::feed(const uint8_t* expected, const uint8_t* actual, uint64_t n
   if (offset % size)
     fail(ErrorKind::Internal, fmt::format("compare: chunk offset {} is not a multiple of the {} element size {}",
                                           offset, to_string(dtype_), size));
+}
+
+void Comparator::feed(const uint8_t* expected, const uint8_t* actual, uint64_t n, uint64_t offset) {
+  if (n == 0) return;
+  const unsigned size = dtype_size(dtype_);
+  check_chunk(offset);
   Result r = result_;  // a local: unlike a member, the byte pointers cannot alias it
   const uint64_t whole = n / size * size;
   r.bytes += n;

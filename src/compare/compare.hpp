@@ -44,15 +44,28 @@ struct Result {
   bool exact() const { return differing_bytes == 0; }
 };
 
+// The comparator walks each chunk it is fed in blocks of this many bytes from the chunk's
+// start: memcmp first, element by element only in a block that differs.
+inline constexpr uint64_t kBlockBytes = 64 * 1024;
+
 class Comparator {
  public:
   explicit Comparator(DType dtype = DType::Bytes, Tolerance tol = {});
   // `offset` is the byte offset of this chunk within the region (for first_bad_offset).
   // Throws Error(Internal) when a chunk follows one that ended in a partial element.
   void feed(const uint8_t* expected, const uint8_t* actual, uint64_t n, uint64_t offset);
+  // Whether n bytes that all hold `value` on both sides add nothing but byte and element
+  // counts (`value` makes no NaN or Inf element of the type): then feed_identical may stand
+  // for feeding them.
+  bool plain(uint8_t value) const;
+  // What feed() records for n bytes, each `value` (plain) on both sides, with nothing to
+  // read: the device compared them (replay/compare_plan.hpp). Same rules for `offset`.
+  void feed_identical(uint64_t n, uint64_t offset);
   const Result& result() const { return result_; }
 
  private:
+  void check_chunk(uint64_t offset) const;  // Error(Internal) on a chunk feed() must refuse
+
   DType dtype_;
   Tolerance tol_;
   Result result_;

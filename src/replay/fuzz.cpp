@@ -16,6 +16,7 @@
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "common/log.hpp"
+#include "replay/fuzz_outputs.hpp"
 #include "replay/poison.hpp"
 #include "replay/signature.hpp"
 
@@ -71,6 +72,21 @@ void store(DType t, double v, uint8_t* p) {
   }
 }
 
+// Whether any bit of [first, end) of `m` is set, a word at a time where words are whole.
+bool any_set(const format::Bitmap& m, uint64_t first, uint64_t end) {
+  end = std::min(end, m.bits());
+  for (uint64_t i = first; i < end;) {
+    if (i % 64 == 0 && i + 64 <= end) {
+      if (m.words()[i / 64]) return true;
+      i += 64;
+    } else {
+      if (m.test(i)) return true;
+      ++i;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<FuzzInput> fuzz_inputs(const format::Footprint& f, const format::Manifest& m,
@@ -83,11 +99,12 @@ std::vector<FuzzInput> fuzz_inputs(const format::Footprint& f, const format::Man
       if (s.base < r.base || s.base >= r.base + r.size) continue;
       const auto& fp = f.regions[i];
       // An input: some of it is read, none of it written (an in-place buffer is an output).
+      // Written first: an output's span (up to the next pointer, often most of a pool) is
+      // written at its start and never read.
       const uint64_t b = s.base - r.base, e = std::min(r.size, b + s.size);
-      bool read = false, written = false;
-      for (uint64_t g = b / fp.read.granule(); g * fp.read.granule() < e && g < fp.read.bits() && !read; ++g)
-        read = fp.read.test(g);
-      for (uint64_t k = b; k < e && k < fp.written.bits() && !written; ++k) written = fp.written.test(k);
+      const uint64_t wg = fp.written.granule(), rg = fp.read.granule();
+      const bool written = any_set(fp.written, b / wg, (e + wg - 1) / wg);
+      const bool read = !written && any_set(fp.read, b / rg, (e + rg - 1) / rg);
       if (read && !written) out.push_back({i, b, e, s.dtype});
     }
   }
@@ -199,10 +216,19 @@ template <typename AfterLaunch>
 void run_trials(Session& s, const Trials& t, uint8_t poison, AfterLaunch&& after) {
   const PoisonPlan plan = plan_poison(t.f, s.capture().manifest);
   uint64_t trial = 0;
-  s.set_restore_filter([&](size_t i, uint64_t off, uint8_t* d, uint64_t n) {
-    apply_poison(plan, i, off, d, n, poison);
-    apply_fuzz(t.inputs, t.f.regions[i], t.seed, trial, i, off, d, n);
-  });
+  // What the filter changes: the poisoned bytes and the inputs (staged; the rest of a fill
+  // stays a memset).
+  FilterReach reach{poison_ranges(plan), std::nullopt};
+  for (const FuzzInput& in : t.inputs) {
+    if (reach.ranges.size() <= in.region) reach.ranges.resize(in.region + 1);
+    reach.ranges[in.region].push_back({in.begin, in.end});
+  }
+  for (auto& rs : reach.ranges) rs = merge_ranges(std::move(rs));
+  s.set_restore_filter({[&](size_t i, uint64_t off, uint8_t* d, uint64_t n) {
+                          apply_poison(plan, i, off, d, n, poison);
+                          apply_fuzz(t.inputs, t.f.regions[i], t.seed, trial, i, off, d, n);
+                        },
+                        std::move(reach)});
   for (trial = 0; trial < t.trials; ++trial) {
     s.restore();
     s.launch();
@@ -211,55 +237,35 @@ void run_trials(Session& s, const Trials& t, uint8_t poison, AfterLaunch&& after
   s.set_restore_filter({});  // the filter refers to this frame
 }
 
-// The captured image's outputs of every trial, region after region, into `file`.
-void record_captured(Session& s, const Trials& t, const fs::path& file) {
-  const auto& m = s.capture().manifest;
-  format::BlobWriter out(file);
-  auto* buf = static_cast<uint8_t*>(s.staging(0));
+// The captured image's outputs of every trial, region after region, into `out`.
+void record_captured(Session& s, const Trials& t, RecordedOutputs& out) {
   run_trials(s, t, 0xA5, [&](uint64_t) {
-    for (size_t i : t.outputs)
-      for (uint64_t off = 0; off < m.regions[i].size;) {
-        const uint64_t n = std::min(s.staging_bytes(), m.regions[i].size - off);
-        KC_CU(cuMemcpyDtoH(buf, s.address(i) + off, n));
-        out.write(buf, n);
-        off += n;
-      }
+    for (size_t i : t.outputs) out.record(s, i);
   });
-  out.close();
+  out.finish();
 }
 
 // The variant's outputs of every trial against the captured image's, within tolerance.
-void check_variant(Session& v, const Trials& t, const fs::path& file, FuzzReport& rep) {
+void check_variant(Session& v, const Trials& t, RecordedOutputs& recorded, FuzzReport& rep) {
   const auto& m = v.capture().manifest;
   CompareSpec spec{.source = "fuzz"};
   spec.spans = t.typed;  // every typed span with its dtype's default tolerance
-  format::BlobReader expected_file(file);
-  auto* expected = static_cast<uint8_t*>(v.staging(0));
-  auto* actual = static_cast<uint8_t*>(v.staging(1));
-  uint64_t file_off = 0;
   // Another poison than the captured image's: outputs must not depend on it.
   run_trials(v, t, 0x5A, [&](uint64_t trial) {
     bool failed = false;
     for (size_t i : t.outputs) {
       const auto& r = m.regions[i];
-      for (const Piece& p : pieces_of(r, spec)) {
-        compare::Comparator cmp(p.dtype, p.tol);
-        for (uint64_t off = p.begin; off < p.end;) {
-          const uint64_t n = std::min(v.staging_bytes() / 64 * 64, p.end - off);
-          expected_file.read_at(file_off + off, expected, n);
-          KC_CU(cuMemcpyDtoH(actual, v.address(i) + off, n));
-          cmp.feed(expected, actual, n, off - p.begin);
-          off += n;
-        }
-        const auto& res = cmp.result();
+      const std::vector<Piece> pieces = pieces_of(r, spec);
+      const std::vector<compare::Result> results = recorded.compare_next(v, i, pieces);
+      for (size_t k = 0; k < pieces.size(); ++k) {
+        const auto& res = results[k];
         if (!res.pass() && !failed) {
           failed = true;
           FuzzTrialResult ft{trial, false, r.id, std::nullopt, compare::summary(res)};
-          if (res.first_bad_offset) ft.first_bad_offset = *res.first_bad_offset + p.begin;
+          if (res.first_bad_offset) ft.first_bad_offset = *res.first_bad_offset + pieces[k].begin;
           rep.failures.push_back(ft);
         }
       }
-      file_off += r.size;
     }
     log::info("fuzz trial {} of {}: {}", trial + 1, t.trials, failed ? "FAIL" : "ok");
   });
@@ -273,14 +279,15 @@ FuzzReport fuzz(const Options& captured, const Options& variant, const format::F
   rep.seed = seed;
   rep.trials = trials;
   TempDir tmp;
+  RecordedOutputs outputs(tmp.file());
   std::optional<Trials> t;
   {
     Session s(captured);
     t.emplace(plan_trials(s, f, trials, seed, rep));
-    record_captured(s, *t, tmp.file());
+    record_captured(s, *t, outputs);
   }
   Session v(variant);
-  check_variant(v, *t, tmp.file(), rep);
+  check_variant(v, *t, outputs, rep);
   return rep;
 }
 
@@ -306,9 +313,10 @@ FuzzReport fuzz_in_session(Session& s, const format::Footprint& f, uint64_t tria
   } back{s, was, filter};
   const Trials t = plan_trials(s, f, trials, seed, rep);
   s.use(Session::Which::Captured);
-  record_captured(s, t, tmp.file());
+  RecordedOutputs outputs(tmp.file());
+  record_captured(s, t, outputs);
   s.use(was);
-  check_variant(s, t, tmp.file(), rep);
+  check_variant(s, t, outputs, rep);
   return rep;
 }
 

@@ -33,6 +33,9 @@ void apply_poison(const PoisonPlan& p, size_t index, uint64_t offset, uint8_t* d
 // Records in a verdict that its replay ran on poisoned bytes (what the PASS line reports).
 void mark_strong(Verdict& v, const PoisonPlan& p);
 
+// The plan's runs as byte ranges per region (a restore filter's reach, restore_plan.hpp).
+std::vector<std::vector<ByteRange>> poison_ranges(const PoisonPlan& p);
+
 // Makes every restore() of `s` poison the plan's bytes.
 void poison_restores(Session& s, const PoisonPlan& p, uint8_t pattern = 0xA5);
 

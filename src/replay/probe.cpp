@@ -76,11 +76,15 @@ std::vector<uint8_t> read_region(Session& s, size_t i) {
 // that replay left it; other regions: the application's result). Then the poison was read.
 std::optional<std::vector<uint8_t>> poisoned_run(Session& s, const CompareSpec& spec, const ProbeSpan& span,
                                                  const std::vector<uint8_t>& reference, uint8_t pattern) {
-  s.set_restore_filter([span, pattern](size_t i, uint64_t off, uint8_t* data, uint64_t n) {
-    if (i != span.region) return;
-    const uint64_t b = std::max(off, span.begin), e = std::min(off + n, span.end);
-    if (b < e) std::memset(data + (b - off), pattern, e - b);
-  });
+  FilterReach reach{{}, pattern};  // the span alone, overwritten: a memset where it is a fill
+  reach.ranges.resize(span.region + 1);
+  reach.ranges[span.region].push_back({span.begin, span.end});
+  s.set_restore_filter({[span, pattern](size_t i, uint64_t off, uint8_t* data, uint64_t n) {
+                          if (i != span.region) return;
+                          const uint64_t b = std::max(off, span.begin), e = std::min(off + n, span.end);
+                          if (b < e) std::memset(data + (b - off), pattern, e - b);
+                        },
+                        std::move(reach)});
   s.restore();
   s.set_restore_filter({});
   s.launch();

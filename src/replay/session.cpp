@@ -17,6 +17,7 @@
 #include "replay/global_match.hpp"
 #include "replay/peer.hpp"
 #include "replay/restore_plan.hpp"
+#include "replay/uniform_check.hpp"
 
 #include <xxhash.h>
 
@@ -173,6 +174,7 @@ void Session::release() noexcept {
     if (r != CUDA_SUCCESS) log::warn("{}", cu_error_text(r, what, __FILE__, __LINE__));
   };
   const Driver& d = driver();
+  uniform_.reset();  // its module and buffer, while the context lives
   if (ev_start_) release(d.cuEventDestroy(ev_start_), "cuEventDestroy");
   if (ev_stop_) release(d.cuEventDestroy(ev_stop_), "cuEventDestroy");
   for (CUevent& e : staged_)
@@ -387,7 +389,8 @@ RestoreStats Session::restore() {
   uint64_t total = 0;
   for (const auto& r : m.regions) total += r.size;
   uint64_t done = 0;
-  auto last = std::chrono::steady_clock::now();
+  const auto started = std::chrono::steady_clock::now();
+  auto last = started;
   // Two staging buffers in turn: while the copy engine moves one piece to the device, the
   // pool decodes the next into the other. A buffer is refilled only after its copy ended.
   uint8_t* const staging[2] = {staging_a_, staging_b_};
@@ -408,7 +411,17 @@ RestoreStats Session::restore() {
       }
       RestorePlanOptions po;
       po.piece = staging_bytes_;
-      po.copy_everything = static_cast<bool>(filter_);
+      // A filter stages what it may change; the rest of a fill stays a memset. A constant
+      // filter's long ranges inside fills are memsets of the constant after the fill.
+      ReachSplit reach;
+      if (filter_ && filter_.reach) {
+        const std::vector<ByteRange>& rs = filter_.reach->of(i);
+        if (filter_.reach->constant) reach = split_reach(rs);
+        else reach.staged = rs;
+        po.staged = &reach.staged;
+      } else {
+        po.copy_everything = static_cast<bool>(filter_);
+      }
       // Copy steps are gathered into one staging buffer until it is full, then read as one
       // batch (every chunk they need decoded side by side) and copied step by step.
       std::vector<format::RegionBytes::Piece> batch;
@@ -456,7 +469,8 @@ RestoreStats Session::restore() {
         places.clear();
         batch_bytes = 0;
       };
-      for (const RestoreStep& step : plan_restore(in.segments(), r.base, r.size, po)) {
+      const std::vector<RestoreStep> steps = plan_restore(in.segments(), r.base, r.size, po);
+      for (const RestoreStep& step : steps) {
         const uint64_t off = step.offset, n = step.size;
         if (step.fill) {
           // Bytes a sparse capture did not store (zeros, or an omitted region's or a pruned
@@ -478,6 +492,11 @@ RestoreStats Session::restore() {
         }
       }
       flush();
+      if (filter_ && filter_.reach && filter_.reach->constant)
+        for (const RestoreStep& o : overlay_fills(steps, reach.memset, *filter_.reach->constant)) {
+          KC_CU(cuMemsetD8Async(addresses_[i] + o.offset, *o.fill, o.size, stream_));  // after the step's fill
+          st.overlaid += o.size;
+        }
       if (hash && r.xxh64 != 0 && XXH64_digest(hash.get()) != r.xxh64)  // 0: not recorded
         input_error(fmt::format("capture file {} (BEFORE memory of region {}) does not match the hash the capture "
                                 "recorded: the file was changed or damaged after the capture; extract again",
@@ -501,6 +520,9 @@ RestoreStats Session::restore() {
   // The arrays hold what their regions now hold; the parameters name the new objects.
   textures_.upload();
   textures_.patch(params_);
+  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  log::debug("restore: {:.3f} s; {} staged and copied, {} memset, {} of a filter's constant memset over fills",
+             st.seconds, human_bytes(st.copied), human_bytes(st.filled), human_bytes(st.overlaid));
   return st;
 }
 
@@ -526,6 +548,16 @@ void Session::enqueue() {
   KC_CU(cuLaunchKernelEx(&cfg, active_->function, use_extra ? nullptr : param_ptrs_.data(), use_extra ? extra : nullptr));
   launched_ = true;
   ++generation_;
+}
+
+UniformCheck* Session::uniform_check() {
+  if (!uniform_tried_) {
+    uniform_tried_ = true;
+    std::string why;
+    uniform_ = UniformCheck::create(&why);
+    if (!uniform_) log::info("comparing on the host only: {}", why);
+  }
+  return uniform_.get();
 }
 
 void Session::make_current() const {

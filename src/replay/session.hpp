@@ -10,15 +10,19 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "format/capture_dir.hpp"
 #include "replay/address_space.hpp"
 #include "replay/device_choice.hpp"
+#include "replay/restore_plan.hpp"
 #include "replay/textures.hpp"
 #include "replay/variant_image.hpp"
 
 namespace kerncap::replay {
+
+class UniformCheck;
 
 struct Options {
   std::filesystem::path capture;             // OUT or OUT/capture
@@ -46,11 +50,13 @@ struct Options {
 struct RestoreStats {
   uint64_t bytes = 0;
   uint64_t copied = 0, filled = 0;  // bytes staged and copied / memset on the device (restore_plan.hpp)
+  uint64_t overlaid = 0;  // bytes a constant filter (the poison) wrote with memsets over fills
   uint64_t rewritten_words = 0;  // pointer words rewritten in memory, globals and params
   // Where a restore's time went on the calling thread (seconds): decoding into staging,
   // relocating pointer words there, and waiting for a staging buffer's copy to end. What is
   // left of the wall time is issuing copies and memsets and the final synchronisation.
   double read_s = 0, rewrite_s = 0, wait_s = 0;
+  double seconds = 0;  // the whole restore, wall time
 };
 
 class Session {
@@ -64,11 +70,24 @@ class Session {
 
   // Writes every region and global back to its BEFORE state.
   RestoreStats restore();
-  // Changes what restore() writes: called on every staged piece of region `index` (manifest
-  // order) at byte `offset`, after relocation and before the copy to the device. Strong
-  // validation poisons the bytes the launch writes without reading; fuzzing replaces inputs.
-  // An empty function restores BEFORE unchanged.
-  using RestoreFilter = std::function<void(size_t index, uint64_t offset, uint8_t* data, uint64_t n)>;
+  // Changes what restore() writes: `apply` is called on every staged piece of region `index`
+  // (manifest order) at byte `offset`, after relocation and before the copy to the device.
+  // Strong validation poisons the bytes the launch writes without reading; fuzzing replaces
+  // inputs. An empty filter restores BEFORE unchanged. With a reach (restore_plan.hpp) only
+  // the bytes it names are staged for the filter, the rest of a fill stays a device memset;
+  // without one every byte of every region is staged.
+  struct RestoreFilter {
+    using Apply = std::function<void(size_t index, uint64_t offset, uint8_t* data, uint64_t n)>;
+    Apply apply;
+    std::optional<FilterReach> reach;
+    RestoreFilter() = default;
+    template <typename F>
+      requires(!std::is_same_v<std::decay_t<F>, RestoreFilter> &&
+               std::is_invocable_v<F&, size_t, uint64_t, uint8_t*, uint64_t>)
+    RestoreFilter(F f, std::optional<FilterReach> r = std::nullopt) : apply(std::move(f)), reach(std::move(r)) {}
+    explicit operator bool() const { return static_cast<bool>(apply); }
+    void operator()(size_t index, uint64_t offset, uint8_t* data, uint64_t n) const { apply(index, offset, data, n); }
+  };
   void set_restore_filter(RestoreFilter f) { filter_ = std::move(f); }
   const RestoreFilter& restore_filter() const { return filter_; }
   // Which image launches run. The session loads the captured image or Options::cubin when it
@@ -121,6 +140,9 @@ class Session {
   uint64_t address(size_t i) const { return addresses_.at(i); }
   std::string image_description() const { return active_->desc; }
   void* staging(size_t which) const { return which ? staging_b_ : staging_a_; }
+  // The comparison's device check (uniform_check.hpp), loaded on first use; null when it
+  // cannot run here (the reason is logged once), and comparisons read every byte back.
+  UniformCheck* uniform_check();
   uint64_t staging_bytes() const { return staging_bytes_; }
 
  private:
@@ -169,6 +191,8 @@ class Session {
   uint64_t generation_ = 0;
   bool launched_ = false;
   RestoreFilter filter_;
+  std::unique_ptr<UniformCheck> uniform_;
+  bool uniform_tried_ = false;
 };
 
 }  // namespace kerncap::replay

@@ -1,14 +1,18 @@
 #include "replay/validate.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
 
 #include "common/driver.hpp"
 #include "common/hex.hpp"
+#include "common/log.hpp"
 #include "format/region_bytes.hpp"
+#include "replay/compare_plan.hpp"
 #include "replay/compare_spec.hpp"
+#include "replay/uniform_check.hpp"
 
 namespace kerncap::replay {
 
@@ -29,6 +33,9 @@ class Expected {
     if (!with_after) return;
     for (const auto& a : c.manifest.after)
       if (a.region == r.id) runs_.push_back(&a);
+    // In offset order (apart: the manifest's rules), so at() finds its runs by bisection:
+    // the comparison reads back many small steps where the device vouches for the rest.
+    std::sort(runs_.begin(), runs_.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
   }
   // Largest n for a buffer of `capacity` bytes (the window adds at most 7 bytes each side).
   static uint64_t step(uint64_t capacity) { return (capacity - 16) / 64 * 64; }
@@ -37,7 +44,9 @@ class Expected {
     const uint64_t lo = std::max(r_.base, (r_.base + off) / 8 * 8) - r_.base;
     const uint64_t hi = std::min(r_.base + r_.size, (r_.base + off + n + 7) / 8 * 8) - r_.base;
     before_.read_at(lo, buffer_, hi - lo);
-    for (const auto* a : runs_) {
+    auto it = std::partition_point(runs_.begin(), runs_.end(), [lo](auto* a) { return a->offset + a->size <= lo; });
+    for (; it != runs_.end() && (*it)->offset < hi; ++it) {
+      const auto* a = *it;
       const uint64_t b = std::max(lo, a->offset), e = std::min(hi, a->offset + a->size);
       if (b < e) after_.read_at(a->file_offset + (b - a->offset), buffer_ + (b - lo), e - b);
     }
@@ -56,6 +65,19 @@ class Expected {
   const Session::RestoreFilter* filter_ = nullptr;
   size_t index_ = 0;
 };
+
+// Where region r's expected bytes all hold one value (compare_plan.hpp). Regions too small
+// for the device check to pay need none.
+std::vector<UniformRange> uniform_expected(const Session& session, const format::Region& r) {
+  if (r.size < (4ull << 20)) return {};
+  const format::Manifest& m = session.capture().manifest;
+  std::vector<ByteRange> after;
+  for (const auto& a : m.after)
+    if (a.region == r.id && a.size) after.push_back({a.offset, a.offset + a.size});
+  const RelocationMap& reloc = session.relocations();
+  return expected_uniform(format::RegionBytes(session.capture(), r).segments(), merge_ranges(std::move(after)), r.base,
+                          r.size, [&reloc](uint64_t word) { return reloc.moved(word); });
+}
 
 // The application's AFTER runs of one region as sorted [begin, end) byte ranges.
 std::vector<std::pair<uint64_t, uint64_t>> after_runs(const format::Manifest& m, uint32_t id) {
@@ -147,6 +169,7 @@ Verdict compare_with_after(Session& session, const CompareSpec& spec, const Inva
   const format::Manifest& m = session.capture().manifest;
   auto* actual = static_cast<uint8_t*>(session.staging(1));
   const uint64_t step = Expected::step(session.staging_bytes());  // whole elements of every type
+  const auto t0 = std::chrono::steady_clock::now();
   Verdict v;
   v.spec_source = spec.source;
   for (size_t i = 0; i < m.regions.size(); ++i) {
@@ -155,16 +178,31 @@ Verdict compare_with_after(Session& session, const CompareSpec& spec, const Inva
     for (const auto& a : m.after)
       if (a.region == r.id) rv.written += a.size;
     Expected expected(session.capture(), r, session.relocations(), static_cast<uint8_t*>(session.staging(0)));
+    // Where the expected bytes are one known value, the device vouches for the blocks that
+    // hold it and only the others are read back (compare_plan.hpp).
+    const std::vector<UniformRange> uniform = uniform_expected(session, r);
     for (const Piece& p : pieces_of(r, spec)) {
       // Offsets fed to the comparator are piece-relative: a piece may start anywhere in the
       // region, and elements are counted from its start.
       compare::Comparator cmp(p.dtype, p.tol);
-      for (uint64_t off = p.begin; off < p.end;) {
-        const uint64_t n = std::min(step, p.end - off);
-        const uint8_t* e = expected.at(off, n);
-        KC_CU(cuMemcpyDtoH(actual, session.address(i) + off, n));
-        cmp.feed(e, actual, n, off - p.begin);
-        off += n;
+      const CompareGrid g{p.begin, p.end, step, compare::kBlockBytes};
+      std::vector<UniformRange> plain;  // values the piece's type compares as plain bytes
+      for (const UniformRange& u : uniform)
+        if (u.end > p.begin && u.begin < p.end && cmp.plain(u.value)) plain.push_back(u);
+      std::vector<uint32_t> device;
+      if (worth_checking(g, plain))
+        if (UniformCheck* check = session.uniform_check())
+          device = check->run(session.address(i) + p.begin, g, session.stream());
+      for (const CompareStep& st : plan_compare(g, plain, device)) {
+        if (st.same) {
+          cmp.feed_identical(st.size, st.offset - p.begin);
+          v.compared_on_device += st.size;
+          continue;
+        }
+        const uint8_t* e = expected.at(st.offset, st.size);
+        KC_CU(cuMemcpyDtoH(actual, session.address(i) + st.offset, st.size));
+        cmp.feed(e, actual, st.size, st.offset - p.begin);
+        v.read_back += st.size;
       }
       PieceVerdict pv{p, cmp.result()};
       if (pv.result.first_bad_offset) *pv.result.first_bad_offset += p.begin;
@@ -182,6 +220,9 @@ Verdict compare_with_after(Session& session, const CompareSpec& spec, const Inva
     }
     v.invariants = compare::check_invariants(inv->checks, std::move(facts));
   }
+  v.compare_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  log::debug("compare: {:.3f} s; {} vouched for on the device, {} read back", v.compare_s,
+             human_bytes(v.compared_on_device), human_bytes(v.read_back));
   return v;
 }
 
@@ -302,6 +343,8 @@ nlohmann::json Verdict::to_json() const {
           {"written_bytes", written()},
           {"strength", strong ? "strong" : written() ? "weak-no-footprint" : "none: the launch changed no byte"},
           {"footprint_written_bytes", footprint_written},
+          {"compare_work", {{"on_device_bytes", compared_on_device}, {"read_back_bytes", read_back},
+                            {"seconds", compare_s}}},
           {"poisoned_bytes", poisoned},
           {"nondeterministic_regions", nondeterministic}};
   if (invariants) out["invariants"] = replay::to_json(*invariants);

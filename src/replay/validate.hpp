@@ -49,6 +49,10 @@ struct Verdict {
   // The capture's closure: regions it omitted (no pointer reaches them; replayed as 0xCB),
   // and how many of those the application's launch changed anyway (their BEFORE is unknown).
   uint64_t omitted_regions = 0, closure_gaps = 0;
+  // Where the comparison's work went: bytes the device vouched for (compare_plan.hpp), bytes
+  // read back and compared on the host, and its wall time (invariants included).
+  uint64_t compared_on_device = 0, read_back = 0;
+  double compare_s = 0;
   bool pass() const;       // every region matches and no invariant is violated
   uint64_t failing() const;
   uint64_t exact() const;

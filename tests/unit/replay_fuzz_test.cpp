@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "common/error.hpp"
 #include "replay/fuzz.hpp"
@@ -78,4 +79,30 @@ TEST(Fuzz, PiecesOfARestoreGetTheSameBytesAsTheWhole) {
 }
 
 }  // namespace
+// Reads and writes far into a long span (past whole bitmap words, at odd bits) decide as
+// near its start: the bitmaps are scanned a word at a time where words are whole.
+TEST(Fuzz, InputsAreFoundAcrossBitmapWords) {
+  const uint64_t size = 8192;
+  format::Manifest m;
+  m.regions = {{0, format::MemKind::Device, 0x1000, size, "mem/0.bin", 0, ""}};
+  auto fp = [&](uint64_t read_granule, std::optional<uint64_t> written_byte) {
+    format::Footprint f;
+    format::RegionFootprint r;
+    r.size = size;
+    r.read = format::Bitmap(4, size);
+    r.written = format::Bitmap(1, size);
+    r.rbw = format::Bitmap(4, size);
+    r.read.set(read_granule);
+    if (written_byte) r.written.set(*written_byte);
+    f.regions.push_back(r);
+    return f;
+  };
+  const std::vector<TypedSpan> sig = {{0x1000 + 100, size - 100, compare::DType::F32, {}}};
+  EXPECT_EQ(fuzz_inputs(fp(1500, std::nullopt), m, sig).size(), 1u);       // read far in: an input
+  EXPECT_THROW(fuzz_inputs(fp(1500, 8191), m, sig), Error);               // written at its end: an output
+  EXPECT_EQ(fuzz_inputs(fp(1500, 99), m, sig).size(), 1u);                // a write before the span is not its
+  EXPECT_THROW(fuzz_inputs(fp(24, std::nullopt), m, sig), Error);         // bytes 96..100: before it
+  EXPECT_EQ(fuzz_inputs(fp(25, std::nullopt), m, sig).size(), 1u);        // bytes 100..104: its first
+}
+
 }  // namespace kerncap::replay

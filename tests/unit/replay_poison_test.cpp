@@ -82,4 +82,38 @@ TEST(Poison, AFootprintOfAnotherCaptureIsRefused) {
 }
 
 }  // namespace
+// The plan walks the written runs instead of building never_read()'s bitmap: the runs and
+// counts must be never_read()'s, whatever the pattern (odd sizes, runs across granules).
+TEST(Poison, RunsAreNeverReadsRunsWithoutItsBitmap) {
+  uint64_t seed = 12345;
+  auto next = [&seed] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return seed >> 33;
+  };
+  for (int trial = 0; trial < 50; ++trial) {
+    const uint64_t size = 1 + next() % 5000;
+    format::Manifest m;
+    m.regions = {{0, format::MemKind::Device, 0x1000, size, "mem/0.bin", 0, ""}};
+    format::Footprint f;
+    format::RegionFootprint x;
+    x.size = size;
+    x.read = format::Bitmap(4, size);
+    x.written = format::Bitmap(1, size);
+    x.rbw = format::Bitmap(4, size);
+    for (int k = 0; k < 20; ++k) {
+      const uint64_t b = next() % size;
+      x.written.set_range(b, std::min<uint64_t>(size - b, 1 + next() % 300));
+      const uint64_t g = next() % x.read.bits();
+      x.read.set_range(g, std::min<uint64_t>(x.read.bits() - g, 1 + next() % 20));
+    }
+    f.regions.push_back(x);
+    const PoisonPlan p = plan_poison(f, m);
+    std::vector<std::pair<uint64_t, uint64_t>> want;
+    x.never_read().for_each_run([&](uint64_t first, uint64_t count) { want.emplace_back(first, count); });
+    EXPECT_EQ(p.runs[0], want) << "trial " << trial;
+    EXPECT_EQ(p.bytes, x.never_read().count());
+    EXPECT_EQ(p.written_bytes, x.written_bytes());
+  }
+}
+
 }  // namespace kerncap::replay
