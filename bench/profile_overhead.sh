@@ -130,6 +130,11 @@ for v in "${!VARIANTS[@]}"; do
   awk -v n="$name" -v t="${tuning:-${popts:--}}" -v p="$pl" -v f="$f" -v k="$N" -v r="$rec" \
     'BEGIN { printf "    %-16s loop %9.1f ms   ratio %.2fx  (%5.2f us extra per launch)  recorded %s   [%s]\n", n, f, f / p, (f - p) * 1000 / k, r, t }'
 done
+# Every run's loop time, in run order (plain and each row alternate), so noise shows.
+echo "  launch loop of each run (ms): plain $(tr '\n' ' ' <"$WORK/plain_loop")"
+for v in "${!VARIANTS[@]}"; do
+  echo "    ${VARIANTS[$v]%%|*}: $(tr '\n' ' ' <"$WORK/loop$v")"
+done
 echo "  (recorded: launches of tiny_kernel the profile counts; with --sample they are counted, a sample timed)"
 for v in "${!VARIANTS[@]}"; do
   IFS='|' read -r name tuning complete popts <<<"${VARIANTS[$v]}"

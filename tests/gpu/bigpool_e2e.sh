@@ -128,7 +128,8 @@ small() { local v; v=$(field "$1" "$2"); [ "$v" != n/a ] && [ "$v" -le $((64 * M
 # capture: the pool's zeros are not stored.
 CAP=$WORK/cap
 t0=$(now)
-BIGPOOL_GIB=$GIB timeout "$TIMEOUT" "$KC" extract bigpool_write -o "$CAP" -q -- "$APP" >"$WORK/extract.log" 2>&1
+# --continue: the application prints where it wrote (and the stray offset) after the launch.
+BIGPOOL_GIB=$GIB timeout "$TIMEOUT" "$KC" extract bigpool_write -o "$CAP" -q --continue -- "$APP" >"$WORK/extract.log" 2>&1
 rc=$?
 secs=$(since "$t0")
 line=$(grep -m1 '^bigpool:' "$WORK/extract.log")

@@ -51,6 +51,32 @@ def host_rss():
     return 0
 
 
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def rss_parts():
+    """Where resident memory is: anonymous, file-backed (libraries paged in), shared, and
+    what glibc's malloc holds in use and free (a leak grows "in use"; an allocator that keeps
+    freed memory grows "free"). Diagnostic only: no check depends on it."""
+    parts = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key = line.split(":")[0]
+            if key in ("RssAnon", "RssFile", "RssShmem"):
+                parts[key] = int(line.split()[1]) >> 10
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallinfo2.restype = _Mallinfo2
+        m = libc.mallinfo2()
+        parts["malloc_in_use"] = (m.uordblks + m.hblkhd) >> 20
+        parts["malloc_free"] = m.fordblks >> 20
+    except (AttributeError, OSError):
+        pass
+    return ", ".join(f"{k} {v} MiB" for k, v in parts.items())
+
+
 def rate(s, images, n, **opts):
     """Evaluations per second over n evaluations cycling through images; every result."""
     results = []
@@ -102,12 +128,14 @@ def main():
         check("warm_up", all(w["result"] == "PASS" for w in warm if not a.wrong or w["image"] != a.wrong),
               summary([w for w in warm if not a.wrong or w["image"] != a.wrong]))
         free0, rss0 = device_free(), host_rss()
+        parts0 = rss_parts()
 
         # In two halves, with the resident size after each: growth that stops after the first
         # half is the allocator keeping freed memory; growth in both halves is a leak.
         half = max(1, n // 2)
         r1, took1, res = rate(s, [None], half, time=False)
         rss_half = host_rss()
+        parts_half = rss_parts()
         r2, took2, res2 = rate(s, [None], n - half, time=False)
         rss_full = host_rss()
         res += res2
@@ -180,11 +208,17 @@ def main():
             s.evaluate(a.same)
         s.evaluate(None)
         free1, rss1 = device_free(), host_rss()
+        print(f"resident before the loops: {parts0}; after the first half: {parts_half}; after: {rss_parts()}", flush=True)
         grew = free0 - free1
         check("device_memory_flat", grew <= 4 << 20,
               f"free device memory {free0 >> 20} MiB before the loops, {free1 >> 20} MiB after ({grew / 2**20:+.1f} MiB used)")
-        check("host_memory_flat", rss1 - rss0 <= 64 << 20,
-              f"resident {rss0 >> 20} MiB before the loops, {rss1 >> 20} MiB after ({'; '.join(trail)})")
+        # Each thread of the engine's work pool keeps one buffer for a compressed chunk (up to
+        # 4 MiB, src/format/chunk_store.cpp) once it has decoded one: bounded by the cores, it
+        # fills over the first evaluations (no_growth_per_evaluation is the leak check).
+        pool_buffers = (os.cpu_count() or 1) * (4 << 20)
+        check("host_memory_flat", rss1 - rss0 <= (64 << 20) + pool_buffers,
+              f"resident {rss0 >> 20} MiB before the loops, {rss1 >> 20} MiB after, allowed 64 MiB + "
+              f"{pool_buffers >> 20} MiB of chunk buffers for {os.cpu_count()} threads ({'; '.join(trail)})")
     check("closed", s.closed, "the session closed on leaving the with block")
     print(f"{'ALL PASS' if not failures else 'FAILED: ' + ' '.join(failures)}", flush=True)
     return 1 if failures else 0
