@@ -28,7 +28,10 @@
 #   bench/profile_overhead.sh BUILD_DIR
 # Environment: KERNCAP_BENCH_KERNELS (default 100000), KERNCAP_BENCH_REPEAT (default 3),
 #              KERNCAP_BENCH_STREAMS (default 1), KERNCAP_BENCH_VARIANTS=0 (the default row only)
-#              or a comma-separated list of variant names (the default row and those).
+#              or a comma-separated list of variant names (the default row and those),
+#              KERNCAP_BENCH_CPUS=LIST (taskset -c LIST for the plain and the profiled runs alike:
+#              on a shared host the launch loop's speed drifts by 10-20 % between runs, more than
+#              what is measured; pinning to the GPU's NUMA node takes most of that out).
 # Exit 0 measured, 1 failed, 77 skipped (no GPU).
 set -u -o pipefail
 
@@ -44,6 +47,12 @@ done
 N=${KERNCAP_BENCH_KERNELS:-100000}
 R=${KERNCAP_BENCH_REPEAT:-3}
 S=${KERNCAP_BENCH_STREAMS:-1}
+PIN=()
+if [ -n "${KERNCAP_BENCH_CPUS:-}" ]; then
+  command -v taskset >/dev/null || { echo "KERNCAP_BENCH_CPUS needs taskset (util-linux)"; exit 1; }
+  PIN=(taskset -c "$KERNCAP_BENCH_CPUS")
+  "${PIN[@]}" true || { echo "KERNCAP_BENCH_CPUS=$KERNCAP_BENCH_CPUS: taskset refuses it"; exit 1; }
+fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-bench.XXXXXX") || exit 1
 trap 'rm -rf "$WORK"' EXIT
 
@@ -89,7 +98,7 @@ for v in "${!VARIANTS[@]}"; do : >"$WORK/loop$v"; done
 failed=0
 for i in $(seq "$R"); do
   t0=$(now_ns)
-  "$APP" --kernels "$N" --streams "$S" >"$WORK/plain.out" || { echo "plain run $i failed"; exit 1; }
+  "${PIN[@]}" "$APP" --kernels "$N" --streams "$S" >"$WORK/plain.out" || { echo "plain run $i failed"; exit 1; }
   t1=$(now_ns)
   echo "$(( (t1 - t0) / 1000 ))" >>"$WORK/plain_wall"
   loop_ms "$WORK/plain.out" >>"$WORK/plain_loop"
@@ -98,7 +107,7 @@ for i in $(seq "$R"); do
     read -r -a popts_ <<<"$popts"
     rm -f "$WORK/profile$v.json"
     t1=$(now_ns)
-    KERNCAP_PROFILE_CUPTI=$tuning "$KC" profile "${popts_[@]}" --top 3 -o "$WORK/profile$v.json" -- "$APP" --kernels "$N" --streams "$S" \
+    KERNCAP_PROFILE_CUPTI=$tuning "${PIN[@]}" "$KC" profile "${popts_[@]}" --top 3 -o "$WORK/profile$v.json" -- "$APP" --kernels "$N" --streams "$S" \
       >"$WORK/prof$v.out" 2>"$WORK/prof$v.err"
     rc=$?
     t2=$(now_ns)
@@ -115,7 +124,7 @@ done
 pw=$(median <"$WORK/plain_wall"); fw=$(median <"$WORK/prof_wall")
 pl=$(median <"$WORK/plain_loop"); fl=$(median <"$WORK/loop0")
 echo "kerncap profile overhead: $N tiny kernel launches on $S stream(s), median of $R runs"
-echo "  GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1)"
+echo "  GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1)${PIN:+; CPUs ${KERNCAP_BENCH_CPUS:-}}"
 awk -v p="$pw" -v f="$fw" 'BEGIN { printf "  wall time   plain %9.1f ms   profiled %9.1f ms   ratio %.2fx\n", p / 1000, f / 1000, f / p }'
 awk -v p="$pl" -v f="$fl" 'BEGIN { printf "  launch loop plain %9.1f ms   profiled %9.1f ms   ratio %.2fx  (%.2f us extra per launch)\n", p, f, f / p, (f - p) * 1000 / '"$N"' }'
 echo "  launch loop per CUPTI variant (KERNCAP_PROFILE_CUPTI), each against the same plain runs:"
