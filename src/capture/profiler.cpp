@@ -68,6 +68,10 @@ struct Profiler {
   // Sampled timing only (else null): the counter, and the kernel records' kind it switches.
   LaunchSampler* sampler = nullptr;
   CUpti_ActivityKind kernel_kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  // MEMCPY/MEMSET records are on (KERNCAP_PROFILE_CUPTI memory=0 turns them off). Sampled,
+  // they follow the kernel records' windows: enabled, they cost about as much per kernel
+  // launch as the kernel records themselves, on an application that copies nothing.
+  bool memory_kinds = false;
   std::mutex switch_mu;
   bool records_on = true;  // as applied (under switch_mu)
 };
@@ -188,8 +192,11 @@ void apply_records(Profiler& p) {
   const bool want = p.sampler->records_wanted();
   if (want == p.records_on) return;
   p.records_on = want;
-  if (want) KC_CUPTI(cuptiActivityEnable(p.kernel_kind));
-  else KC_CUPTI(cuptiActivityDisable(p.kernel_kind));
+  for (CUpti_ActivityKind kind : {p.kernel_kind, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET}) {
+    if (kind != p.kernel_kind && !p.memory_kinds) continue;
+    if (want) KC_CUPTI(cuptiActivityEnable(kind));
+    else KC_CUPTI(cuptiActivityDisable(kind));
+  }
 }
 
 void sample_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) noexcept {
@@ -325,8 +332,9 @@ bool start(const Config& config) {
   }
   // Context for the trace only: their absence loses nothing the table needs.
   if (tuning.memory) {
-    KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
-    KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+    const bool memcpy_on = static_cast<bool>(KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY)));
+    const bool memset_on = static_cast<bool>(KC_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET)));
+    p.memory_kinds = memcpy_on || memset_on;
   }
   // Benchmark windows (profile_benchmark_begin) are told apart by external correlation
   // records. Enabled, they make CUPTI look up the correlation stack on every API call of the

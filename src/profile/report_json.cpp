@@ -32,8 +32,9 @@ json process_json(const ProcessSummary& p) {
           {"devices", std::move(devices)},
           {"kernels", p.kernels},
           {"kernel_ns", p.kernel_ns},
-          {"memcpy", {{"count", p.memcpys}, {"ns", p.memcpy_ns}, {"bytes", p.memcpy_bytes}}},
-          {"memset", {{"count", p.memsets}, {"ns", p.memset_ns}, {"bytes", p.memset_bytes}}},
+          // sampled: recorded in the timed windows only (sample_period != 0), a sample's counts
+          {"memcpy", {{"count", p.memcpys}, {"ns", p.memcpy_ns}, {"bytes", p.memcpy_bytes}, {"sampled", p.sample_period != 0}}},
+          {"memset", {{"count", p.memsets}, {"ns", p.memset_ns}, {"bytes", p.memset_bytes}, {"sampled", p.sample_period != 0}}},
           {"complete", p.complete},
           {"end_reason", p.end_reason},
           {"dropped", p.dropped},

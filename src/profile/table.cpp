@@ -109,9 +109,12 @@ std::string format_table(const Summary& s, const TableOptions& opt) {
     mc += p.memcpys, mc_ns += p.memcpy_ns, mc_b += p.memcpy_bytes;
     ms += p.memsets, ms_ns += p.memset_ns;
   }
+  // Sampled timing records copies and fills in the timed windows only: those are counts of a sample.
+  const bool sampled = std::any_of(s.processes.begin(), s.processes.end(), [](const ProcessSummary& p) { return p.sample_period != 0; });
   if (mc || ms)
-    out += fmt::format("Not in the table: {} memcpy ({:.3f} ms, {}), {} memset ({:.3f} ms)\n", mc,
-                       static_cast<double>(mc_ns) / 1e6, human_bytes(mc_b), ms, static_cast<double>(ms_ns) / 1e6);
+    out += fmt::format("Not in the table{}: {} memcpy ({:.3f} ms, {}), {} memset ({:.3f} ms)\n",
+                       sampled ? " (recorded in the timed windows only)" : "", mc, static_cast<double>(mc_ns) / 1e6,
+                       human_bytes(mc_b), ms, static_cast<double>(ms_ns) / 1e6);
   return out;
 }
 

@@ -181,3 +181,27 @@ TEST(ProfileSampled, RunsAndTheSamplingLineRoundTripThroughTheRecordFile) {
   ASSERT_EQ(p.kernels.size(), 1u);
   EXPECT_EQ(p.kernels[0].name_id, 0u);
 }
+
+TEST(ProfileSampled, CopiesAreSaidToBeFromTheTimedWindows) {
+  // Sampled, memcpy/memset records follow the timed windows: the table and profile.json say
+  // their counts are those of the windows; exact, they say nothing of the kind.
+  ProcessRecords p = sampled_process();
+  kerncap::format::MemRecord copy;
+  copy.copy_kind = "HtoD";
+  copy.bytes = 4096;
+  copy.start_ns = 10;
+  copy.end_ns = 1010;
+  p.memops.push_back(copy);
+  TableOptions opt;
+  opt.top = 0;
+  opt.width = 120;
+  const Summary sampled = aggregate({p});
+  EXPECT_NE(format_table(sampled, opt).find("Not in the table (recorded in the timed windows only): 1 memcpy"),
+            std::string::npos)
+      << format_table(sampled, opt);
+  EXPECT_EQ(report_json(sampled, RunInfo{})["processes"][0]["memcpy"]["sampled"], true);
+  p.sample_period = 0;
+  const Summary exact = aggregate({p});
+  EXPECT_NE(format_table(exact, opt).find("Not in the table: 1 memcpy"), std::string::npos) << format_table(exact, opt);
+  EXPECT_EQ(report_json(exact, RunInfo{})["processes"][0]["memcpy"]["sampled"], false);
+}
