@@ -123,6 +123,7 @@ done
 
 pw=$(median <"$WORK/plain_wall"); fw=$(median <"$WORK/prof_wall")
 pl=$(median <"$WORK/plain_loop"); fl=$(median <"$WORK/loop0")
+plmin=$(sort -g "$WORK/plain_loop" | head -n1); flmin=$(sort -g "$WORK/loop0" | head -n1)
 echo "kerncap profile overhead: $N tiny kernel launches on $S stream(s), median of $R runs"
 echo "  GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1)${PIN:+; CPUs ${KERNCAP_BENCH_CPUS:-}}"
 awk -v p="$pw" -v f="$fw" 'BEGIN { printf "  wall time   plain %9.1f ms   profiled %9.1f ms   ratio %.2fx\n", p / 1000, f / 1000, f / p }'
@@ -136,8 +137,11 @@ for v in "${!VARIANTS[@]}"; do
     rec=$(recorded "$WORK/profile$v.json")
     [ "$rec" = "$N" ] || { echo "FAIL: $name: the profile holds $rec of $N launches"; failed=1; }
   fi
-  awk -v n="$name" -v t="${tuning:-${popts:--}}" -v p="$pl" -v f="$f" -v k="$N" -v r="$rec" \
-    'BEGIN { printf "    %-16s loop %9.1f ms   ratio %.2fx  (%5.2f us extra per launch)  recorded %s   [%s]\n", n, f, f / p, (f - p) * 1000 / k, r, t }'
+  # The fastest runs too: interference on a shared host only ever slows a run down, so the
+  # ratio of the minima is the steadier estimate when the runs scatter.
+  fm=$(sort -g "$WORK/loop$v" | head -n1)
+  awk -v n="$name" -v t="${tuning:-${popts:--}}" -v p="$pl" -v f="$f" -v k="$N" -v r="$rec" -v pm="$plmin" -v fm="$fm" \
+    'BEGIN { printf "    %-16s loop %9.1f ms   ratio %.2fx  (%5.2f us extra per launch)  fastest runs %.2fx  recorded %s   [%s]\n", n, f, f / p, (f - p) * 1000 / k, fm / pm, r, t }'
 done
 # Every run's loop time, in run order (plain and each row alternate), so noise shows.
 echo "  launch loop of each run (ms): plain $(tr '\n' ' ' <"$WORK/plain_loop")"
@@ -158,5 +162,6 @@ print(f"    {sys.argv[2]}: tiny_kernel calls {k['calls']}, timed {k['samples']},
 PY
 done
 echo "  kernels recorded in the last profiled run: $(recorded "$WORK/profile0.json") of $N"
-awk -v p="$pl" -v f="$fl" 'BEGIN { r = f / p; printf "profile ratio (launch loop): %.2fx  target <= 1.10: %s\n", r, (r <= 1.10 ? "met" : "NOT met") }'
+awk -v p="$pl" -v f="$fl" -v pm="$plmin" -v fm="$flmin" 'BEGIN { r = f / p; m = fm / pm
+  printf "profile ratio (launch loop): %.2fx medians, %.2fx fastest runs  target <= 1.10: %s\n", r, m, (r <= 1.10 && m <= 1.10 ? "met (both)" : r <= 1.10 || m <= 1.10 ? "met by one estimate only" : "NOT met") }'
 [ "$failed" = 0 ] || exit 1
