@@ -36,7 +36,7 @@ struct ProfileCupti {
 // launch until it has made kSampleExactLaunches, then one window of kSampleWindow launches in
 // every N (the variable's text in protocol.cpp says these numbers).
 inline constexpr uint64_t kSampleExactLaunches = 10000;
-inline constexpr uint64_t kSampleWindow = 1000;
+inline constexpr uint64_t kSampleWindow = 10000;
 
 // The text form ("" for the defaults); parse returns the problem, or "" (then *out is set).
 std::string profile_cupti_text(const ProfileCupti& p);
