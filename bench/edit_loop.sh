@@ -40,7 +40,9 @@
 # Then the same edits in one engine session (bench/edit_loop_session.py: the capture restored
 # once, each iteration `make recompile` plus a strong evaluation in that session), its median
 # and ratio (SESSION=0 skips it; it needs the repository's python/ and the build's
-# lib/libkerncap_replay.so, or KERNCAP_REPLAY_LIB).
+# lib/libkerncap_replay.so, or KERNCAP_REPLAY_LIB). Before it, the make loop again with
+# `kerncap serve` running (what `make serve` in another terminal gives): its median and ratio
+# (SERVE=0 skips it).
 #
 # Environment: APP_ARGS (multifile's arguments, default "--n 4194304 --work 64 --steps 10"),
 # KC_MAKE_FLAGS (added to the reproducer's make, e.g. WHOLE_UNIT=1 to time the whole-unit
@@ -288,6 +290,34 @@ for rep in $(seq 1 "$REPS"); do
 done
 KCM=$(median <"$WORK/kc.txt" | awk '{ printf "%.3f", $1 }')
 TRM=$(median <"$WORK/trad.txt" | awk '{ printf "%.3f", $1 }')
+# ---- the same make loop with `kerncap serve` holding the capture open (make serve in another
+# terminal): each validate-variant is answered by the server, without a process's CUDA
+# start-up and restore (docs/engine.md). SERVE=0 skips it.
+SVM=''
+if [ "${SERVE:-1}" = 1 ]; then
+  "$KC" serve "$REPRO" --idle-timeout 600 >"$WORK/serve.log" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 600); do
+    grep -q ' ready (pid' "$WORK/serve.log" && break
+    kill -0 "$SERVER" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q ' ready (pid' "$WORK/serve.log" || { kill "$SERVER" 2>/dev/null; fail "kerncap serve did not start" "$WORK/serve.log"; }
+  : >"$WORK/served.txt"
+  for rep in $(seq 1 "$REPS"); do
+    edit_repro "s$rep"
+    t0=$(now)
+    kc_make "$WORK/served-$rep.log" recompile validate-variant
+    t=$(since "$t0")
+    grep -q 'evaluated by kerncap serve' "$WORK/served-$rep.log" ||
+      { kill "$SERVER" 2>/dev/null; fail "validate-variant did not go to the server" "$WORK/served-$rep.log"; }
+    echo "$t" >>"$WORK/served.txt"
+    echo "served $rep: $t s"
+  done
+  "$KC" serve --stop "$REPRO" >>"$WORK/serve.log" 2>&1 || kill "$SERVER" 2>/dev/null
+  wait "$SERVER" 2>/dev/null
+  SVM=$(median <"$WORK/served.txt" | awk '{ printf "%.3f", $1 }')
+fi
 # ---- the same kind of edits, each evaluated in one engine session that keeps the capture
 # restored (bench/edit_loop_session.py; the evaluation loop of docs/engine.md)
 SEM=''
@@ -303,6 +333,10 @@ fi
 echo "application: $APP_NOTE"
 echo "median: kerncap edit loop ${KCM} s (make recompile validate-variant), rebuild+rerun ${TRM} s"
 awk -v a="$TRM" -v b="$KCM" 'BEGIN { printf "ratio: %.1fx faster with kerncap\n", a / b }'
+if [ -n "$SVM" ]; then
+  echo "median: kerncap edit loop with kerncap serve running ${SVM} s (make recompile validate-variant, answered by the server)"
+  awk -v a="$TRM" -v b="$SVM" 'BEGIN { printf "ratio (served): %.1fx faster with kerncap\n", a / b }'
+fi
 if [ -n "$SEM" ]; then
   echo "median: kerncap edit loop in one session ${SEM} s (make recompile, then the engine session's strong evaluation)"
   awk -v a="$TRM" -v b="$SEM" 'BEGIN { printf "ratio (session): %.1fx faster with kerncap\n", a / b }'

@@ -92,8 +92,8 @@ LOOP=(--app-cmd true --kernel k --source-dir "$T/app" --compile-commands "$T/bui
   --touch "$T/app/k.cu" --rebuild-cmd true)
 loop() {  # loop NAME WANT_RC WANT_TEXT ARGS...: the benchmark with a GPU stand-in
   : >"$T/out/make.log"
-  # SESSION=0: the session loop needs the real engine and a GPU
-  SESSION=0 NVSMI_DIR=$T/gpu STUB_OUT=$T/out check "$@"
+  # SESSION=0, SERVE=0: the session and served loops need the real engine and a GPU
+  SESSION=0 SERVE=0 NVSMI_DIR=$T/gpu STUB_OUT=$T/out check "$@"
 }
 has() {  # has NAME WHAT FILE PATTERN: grep -E PATTERN FILE (what a loop left there)
   if grep -qE -- "$4" "$3"; then echo "PASS $1"; else echo "FAIL $1: no '$4' in $2:"; sed 's/^/  /' "$3"; failed=1; fi
