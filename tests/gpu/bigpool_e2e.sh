@@ -53,18 +53,6 @@ echo "big-pool suite: ${GIB} GiB pool, work in $WORK"
 passed=0
 failed=0
 rows=()
-check() {  # check NAME DETAIL CONDITION-EXIT-STATUS
-  local name=$1 detail=$2 ok=$3
-  if [ "$ok" = 0 ]; then
-    echo "PASS $name: $detail"
-    passed=$((passed + 1))
-    rows+=("| $name | PASS | $detail |")
-  else
-    echo "FAIL $name: $detail"
-    failed=$((failed + 1))
-    rows+=("| $name | FAIL | $detail |")
-  fi
-}
 finish() {
   echo
   echo "| case | result | detail |"

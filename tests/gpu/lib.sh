@@ -43,6 +43,21 @@ gpu_work_dir() {
 # keeps a failed run's files with `trap - EXIT`).
 cleanup() { [ "${KERNCAP_GPU_KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
 
+# check NAME DETAIL STATUS: one case's verdict (STATUS 0 passes): a PASS/FAIL line, the counts
+# passed/failed and a table row in rows (the suite sets passed=0 failed=0 rows=() first).
+check() {
+  local name=$1 detail=$2 ok=$3
+  if [ "$ok" = 0 ]; then
+    echo "PASS $name: $detail"
+    passed=$((passed + 1))
+    rows+=("| $name | PASS | $detail |")
+  else
+    echo "FAIL $name: $detail"
+    failed=$((failed + 1))
+    rows+=("| $name | FAIL | $detail |")
+  fi
+}
+
 # want NAME: the case is to run (KERNCAP_GPU_CASES unset, or a space-separated list naming it).
 want() { [ -z "${KERNCAP_GPU_CASES:-}" ] || [[ " $KERNCAP_GPU_CASES " == *" $1 "* ]]; }
 

@@ -30,18 +30,6 @@ echo "store suite: work in $WORK"
 passed=0
 failed=0
 rows=()
-check() {  # check NAME DETAIL CONDITION-EXIT-STATUS
-  local name=$1 detail=$2 ok=$3
-  if [ "$ok" = 0 ]; then
-    echo "PASS $name: $detail"
-    passed=$((passed + 1))
-    rows+=("| $name | PASS | $detail |")
-  else
-    echo "FAIL $name: $detail"
-    failed=$((failed + 1))
-    rows+=("| $name | FAIL | $detail |")
-  fi
-}
 bytes() { du -sb "$1" 2>/dev/null | awk '{print $1}'; }
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 
