@@ -73,6 +73,7 @@ std::string why_not_served(const ValidateShape& v, const ServerInfo& s, const st
   if (strong_here && !s.strong)
     return "its session is weak (no footprint) and this validation would be strong or measure the footprint";
   if (!strong_here && s.strong) return "its session is strong and --footprint never asks for a weak validation";
+  if (v.fuzz && !s.strong) return "--fuzz needs the footprint, which its session does not have";
   return "";
 }
 

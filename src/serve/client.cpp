@@ -30,6 +30,7 @@ CallResult call(const std::string& name, const Request& r, std::chrono::millisec
   } catch (const ProtocolError& e) {
     out.why = fmt::format("kerncap serve (pid {}) answered outside the contract: {}", out.server_pid, e.what());
   } catch (const std::exception& e) {
+    out.status = CallResult::Status::Failed;  // a server is there (a full backlog) or the socket call failed
     out.why = fmt::format("kerncap serve could not be reached: {}", e.what());
   }
   return out;

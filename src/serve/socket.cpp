@@ -20,6 +20,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// Connections waiting while the server evaluates (it answers one at a time).
+constexpr int kBacklog = 16;
+
 std::string errno_text(const char* call) { return fmt::format("{}: {}", call, std::strerror(errno)); }
 
 // The abstract address of `name`: sun_path starts with a NUL, the length counts the name only.
@@ -31,8 +34,8 @@ socklen_t abstract_address(const std::string& name, sockaddr_un& a) {
   return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
 }
 
-Fd new_socket() {
-  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+Fd new_socket(int flags = 0) {
+  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | flags, 0));
   if (!fd) input_error(errno_text("socket(AF_UNIX)"));
   return fd;
 }
@@ -96,7 +99,7 @@ Fd listen_on(const std::string& name) {
       usage_error(fmt::format("another process already serves this directory (socket @{})", name));
     input_error(errno_text("bind"));
   }
-  if (::listen(fd.get(), 16) != 0) input_error(errno_text("listen"));
+  if (::listen(fd.get(), kBacklog) != 0) input_error(errno_text("listen"));
   return fd;
 }
 
@@ -116,12 +119,15 @@ Fd accept_one(const Fd& listener, std::chrono::milliseconds timeout) {
 }
 
 Fd connect_to(const std::string& name) {
-  Fd fd = new_socket();
+  // Non-blocking: a connect to a server whose backlog is full fails at once instead of
+  // waiting for it (reads and writes wait in poll, with their timeouts).
+  Fd fd = new_socket(SOCK_NONBLOCK);
   sockaddr_un a;
   const socklen_t len = abstract_address(name, a);
   while (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a), len) != 0) {
     if (errno == EINTR) continue;
     if (errno == ECONNREFUSED || errno == ENOENT) return Fd();  // nothing listens
+    if (errno == EAGAIN) input_error(fmt::format("the server on @{} has {} connections waiting already", name, kBacklog));
     input_error(errno_text("connect"));
   }
   return fd;

@@ -48,8 +48,8 @@ struct Peer {
 Fd listen_on(const std::string& name);
 // Waits up to `timeout` for a connection; an empty Fd when none came (or a signal woke it).
 Fd accept_one(const Fd& listener, std::chrono::milliseconds timeout);
-// Connects to the abstract `name`; an empty Fd when nothing listens there. Error(Device)
-// never: other failures are Error(Input) with the reason (the caller falls back).
+// Connects to the abstract `name` (a non-blocking socket); an empty Fd when nothing listens
+// there. Other failures (a full backlog) are Error(Input) with the reason (the caller falls back).
 Fd connect_to(const std::string& name);
 // Who is at the other end of a connected socket.
 Peer peer_of(const Fd& fd);

@@ -96,6 +96,8 @@ TEST(ServeRoute, WhatTheLoopCannotHonourStaysInProcess) {
   ValidateShape never;
   never.footprint = FootprintUse::Never;
   EXPECT_EQ(why_not_served(never, weak, "/work/OUT"), "");
+  never.fuzz = 4;  // this process says why fuzzing needs a footprint
+  EXPECT_NE(why_not_served(never, weak, "/work/OUT"), "");
   // A server started on another device than the default choice: only for that --device.
   ServerInfo on1 = s;
   on1.device = 1;

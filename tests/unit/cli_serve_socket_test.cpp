@@ -212,6 +212,25 @@ TEST(ServeRoundTrip, AServerThatDiesMidRequestIsAFailureNotAVerdict) {
   EXPECT_NE(d.why.find("no answer from kerncap serve"), std::string::npos) << d.why;
 }
 
+TEST(ServeRoundTrip, AFullBacklogIsAFailureAtOnceNotAWait) {
+  // A server busy with one evaluation while more clients than its backlog queue up.
+  const std::string name = unique_name();
+  Fd l = listen_on(name);
+  std::vector<Fd> waiting;
+  bool full = false;
+  for (int i = 0; i < 256 && !full; ++i) {
+    try {
+      waiting.push_back(connect_to(name));
+    } catch (const Error&) {
+      full = true;
+    }
+  }
+  ASSERT_TRUE(full);
+  const CallResult r = call(name, ping(), milliseconds(5000));
+  ASSERT_EQ(r.status, CallResult::Status::Failed);
+  EXPECT_NE(r.why.find("connections waiting"), std::string::npos) << r.why;
+}
+
 TEST(ServeRoundTrip, TheIdleTimeoutEndsTheServer) {
   ServerOptions o;
   o.idle_timeout = milliseconds(300);
