@@ -43,7 +43,9 @@ bool validate_served(const ReplayCommon& c, const ValidateShape& shape, ServerUs
   } catch (const serve::ProtocolError& e) {
     return note(ping.server_pid, e.what());
   }
-  if (const std::string why = why_not_served(shape, info, key.string()); !why.empty()) return note(info.pid, why);
+  // Its pid as this process sees it (SO_PEERCRED), not as it says (another pid namespace).
+  const pid_t pid = ping.server_pid;
+  if (const std::string why = why_not_served(shape, info, key.string()); !why.empty()) return note(pid, why);
   serve::Request r;
   r.op = serve::Op::Evaluate;
   if (!c.cubin.empty()) {
@@ -57,28 +59,28 @@ bool validate_served(const ReplayCommon& c, const ValidateShape& shape, ServerUs
   // No limit on the answer: an evaluation takes what it takes; a server that dies closes the socket.
   const serve::CallResult a = serve::call(name, r, milliseconds(-1));
   if (a.status != serve::CallResult::Status::Answered)
-    return note(info.pid, a.why.empty() ? "it stopped before answering" : a.why);
+    return note(pid, a.why.empty() ? "it stopped before answering" : a.why);
   const serve::Response& resp = a.response;
   if (!resp.ok) {
     const auto kind = serve::error_kind(resp.error->kind);
     // The image's own faults (refused variant, wrong layout, bad options) are this
     // validation's answer; the server's (a fault, a changed capture) are not.
     if (kind == ErrorKind::Input || kind == ErrorKind::Usage) {
-      std::fprintf(stderr, "kerncap: evaluated by kerncap serve (pid %d)\n", info.pid);
+      std::fprintf(stderr, "kerncap: evaluated by kerncap serve (pid %d)\n", pid);
       fail(*kind, resp.error->message);
     }
-    return note(info.pid, fmt::format("it answered {}: {}", resp.error->kind, resp.error->message));
+    return note(pid, fmt::format("it answered {}: {}", resp.error->kind, resp.error->message));
   }
   ValidateOutput out;
   try {
     out = output_from_evaluation(resp.evaluation, info.device_line, info.placement);
   } catch (const nlohmann::json::exception& e) {
-    return note(info.pid, fmt::format("its evaluation is incomplete: {}", e.what()));
+    return note(pid, fmt::format("its evaluation is incomplete: {}", e.what()));
   }
   const std::string own_compare = (format::open_capture(c.dir).dir.parent_path() / "compare.json").string();
   out.verdict["spec"] =
       spec_source_here(out.verdict.value("spec", "default"), info, own_compare, shape.spec.has_value());
-  std::fprintf(stderr, "kerncap: evaluated by kerncap serve (pid %d)\n", info.pid);
+  std::fprintf(stderr, "kerncap: evaluated by kerncap serve (pid %d)\n", pid);
   print_validate(out, c.dir, c.json, toml);
   exit_code = out.pass ? 0 : 1;
   return true;
