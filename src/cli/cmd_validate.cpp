@@ -211,8 +211,7 @@ void add_validate(CLI::App& app, int& exit_code) {
   cmd->add_option("--server", a->server,
                   "auto: when `kerncap serve DIR` is running, it evaluates (the same verdict, printed the same, "
                   "without starting a process's CUDA and restoring the capture; says `evaluated by kerncap serve`), "
-                  "else this process does; off: always this process (default: KERNCAP_SERVE, else auto)")
-      ->check(CLI::IsMember({"auto", "off"}));
+                  "else this process does; off: always this process (default: KERNCAP_SERVE, else auto)");
   cmd->callback([c, a, &exit_code] { run_validate(*c, *a, exit_code); });
 }
 

@@ -10,13 +10,13 @@ namespace kerncap::cli {
 using nlohmann::json;
 
 ServerUse server_use_from(const std::string& flag, const std::optional<std::string>& env) {
-  auto parse = [](const std::string& v, const char* what) {
+  auto parse = [](const std::string& v, const std::string& what) {
     if (v == "auto") return ServerUse::Auto;
     if (v == "off") return ServerUse::Off;
-    usage_error(fmt::format("{} {}: expected auto or off", what, v));
+    usage_error(fmt::format("{}: expected auto or off", what));
   };
-  if (!flag.empty()) return parse(flag, "--server");
-  if (env && !env->empty()) return parse(*env, "KERNCAP_SERVE=");
+  if (!flag.empty()) return parse(flag, "--server " + flag);
+  if (env && !env->empty()) return parse(*env, "KERNCAP_SERVE=" + *env);
   return ServerUse::Auto;
 }
 
