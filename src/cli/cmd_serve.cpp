@@ -3,7 +3,6 @@
 // `kerncap validate DIR` over a Unix socket (src/serve/), so that each validation of the edit
 // loop costs an evaluation, not a process that starts the driver and restores every byte.
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -24,6 +23,7 @@
 #include "replay/eval_session.hpp"
 #include "replay/validate_flow.hpp"
 #include "serve/client.hpp"
+#include "serve/file_stamps.hpp"
 #include "serve/server.hpp"
 
 namespace kerncap::cli {
@@ -54,27 +54,9 @@ void catch_signals() {
 
 // The files whose change makes the open session answer differently from a fresh process:
 // the manifest (a new capture), the footprint (strength) and OUT/compare.json (the default spec).
-struct Stamp {
-  bool exists = false;
-  dev_t dev = 0;
-  ino_t ino = 0;
-  off_t size = 0;
-  int64_t mtime_ns = 0;
-  bool operator==(const Stamp&) const = default;
-};
-Stamp stamp(const fs::path& p) {
-  struct stat st{};
-  if (::stat(p.c_str(), &st) != 0) return {};
-  return {true, st.st_dev, st.st_ino, st.st_size, int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec};
-}
 std::vector<fs::path> watched(const fs::path& capture_dir) {
   return {capture_dir / format::kManifestName, capture_dir / format::kFootprintJson,
           capture_dir.parent_path() / "compare.json"};
-}
-std::vector<Stamp> stamps(const std::vector<fs::path>& files) {
-  std::vector<Stamp> s;
-  for (const auto& f : files) s.push_back(stamp(f));
-  return s;
 }
 
 void stop_server(const std::string& dir) {
@@ -131,8 +113,7 @@ void run_serve(const ServeArgs& a, int& exit_code) {
 
   const replay::Session& s = *es.session;
   const fs::path capture_dir = s.capture().dir;
-  const std::vector<fs::path> files = watched(capture_dir);
-  const std::vector<Stamp> opened = stamps(files);
+  const serve::FileStamps opened(watched(capture_dir));
   ServerInfo info;
   info.pid = ::getpid();
   info.dir = key.string();
@@ -148,10 +129,9 @@ void run_serve(const ServeArgs& a, int& exit_code) {
   info.kerncap = KERNCAP_VERSION;
 
   auto evaluate = [&](const serve::Request& r, bool&) -> json {
-    if (stamps(files) != opened)
-      throw serve::Stale(fmt::format("the capture in {} changed since kerncap serve opened it (manifest, footprint "
-                                     "or compare.json); restart kerncap serve",
-                                     key.string()));
+    if (const fs::path* f = opened.changed())
+      throw serve::Stale(fmt::format("{} changed since kerncap serve opened the capture; restart kerncap serve",
+                                     f->string()));
     const replay::EvaluateOptions o = replay::evaluate_options_from_json(r.options, s.capture().manifest);
     std::optional<replay::VariantImage> image;
     if (r.cubin) {
