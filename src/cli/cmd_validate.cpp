@@ -10,10 +10,14 @@
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
 #include "cli/strong.hpp"
+#include "cli/serve_route.hpp"
+#include "cli/validate_output.hpp"
+#include "cli/validate_served.hpp"
 #include "cli/validate_settings.hpp"
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "format/capture_dir.hpp"
+#include "format/protocol.hpp"
 #include "lint/kerncap_toml.hpp"
 #include "replay/compare_spec.hpp"
 #include "replay/fuzz.hpp"
@@ -33,6 +37,7 @@ struct ValidateArgs {
   uint64_t seed = 1;
   ValidateFlags flags;  // kerncap.toml overrides
   replay::TimingOptions timing{.warmup = 3, .iterations = 20};
+  std::string server;  // --server auto|off ("": KERNCAP_SERVE, else auto)
 };
 
 // OUT/kerncap.toml's path (OUT may be given as OUT/capture).
@@ -55,12 +60,35 @@ std::optional<replay::CompareSpec> forced_spec(const ValidateArgs& a, const repl
   return spec;
 }
 
-void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) {
+// What a validation asks for, as far as a `kerncap serve` must honour it (serve_route.hpp).
+ValidateShape shape_of(const ReplayCommon& c, const ValidateArgs& a, const ValidateSettings& set, double min_speedup,
+                       const std::optional<replay::CompareSpec>& spec) {
+  ValidateShape v;
+  v.geometry = !c.grid.empty() || !c.block.empty();
+  v.no_relocate = c.no_relocate;
+  v.collide = c.collide >= 0;
+  v.verify = c.verify;
+  v.no_determinism = a.no_determinism;
+  v.invariants = set.invariants.any();
+  v.tolerance_table = !set.tolerances.empty();
+  v.region_tolerances = !set.region_tolerances.empty();
+  v.min_speedup = min_speedup;
+  if (c.device >= 0) v.device = c.device;
+  v.footprint = footprint_use_from(a.footprint);
+  v.spec = spec;
+  v.fuzz = a.fuzz;
+  v.seed = a.seed;
+  return v;
+}
+
+void run_validate(const ReplayCommon& c0, const ValidateArgs& a, int& exit_code) {
   // A malformed OUT/kerncap.toml is bad input (exit 2), refused before any GPU work.
-  const auto config = lint::load_kerncap_toml(c.dir);
-  const ValidateSettings set = resolve_validate_settings(a.flags, config, toml_path(c.dir));
+  const auto config = lint::load_kerncap_toml(c0.dir);
+  const ValidateSettings set = resolve_validate_settings(a.flags, config, toml_path(c0.dir));
+  const ServerUse use = server_use_from(a.server, format::serve_from_env());
+  const ReplayCommon c = with_fresh_variant(c0, "validating");
   replay::ValidateRequest req;
-  req.session = with_fresh_variant(c, "validating").options();
+  req.session = c.options();
   req.spec = forced_spec(a, set.tolerances);
   req.check_determinism = !a.no_determinism;
   req.invariants = set.invariants;
@@ -77,6 +105,11 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
                    "image\n", set.min_speedup_from.c_str());
     min_speedup = 0;
   }
+  if (a.fuzz && !req.session.overrides_launch() && chatty)
+    std::fprintf(stderr, "kerncap: note: --fuzz without a variant compares the captured image with itself\n");
+  const std::optional<std::string> toml = config ? std::optional(toml_path(c.dir)) : std::nullopt;
+  if (validate_served(c, shape_of(c, a, set, min_speedup, req.spec), use, toml, exit_code)) return;
+
   const auto fp = footprint_for(c.dir, footprint_use_from(a.footprint), c.quiet || c.json);
   if (fp) req.footprint = &*fp;
   if (a.fuzz && !fp)
@@ -85,12 +118,7 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
   const replay::ValidateReport r = replay::validate(req);
   const replay::Verdict& v = r.verdict;
   std::optional<replay::FuzzReport> fz;
-  if (a.fuzz) {
-    const replay::Options captured = req.session.as_captured();
-    if (!req.session.overrides_launch() && !c.quiet && !c.json)
-      std::fprintf(stderr, "kerncap: note: --fuzz without a variant compares the captured image with itself\n");
-    fz = replay::fuzz(captured, req.session, *fp, a.fuzz, a.seed);
-  }
+  if (a.fuzz) fz = replay::fuzz(req.session.as_captured(), req.session, *fp, a.fuzz, a.seed);
   std::optional<replay::SpeedupCheck> sp;
   if (min_speedup > 0) {
     replay::Options captured = req.session;
@@ -106,50 +134,32 @@ void run_validate(const ReplayCommon& c, const ValidateArgs& a, int& exit_code) 
   if (sp && !sp->pass())
     extra += fmt::format("{}speed-up x{:.3f} below the x{:.3f} required", extra.empty() ? "" : "; ", sp->speedup,
                          sp->min_speedup);
-  const std::string line = replay::fail_line(v.line(), extra);
-  const bool pass = v.pass() && (!fz || fz->pass()) && (!sp || sp->pass());
-  if (c.json) {
-    nlohmann::json j = v.to_json();
-    j["kernel"] = r.kernel;
-    j["image"] = r.image;
-    j["device"] = r.device_ordinal;
-    j["relocated_regions"] = r.placement.runs_relocated;
-    j["rewritten_words"] = r.restore.rewritten_words;
-    // Where the restore's time went (the comparison's: "compare_work").
-    j["restore_work"] = {{"seconds", r.restore.seconds},
-                         {"copied_bytes", r.restore.copied},
-                         {"memset_bytes", r.restore.filled},
-                         {"overlaid_bytes", r.restore.overlaid}};
-    j["determinism_checked"] = r.determinism_checked;
-    if (const std::string n = pruned_note(c.dir); !n.empty()) j["pruned"] = n;
-    if (fz) j["fuzz"] = fz->to_json();
-    if (sp) j["speedup"] = sp->to_json();
-    if (config) j["kerncap_toml"] = toml_path(c.dir);
-    j["result"] = pass ? "PASS" : "FAIL";
-    j["line"] = line;
-    std::cout << j.dump(2) << std::endl;
-  } else {
-    std::cout << r.kernel << "\n  image: " << r.image << "\n  " << r.device << "\n  "
-              << placement_line(r.placement, r.restore.rewritten_words) << "\n";
-    if (r.spec.source != "default") std::cout << "  compared with: " << r.spec.source << "\n";
-    if (const std::string n = pruned_note(c.dir); !n.empty()) std::cout << "  " << n << "\n";
-    for (const auto& x : v.regions) {
-      if (x.result.pass() && std::find(v.nondeterministic.begin(), v.nondeterministic.end(), x.id) ==
-                                 v.nondeterministic.end())
-        continue;
-      std::cout << fmt::format("  region {} ({} at {}, {}; launch wrote {}): {}\n", x.id, x.kind, hex_addr(x.base),
-                               human_bytes(x.size), human_bytes(x.written), x.summary());
-    }
-    if (v.invariants) {
-      for (const auto& x : v.invariants->violations) std::cout << "  invariant violated: " << x.message << "\n";
-      for (const auto& n : v.invariants->notes) std::cout << "  note: " << n << "\n";
-      std::cout << v.invariants->line() << " [from " << set.invariants_from << "]\n";
-    }
-    if (fz) std::cout << fz->line() << "\n";
-    if (sp) std::cout << sp->line(a.timing.iterations) << " [from " << set.min_speedup_from << "]\n";
-    std::cout << line << "\n";
+  ValidateOutput out;
+  out.verdict = v.to_json();
+  out.kernel = r.kernel;
+  out.image = r.image;
+  out.device_line = r.device;
+  out.device = r.device_ordinal;
+  out.placement = r.placement;
+  out.rewritten_words = r.restore.rewritten_words;
+  out.restore_work = {{"seconds", r.restore.seconds},
+                      {"copied_bytes", r.restore.copied},
+                      {"memset_bytes", r.restore.filled},
+                      {"overlaid_bytes", r.restore.overlaid}};
+  out.determinism_checked = r.determinism_checked;
+  if (fz) {
+    out.fuzz = fz->to_json();
+    out.fuzz_line = fz->line();
   }
-  exit_code = pass ? 0 : 1;
+  if (sp) {
+    out.speedup = sp->to_json();
+    out.speedup_line = sp->line(a.timing.iterations) + " [from " + set.min_speedup_from + "]";
+  }
+  out.invariants_from = set.invariants_from;
+  out.line = replay::fail_line(v.line(), extra);
+  out.pass = v.pass() && (!fz || fz->pass()) && (!sp || sp->pass());
+  print_validate(out, c.dir, c.json, toml);
+  exit_code = out.pass ? 0 : 1;
 }
 
 }  // namespace
@@ -198,6 +208,10 @@ void add_validate(CLI::App& app, int& exit_code) {
       ->default_val(20);
   cmd->add_flag("--no-determinism-check", a->no_determinism,
                 "On a mismatch, do not replay the captured image twice to find out whether it is nondeterministic");
+  cmd->add_option("--server", a->server,
+                  "auto: when `kerncap serve DIR` is running, it evaluates (the same verdict, printed the same, "
+                  "without starting a process's CUDA and restoring the capture; says `evaluated by kerncap serve`), "
+                  "else this process does; off: always this process (default: KERNCAP_SERVE, else auto)");
   cmd->callback([c, a, &exit_code] { run_validate(*c, *a, exit_code); });
 }
 

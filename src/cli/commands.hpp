@@ -18,5 +18,6 @@ void add_diff(CLI::App& app, int& exit_code);
 void add_locate(CLI::App& app, int& exit_code);
 void add_mcp(CLI::App& app, int& exit_code);
 void add_prune(CLI::App& app, int& exit_code);
+void add_serve(CLI::App& app, int& exit_code);
 
 }  // namespace kerncap::cli

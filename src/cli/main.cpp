@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
       "  kerncap extract NAME --cmd \"./app\" -o DIR   capture one launch of kernel NAME\n"
       "  kerncap replay DIR                     replay it alone, at its original addresses, and time it\n"
       "  kerncap validate DIR                   replay and compare with what the application wrote\n"
+      "  kerncap serve DIR                      keep it open: validate DIR then answers in that process\n"
       "  kerncap info DIR                       show what a capture holds\n"
       "  kerncap locate NAME --source-repo DIR  find the kernel's source and tests in checked-out repositories\n"
       "  kerncap footprint DIR                  measure which bytes the launch reads and writes\n"
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   kerncap::cli::add_extract(app, exit_code);
   kerncap::cli::add_replay(app, exit_code);
   kerncap::cli::add_validate(app, exit_code);
+  kerncap::cli::add_serve(app, exit_code);
   kerncap::cli::add_info(app, exit_code);
   kerncap::cli::add_lint(app, exit_code);
   kerncap::cli::add_baseline(app, exit_code);

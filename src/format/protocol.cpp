@@ -125,7 +125,7 @@ const Config kDefaults{};
 constexpr unsigned kLibShim = kLibrary | kTritonShim;
 constexpr unsigned kShimApi = kTritonShim | kPythonApi;
 
-const std::array<EnvVar, 26> kVars = {{
+const std::array<EnvVar, 27> kVars = {{
     {Var::Mode, "KERNCAP_MODE", kLibrary, true, "capture, profile", "",
      "what the injected library does; unset: it stays inert", parse_mode,
      [](const Config& c) -> std::optional<std::string> { return std::string(to_string(c.mode)); }},
@@ -240,6 +240,10 @@ const std::array<EnvVar, 26> kVars = {{
     {Var::Python, "KERNCAP_PYTHON", kCli, false, "path", "python3",
      "Python interpreter that writes the Triton reproducer and runs `kerncap mcp` (also used by the test "
      "scripts)", nullptr, nullptr},
+    {Var::Serve, "KERNCAP_SERVE", kCli, false, "auto, off", "auto",
+     "whether `kerncap validate` hands its evaluation to a running `kerncap serve` of the same directory "
+     "(auto) or always validates in its own process (off); --server overrides it",
+     nullptr, nullptr},
     {Var::Bin, "KERNCAP_BIN", kPythonApi, false, "path", "",
      "the kerncap executable the Python API and the MCP server run (default: installed with the package, "
      "PATH, then the build tree)", nullptr, nullptr},
@@ -436,6 +440,12 @@ nlohmann::json Config::to_json() const {
 
 std::optional<std::string> store_from_env() {
   const char* v = std::getenv(std::string(env_name(Var::Store)).c_str());
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+std::optional<std::string> serve_from_env() {
+  const char* v = std::getenv(std::string(env_name(Var::Serve)).c_str());
   if (!v || !*v) return std::nullopt;
   return std::string(v);
 }

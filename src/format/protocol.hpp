@@ -95,7 +95,7 @@ struct Config {
 };
 
 enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Rank, Device, Verbose, ChunkBytes, StagingBytes,
-                 DumpImages, DeviceScan, Closure, Store, ZstdLevel, InAppTime, Targets, TritonOut, Library, PythonDir, Python, Bin, ReplayLib,
+                 DumpImages, DeviceScan, Closure, Store, ZstdLevel, InAppTime, Targets, TritonOut, Library, PythonDir, Python, Serve, Bin, ReplayLib,
                  ProfileCupti, ProfileSample };
 
 // Who reads a variable (bits).
@@ -129,6 +129,8 @@ Config config_from_env(const EnvLookup& lookup, std::vector<std::string>* proble
 // KERNCAP_STORE as the CLI and the replay engine read it (the shared chunk store a capture's
 // chunks are in, chunk_store.hpp); none when unset or empty.
 std::optional<std::string> store_from_env();
+// KERNCAP_SERVE as `kerncap validate` reads it (auto, off); none when unset or empty.
+std::optional<std::string> serve_from_env();
 
 // The targets a Config names: Config::targets, else the one of kernel/regex/dispatch/output.
 std::vector<TargetSpec> effective_targets(const Config& c);

@@ -47,6 +47,14 @@ nlohmann::json Evaluation::to_json() const {
   j["device"] = device;
   j["relocated_regions"] = relocated_regions;
   j["rewritten_words"] = rewritten_words;
+  // `kerncap validate --json`'s shape (cmd_validate.cpp).
+  if (memory == "full")
+    j["restore_work"] = {{"seconds", restore.seconds},
+                         {"copied_bytes", restore.copied},
+                         {"memset_bytes", restore.filled},
+                         {"overlaid_bytes", restore.overlaid}};
+  else
+    j["restore_work"] = {{"seconds", 0.0}, {"copied_bytes", reset_bytes}, {"memset_bytes", 0}, {"overlaid_bytes", 0}};
   j["determinism_checked"] = determinism_checked;
   if (fuzz) j["fuzz"] = fuzz->to_json();
   j["result"] = pass() ? "PASS" : "FAIL";
@@ -72,7 +80,8 @@ uint64_t Evaluator::reset_bytes() const { return reset_ ? reset_->bytes() : 0; }
 
 void Evaluator::full_restore() {
   reset_.reset();  // its staging goes before the new one is taken
-  rewritten_words_ = s_.restore().rewritten_words;
+  last_restore_ = s_.restore();
+  rewritten_words_ = last_restore_.rewritten_words;
   reset_ = std::make_unique<StateReset>(s_);
 }
 
@@ -137,6 +146,8 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
     reset_->reset(s_.stream());  // queued ahead of the launch on the same stream
   }
   e.rewritten_words = rewritten_words_;
+  if (e.memory == "full") e.restore = last_restore_;
+  else e.reset_bytes = reset_->bytes();
 
   // 3. Launch and compare; a nondeterministic captured kernel with its tolerant spec.
   const bool tolerant = !o.spec && !nondeterministic_.empty();
@@ -148,6 +159,7 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
     if (!nondeterministic_.empty()) {
       full_restore();
       e.memory = "full";
+      e.restore = last_restore_;
       e.verdict = launch_and_compare(tolerant_);
     }
   }

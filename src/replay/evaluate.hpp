@@ -64,6 +64,10 @@ struct Evaluation {
   bool loaded = false;          // its module was loaded for this evaluation
   std::string memory;           // how memory was prepared: "written" (reset) or "full" (restore)
   uint64_t rewritten_words = 0;  // pointer words the last full restore rewrote
+  // What put memory back before the launch: memory "full", this evaluation's full restore;
+  // "written", the reset's copy of `reset_bytes` (queued with the launch, no time of its own).
+  RestoreStats restore;
+  uint64_t reset_bytes = 0;
   int device = 0;
   uint32_t relocated_regions = 0;
   std::optional<Timing> timing;
@@ -71,7 +75,8 @@ struct Evaluation {
   double seconds = 0;  // wall time of the whole evaluation
   bool pass() const { return verdict.pass() && (!fuzz || fuzz->pass()); }
   // `kerncap validate --json`'s object (result, line, regions, kernel, image, device, ...)
-  // plus "timing", "image_hash", "captured_image", "loaded", "memory", "seconds".
+  // plus "timing", "image_hash", "captured_image", "loaded", "memory", "seconds"; its
+  // "restore_work" is the restore's (memory "full") or the reset's bytes as copied_bytes.
   nlohmann::json to_json() const;
 };
 
@@ -104,6 +109,7 @@ class Evaluator {
   uint64_t generation_ = 0;  // the session's generation when memory was last as reset_ knows it
   bool need_full_ = true;
   uint64_t rewritten_words_ = 0;  // by the last full restore
+  RestoreStats last_restore_;     // the last full restore
   bool determinism_known_ = false;
   std::vector<uint32_t> nondeterministic_;  // regions the captured kernel does not reproduce
   CompareSpec tolerant_;                   // the spec for them (when there are any)

@@ -52,9 +52,7 @@ ValidateReport validate_once_or_twice(const ValidateRequest& request) {
   const PoisonPlan* poison = plan ? &*plan : nullptr;
   report.kernel = s->capture().manifest.demangled_name;
   report.image = s->image_description();
-  report.device = s->device().line(s->capture().manifest);
-  if (const std::string note = peer_note(s->capture().manifest, s->device().ordinal); !note.empty())
-    report.device += "\n  note: " + note;
+  report.device = device_line(*s);
   report.device_ordinal = s->device().ordinal;
   report.placement = s->address_space().stats();
   report.verdict = run_once(*s, report.spec, poison, request, report);
@@ -98,6 +96,13 @@ ValidateReport validate_once_or_twice(const ValidateRequest& request) {
 }
 
 }  // namespace
+
+std::string device_line(const Session& s) {
+  std::string line = s.device().line(s.capture().manifest);
+  if (const std::string note = peer_note(s.capture().manifest, s.device().ordinal); !note.empty())
+    line += "\n  note: " + note;
+  return line;
+}
 
 ValidateReport validate(const ValidateRequest& request) {
   ValidateReport report = validate_once_or_twice(request);

@@ -42,4 +42,7 @@ struct ValidateReport {
 
 ValidateReport validate(const ValidateRequest& request);
 
+// ValidateReport::device for a session: where it runs and why, and a peer-access note.
+std::string device_line(const Session& s);
+
 }  // namespace kerncap::replay

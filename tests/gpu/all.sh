@@ -17,7 +17,7 @@ SUMMARY=$OUT/gpu-summary.md
 : >"$SUMMARY"
 suites=(run.sh profile_e2e.sh repro_e2e.sh triton_e2e.sh footprint_e2e.sh contracts_e2e.sh cub_e2e.sh baseline_e2e.sh
         strong_e2e.sh stateful_e2e.sh graph_e2e.sh editloop_e2e.sh store_e2e.sh closure_e2e.sh texture_e2e.sh overhead_e2e.sh
-        multitarget_e2e.sh bigpool_e2e.sh)
+        multitarget_e2e.sh bigpool_e2e.sh serve_e2e.sh)
 for extra in multigpu_e2e.sh; do [ -x "$HERE/$extra" ] && suites+=("$extra"); done
 [ -n "${KERNCAP_GPU_SUITES:-}" ] && read -r -a suites <<<"$KERNCAP_GPU_SUITES"
 gpus=$(nvidia-smi -L | grep -c '^GPU')

@@ -51,7 +51,7 @@ TEST_F(Generator, WritesTheProject) {
   const std::string mk = testing::slurp(out_ / "Makefile");
   for (const char* s : {"KERNCAP ?= /opt/kerncap/bin/kerncap", "KERNEL := _Z5alphaPi", "\nrun:", "\nvalidate:",
                         "\nrecompile: $(VARIANT)", "\nrun-variant: $(VARIANT)", "\nvalidate-variant: $(VARIANT)",
-                        "\nncu:", "--clock-control none", "\nsanitize:", "--tool memcheck", "\nsass:",
+                        "\nserve:", "serve --stop .", "\nncu:", "--clock-control none", "\nsanitize:", "--tool memcheck", "\nsass:",
                         "-Isrc/include", "-cubin -arch=sm_90", "EXTRA_DEFINES = -DEXTRA_FLAG=3", "NVCC ?= /usr/local/cuda/bin/nvcc"})
     EXPECT_NE(mk.find(s), std::string::npos) << s;
   EXPECT_EQ(mk.find('@' + std::string("KERNEL") + '@'), std::string::npos);
@@ -67,6 +67,7 @@ TEST_F(Generator, WritesTheProject) {
   const std::string readme = testing::slurp(out_ / "README.md");
   EXPECT_NE(readme.find("alpha(int*)"), std::string::npos);
   EXPECT_NE(readme.find("make validate-variant"), std::string::npos);
+  EXPECT_NE(readme.find("make serve"), std::string::npos);
   EXPECT_NE(readme.find("NVIDIA H100"), std::string::npos);
 }
 

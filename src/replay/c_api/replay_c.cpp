@@ -18,21 +18,16 @@
 #include "format/capture_dir.hpp"
 #include "format/footprint.hpp"
 #include "replay/compare_spec.hpp"
+#include "replay/eval_session.hpp"
 #include "replay/evaluate.hpp"
 #include "replay/poison.hpp"
 #include "replay/session.hpp"
 #include "replay/timing.hpp"
 #include "replay/validate.hpp"
 
-struct kc_session {
-  std::unique_ptr<kerncap::replay::Session> session;
-  // Strong validation: the capture's footprint says which bytes the launch writes without
-  // reading; every restore poisons them (the filter keeps a reference to `poison`).
-  std::optional<kerncap::replay::PoisonPlan> poison;
-  // The evaluation loop, made on the first kc_evaluate (refers to both members above, so it
-  // is declared after them and destroyed first).
-  std::unique_ptr<kerncap::replay::Evaluator> evaluator;
-};
+// The session, its poison plan and its evaluation loop (replay/eval_session.hpp: the same
+// open as `kerncap serve`'s).
+struct kc_session : kerncap::replay::EvaluationSession {};
 
 namespace {
 using nlohmann::json;
@@ -100,8 +95,7 @@ void evaluate(kc_session* s, const replay::VariantImage* image, const char* opti
   auto& session = live(s);
   json o = parse_options(options_json, "kc_evaluate options");
   const replay::EvaluateOptions opt = replay::evaluate_options_from_json(o, session.capture().manifest);
-  if (!s->evaluator) s->evaluator = std::make_unique<replay::Evaluator>(session, s->poison ? &*s->poison : nullptr);
-  *json_out = dup(s->evaluator->evaluate(image, opt).to_json().dump());
+  *json_out = dup(s->evaluation_loop().evaluate(image, opt).to_json().dump());
 }
 
 }  // namespace
@@ -138,13 +132,9 @@ int kc_open(const char* path, const char* options_json, kc_session** out) {
     opt.progress = option<bool>(o, "progress", false);
     opt.verify_hashes = option<bool>(o, "verify", false);
     if (!opt.progress) kerncap::log::set_level(kerncap::log::Level::Quiet);
+    const auto footprint = replay::stored_footprint(opt, option<bool>(o, "strong", true));
     auto s = std::make_unique<kc_session>();
-    s->session = std::make_unique<replay::Session>(opt);
-    const auto& cap = s->session->capture();
-    if (option<bool>(o, "strong", true) && kerncap::format::footprint_exists(cap.dir)) {
-      s->poison = replay::plan_poison(kerncap::format::read_footprint(cap.dir, &cap.manifest), cap.manifest);
-      replay::poison_restores(*s->session, *s->poison);
-    }
+    replay::open_evaluation_session(*s, opt, footprint ? &*footprint : nullptr);
     *out = s.release();
   });
 }

@@ -1,0 +1,91 @@
+#include "cli/validate_output.hpp"
+
+#include <algorithm>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/replay_options.hpp"
+#include "common/hex.hpp"
+
+namespace kerncap::cli {
+using nlohmann::json;
+
+void print_validate(const ValidateOutput& o, const std::string& dir, bool as_json,
+                    const std::optional<std::string>& toml) {
+  if (as_json) {
+    json j = o.verdict;
+    j["kernel"] = o.kernel;
+    j["image"] = o.image;
+    j["device"] = o.device;
+    j["relocated_regions"] = o.placement.runs_relocated;
+    j["rewritten_words"] = o.rewritten_words;
+    // Where the restore's time went (the comparison's: "compare_work").
+    j["restore_work"] = o.restore_work;
+    j["determinism_checked"] = o.determinism_checked;
+    if (const std::string n = pruned_note(dir); !n.empty()) j["pruned"] = n;
+    if (o.fuzz) j["fuzz"] = *o.fuzz;
+    if (o.speedup) j["speedup"] = *o.speedup;
+    if (toml) j["kerncap_toml"] = *toml;
+    j["result"] = o.pass ? "PASS" : "FAIL";
+    j["line"] = o.line;
+    std::cout << j.dump(2) << std::endl;
+    return;
+  }
+  const json& v = o.verdict;
+  std::cout << o.kernel << "\n  image: " << o.image << "\n  " << o.device_line << "\n  "
+            << placement_line(o.placement, o.rewritten_words) << "\n";
+  if (const std::string spec = v.value("spec", "default"); spec != "default") std::cout << "  compared with: " << spec << "\n";
+  if (const std::string n = pruned_note(dir); !n.empty()) std::cout << "  " << n << "\n";
+  const json nondet = v.value("nondeterministic_regions", json::array());
+  for (const auto& x : v.at("regions")) {
+    const bool listed = std::find(nondet.begin(), nondet.end(), x.at("id")) != nondet.end();
+    if (x.at("pass").get<bool>() && !listed) continue;
+    std::cout << fmt::format("  region {} ({} at {}, {}; launch wrote {}): {}\n", x.at("id").get<uint64_t>(),
+                             x.at("kind").get<std::string>(), x.at("base").get<std::string>(),
+                             human_bytes(x.at("size").get<uint64_t>()), human_bytes(x.at("written").get<uint64_t>()),
+                             x.at("summary").get<std::string>());
+  }
+  if (v.contains("invariants")) {
+    const json& inv = v["invariants"];
+    for (const auto& x : inv.at("violations")) std::cout << "  invariant violated: " << x.at("message").get<std::string>() << "\n";
+    for (const auto& n : inv.at("notes")) std::cout << "  note: " << n.get<std::string>() << "\n";
+    std::cout << inv.at("line").get<std::string>() << " [from " << o.invariants_from << "]\n";
+  }
+  if (o.fuzz) std::cout << o.fuzz_line << "\n";
+  if (o.speedup) std::cout << o.speedup_line << "\n";
+  std::cout << o.line << "\n";
+}
+
+ValidateOutput output_from_evaluation(const json& e, const std::string& device_line, const json& placement) {
+  ValidateOutput o;
+  // The evaluation is the verdict's object plus the loop's own keys.
+  o.verdict = e;
+  for (const char* k : {"kernel", "image", "device", "relocated_regions", "rewritten_words", "determinism_checked",
+                        "fuzz", "result", "line", "timing", "image_hash", "captured_image", "loaded", "memory",
+                        "seconds", "restore_work"})
+    o.verdict.erase(k);
+  o.verdict["line"] = e.at("line");  // replaced by the final line, as in validate
+  o.verdict["result"] = e.at("result");
+  o.kernel = e.at("kernel").get<std::string>();
+  o.image = e.at("image").get<std::string>();
+  o.device = e.at("device").get<int>();
+  o.device_line = device_line;
+  o.placement.blocks = placement.at("blocks").get<uint32_t>();
+  o.placement.blocks_at_hint = placement.at("blocks_at_hint").get<uint32_t>();
+  o.placement.runs_fallback = placement.at("runs_fallback").get<uint32_t>();
+  o.placement.runs_relocated = placement.at("runs_relocated").get<uint32_t>();
+  o.placement.mapped_bytes = placement.at("mapped_bytes").get<uint64_t>();
+  o.rewritten_words = e.at("rewritten_words").get<uint64_t>();
+  o.restore_work = e.at("restore_work");
+  o.determinism_checked = e.at("determinism_checked").get<bool>();
+  if (e.contains("fuzz")) {
+    o.fuzz = e["fuzz"];
+    o.fuzz_line = e["fuzz"].at("line").get<std::string>();
+  }
+  o.line = e.at("line").get<std::string>();
+  o.pass = e.at("result") == "PASS";
+  return o;
+}
+
+}  // namespace kerncap::cli
