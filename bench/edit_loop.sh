@@ -305,7 +305,7 @@ if [ "${SERVE:-1}" = 1 ]; then
   grep -q ' ready (pid' "$WORK/serve.log" || { kill "$SERVER" 2>/dev/null; fail "kerncap serve did not start" "$WORK/serve.log"; }
   : >"$WORK/served.txt"
   for rep in $(seq 1 "$REPS"); do
-    edit_repro "s$rep"
+    edit_repro "$((100 + rep))"  # its own guard names, after the timed loop's 1..REPS
     t0=$(now)
     kc_make "$WORK/served-$rep.log" recompile validate-variant
     t=$(since "$t0")

@@ -70,7 +70,7 @@ ValidateShape shape_of(const ReplayCommon& c, const ValidateArgs& a, const Valid
   v.verify = c.verify;
   v.no_determinism = a.no_determinism;
   v.invariants = set.invariants.any();
-  v.tolerance_table = !set.tolerances.empty();
+  v.tolerance_table = replay::changes_defaults(set.tolerances);  // the default kerncap.toml lists the defaults
   v.region_tolerances = !set.region_tolerances.empty();
   v.min_speedup = min_speedup;
   if (c.device >= 0) v.device = c.device;

@@ -47,6 +47,14 @@ uint64_t address_of(const nlohmann::json& v, const std::string& where) {
 
 }  // namespace
 
+bool changes_defaults(const ToleranceTable& table) {
+  for (const auto& [dtype, tol] : table) {
+    const compare::Tolerance d = compare::default_tolerance(dtype);
+    if (tol.atol != d.atol || tol.rtol != d.rtol || tol.nan_equal != d.nan_equal) return true;
+  }
+  return false;
+}
+
 compare::Tolerance table_tolerance(compare::DType dtype, const ToleranceTable& table) {
   const auto it = table.find(dtype);
   return it == table.end() ? compare::default_tolerance(dtype) : it->second;

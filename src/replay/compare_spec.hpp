@@ -35,6 +35,9 @@ struct CompareSpec {
 // given explicitly (OUT/kerncap.toml [tolerances]); a dtype not in it keeps the default.
 using ToleranceTable = std::map<compare::DType, compare::Tolerance>;
 compare::Tolerance table_tolerance(compare::DType dtype, const ToleranceTable& table);
+// Whether the table changes any tolerance: an entry equal to compare::default_tolerance (as
+// the kerncap.toml extract writes lists them) changes nothing.
+bool changes_defaults(const ToleranceTable& table);
 
 // The spec for `dtype` with optional explicit tolerances (the rest from `table`, then the
 // default table). Throws Error(Usage) on a negative or non-finite tolerance.

@@ -77,3 +77,14 @@ TEST(CompareSpec, RegionsAreCutIntoTypedPieces) {
 
 }  // namespace
 }  // namespace kerncap::replay
+
+TEST(CompareSpecTable, OnlyEntriesOtherThanTheDefaultsChangeThem) {
+  using kerncap::compare::DType;
+  kerncap::replay::ToleranceTable table;
+  EXPECT_FALSE(kerncap::replay::changes_defaults(table));
+  // The kerncap.toml extract writes lists the default tolerances: nothing changes.
+  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16}) table[t] = kerncap::compare::default_tolerance(t);
+  EXPECT_FALSE(kerncap::replay::changes_defaults(table));
+  table[DType::F16].atol *= 2;
+  EXPECT_TRUE(kerncap::replay::changes_defaults(table));
+}
