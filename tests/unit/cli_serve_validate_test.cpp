@@ -2,6 +2,8 @@
 // test process with a fake evaluation, listening on the name of a scratch capture. What the
 // validation prints and returns when served, and when it validates itself instead.
 #include <gtest/gtest.h>
+
+#include "cli_run.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,23 +23,11 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct CliRun {
-  int code = -1;
-  std::string out;
-};
+using kerncap::test::CliRun;
 
 const std::string kKerncap = std::string(KERNCAP_BINARY_DIR) + "/bin/kerncap";
 
-CliRun shell(const std::string& line) {
-  CliRun r;
-  FILE* p = popen((line + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+CliRun shell(const std::string& line) { return kerncap::test::run_shell(line); }
 
 json evaluation(bool pass) {
   json region = {{"id", 0},         {"kind", "device"}, {"base", "0x7f0000000000"}, {"size", 256},

@@ -3,6 +3,8 @@
 // printed (table and --json) without measuring.
 #include <gtest/gtest.h>
 
+#include "cli_run.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,21 +21,10 @@
 namespace kerncap::format {
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
+using Result = kerncap::test::CliRun;
 
 Result kerncap(const std::string& args) {
-  const std::string cmd = std::string(KERNCAP_BINARY_DIR) + "/bin/kerncap " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return kerncap::test::run_shell(std::string(KERNCAP_BINARY_DIR) + "/bin/kerncap " + args);
 }
 
 class FootprintCliTest : public kerncap::testing::ScratchDir {

@@ -4,6 +4,8 @@
 // run and its result.
 #include <gtest/gtest.h>
 
+#include "cli_run.hpp"
+
 #include <sys/wait.h>
 
 #include <array>
@@ -16,24 +18,11 @@
 namespace kerncap::format {
 namespace {
 
-struct CliRun {
-  int code = -1;
-  std::string out;
-};
+using kerncap::test::CliRun;
 
 const std::string kKerncap = std::string(KERNCAP_BINARY_DIR) + "/bin/kerncap";
 
-CliRun shell(const std::string& line) {
-  const std::string cmd = line + " 2>&1";
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+CliRun shell(const std::string& line) { return kerncap::test::run_shell(line); }
 
 CliRun kerncap(const std::string& args) { return shell("timeout 20 " + kKerncap + " " + args); }
 

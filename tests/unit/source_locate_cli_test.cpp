@@ -1,6 +1,8 @@
 // `kerncap locate` and `kerncap profile --source-repo` through the built binary, on the
 // look-alike repositories of tests/fixtures/locate and the profile fixture run1.
 #include <gtest/gtest.h>
+
+#include "cli_run.hpp"
 #include <sys/wait.h>
 
 #include <array>
@@ -11,21 +13,10 @@
 
 namespace {
 
-struct CliRun {
-  int code = -1;
-  std::string out;
-};
+using kerncap::test::CliRun;
 
 CliRun kerncap(const std::string& args) {
-  const std::string cmd = "timeout 20 " + std::string(KERNCAP_BINARY_DIR) + "/bin/kerncap " + args + " 2>&1";
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return kerncap::test::run_shell("timeout 20 " + std::string(KERNCAP_BINARY_DIR) + "/bin/kerncap " + args);
 }
 
 std::string fixtures() { return std::string(KERNCAP_FIXTURES); }
