@@ -9,8 +9,11 @@ LaunchSampler::LaunchSampler(uint32_t period, Intern intern, Resolve resolve, vo
 
 bool LaunchSampler::timed(uint64_t index, uint32_t period) {
   if (index < format::kSampleExactLaunches) return true;
+  // One window at the end of each cycle: the exact launches stand in for the first window, so
+  // the next comes a whole cycle later and the windows lie evenly over the run (a window right
+  // after the exact launches would time the run's start twice, and double a short run's cost).
   const uint64_t cycle = format::kSampleWindow * (period < 2 ? 2 : period);
-  return (index - format::kSampleExactLaunches) % cycle < format::kSampleWindow;
+  return (index - format::kSampleExactLaunches) % cycle >= cycle - format::kSampleWindow;
 }
 
 LaunchSampler::Records LaunchSampler::switch_to(bool on) {

@@ -214,7 +214,7 @@ void add_profile(CLI::App& app, int& exit_code) {
   cmd->add_option("--width", args->width, "Table width in columns (default: the terminal's)");
   args->sample_option = cmd->add_option("--sample", args->sample,
                   "Sampled timing: every launch is counted (calls and dispatch indices stay exact), but after a "
-                  "process's first 10000 launches only one window of 10000 launches in every N is timed; such "
+                  "process's first 10000 launches only the last 10000 of every N x 10000 launches are timed; such "
                   "totals are estimates, marked ~ (docs/profile.md). 1: time every launch")
       ->check(CLI::Range(1, 1000))
       ->default_val(kDefaultSample);

@@ -268,7 +268,7 @@ const std::array<EnvVar, 27> kVars = {{
     {Var::ProfileSample, "KERNCAP_PROFILE_SAMPLE", kLibrary, true, "0, 2..1000", "0",
      "profile mode's sampled timing (`kerncap profile --sample N`): every launch is counted (calls and extract's "
      "launch indices stay exact), and once a process has made 10000 launches its kernels are timed in one window "
-     "of 10000 launches in every N; totals are then estimates (docs/profile.md); 0: every launch is timed",
+     "of 10000 launches at the end of every N x 10000; totals are then estimates (docs/profile.md); 0: every launch is timed",
      [](std::string_view v, Config& c) -> std::string {
        auto n = parse_u64(v);
        if (!n || *n == 1 || *n > 1000) return "must be 0 (off) or from 2 to 1000";

@@ -14,6 +14,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 if ! nvidia-smi -L >/dev/null 2>&1; then echo "SKIPPED: no GPU"; exit 77; fi
 OUT=${OUT:-$(mktemp -d)}; export OUT
 SUMMARY=$OUT/gpu-summary.md
+mkdir -p "$OUT/.lines"
 : >"$SUMMARY"
 suites=(run.sh profile_e2e.sh repro_e2e.sh triton_e2e.sh footprint_e2e.sh contracts_e2e.sh cub_e2e.sh baseline_e2e.sh
         strong_e2e.sh stateful_e2e.sh graph_e2e.sh editloop_e2e.sh store_e2e.sh closure_e2e.sh texture_e2e.sh overhead_e2e.sh
@@ -24,7 +25,6 @@ gpus=$(nvidia-smi -L | grep -c '^GPU')
 lanes=${KERNCAP_GPU_LANES:-1}
 (( lanes > gpus )) && lanes=$gpus
 (( lanes < 1 )) && lanes=1
-mkdir -p "$OUT/.lines"
 
 # One suite: its log under OUT, its summary line in OUT/.lines (gathered in suite order).
 run_suite() {

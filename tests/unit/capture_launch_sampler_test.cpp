@@ -83,11 +83,13 @@ TEST(CaptureLaunchSampler, WindowsAfterTheExactLaunches) {
   const uint32_t period = 4;
   for (uint64_t i = 0; i < kSampleExactLaunches; i += 997) EXPECT_TRUE(LaunchSampler::timed(i, period));
   const uint64_t e = kSampleExactLaunches;
-  EXPECT_TRUE(LaunchSampler::timed(e, period));  // the first window follows at once
-  EXPECT_TRUE(LaunchSampler::timed(e + kSampleWindow - 1, period));
-  EXPECT_FALSE(LaunchSampler::timed(e + kSampleWindow, period));
-  EXPECT_FALSE(LaunchSampler::timed(e + period * kSampleWindow - 1, period));
-  EXPECT_TRUE(LaunchSampler::timed(e + period * kSampleWindow, period));
+  // The exact launches stand in for the first window: the next ends the first cycle.
+  EXPECT_FALSE(LaunchSampler::timed(e, period));
+  EXPECT_FALSE(LaunchSampler::timed(e + (period - 1) * kSampleWindow - 1, period));
+  EXPECT_TRUE(LaunchSampler::timed(e + (period - 1) * kSampleWindow, period));
+  EXPECT_TRUE(LaunchSampler::timed(e + period * kSampleWindow - 1, period));
+  EXPECT_FALSE(LaunchSampler::timed(e + period * kSampleWindow, period));
+  EXPECT_TRUE(LaunchSampler::timed(e + (2 * period - 1) * kSampleWindow, period));
   // One launch in `period` is timed over a long run.
   uint64_t timed = 0;
   for (uint64_t i = e; i < e + 100 * period * kSampleWindow; ++i) timed += LaunchSampler::timed(i, period);
@@ -107,10 +109,12 @@ TEST(CaptureLaunchSampler, SwitchesTheRecordsAtTheWindowEdgesOnly) {
     EXPECT_EQ(s.records_wanted(), LaunchSampler::timed(i, period)) << i;
   }
   const uint64_t e = kSampleExactLaunches;
-  ASSERT_EQ(switches.size(), 3u);
-  EXPECT_EQ(switches[0], std::make_pair(e + kSampleWindow, LaunchSampler::Records::Off));
-  EXPECT_EQ(switches[1], std::make_pair(e + period * kSampleWindow, LaunchSampler::Records::On));
-  EXPECT_EQ(switches[2], std::make_pair(e + period * kSampleWindow + kSampleWindow, LaunchSampler::Records::Off));
+  // Off after the exact launches; on for the last window of each cycle.
+  ASSERT_EQ(switches.size(), 4u);
+  EXPECT_EQ(switches[0], std::make_pair(e, LaunchSampler::Records::Off));
+  EXPECT_EQ(switches[1], std::make_pair(e + (period - 1) * kSampleWindow, LaunchSampler::Records::On));
+  EXPECT_EQ(switches[2], std::make_pair(e + period * kSampleWindow, LaunchSampler::Records::Off));
+  EXPECT_EQ(switches[3], std::make_pair(e + (2 * period - 1) * kSampleWindow, LaunchSampler::Records::On));
   const auto runs = s.take_runs(true);
   ASSERT_EQ(runs.size(), 1u);  // one kernel: one run, however many launches
   EXPECT_EQ(runs[0].count, total);
@@ -120,7 +124,7 @@ TEST(CaptureLaunchSampler, AGraphLaunchEndsTheSampling) {
   Names n;
   LaunchSampler s(2, &intern, nullptr, &n);
   uint32_t corr = 1;
-  const uint64_t before = kSampleExactLaunches + kSampleWindow + 1;
+  const uint64_t before = kSampleExactLaunches + 1;
   for (uint64_t i = 0; i < before; ++i) s.on_launch(kA, nullptr, "a", corr++, false);
   EXPECT_FALSE(s.records_wanted());  // between windows
   EXPECT_EQ(s.on_graph_launch(), LaunchSampler::Records::On);
