@@ -10,6 +10,7 @@
 //
 // Pure bookkeeping (no CUDA, no CUPTI): profiler.cpp feeds it and switches the records when
 // told; unit tested with fake launches (tests/unit/capture_launch_sampler_test.cpp).
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -43,6 +44,13 @@ class LaunchSampler {
   Records on_graph_launch();
   // Forget the handle cache (modules unloaded: a later function may get the same handle).
   void forget_handles();
+  // Stream capture began / ended somewhere in the process (cuStreamBeginCapture*, cuStreamEndCapture
+  // at API exit, when they took effect). A launch into a capturing stream adds a graph node and
+  // runs only when the graph is launched, so it is not a launch; while no capture is open (nearly
+  // always) the caller need not ask the driver about each launch's stream.
+  void on_capture_begin();
+  void on_capture_end();
+  bool captures_open() const { return captures_.load(std::memory_order_relaxed) > 0; }
 
   // The runs completed so far (the current one stays open unless `all`), in launch order.
   std::vector<format::LaunchRun> take_runs(bool all);
@@ -75,6 +83,7 @@ class LaunchSampler {
   uint64_t launches_ = 0;
   bool records_on_ = kRecordsAtStart;
   bool sampling_ = true;
+  std::atomic<int> captures_{0};
 };
 
 }  // namespace kerncap::capture

@@ -186,6 +186,37 @@ std::string resolve_name(const void* f) {
   return q.kernel_name(static_cast<CUfunction>(const_cast<void*>(f)));
 }
 
+// Stream capture's begin and end calls (the sampler keeps the count of open captures).
+enum class CaptureCall { None, Begin, End };
+CaptureCall capture_call(CUpti_CallbackId cbid) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz:
+      return CaptureCall::Begin;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz:
+      return CaptureCall::End;
+    default:
+      return CaptureCall::None;
+  }
+}
+constexpr CUpti_CallbackId kCaptureCallIds[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,          CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,       CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph,   CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,            CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz};
+
+// Whether a launch's stream is being captured into a graph (asked only while a capture is open).
+bool launch_is_captured(CUstream stream) {
+  ToolScope scope;
+  DriverLaunchQueries q;
+  return q.stream_is_capturing(stream);
+}
+
 // Applies the sampler's wish under one lock, so two threads' switches keep their order.
 void apply_records(Profiler& p) {
   std::lock_guard lk(p.switch_mu);
@@ -207,6 +238,15 @@ void sample_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) noexce
       if (cb->callbackSite == CUPTI_API_EXIT) p->sampler->forget_handles();
       return;
     }
+    if (const CaptureCall c = capture_call(cbid); c != CaptureCall::None) {
+      if (cb->callbackSite != CUPTI_API_EXIT || !cb->functionReturnValue) return;
+      const CUresult r = *static_cast<const CUresult*>(cb->functionReturnValue);
+      // An invalidated capture is still ended by its cuStreamEndCapture.
+      if (c == CaptureCall::Begin && r == CUDA_SUCCESS) p->sampler->on_capture_begin();
+      if (c == CaptureCall::End && (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED))
+        p->sampler->on_capture_end();
+      return;
+    }
     if (cb->callbackSite != CUPTI_API_ENTER) return;
     LaunchSampler::Records r = LaunchSampler::Records::Keep;
     size_t pending = 0;
@@ -215,6 +255,7 @@ void sample_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) noexce
     } else {
       LaunchArgs args;
       if (!decode_launch(cbid, cb->functionParams, &args)) return;
+      if (p->sampler->captures_open() && launch_is_captured(args.stream)) return;  // a graph node
       r = p->sampler->on_launch(args.f, cb->context, cb->symbolName, cb->correlationId, ignore_depth() > 0, &pending);
     }
     if (r != LaunchSampler::Records::Keep) apply_records(*p);
@@ -235,6 +276,7 @@ bool start_sampling(Profiler& p, uint32_t period) {
   for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
                               CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload})
     ids.push_back(id);
+  ids.insert(ids.end(), std::begin(kCaptureCallIds), std::end(kCaptureCallIds));
   for (CUpti_CallbackId id : ids)
     if (!KC_CUPTI(cuptiEnableCallback(1, p.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id))) return false;
   p.writer.sampling(period, format::kSampleExactLaunches, format::kSampleWindow);

@@ -148,3 +148,18 @@ TEST(CaptureLaunchSampler, UnloadingForgetsTheHandles) {
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_NE(runs[0].name_id, runs[1].name_id);
 }
+
+TEST(CaptureLaunchSampler, CountsOpenStreamCaptures) {
+  Names n;
+  LaunchSampler s(2, &intern, nullptr, &n);
+  EXPECT_FALSE(s.captures_open());  // the launch path asks the driver nothing
+  s.on_capture_end();               // an end whose begin came before profiling: stays at none
+  EXPECT_FALSE(s.captures_open());
+  s.on_capture_begin();
+  s.on_capture_begin();
+  EXPECT_TRUE(s.captures_open());
+  s.on_capture_end();
+  EXPECT_TRUE(s.captures_open());  // one of two still open
+  s.on_capture_end();
+  EXPECT_FALSE(s.captures_open());
+}
