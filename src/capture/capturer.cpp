@@ -49,6 +49,21 @@ std::string read_cmdline() {
   return s;
 }
 
+// The launched function as the driver describes it (after describe_attributes), for choosing
+// among images that hold a kernel of the same name (ImageStore::find).
+FunctionFacts function_facts(const LaunchArgs& a, CUfunction fn, const format::Manifest& m) {
+  FunctionFacts f;
+  f.sm = m.cc_major * 10 + m.cc_minor;
+  f.block_threads = a.block[0] * a.block[1] * a.block[2];
+  for (const auto& at : m.func_attrs)
+    if (at.id == CU_FUNC_ATTRIBUTE_NUM_REGS) f.registers = at.value;
+  int v = 0;
+  if (fn && driver().cuFuncGetAttribute &&
+      KC_CU_TRY(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn)) == CUDA_SUCCESS)
+    f.max_threads = v;
+  return f;
+}
+
 // Makes the launch's context current for kerncap's own calls and restores the thread's
 // previous state afterwards (the runtime does not always leave it current).
 class ContextScope {
@@ -167,7 +182,8 @@ void Capturer::begin_capture(const TargetLaunch& t, std::unique_ptr<Pending>& p)
   describe_attributes(args, fn.function, &m);
 
   // Code image.
-  const KeptImage* image = inventory_.images.find(mangled, module_function_names(fn.module), fn.module);
+  const KeptImage* image =
+      inventory_.images.find(mangled, module_function_names(fn.module), fn.module, function_facts(args, fn.function, m));
   log::debug("image {}", image ? fmt::format("{:#x}", image->hash) : std::string("none"));
   if (!image)
     device_error("the code image holding this kernel was not seen at module load (was the module loaded "

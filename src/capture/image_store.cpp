@@ -74,8 +74,30 @@ void ImageStore::bind_module(const void* module, uint64_t hash) {
   modules_.emplace_back(module, hash);
 }
 
+namespace {
+// Whether the image's kernel `mangled` can be the function the driver described: the same
+// register count, launch bounds that admit the driver's maximum and the launch's block.
+// What either side does not know is not held against it; an unreadable image fits.
+bool fits(const KeptImage& img, const std::string& mangled, const FunctionFacts& f) {
+  cubin::Image parsed;
+  try {
+    parsed = cubin::parse_image(img.bytes, f.sm);
+  } catch (...) {
+    return true;
+  }
+  const cubin::KernelInfo* k = parsed.find_kernel(mangled);
+  if (!k) return true;
+  if (k->registers > 0 && f.registers > 0 && k->registers != f.registers) return false;
+  if (k->max_threads > 0) {
+    if (f.max_threads > 0 && f.max_threads > k->max_threads) return false;
+    if (f.block_threads > 0 && f.block_threads > static_cast<uint32_t>(k->max_threads)) return false;
+  }
+  return true;
+}
+}  // namespace
+
 const KeptImage* ImageStore::find(const std::string& mangled, const std::vector<std::string>& module_functions,
-                                  const void* module) const {
+                                  const void* module, const FunctionFacts& facts) const {
   std::lock_guard lk(mu_);
   if (module)
     for (const auto& [m, h] : modules_)
@@ -90,6 +112,17 @@ const KeptImage* ImageStore::find(const std::string& mangled, const std::vector<
   auto latest = [](const std::vector<const KeptImage*>& v) {
     return *std::max_element(v.begin(), v.end(), [](auto* a, auto* b) { return a->sequence < b->sequence; });
   };
+  if (known.size() > 1) {
+    std::vector<const KeptImage*> fitting;
+    for (const KeptImage* img : known)
+      if (fits(*img, mangled, facts)) fitting.push_back(img);
+    if (!fitting.empty() && fitting.size() < known.size()) {
+      log::debug("{} of {} code images holding {} fit the launched function (registers {}, max threads {}, "
+                 "block {})",
+                 fitting.size(), known.size(), mangled, facts.registers, facts.max_threads, facts.block_threads);
+      known = std::move(fitting);
+    }
+  }
   if (known.size() > 1 && !module_functions.empty()) {
     auto sorted = module_functions;
     std::sort(sorted.begin(), sorted.end());
@@ -99,6 +132,10 @@ const KeptImage* ImageStore::find(const std::string& mangled, const std::vector<
       if (k == sorted) return img;
     }
   }
+  if (known.size() > 1)
+    log::info("{} code images hold {} and neither the launch's module nor its registers and launch bounds "
+              "tell which was launched: the most recently loaded is captured",
+              known.size(), names::demangle(mangled));
   if (!known.empty()) return latest(known);
   if (!unknown.empty()) return latest(unknown);
   return nullptr;

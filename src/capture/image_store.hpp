@@ -11,6 +11,17 @@
 
 namespace kerncap::capture {
 
+// What the driver says of the launched function (cuFuncGetAttribute) and the launch: when
+// several images hold a kernel of the launched name and the module binding is unknown (with
+// lazy loading an image can arrive after its cuModuleLoadData has returned), the image whose
+// kernel has these registers and launch bounds is the one launched. -1/0: unknown.
+struct FunctionFacts {
+  int sm = 0;               // e.g. 90: which entry of a fatbin to read
+  int registers = -1;       // CU_FUNC_ATTRIBUTE_NUM_REGS
+  int max_threads = -1;     // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+  uint32_t block_threads = 0;  // the launch's block, x*y*z
+};
+
 struct KeptImage {
   uint64_t hash = 0;
   std::vector<uint8_t> bytes;
@@ -28,10 +39,11 @@ class ImageStore {
   // cuModuleLoadData* returned `module` for the image with `hash`: lets find() be exact
   // when several images hold kernels of the same name (e.g. autotuned Triton variants).
   void bind_module(const void* module, uint64_t hash);
-  // The image that holds `mangled`. Several candidates: the one whose kernel list equals
-  // `module_functions` (the launch's module), else the most recently loaded.
+  // The image that holds `mangled`: the one bound to `module`; else, of several candidates,
+  // those whose kernel fits `facts` (registers, launch bounds), then the one whose kernel
+  // list equals `module_functions` (the launch's module), then the most recently loaded.
   const KeptImage* find(const std::string& mangled, const std::vector<std::string>& module_functions,
-                        const void* module = nullptr) const;
+                        const void* module = nullptr, const FunctionFacts& facts = {}) const;
   size_t loaded() const { return loaded_; }
 
  private:
