@@ -26,6 +26,11 @@ bool is_module_load(CUpti_CallbackId cbid) {
          cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary;
 }
 
+// With lazy loading (the default) the driver hands an image over at the module's first use,
+// not inside its load call: the cuModuleGetFunction that follows the load (Triton's loader
+// makes one at once) names the module, so an image handed over inside it is bound to it.
+bool is_function_lookup(CUpti_CallbackId cbid) { return cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction; }
+
 bool is_unload(CUpti_CallbackId cbid) {
   return cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleUnload || cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload;
 }
@@ -58,6 +63,7 @@ std::vector<CUpti_CallbackId> LaunchWatcher::driver_callback_ids() {
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary);
+  ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleUnload);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch);
@@ -87,12 +93,18 @@ void LaunchWatcher::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
   ToolScope scope;
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  if (is_module_load(cbid)) {
+  if (is_module_load(cbid) || is_function_lookup(cbid)) {
     const auto* rv = static_cast<const CUresult*>(cb->functionReturnValue);
-    // All three parameter structs start with `CUmodule* module`.
-    const auto* p = static_cast<const cuModuleLoadData_params*>(cb->functionParams);
-    if (cb->callbackSite == CUPTI_API_ENTER) t_last_image = 0;
-    else if (rv && *rv == CUDA_SUCCESS && p->module) inventory_.images.bind_module(*p->module, t_last_image);
+    if (cb->callbackSite == CUPTI_API_ENTER) {
+      t_last_image = 0;
+    } else if (rv && *rv == CUDA_SUCCESS && t_last_image) {
+      // All three load parameter structs start with `CUmodule* module`.
+      const void* module = nullptr;
+      if (is_function_lookup(cbid)) module = static_cast<const cuModuleGetFunction_params*>(cb->functionParams)->hmod;
+      else if (const auto* p = static_cast<const cuModuleLoadData_params*>(cb->functionParams); p->module)
+        module = *p->module;
+      inventory_.images.bind_module(module, t_last_image);
+    }
     return;
   }
   if (is_unload(cbid)) {

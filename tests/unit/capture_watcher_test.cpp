@@ -277,6 +277,47 @@ TEST(CaptureWatcher, ModuleLoadsBindTheirImage) {
   EXPECT_EQ(h.inventory->images.loaded(), 2u);
 }
 
+TEST(CaptureWatcher, AnImageHandedOverAtFirstUseIsBoundToItsModule) {
+  Harness h("scale");
+  const std::string first(256, 'a'), second(256, 'b');
+  auto hand_over = [&](const std::string& bytes) {
+    CUpti_ModuleResourceData mod{};
+    mod.pCubin = bytes.data();
+    mod.cubinSize = bytes.size();
+    CUpti_ResourceData rd{};
+    rd.resourceDescriptor = &mod;
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
+  };
+  // Lazy loading: both loads return before their images arrive, so neither binds.
+  CUmodule m1 = reinterpret_cast<CUmodule>(0x71), m2 = reinterpret_cast<CUmodule>(0x72);
+  for (CUmodule* m : {&m1, &m2}) {
+    FakeCall<cuModuleLoadData_params> load(cuModuleLoadData_params{m, first.data()}, CUPTI_API_ENTER);
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, &load.cb);
+    load.cb.callbackSite = CUPTI_API_EXIT;
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, &load.cb);
+  }
+  // Each image arrives inside the cuModuleGetFunction of its module, the first loaded last.
+  CUfunction f = nullptr;
+  for (auto [m, bytes] : {std::pair{m2, &second}, std::pair{m1, &first}}) {
+    FakeCall<cuModuleGetFunction_params> get(cuModuleGetFunction_params{&f, m, "scale"}, CUPTI_API_ENTER);
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, &get.cb);
+    hand_over(*bytes);
+    get.cb.callbackSite = CUPTI_API_EXIT;
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, &get.cb);
+  }
+  ASSERT_EQ(h.inventory->images.loaded(), 2u);
+  // Load order alone would say `first` (handed over last) for both modules.
+  ASSERT_NE(h.inventory->images.find(kScale, {}, m2), nullptr);
+  EXPECT_EQ(h.inventory->images.find(kScale, {}, m2)->bytes[0], 'b');
+  EXPECT_EQ(h.inventory->images.find(kScale, {}, m1)->bytes[0], 'a');
+  // A later lookup that loads nothing leaves the binding alone.
+  FakeCall<cuModuleGetFunction_params> again(cuModuleGetFunction_params{&f, m2, "scale"}, CUPTI_API_ENTER);
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, &again.cb);
+  again.cb.callbackSite = CUPTI_API_EXIT;
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, &again.cb);
+  EXPECT_EQ(h.inventory->images.find(kScale, {}, m2)->bytes[0], 'b');
+}
+
 namespace {
 int g_first_match_calls = 0;
 void count_first_match() { ++g_first_match_calls; }
