@@ -250,6 +250,16 @@ std::unique_ptr<Session::Image> Session::load_image(std::vector<uint8_t> bytes, 
   if (m.shared_mem_bytes > 48 * 1024)
     KC_CU(cuFuncSetAttribute(img->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              static_cast<int>(m.shared_mem_bytes)));
+  // A block beyond the kernel's launch bounds is refused here with the reason, not by the
+  // launch (a bare CUDA_ERROR_INVALID_VALUE). The bounds are read from the image, not asked of
+  // the driver: under footprint instrumentation the driver's answer is the patched code's.
+  if (const int max_threads = launch_bound(bytes, m.cc_major * 10 + m.cc_minor, m.mangled_name); max_threads > 0) {
+    const auto& block = options_.block ? *options_.block : m.block;
+    const uint64_t threads = uint64_t{block[0]} * block[1] * block[2];
+    if (threads > static_cast<uint64_t>(max_threads))
+      input_error(block_too_large_message(desc, m.demangled_name.empty() ? m.mangled_name : m.demangled_name,
+                                          threads, max_threads, variant, options_.block.has_value()));
+  }
   // Unused globals the variant lacks (often compiler-made __unnamed_N strings): one line for all.
   std::vector<std::string> absent;
   for (size_t i = 0, g = 0; i < m.regions.size(); ++i) {

@@ -55,4 +55,30 @@ void check_holds_kernel(std::span<const uint8_t> image, const std::string& desc,
     input_error(missing_kernel_message(image, desc, mangled));
 }
 
+int launch_bound(std::span<const uint8_t> image, int sm, const std::string& mangled) {
+  try {
+    const cubin::Image parsed = cubin::parse_image(image, sm);
+    const cubin::KernelInfo* k = parsed.find_kernel(mangled);
+    return k && k->max_threads > 0 ? k->max_threads : 0;
+  } catch (...) {
+    return 0;  // unreadable: the driver decides
+  }
+}
+
+std::string block_too_large_message(const std::string& desc, const std::string& kernel, uint64_t threads,
+                                    int max_threads, bool variant, bool block_given) {
+  const std::string head = fmt::format("{} admits at most {} threads a block for {} (its launch bounds)",
+                                       desc, max_threads, kernel);
+  if (block_given) return fmt::format("{}, but --block asks for {}: give a smaller block", head, threads);
+  if (variant)
+    return fmt::format("{}, but the captured launch has {} threads a block: the variant must admit the launch's "
+                       "block (Triton: num_warps {} or more; CUDA: __launch_bounds__ of at least {}), or be run "
+                       "with --block",
+                       head, threads, (threads + 31) / 32, threads);
+  return fmt::format("{}, but the application launched it with {} threads a block: the capture holds another "
+                     "compilation of this kernel than the one launched (several loaded modules hold a kernel of "
+                     "this name). Extract again with this kerncap version; if it repeats, please report it",
+                     head, threads);
+}
+
 }  // namespace kerncap::replay

@@ -35,4 +35,15 @@ std::string missing_kernel_message(std::span<const uint8_t> image, const std::st
 // missing_kernel_message). An image whose names cannot be read is left to the driver.
 void check_holds_kernel(std::span<const uint8_t> image, const std::string& desc, const std::string& mangled);
 
+// The launch bounds (max threads a block, x*y*z) of kernel `mangled` in `image` for SM `sm`,
+// or 0 when it has none or the image cannot be read.
+int launch_bound(std::span<const uint8_t> image, int sm, const std::string& mangled);
+
+// What to say when the launch's block (`threads` = x*y*z) exceeds the `max_threads` the loaded
+// image's kernel admits (its launch bounds): the driver would refuse the launch
+// with a bare CUDA_ERROR_INVALID_VALUE. `variant`: the image is a variant (else the captured
+// image); `block_given`: the block came from --block, not from the capture.
+std::string block_too_large_message(const std::string& desc, const std::string& kernel, uint64_t threads,
+                                    int max_threads, bool variant, bool block_given);
+
 }  // namespace kerncap::replay
