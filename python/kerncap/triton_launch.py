@@ -215,7 +215,8 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
                   "max_num_imprecise_acc_default", "enable_reflect_ftz")
 
 
-def build_plan(record: dict, slots: Sequence[Tuple[int, int]], params: bytes, grid: Sequence[int]) -> Plan:
+def build_plan(record: dict, slots: Sequence[Tuple[int, int]], params: bytes, grid: Sequence[int],
+               block: Optional[Sequence[int]] = None) -> Plan:
     """record: the shim's compile record of the captured kernel; slots: (offset, size) of each
     captured parameter; params: params.bin; grid: the captured grid in CUDA blocks."""
     names = list(record["arg_names"])
@@ -255,6 +256,15 @@ def build_plan(record: dict, slots: Sequence[Tuple[int, int]], params: bytes, gr
     options = {k: opts[k] for k in LAUNCH_OPTIONS if k in opts and opts[k] is not None}
     if grid[0] % num_ctas:
         notes.append(f"grid x {grid[0]} is not a multiple of num_ctas {num_ctas}")
+    # Triton launches num_warps * 32 threads a block: another block means the capture's image
+    # is not the compilation that was launched (or the kernel adds warps of its own).
+    nw = opts.get("num_warps")
+    if block is not None and isinstance(nw, int) and nw > 0:
+        threads = int(block[0]) * int(block[1]) * int(block[2])
+        if threads != nw * 32:
+            notes.append(f"the captured launch has {threads} threads a block, but this compilation's num_warps {nw} "
+                         f"makes {nw * 32}: the capture's code image may be another compilation of {record['name']} "
+                         f"than the one launched (extract again; if it repeats, please report it)")
     programs = (grid[0] // num_ctas, grid[1], grid[2])
     return Plan(record["name"], names, args, extra, options, programs, num_ctas, notes)
 

@@ -255,7 +255,7 @@ def generate(out: str, quiet: bool = False) -> dict:
     if err is not None:
         raise err
     rec = found.record
-    plan = tlaunch.build_plan(rec, m.slots, m.params(), m.grid)
+    plan = tlaunch.build_plan(rec, m.slots, m.params(), m.grid, m.block)
     with open(os.path.join(tdir, "launch.json"), "w") as f:
         json.dump(plan.to_json(), f, indent=2)
     moved = _write_compare_spec(out, tlaunch.compare_spec(plan, [(r.base, r.size) for r in m.memory()]))

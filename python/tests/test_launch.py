@@ -51,6 +51,15 @@ def test_num_ctas_divides_grid_into_programs():
     assert tl.build_plan(rec, slots, params, (8, 3, 1)).programs == (4, 3, 1)
 
 
+def test_a_block_that_is_not_num_warps_warps_is_noted():
+    rec = record(["x"], {"x": "*fp32"}, options={"num_warps": 4, "num_ctas": 1})
+    params, slots = pack_params([("Q", 16), ("Q", 0), ("Q", 0)])
+    assert not tl.build_plan(rec, slots, params, (8, 1, 1), (128, 1, 1)).notes
+    notes = tl.build_plan(rec, slots, params, (8, 1, 1), (256, 1, 1)).notes
+    assert len(notes) == 1 and "256 threads" in notes[0] and "num_warps 4" in notes[0]
+    assert "another compilation" in notes[0]
+
+
 def test_mismatched_record_is_refused():
     rec = record(["x", "n"], {"x": "*fp32", "n": "i64"})
     params, slots = pack_params([("Q", 16), ("i", 3), ("Q", 0), ("Q", 0)])
