@@ -300,6 +300,24 @@ case_driver_extra() {
   mcheck 'm["params"]["size"] == 24 and param(2, "<f") == 3.0' "24-byte extra buffer, a=3"
   note "source=$(mpy 'm["params"].get("source")')"
 }
+# Two compilations of one kernel loaded as two modules, the first loaded launched
+# (examples/two_configs.cu): the capture must hold the launched image, not the latest of
+# that name. `bounds`: their launch bounds differ (256 and 128 threads), so the launched
+# function's bounds decide; `same`: both 256, so only the module binding at the image's
+# hand-over (inside cuModuleLoadData, or cuModuleGetFunction with lazy loading) decides.
+two_configs_case() {
+  need_example two_configs || return
+  std_flow twoConfigs -- "$EX/two_configs" "$1" || return
+  mcheck 'm["launch"]["block"] == [256, 1, 1]' "the launched block (256)"
+  # Both configurations compute the same values, so a PASS alone would not show which image
+  # was captured: the captured image must be the launched cubin, byte for byte.
+  local img
+  img=$CAP/capture/$(mpy 'm["image"]["file"]')
+  if cmp -s "$img" "$EX/two_configs_256x2.cubin"; then note "captured the launched image"
+  else bad "the capture holds another image than the launched two_configs_256x2.cubin"; fi
+}
+case_two_configs_bounds() { two_configs_case bounds; }
+case_two_configs_same() { two_configs_case same; }
 case_graph_capture() {
   need_example graph_capture || return
   # The launch inside stream capture does not count; the graph's kernel node counts once per
@@ -594,7 +612,8 @@ case_torch_gemm_bf16() { torch_case gemm_bf16 'nvjet|gemm|xmma|cutlass' --regex;
 # ---- driver -------------------------------------------------------------------------------------
 CASES=(
   vector_add accumulate batched_ptrs struct_ptrs globals big_smem templated dispatch
-  async_stream managed mapped_host cluster_launch cooperative driver_extra graph_capture
+  async_stream managed mapped_host cluster_launch cooperative driver_extra two_configs_bounds two_configs_same
+  graph_capture
   cubin_variant strong_identical fuzz_clamp fuzz_tailmask err_fuzz_no_float nondet_atomic engine_standalone engine_c_abi err_unknown_kernel err_exit_before err_app_crash err_dir_exists err_truncated err_verify
   err_no_manifest err_newer_format err_cubin_lacks_kernel err_no_gpu
   continue_accumulate continue_globals continue_managed continue_driver_extra
