@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <bit>
 
 #include <fmt/format.h>
@@ -47,36 +48,45 @@ uint64_t get_varint(std::span<const uint8_t> data, size_t& pos) {
 
 Bitmap::Bitmap(uint32_t granule, uint64_t region_size)
     : granule_(granule), region_size_(region_size), bits_(ceil_div(region_size, granule)),
-      words_(ceil_div(bits_, 64), 0) {}
+      blocks_(ceil_div(ceil_div(bits_, 64), kBlockWords)) {}
 
 Bitmap Bitmap::from_words32(uint32_t granule, uint64_t region_size, std::span<const uint32_t> words) {
   Bitmap b(granule, region_size);
+  const uint64_t n = b.word_count();
   if (words.size() < ceil_div(b.bits_, 32))
     fail(ErrorKind::Internal, fmt::format("{} bitmap words for {} bits", words.size(), b.bits_));
-  for (size_t i = 0; i < b.words_.size(); ++i) {
-    uint64_t lo = words[2 * i];
-    uint64_t hi = 2 * i + 1 < words.size() ? words[2 * i + 1] : 0;
-    b.words_[i] = lo | (hi << 32);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t lo = words[2 * i];
+    const uint64_t hi = 2 * i + 1 < words.size() ? words[2 * i + 1] : 0;
+    uint64_t w = lo | (hi << 32);
+    // Bits past the region's last granule are never set by a correct device, but keep the
+    // invariant (padding is zero) whatever came back.
+    if (i == n - 1 && b.bits_ % 64) w &= (uint64_t{1} << (b.bits_ % 64)) - 1;
+    if (w) b.word_ref(i) = w;
   }
-  // Bits past the region's last granule are never set by a correct device, but keep the
-  // invariant (padding is zero) whatever came back.
-  if (b.bits_ % 64) b.words_.back() &= (uint64_t{1} << (b.bits_ % 64)) - 1;
   return b;
 }
 
-void Bitmap::set(uint64_t i) { words_[i >> 6] |= uint64_t{1} << (i & 63); }
+uint64_t& Bitmap::word_ref(uint64_t w) {
+  std::vector<uint64_t>& b = blocks_[w >> kBlockShift];
+  if (b.empty()) b.assign(kBlockWords, 0);
+  return b[w & (kBlockWords - 1)];
+}
+
+void Bitmap::set(uint64_t i) { word_ref(i >> 6) |= uint64_t{1} << (i & 63); }
 
 void Bitmap::set_range(uint64_t first, uint64_t count) {
   uint64_t i = first;
   const uint64_t end = first + count;
   for (; i < end && (i & 63); ++i) set(i);
-  for (; i + 64 <= end; i += 64) words_[i >> 6] = ~uint64_t{0};
+  for (; i + 64 <= end; i += 64) word_ref(i >> 6) = ~uint64_t{0};
   for (; i < end; ++i) set(i);
 }
 
 uint64_t Bitmap::count() const {
   uint64_t n = 0;
-  for (uint64_t w : words_) n += static_cast<uint64_t>(std::popcount(w));
+  for (const auto& b : blocks_)
+    for (uint64_t w : b) n += static_cast<uint64_t>(std::popcount(w));
   return n;
 }
 
@@ -85,6 +95,43 @@ uint64_t Bitmap::bytes() const {
   // The last granule may hang over the region's end.
   if (bits_ && test(bits_ - 1)) n -= bits_ * granule_ - region_size_;
   return n;
+}
+
+uint64_t Bitmap::next_set(uint64_t i) const {
+  while (i < bits_) {
+    const uint64_t blk = i >> (6 + kBlockShift);
+    if (blocks_[blk].empty()) {  // a whole block of zeros
+      i = (blk + 1) << (6 + kBlockShift);
+      continue;
+    }
+    const uint64_t w = word(i >> 6) >> (i & 63);
+    if (w) return std::min(bits_, i + static_cast<uint64_t>(std::countr_zero(w)));
+    i = (i | 63) + 1;
+  }
+  return bits_;
+}
+
+uint64_t Bitmap::next_clear(uint64_t i) const {
+  while (i < bits_) {
+    const uint64_t blk = i >> (6 + kBlockShift);
+    if (blocks_[blk].empty()) return i;
+    const uint64_t inv = ~word(i >> 6) >> (i & 63);
+    if (inv) return std::min(bits_, i + static_cast<uint64_t>(std::countr_zero(inv)));
+    i = (i | 63) + 1;
+  }
+  return bits_;
+}
+
+bool Bitmap::operator==(const Bitmap& o) const {
+  if (granule_ != o.granule_ || region_size_ != o.region_size_ || bits_ != o.bits_) return false;
+  for (uint64_t b = 0; b < blocks_.size(); ++b) {
+    if (blocks_[b].empty() && o.blocks_[b].empty()) continue;
+    for (uint64_t k = 0; k < kBlockWords; ++k) {
+      const uint64_t w = (b << kBlockShift) + k;
+      if (word(w) != o.word(w)) return false;
+    }
+  }
+  return true;
 }
 
 std::string to_string(BitmapEncoding e) { return e == BitmapEncoding::Runs ? "runs" : "raw"; }
@@ -107,7 +154,9 @@ std::vector<uint8_t> encode_bitmap(const Bitmap& b, BitmapEncoding* chosen) {
   }
   *chosen = BitmapEncoding::Raw;
   std::vector<uint8_t> raw(raw_size);
-  for (uint64_t i = 0; i < raw_size; ++i) raw[i] = static_cast<uint8_t>(b.words()[i / 8] >> (8 * (i % 8)));
+  b.for_each_word([&](uint64_t w, uint64_t bits) {
+    for (uint64_t k = 0; k < 8 && 8 * w + k < raw_size; ++k) raw[8 * w + k] = static_cast<uint8_t>(bits >> (8 * k));
+  });
   return raw;
 }
 
@@ -146,14 +195,12 @@ namespace {
 Bitmap written_outside(const Bitmap& written, const Bitmap& excluded, uint64_t size) {
   Bitmap out(1, size);
   // Bytes 4k..4k+3 share granule k of `excluded`; a 64-bit word of `written` covers 16 of them.
-  for (size_t w = 0; w < written.words().size(); ++w) {
-    uint64_t bits = written.words()[w];
-    if (!bits) continue;
+  written.for_each_word([&](uint64_t w, uint64_t bits) {
     for (uint64_t j = 0; j < 64; ++j) {
       const uint64_t byte = w * 64 + j;
       if (((bits >> j) & 1) && !excluded.test(byte / 4)) out.set(byte);
     }
-  }
+  });
   return out;
 }
 

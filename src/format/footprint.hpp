@@ -23,8 +23,14 @@ inline constexpr const char* kFootprintBin = "footprint.bin";
 
 // Granules of one region: bit i stands for bytes [i*granule, (i+1)*granule) of the region.
 // The last granule may reach past the region's end; bytes() clamps it.
+// Stored in blocks of kBlockWords words, a block that was never set taking no memory: a
+// kernel that reaches into a 32 GiB pool and touches a few MiB of it leaves bitmaps of
+// gigabytes that are almost all zero (one bit a byte for `written`).
 class Bitmap {
  public:
+  static constexpr unsigned kBlockShift = 12;  // 4096 words a block: 256 Ki bits, 32 KiB
+  static constexpr uint64_t kBlockWords = uint64_t{1} << kBlockShift;
+
   Bitmap() = default;
   Bitmap(uint32_t granule, uint64_t region_size);
   // From the device's 32-bit words (bit i of the set is bit i%32 of word i/32).
@@ -35,20 +41,37 @@ class Bitmap {
   uint64_t bits() const { return bits_; }
   void set(uint64_t i);
   void set_range(uint64_t first, uint64_t count);
-  bool test(uint64_t i) const { return (words_[i >> 6] >> (i & 63)) & 1; }
+  bool test(uint64_t i) const {
+    const std::vector<uint64_t>& b = blocks_[i >> (6 + kBlockShift)];
+    return !b.empty() && ((b[(i >> 6) & (kBlockWords - 1)] >> (i & 63)) & 1);
+  }
   uint64_t count() const;
   uint64_t bytes() const;  // region bytes covered by set granules
   // Calls f(first, count) for each maximal run of set bits, in order.
   template <typename F>
   void for_each_run(F&& f) const;
-  const std::vector<uint64_t>& words() const { return words_; }
-  bool operator==(const Bitmap& o) const = default;
+  // Bits [64*w, 64*w + 64) as one word (0 past the end and in blocks never set).
+  uint64_t word(uint64_t w) const {
+    const std::vector<uint64_t>& b = blocks_[w >> kBlockShift];
+    return b.empty() ? 0 : b[w & (kBlockWords - 1)];
+  }
+  uint64_t word_count() const { return (bits_ + 63) / 64; }
+  // Calls f(w, word(w)) for each non-zero word, in order.
+  template <typename F>
+  void for_each_word(F&& f) const;
+  // The first set bit at or after i (bits() when none), the first clear bit at or after i.
+  uint64_t next_set(uint64_t i) const;
+  uint64_t next_clear(uint64_t i) const;
+  // The same bits (an untouched block equals a block of zeros).
+  bool operator==(const Bitmap& o) const;
 
  private:
+  uint64_t& word_ref(uint64_t w);  // allocates its block
+
   uint32_t granule_ = 4;
   uint64_t region_size_ = 0;
   uint64_t bits_ = 0;
-  std::vector<uint64_t> words_;
+  std::vector<std::vector<uint64_t>> blocks_;  // empty: all zero
 };
 
 enum class BitmapEncoding { Runs, Raw };
@@ -131,26 +154,19 @@ nlohmann::json summary_json(const Footprint& f);  // everything but the bitmaps
 
 template <typename F>
 void Bitmap::for_each_run(F&& f) const {
-  uint64_t i = 0;
-  while (i < bits_) {
-    uint64_t w = words_[i >> 6] >> (i & 63);
-    if (w == 0) {
-      i = (i | 63) + 1;
-      continue;
-    }
-    i += static_cast<uint64_t>(__builtin_ctzll(w));
-    const uint64_t start = i;
-    while (i < bits_) {
-      uint64_t inv = ~words_[i >> 6] >> (i & 63);
-      if (inv == 0) {
-        i = (i | 63) + 1;
-        continue;
-      }
-      i += static_cast<uint64_t>(__builtin_ctzll(inv));
-      break;
-    }
-    if (i > bits_) i = bits_;
-    f(start, i - start);
+  for (uint64_t i = next_set(0); i < bits_;) {
+    const uint64_t end = next_clear(i);
+    f(i, end - i);
+    i = next_set(end);
+  }
+}
+
+template <typename F>
+void Bitmap::for_each_word(F&& f) const {
+  for (uint64_t b = 0; b < blocks_.size(); ++b) {
+    const std::vector<uint64_t>& words = blocks_[b];
+    for (uint64_t k = 0; k < words.size(); ++k)
+      if (words[k]) f((b << kBlockShift) + k, words[k]);
   }
 }
 

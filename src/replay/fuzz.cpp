@@ -72,19 +72,9 @@ void store(DType t, double v, uint8_t* p) {
   }
 }
 
-// Whether any bit of [first, end) of `m` is set, a word at a time where words are whole.
+// Whether any bit of [first, end) of `m` is set (untouched blocks skipped whole).
 bool any_set(const format::Bitmap& m, uint64_t first, uint64_t end) {
-  end = std::min(end, m.bits());
-  for (uint64_t i = first; i < end;) {
-    if (i % 64 == 0 && i + 64 <= end) {
-      if (m.words()[i / 64]) return true;
-      i += 64;
-    } else {
-      if (m.test(i)) return true;
-      ++i;
-    }
-  }
-  return false;
+  return m.next_set(first) < std::min(end, m.bits());
 }
 
 }  // namespace

@@ -93,6 +93,62 @@ TEST(FootprintBitmap, EmptyAndRandomPatternsRoundTrip) {
   }
 }
 
+// Bitmaps are stored in blocks of Bitmap::kBlockWords words; a block never set holds nothing.
+TEST(FootprintBitmap, RunsAndQueriesCrossBlockBoundaries) {
+  constexpr uint64_t kBlockBits = Bitmap::kBlockWords * 64;
+  Bitmap b(1, 5 * kBlockBits + 123);
+  b.set_range(kBlockBits - 7, 20);             // across the first boundary
+  b.set_range(3 * kBlockBits, 2 * kBlockBits);  // two whole blocks
+  b.set(5 * kBlockBits + 122);                  // the very last bit
+  std::vector<std::pair<uint64_t, uint64_t>> runs;
+  b.for_each_run([&](uint64_t first, uint64_t count) { runs.emplace_back(first, count); });
+  const std::vector<std::pair<uint64_t, uint64_t>> want = {
+      {kBlockBits - 7, 20}, {3 * kBlockBits, 2 * kBlockBits}, {5 * kBlockBits + 122, 1}};
+  EXPECT_EQ(runs, want);
+  EXPECT_EQ(b.count(), 20 + 2 * kBlockBits + 1);
+  EXPECT_EQ(b.next_set(0), kBlockBits - 7);
+  EXPECT_EQ(b.next_set(kBlockBits + 13), 3 * kBlockBits);  // skips the untouched block 2
+  EXPECT_EQ(b.next_clear(3 * kBlockBits), 5 * kBlockBits);
+  EXPECT_EQ(b.next_clear(5 * kBlockBits + 122), b.bits());
+  EXPECT_FALSE(b.test(2 * kBlockBits + 5));
+  EXPECT_EQ(b.word(2 * Bitmap::kBlockWords + 1), 0u);  // in a block never set
+  uint64_t words = 0;
+  b.for_each_word([&](uint64_t, uint64_t w) { words += w != 0; });
+  EXPECT_EQ(words, 2u + 2 * Bitmap::kBlockWords + 1);
+  // Equality is of the bits: a range in a block the other never set differs; an all-zero
+  // read from the device equals a bitmap never set.
+  Bitmap a(1, 5 * kBlockBits + 123), c(1, 5 * kBlockBits + 123);
+  a.set(10);
+  c.set(10);
+  c.set_range(2 * kBlockBits, 64);
+  EXPECT_NE(a, c);
+  Bitmap d = Bitmap::from_words32(1, 5 * kBlockBits + 123,
+                                  std::vector<uint32_t>((5 * kBlockBits + 123 + 31) / 32, 0));
+  EXPECT_EQ(d, Bitmap(1, 5 * kBlockBits + 123));
+  EXPECT_EQ(d.count(), 0u);
+}
+
+TEST(FootprintBitmap, AHugeMostlyEmptyRegionCostsOnlyItsSetBlocks) {
+  // 64 GiB at one bit a byte would be 8 GiB dense: here a few blocks.
+  const uint64_t size = uint64_t{64} << 30;
+  Bitmap written(1, size);
+  written.set_range(size / 2, 1 << 20);
+  Bitmap read(4, size);
+  read.set_range(size / 8, 1 << 17);  // the first half of the written MiB, in 4-byte granules
+  EXPECT_EQ(written.bytes(), uint64_t{1} << 20);
+  RegionFootprint r;
+  r.size = size;
+  r.written = written;
+  r.read = read;
+  r.rbw = Bitmap(4, size);
+  EXPECT_EQ(r.never_read().count(), uint64_t{1} << 19);
+  EXPECT_EQ(r.write_only_bytes(), uint64_t{1} << 20);
+  BitmapEncoding enc{};
+  const auto bytes = encode_bitmap(written, &enc);
+  EXPECT_EQ(enc, BitmapEncoding::Runs);
+  EXPECT_EQ(decode_bitmap(bytes, enc, 1, size, written.count()), written);
+}
+
 TEST(FootprintBitmap, WriteOnlyIsWrittenBytesOutsideReadBeforeWrittenGranules) {
   RegionFootprint r;
   r.size = 16;
