@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -187,28 +188,20 @@ std::string resolve_name(const void* f) {
 }
 
 // Stream capture's begin and end calls (the sampler keeps the count of open captures).
+constexpr CUpti_CallbackId kCaptureBegins[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,        CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,     CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz};
+constexpr CUpti_CallbackId kCaptureEnds[] = {CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
+                                             CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz};
 enum class CaptureCall { None, Begin, End };
 CaptureCall capture_call(CUpti_CallbackId cbid) {
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture:
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph:
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz:
-      return CaptureCall::Begin;
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz:
-      return CaptureCall::End;
-    default:
-      return CaptureCall::None;
-  }
+  if (std::find(std::begin(kCaptureBegins), std::end(kCaptureBegins), cbid) != std::end(kCaptureBegins))
+    return CaptureCall::Begin;
+  if (std::find(std::begin(kCaptureEnds), std::end(kCaptureEnds), cbid) != std::end(kCaptureEnds))
+    return CaptureCall::End;
+  return CaptureCall::None;
 }
-constexpr CUpti_CallbackId kCaptureCallIds[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,          CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,       CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph,   CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,            CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz};
 
 // Whether a launch's stream is being captured into a graph (asked only while a capture is open).
 bool launch_is_captured(CUstream stream) {
@@ -276,7 +269,8 @@ bool start_sampling(Profiler& p, uint32_t period) {
   for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
                               CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload})
     ids.push_back(id);
-  ids.insert(ids.end(), std::begin(kCaptureCallIds), std::end(kCaptureCallIds));
+  ids.insert(ids.end(), std::begin(kCaptureBegins), std::end(kCaptureBegins));
+  ids.insert(ids.end(), std::begin(kCaptureEnds), std::end(kCaptureEnds));
   for (CUpti_CallbackId id : ids)
     if (!KC_CUPTI(cuptiEnableCallback(1, p.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id))) return false;
   p.writer.sampling(period, format::kSampleExactLaunches, format::kSampleWindow);
