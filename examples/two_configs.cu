@@ -19,56 +19,18 @@ extern "C" __global__ void __launch_bounds__(KC_THREADS) twoConfigs(const float*
 
 #else
 
-#include <cuda.h>
-#include <unistd.h>
-
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
-#include "common.cuh"
-
-#define CKD(call)                                                                               \
-  do {                                                                                          \
-    CUresult r_ = (call);                                                                       \
-    if (r_ != CUDA_SUCCESS) {                                                                   \
-      const char* s_ = nullptr;                                                                 \
-      cuGetErrorString(r_, &s_);                                                                \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, s_ ? s_ : "?"); \
-      std::exit(1);                                                                             \
-    }                                                                                           \
-  } while (0)
-
-// A cubin built next to this executable.
-static std::vector<char> read_beside(const char* name) {
-  char exe[4096];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  expect(len > 0, "readlink /proc/self/exe");
-  exe[len] = 0;
-  std::string path(exe);
-  path = path.substr(0, path.rfind('/')) + "/" + name;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    std::fprintf(stderr, "two_configs: cannot read %s\n", path.c_str());
-    std::exit(1);
-  }
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+#include "driver_common.cuh"
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "bounds";
   expect(mode == "bounds" || mode == "same", "mode is bounds or same");
-  const std::vector<char> first = read_beside("two_configs_256x2.cubin");
-  const std::vector<char> second = read_beside(mode == "bounds" ? "two_configs_128x8.cubin" : "two_configs_256x4.cubin");
-
-  CKD(cuInit(0));
-  CUdevice dev;
-  CUcontext ctx;
-  CKD(cuDeviceGet(&dev, 0));
-  CKD(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CKD(cuCtxSetCurrent(ctx));
+  const std::vector<char> first = read_file(beside_executable("two_configs_256x2.cubin"), "two_configs");
+  const std::vector<char> second = read_file(
+      beside_executable(mode == "bounds" ? "two_configs_128x8.cubin" : "two_configs_256x4.cubin"), "two_configs");
+  const CUdevice dev = start_primary_context();
   // Load and look up both, as an autotuner compiles every configuration before choosing.
   CUmodule m1, m2;
   CUfunction f1, f2;
@@ -77,36 +39,20 @@ int main(int argc, char** argv) {
   CKD(cuModuleLoadData(&m2, second.data()));
   CKD(cuModuleGetFunction(&f2, m2, "twoConfigs"));
 
-  const int n = (1 << 20) + 77;  // not a multiple of either configuration's elements a block
-  const size_t bytes = n * sizeof(float);
-  std::vector<float> x(n), y(n);
-  for (int i = 0; i < n; ++i) {
-    x[i] = float(i % 211);
-    y[i] = float(i % 17) * 0.5f;
-  }
-  CUdeviceptr dx, dy;
-  CKD(cuMemAlloc(&dx, bytes));
-  CKD(cuMemAlloc(&dy, bytes));
-  CKD(cuMemcpyHtoD(dx, x.data(), bytes));
-  CKD(cuMemcpyHtoD(dy, y.data(), bytes));
+  int n = (1 << 20) + 77;  // not a multiple of either configuration's elements a block
+  Saxpy s = saxpy_inputs(n);
   float a = 3.0f;
-  int count = n;
-  void* args[] = {&dx, &dy, &a, &count};
+  void* args[] = {&s.dx, &s.dy, &a, &n};
   // The first configuration "won": 256 threads a block, 512 elements a block.
   CKD(cuLaunchKernel(f1, (n + 511) / 512, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr));
   CKD(cuCtxSynchronize());
-
-  std::vector<float> out(n);
-  CKD(cuMemcpyDtoH(out.data(), dy, bytes));
-  for (int i = 0; i < n; i += 97) expect(out[i] == a * x[i] + y[i], "y = a x + y");
-  expect(out[n - 1] == a * x[n - 1] + y[n - 1], "the tail");
   (void)f2;
-  CKD(cuMemFree(dx));
-  CKD(cuMemFree(dy));
+
+  const std::vector<float> out = saxpy_result(s, a, 97);
   CKD(cuModuleUnload(m1));
   CKD(cuModuleUnload(m2));
   CKD(cuDevicePrimaryCtxRelease(dev));
-  print_checksum("two_configs", fnv1a(out.data(), bytes));
+  print_checksum("two_configs", fnv1a(out.data(), s.bytes));
   return 0;
 }
 
