@@ -25,6 +25,9 @@
 #   no records       no kernel records at all (the profile is empty; `profile` exits 2, "no kernels")
 #   floor            nor memcpy/memset records: CUPTI subscribed, device records only
 #                    (the floor of our cost)
+#   callback empty   the floor's launch callbacks handled by a function that returns at once
+#                    (CUPTI's callback dispatch alone; floor minus this is our counting)
+#   attach           CUPTI subscribed with neither launch callbacks nor records (nothing counted)
 #   sample 100       one window in 100 (about the launch callback's own cost)
 #   sample 20        one window in 20
 #   sampled no memcpy  the default without MEMCPY/MEMSET records (what they cost in the windows)
@@ -41,6 +44,7 @@ set -u -o pipefail
 
 BUILD=${1:?usage: bench/profile_overhead.sh BUILD_DIR}
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/gpu/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/overhead_lib.sh"
 gpu_required
 BUILD=$(cd "$BUILD" && pwd) || exit 1
 KC=$BUILD/bin/kerncap
@@ -81,6 +85,8 @@ VARIANTS=(
   "correlation always|correlation=always|yes|--sample 1"
   "no records|kind=none|no|"
   "floor|kind=none,memory=0|no|"
+  "callback empty|kind=none,memory=0,callback=empty|no|"
+  "attach|kind=none,memory=0,callback=off|no|"
   "sample 100||yes|--sample 100"
   "sample 20||yes|--sample 20"
   "sampled no memcpy|memory=0|yes|"
@@ -132,8 +138,6 @@ done
 
 pw=$(median <"$WORK/plain_wall"); fw=$(median <"$WORK/prof_wall")
 pl=$(median <"$WORK/plain_loop"); fl=$(median <"$WORK/loop0")
-plmin=$(sort -g "$WORK/plain_loop" | head -n1); flmin=$(sort -g "$WORK/loop0" | head -n1)
-pcpu=$(median <"$WORK/plain_cpu"); fcpu=$(median <"$WORK/cpu0")
 echo "kerncap profile overhead: $N tiny kernel launches on $S stream(s), median of $R runs"
 echo "  GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1)${PIN:+; CPUs ${KERNCAP_BENCH_CPUS:-}}"
 awk -v p="$pw" -v f="$fw" 'BEGIN { printf "  wall time   plain %9.1f ms   profiled %9.1f ms   ratio %.2fx\n", p / 1000, f / 1000, f / p }'
@@ -147,16 +151,9 @@ for v in "${!VARIANTS[@]}"; do
     rec=$(recorded "$WORK/profile$v.json")
     [ "$rec" = "$N" ] || { echo "FAIL: $name: the profile holds $rec of $N launches"; failed=1; }
   fi
-  # The fastest runs too: interference on a shared host only ever slows a run down, so the
-  # ratio of the minima is the steadier estimate when the runs scatter.
-  # And the loop thread's CPU time (medians), which steal time on a virtualised host does not stretch.
-  fm=$(sort -g "$WORK/loop$v" | head -n1)
-  fc=$(median <"$WORK/cpu$v")
-  # And the median of each repetition's own ratio (this row's run against the plain run just
-  # before it): drift over the repetitions cancels out of it.
-  fp=$(paste "$WORK/loop$v" "$WORK/plain_loop" | awk '$2 > 0 { print $1 / $2 }' | median)
-  awk -v n="$name" -v t="${tuning:-${popts:--}}" -v p="$pl" -v f="$f" -v k="$N" -v r="$rec" -v pm="$plmin" -v fm="$fm" -v pc="$pcpu" -v fc="$fc" -v fp="$fp" \
-    'BEGIN { printf "    %-17s loop %9.1f ms   ratio %.2fx  (%5.2f us extra per launch)  paired %.2fx  fastest runs %.2fx  CPU %.2fx  recorded %s   [%s]\n", n, f, f / p, (f - p) * 1000 / k, fp, fm / pm, (pc > 0 ? fc / pc : 0), r, t }'
+  read -r rr fp fmr fcr < <(overhead_estimates "$WORK/loop$v" "$WORK/plain_loop" "$WORK/cpu$v" "$WORK/plain_cpu")
+  awk -v n="$name" -v t="${tuning:-${popts:--}}" -v p="$pl" -v f="$f" -v k="$N" -v r="$rec" -v rr="$rr" -v fp="$fp" -v fmr="$fmr" -v fcr="$fcr" \
+    'BEGIN { printf "    %-17s loop %9.1f ms   ratio %.2fx  (%5.2f us extra per launch)  paired %.2fx  fastest runs %.2fx  CPU %.2fx  recorded %s   [%s]\n", n, f, rr, (f - p) * 1000 / k, fp, fmr, fcr, r, t }'
 done
 # Every run's loop time, in run order (plain and each row alternate), so noise shows.
 echo "  launch loop of each run (ms): plain $(tr '\n' ' ' <"$WORK/plain_loop")"
@@ -177,8 +174,7 @@ print(f"    {sys.argv[2]}: tiny_kernel calls {k['calls']}, timed {k['samples']},
 PY
 done
 echo "  kernels recorded in the last profiled run: $(recorded "$WORK/profile0.json") of $N"
-fp0=$(paste "$WORK/loop0" "$WORK/plain_loop" | awk '$2 > 0 { print $1 / $2 }' | median)
-awk -v p="$pl" -v f="$fl" -v pm="$plmin" -v fm="$flmin" -v pc="$pcpu" -v fc="$fcpu" -v fp="$fp0" 'BEGIN { r = f / p; m = fm / pm; c = pc > 0 ? fc / pc : 0
-  printf "profile ratio (launch loop): %.2fx medians, %.2fx paired, %.2fx fastest runs, %.2fx loop CPU time  target <= 1.10: %s\n", r, fp, m, c,
-    (r <= 1.10 && m <= 1.10 ? "met (wall time)" : r <= 1.10 || m <= 1.10 ? "met by one wall-time estimate only" : "NOT met (wall time)") }'
+read -r r0 fp0 fm0 fc0 < <(overhead_estimates "$WORK/loop0" "$WORK/plain_loop" "$WORK/cpu0" "$WORK/plain_cpu")
+awk -v r="$r0" -v fp="$fp0" -v m="$fm0" -v c="$fc0" -v v="$(overhead_verdict "$r0" "$fm0")" \
+  'BEGIN { printf "profile ratio (launch loop): %.2fx medians, %.2fx paired, %.2fx fastest runs, %.2fx loop CPU time  target <= 1.10: %s\n", r, fp, m, c, v }'
 [ "$failed" = 0 ] || exit 1

@@ -23,8 +23,19 @@ const std::vector<CUpti_CallbackId>& launch_callback_ids() {
 }
 
 bool is_launch_cbid(CUpti_CallbackId cbid) {
-  const auto& ids = launch_callback_ids();
-  return std::find(ids.begin(), ids.end(), cbid) != ids.end();
+  // Asked at every launch's entry and exit: a switch, not a search (the list above must agree;
+  // unit tested).
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      return true;
+    default:
+      return false;
+  }
 }
 
 std::string DriverLaunchQueries::kernel_name(CUfunction f) {

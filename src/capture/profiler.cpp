@@ -227,6 +227,8 @@ void sample_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) noexce
   try {
     Profiler* p = g_profiler;
     if (!p || !p->collecting || !p->sampler || t_in_tool) return;
+    // A launch's exit (half of all callbacks) has nothing to do: answer it first.
+    if (cb->callbackSite == CUPTI_API_EXIT && is_launch_cbid(cbid)) return;
     if (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleUnload || cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload) {
       if (cb->callbackSite == CUPTI_API_EXIT) p->sampler->forget_handles();
       return;
@@ -262,9 +264,8 @@ void CUPTIAPI on_sample_callback(void*, CUpti_CallbackDomain domain, CUpti_Callb
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) sample_callback(cbid, static_cast<const CUpti_CallbackData*>(data));
 }
 
-// Sampled timing: the launch callbacks (after the subscription).
-bool start_sampling(Profiler& p, uint32_t period) {
-  p.sampler = new LaunchSampler(period, &intern_name, &resolve_name, &p);  // never freed, as g_profiler
+// The launch callbacks sampled timing counts with (after the subscription).
+bool enable_launch_callbacks(Profiler& p) {
   std::vector<CUpti_CallbackId> ids = launch_callback_ids();
   for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
                               CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload})
@@ -273,6 +274,13 @@ bool start_sampling(Profiler& p, uint32_t period) {
   ids.insert(ids.end(), std::begin(kCaptureEnds), std::end(kCaptureEnds));
   for (CUpti_CallbackId id : ids)
     if (!KC_CUPTI(cuptiEnableCallback(1, p.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id))) return false;
+  return true;
+}
+
+// Sampled timing: the sampler, then its callbacks.
+bool start_sampling(Profiler& p, uint32_t period) {
+  p.sampler = new LaunchSampler(period, &intern_name, &resolve_name, &p);  // never freed, as g_profiler
+  if (!enable_launch_callbacks(p)) return false;
   p.writer.sampling(period, format::kSampleExactLaunches, format::kSampleWindow);
   log::info("profile: sampled timing, one window of {} launches in {} after the first {}", format::kSampleWindow,
             period, format::kSampleExactLaunches);
@@ -325,7 +333,12 @@ bool start(const Config& config) {
   params.subscriberName = "kerncap profile";
   params.oldSubscriberName = other;
   params.oldSubscriberSize = sizeof(other);
-  const bool sampled = config.profile_sample >= 2 && config.profile_cupti.kind != format::ProfileCupti::Kind::Off;
+  // Sampled timing counts launches in its callbacks; KERNCAP_PROFILE_CUPTI's callback=empty
+  // and callback=off (diagnostics) keep CUPTI's dispatch without our handler, or drop both.
+  using Callback = format::ProfileCupti::Callback;
+  const bool sampled = config.profile_sample >= 2 && tuning.kind != format::ProfileCupti::Kind::Off &&
+                       tuning.callback == Callback::Full;
+  const bool launch_callbacks = sampled || (config.profile_sample >= 2 && tuning.callback == Callback::Empty);
   CuptiStatus s = KC_CUPTI(cuptiSubscribe_v2(&p.subscriber, sampled ? &on_sample_callback : &ignore_callback,
                                              nullptr, &params),
                            CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
@@ -382,7 +395,11 @@ bool start(const Config& config) {
 
   // Sampled timing: without its callbacks nothing would count the launches, so every one is
   // timed instead (the profile stays exact).
-  if (sampled && !start_sampling(p, config.profile_sample)) {
+  if (launch_callbacks && !sampled) {
+    // callback=empty: the same callbacks enabled, handled by ignore_callback; nothing counted
+    // (every launch is timed, as without sampling).
+    enable_launch_callbacks(p);
+  } else if (sampled && !start_sampling(p, config.profile_sample)) {
     log::warn("profile: sampled timing is unavailable (CUPTI refused the launch callbacks); every launch is timed");
     p.sampler = nullptr;
   }

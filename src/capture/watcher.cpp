@@ -72,10 +72,7 @@ std::vector<CUpti_CallbackId> LaunchWatcher::driver_callback_ids() {
   return ids;
 }
 
-uint64_t LaunchWatcher::launches() const {
-  std::lock_guard lk(mu_);
-  return launches_;
-}
+uint64_t LaunchWatcher::launches() const { return launches_.load(std::memory_order_relaxed); }
 
 void LaunchWatcher::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   // Module loads are taken even while kerncap itself is calling the driver: with lazy
@@ -93,6 +90,11 @@ void LaunchWatcher::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
   ToolScope scope;
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  // Launches first: they are nearly every callback, and none of the trackers below takes one.
+  if (is_launch_cbid(cbid)) {
+    on_launch(cbid, cb);
+    return;
+  }
   if (is_module_load(cbid) || is_function_lookup(cbid)) {
     const auto* rv = static_cast<const CUresult*>(cb->functionReturnValue);
     if (cb->callbackSite == CUPTI_API_ENTER) {
@@ -110,7 +112,7 @@ void LaunchWatcher::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
   if (is_unload(cbid)) {
     if (cb->callbackSite == CUPTI_API_EXIT) {
       std::lock_guard lk(mu_);
-      skip_handles_.clear();
+      clear_skips();
     }
     return;
   }
@@ -129,11 +131,12 @@ void LaunchWatcher::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     }
     return;
   }
-  if (is_launch_cbid(cbid)) on_launch(cbid, cb);
 }
 
 void LaunchWatcher::on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   if (cb->callbackSite == CUPTI_API_EXIT) {
+    // A launch owes its exit work only when its entry began a capture (rare): no lock otherwise.
+    if (pending_count_.load(std::memory_order_acquire) == 0) return;
     std::optional<Pending> p;
     {
       std::lock_guard lk(mu_);
@@ -141,6 +144,7 @@ void LaunchWatcher::on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* c
         if (it->correlation == cb->correlationId && it->thread == std::this_thread::get_id()) {
           p = *it;
           pending_.erase(it);
+          pending_count_.fetch_sub(1, std::memory_order_relaxed);
           break;
         }
     }
@@ -174,20 +178,47 @@ void LaunchWatcher::on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* c
   if (!target_.begin(TargetLaunch{cbid, cb, mangled, launch_index, event_target(t), stop_after})) return;
   std::lock_guard lk(mu_);
   pending_.push_back(Pending{cb->correlationId, std::this_thread::get_id(), t});
+  pending_count_.fetch_add(1, std::memory_order_release);
+}
+
+// A thread's last skipped handle, valid while the skip set it came from is unchanged: an
+// application's loop launches one kernel many times in a row, and this answers it without the
+// lock. `epoch` is unique across watchers and across clears of their sets.
+namespace {
+struct LastSkip {
+  const void* f = nullptr;
+  const void* ctx = nullptr;
+  uint64_t epoch = 0;
+};
+thread_local LastSkip t_last_skip;
+std::atomic<uint64_t> g_skip_epochs{0};
+}  // namespace
+
+uint64_t LaunchWatcher::new_skip_epoch() { return g_skip_epochs.fetch_add(1, std::memory_order_relaxed) + 1; }
+
+void LaunchWatcher::clear_skips() {
+  skip_handles_.clear();
+  skip_epoch_.store(new_skip_epoch(), std::memory_order_release);
 }
 
 bool LaunchWatcher::known_skip(CUfunction f, CUcontext ctx) {
   if (!f) return false;  // nothing to key on (a fake launch in a test)
+  const LastSkip& last = t_last_skip;
+  if (last.f == f && last.ctx == ctx && last.epoch == skip_epoch_.load(std::memory_order_acquire)) {
+    launches_.fetch_add(1, std::memory_order_relaxed);  // still a launch: launch_index counts every one
+    return true;
+  }
   std::lock_guard lk(mu_);
   if (!skip_handles_.count({f, ctx})) return false;
-  ++launches_;  // still a launch of this process: launch_index counts every one
+  launches_.fetch_add(1, std::memory_order_relaxed);
+  t_last_skip = LastSkip{f, ctx, skip_epoch_.load(std::memory_order_relaxed)};
   return true;
 }
 
 void LaunchWatcher::remember_skip(CUfunction f, CUcontext ctx) {
   if (!f) return;
   std::lock_guard lk(mu_);
-  if (skip_handles_.size() >= 65536) skip_handles_.clear();  // bounded; a miss only costs the slow path
+  if (skip_handles_.size() >= 65536) clear_skips();  // bounded; a miss only costs the slow path
   skip_handles_.insert({f, ctx});
 }
 
@@ -225,7 +256,7 @@ bool LaunchWatcher::all_done() const {
 int LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index, bool check_stream,
                              bool* name_matches) {
   std::lock_guard lk(mu_);
-  *launch_index = launches_++;
+  *launch_index = launches_.fetch_add(1, std::memory_order_relaxed);
   const std::vector<int>& named = matching(mangled);
   if (name_matches) *name_matches = !named.empty();
   const std::vector<int> live = waiting(named);
@@ -291,7 +322,7 @@ bool LaunchWatcher::on_chosen_device(const std::string& mangled, CUcontext ctx) 
   const int dev = driver_.device_of(ctx);
   if (dev == config_.device) return true;
   std::lock_guard lk(mu_);
-  ++launches_;  // still a launch of this process: launch_index counts every one
+  launches_.fetch_add(1, std::memory_order_relaxed);  // still a launch: launch_index counts every one
   if (other_device_names_.insert(mangled).second)
     emit(format::events::ignored(mangled, dev < 0 ? std::string("on an unknown CUDA device (--device)")
                                                   : "on CUDA device " + std::to_string(dev) + ", not --device " +

@@ -107,6 +107,7 @@ class LaunchWatcher {
   };
   mutable std::mutex mu_;  // guards the fields below
   std::vector<Pending> pending_;
+  std::atomic<size_t> pending_count_{0};  // pending_.size(), read without the lock at every launch's exit
   struct Slot {
     uint64_t matched = 0;  // matching launches counted
     bool done = false;     // taken (or failed), or claimed by another process
@@ -116,7 +117,7 @@ class LaunchWatcher {
   std::vector<Slot> slots_;  // one per target
   std::unordered_map<std::string, std::vector<int>> name_matches_;
   std::unordered_set<std::string> ignored_names_;
-  uint64_t launches_ = 0;
+  std::atomic<uint64_t> launches_{0};  // also counted without the lock (known_skip's fast path)
   bool graph_note_ = false;
   bool nested_note_ = false;
   GraphTracker* graphs_ = nullptr;
@@ -128,6 +129,10 @@ class LaunchWatcher {
     }
   };
   std::unordered_set<std::pair<const void*, const void*>, HandleHash> skip_handles_;  // (function, context)
+  // Changes whenever skip_handles_ is cleared (a thread's cached last skip is then stale).
+  std::atomic<uint64_t> skip_epoch_{new_skip_epoch()};
+  static uint64_t new_skip_epoch();
+  void clear_skips();  // under mu_
   void (*window_hook_)() = nullptr;
   bool window_open_ = false;
 };

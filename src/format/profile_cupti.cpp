@@ -31,6 +31,10 @@ const char* kind_name(ProfileCupti::Kind k) {
   return k == ProfileCupti::Kind::Kernel ? "kernel" : k == ProfileCupti::Kind::Off ? "none" : "concurrent";
 }
 
+const char* callback_name(ProfileCupti::Callback c) {
+  return c == ProfileCupti::Callback::Empty ? "empty" : c == ProfileCupti::Callback::Off ? "off" : "full";
+}
+
 }  // namespace
 
 std::string profile_cupti_text(const ProfileCupti& p) {
@@ -40,6 +44,7 @@ std::string profile_cupti_text(const ProfileCupti& p) {
   if (p.memory != d.memory) parts.push_back(fmt::format("memory={}", p.memory ? 1 : 0));
   if (p.correlation_always != d.correlation_always)
     parts.push_back(fmt::format("correlation={}", p.correlation_always ? "always" : "window"));
+  if (p.callback != d.callback) parts.push_back(fmt::format("callback={}", callback_name(p.callback)));
   if (p.host_buffer != d.host_buffer) parts.push_back(fmt::format("host_buffer={}", p.host_buffer));
   auto num = [&](const char* key, const std::optional<uint64_t>& v) {
     if (v) parts.push_back(fmt::format("{}={}", key, *v));
@@ -79,6 +84,11 @@ std::string profile_cupti_from_text(std::string_view text, ProfileCupti* out) {
       if (value == "window") p.correlation_always = false;
       else if (value == "always") p.correlation_always = true;
       else return "correlation must be window or always";
+    } else if (key == "callback") {
+      if (value == "full") p.callback = ProfileCupti::Callback::Full;
+      else if (value == "empty") p.callback = ProfileCupti::Callback::Empty;
+      else if (value == "off") p.callback = ProfileCupti::Callback::Off;
+      else return "callback must be full, empty or off";
     } else if (key == "memory" || key == "per_thread" || key == "pinned") {
       if (!b) return fmt::format("{} must be 0 or 1", key);
       if (key == "memory") p.memory = *b;
@@ -94,7 +104,7 @@ std::string profile_cupti_from_text(std::string_view text, ProfileCupti* out) {
       else if (key == "preallocate") p.preallocate = size;
       else p.flush_ms = size;
     } else {
-      return fmt::format("has an unknown key '{}' (kind, memory, correlation, host_buffer, device_buffer, pool_limit, "
+      return fmt::format("has an unknown key '{}' (kind, memory, correlation, callback, host_buffer, device_buffer, pool_limit, "
                          "preallocate, per_thread, pinned, flush_ms)",
                          key);
     }

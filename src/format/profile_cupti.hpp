@@ -21,6 +21,12 @@ struct ProfileCupti {
   // a benchmark window is open (the default), or from the start (`correlation=always`, the
   // old behaviour, kept to measure what it costs every launch).
   bool correlation_always = false;
+  // The sampler's launch callbacks (sampled timing only): `full` counts launches (the
+  // default); `empty` has CUPTI call a handler that returns at once (what CUPTI's callback
+  // dispatch alone costs a launch); `off` enables none (nothing is counted: with kind=none
+  // and memory=0, what a subscribed CUPTI costs with neither callbacks nor records).
+  enum class Callback { Full, Empty, Off };
+  Callback callback = Callback::Full;
   uint64_t host_buffer = 8ull << 20;     // bytes of each activity buffer handed to CUPTI
   // CUPTI_ACTIVITY_ATTR_*: unset keeps CUPTI's default.
   std::optional<uint64_t> device_buffer;  // DEVICE_BUFFER_SIZE (bytes per buffer, per context)

@@ -255,7 +255,8 @@ const std::array<EnvVar, 27> kVars = {{
      "diagnostic, to measure what CUPTI costs profile mode (bench/profile_overhead.sh): kind=concurrent|kernel|none "
      "(the kernel records' activity kind; none: no kernel records, an empty profile), memory=0|1 (memcpy/memset "
      "records), correlation=window|always (external-correlation records only inside benchmark windows, or from "
-     "the start), host_buffer=BYTES (each activity buffer, 8M), device_buffer=BYTES, pool_limit=N, preallocate=N "
+     "the start), callback=full|empty|off (sampled timing's launch callbacks: counting, a handler that returns at "
+     "once, none), host_buffer=BYTES (each activity buffer, 8M), device_buffer=BYTES, pool_limit=N, preallocate=N "
      "(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, _POOL_LIMIT, _PRE_ALLOCATE_VALUE), per_thread=0|1 "
      "(_PER_THREAD_ACTIVITY_BUFFER), pinned=0|1 (_MEM_ALLOCATION_TYPE_HOST_PINNED), flush_ms=N "
      "(cuptiActivityFlushPeriod); sizes take K, M, G; unset: what `kerncap profile` uses (docs/profile.md)",

@@ -8,6 +8,7 @@
 
 #include "capture/events.hpp"
 #include "capture/in_app.hpp"
+#include "capture/launch_info.hpp"
 #include "capture/tool_scope.hpp"
 #include "capture/watcher.hpp"
 #include "capture_fakes.hpp"
@@ -391,18 +392,42 @@ TEST(CaptureWatcher, InAppRecordsWaitForACountedMatch) {
 TEST(CaptureWatcher, UnloadingForgetsTheHandles) {
   Harness h("scale", 0);
   CUfunction f = reinterpret_cast<CUfunction>(0x1000);
-  {
-    FakeLaunch l(kAdd, 1, nullptr, f);  // not a match: remembered as skipped
+  for (uint32_t c : {1u, 2u}) {  // not a match: remembered as skipped, then skipped from the thread's cache
+    FakeLaunch l(kAdd, c, nullptr, f);
     h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.entry());
   }
   // The module goes; a new one gives a matching kernel the same handle.
   FakeCall<cuModuleUnload_params> unload(cuModuleUnload_params{nullptr}, CUPTI_API_EXIT);
   h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, &unload.cb);
-  FakeLaunch l(kScale, 2, nullptr, f);
+  FakeLaunch l(kScale, 3, nullptr, f);
   h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.entry());
   ASSERT_EQ(h.target.begun.size(), 1u);
   EXPECT_EQ(h.target.begun[0].mangled, kScale);
-  EXPECT_EQ(h.target.begun[0].launch_index, 1u);
+  EXPECT_EQ(h.target.begun[0].launch_index, 2u);
+}
+
+TEST(CaptureWatcher, AnotherWatchersSkippedHandleIsNotSkipped) {
+  CUfunction f = reinterpret_cast<CUfunction>(0x2000);
+  {
+    Harness a("scale", 0);  // add is skipped here, twice (the second from the thread's cache)
+    for (uint32_t c : {1u, 2u}) {
+      FakeLaunch l(kAdd, c, nullptr, f);
+      a.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.entry());
+    }
+    EXPECT_EQ(a.watcher->launches(), 2u);
+  }
+  Harness b("add", 0);  // a new watcher, perhaps at the same address: the same handle is its target
+  FakeLaunch l(kAdd, 1, nullptr, f);
+  b.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.entry());
+  ASSERT_EQ(b.target.begun.size(), 1u);
+  EXPECT_EQ(b.target.begun[0].launch_index, 0u);
+}
+
+TEST(CaptureWatcher, EveryLaunchCallbackIdIsALaunch) {
+  for (CUpti_CallbackId id : launch_callback_ids()) EXPECT_TRUE(is_launch_cbid(id)) << id;
+  for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+                              CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, CUPTI_DRIVER_TRACE_CBID_INVALID})
+    EXPECT_FALSE(is_launch_cbid(id)) << id;
 }
 
 TEST(CaptureWatcher, MatchEventsAreSparseAndTheLastComesAtExit) {

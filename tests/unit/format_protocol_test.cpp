@@ -153,7 +153,7 @@ TEST(FormatProtocol, ProfileCuptiSettingsParseAndPrintBack) {
                        {"KERNCAP_OUTPUT", "/x"},
                        {"KERNCAP_PROFILE_CUPTI", "kind=kernel,device_buffer=32M,pool_limit=500,per_thread=0,"
                                                  "pinned=1,memory=0,host_buffer=16M,flush_ms=10,preallocate=4,"
-                                                 "correlation=always"}},
+                                                 "correlation=always,callback=empty"}},
                       &problems);
   EXPECT_TRUE(problems.empty());
   const ProfileCupti& p = c.profile_cupti;
@@ -167,6 +167,7 @@ TEST(FormatProtocol, ProfileCuptiSettingsParseAndPrintBack) {
   EXPECT_EQ(p.host_buffer, 16u << 20);
   EXPECT_EQ(p.flush_ms, 10u);
   EXPECT_TRUE(p.correlation_always);
+  EXPECT_EQ(p.callback, ProfileCupti::Callback::Empty);
   // Printed back, it reads the same; the defaults print nothing (the user's value passes through).
   EXPECT_EQ(from_map(c.to_env(), nullptr).profile_cupti, p);
   EXPECT_FALSE(Config{}.to_env().contains("KERNCAP_PROFILE_CUPTI"));
@@ -180,7 +181,7 @@ TEST(FormatProtocol, ProfileCuptiSettingsParseAndPrintBack) {
 
 TEST(FormatProtocol, BadProfileCuptiSettingsKeepTheDefaults) {
   for (const char* bad : {"kind=fast", "pool_limit=0", "per_thread=yes", "host_buffer=100", "speed=1", "kind",
-                          "device_buffer=12Q"}) {
+                          "device_buffer=12Q", "callback=none"}) {
     std::vector<std::string> problems;
     Config c = from_map({{"KERNCAP_MODE", "profile"}, {"KERNCAP_OUTPUT", "/x"}, {"KERNCAP_PROFILE_CUPTI", bad}},
                         &problems);
