@@ -1,11 +1,11 @@
 #include "capture/launch_info.hpp"
 
-
 #include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
 
+#include "capture/open_captures.hpp"
 #include "common/driver.hpp"
 
 namespace kerncap::capture {
@@ -36,6 +36,43 @@ bool is_launch_cbid(CUpti_CallbackId cbid) {
     default:
       return false;
   }
+}
+
+StreamCaptureCall stream_capture_call(CUpti_CallbackId cbid) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz:
+      return StreamCaptureCall::Begin;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz:
+      return StreamCaptureCall::End;
+    default:
+      return StreamCaptureCall::None;
+  }
+}
+
+const std::vector<CUpti_CallbackId>& stream_capture_callback_ids() {
+  static const std::vector<CUpti_CallbackId> ids = {
+      CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,        CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,     CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,          CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz,
+  };
+  return ids;
+}
+
+bool follow_stream_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, OpenCaptures& open) {
+  const StreamCaptureCall c = stream_capture_call(cbid);
+  if (c == StreamCaptureCall::None) return false;
+  if (cb->callbackSite != CUPTI_API_EXIT || !cb->functionReturnValue) return true;
+  const CUresult r = *static_cast<const CUresult*>(cb->functionReturnValue);
+  if (c == StreamCaptureCall::Begin && r == CUDA_SUCCESS) open.begin();
+  if (c == StreamCaptureCall::End && (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)) open.end();
+  return true;
 }
 
 std::string DriverLaunchQueries::kernel_name(CUfunction f) {

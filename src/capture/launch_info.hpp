@@ -45,6 +45,15 @@ class DriverLaunchQueries final : public LaunchQueries {
 // The launch CBIDs kerncap watches.
 const std::vector<CUpti_CallbackId>& launch_callback_ids();
 bool is_launch_cbid(CUpti_CallbackId cbid);
+
+// The stream-capture calls (OpenCaptures follows them at their exits).
+enum class StreamCaptureCall { None, Begin, End };
+StreamCaptureCall stream_capture_call(CUpti_CallbackId cbid);
+const std::vector<CUpti_CallbackId>& stream_capture_callback_ids();
+// At a capture call's exit: begins or ends one in `open` when the call took effect (an
+// invalidated capture is still ended by its cuStreamEndCapture). False for other calls.
+class OpenCaptures;
+bool follow_stream_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, OpenCaptures& open);
 // Returns false for ids that are not kernel launches.
 bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchArgs* out);
 

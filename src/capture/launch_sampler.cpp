@@ -55,15 +55,6 @@ LaunchSampler::Records LaunchSampler::on_graph_launch() {
   return switch_to(true);
 }
 
-void LaunchSampler::on_capture_begin() { captures_.fetch_add(1, std::memory_order_relaxed); }
-
-void LaunchSampler::on_capture_end() {
-  // Never below zero: an end whose begin came before profiling started.
-  int open = captures_.load(std::memory_order_relaxed);
-  while (open > 0 && !captures_.compare_exchange_weak(open, open - 1, std::memory_order_relaxed)) {
-  }
-}
-
 void LaunchSampler::forget_handles() {
   std::lock_guard lk(mu_);
   names_.clear();

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "capture/open_captures.hpp"
 #include "format/profile_records.hpp"
 
 namespace kerncap::capture {
@@ -48,9 +49,10 @@ class LaunchSampler {
   // at API exit, when they took effect). A launch into a capturing stream adds a graph node and
   // runs only when the graph is launched, so it is not a launch; while no capture is open (nearly
   // always) the caller need not ask the driver about each launch's stream.
-  void on_capture_begin();
-  void on_capture_end();
-  bool captures_open() const { return captures_.load(std::memory_order_relaxed) > 0; }
+  void on_capture_begin() { captures_.begin(); }
+  void on_capture_end() { captures_.end(); }
+  bool captures_open() const { return captures_.any(); }
+  OpenCaptures& captures() { return captures_; }
 
   // The runs completed so far (the current one stays open unless `all`), in launch order.
   std::vector<format::LaunchRun> take_runs(bool all);
@@ -83,7 +85,7 @@ class LaunchSampler {
   uint64_t launches_ = 0;
   bool records_on_ = kRecordsAtStart;
   bool sampling_ = true;
-  std::atomic<int> captures_{0};
+  OpenCaptures captures_;
 };
 
 }  // namespace kerncap::capture

@@ -188,21 +188,6 @@ std::string resolve_name(const void* f) {
 }
 
 // Stream capture's begin and end calls (the sampler keeps the count of open captures).
-constexpr CUpti_CallbackId kCaptureBegins[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,        CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,     CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz};
-constexpr CUpti_CallbackId kCaptureEnds[] = {CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
-                                             CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz};
-enum class CaptureCall { None, Begin, End };
-CaptureCall capture_call(CUpti_CallbackId cbid) {
-  if (std::find(std::begin(kCaptureBegins), std::end(kCaptureBegins), cbid) != std::end(kCaptureBegins))
-    return CaptureCall::Begin;
-  if (std::find(std::begin(kCaptureEnds), std::end(kCaptureEnds), cbid) != std::end(kCaptureEnds))
-    return CaptureCall::End;
-  return CaptureCall::None;
-}
-
 // Whether a launch's stream is being captured into a graph (asked only while a capture is open).
 bool launch_is_captured(CUstream stream) {
   ToolScope scope;
@@ -233,15 +218,7 @@ void sample_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) noexce
       if (cb->callbackSite == CUPTI_API_EXIT) p->sampler->forget_handles();
       return;
     }
-    if (const CaptureCall c = capture_call(cbid); c != CaptureCall::None) {
-      if (cb->callbackSite != CUPTI_API_EXIT || !cb->functionReturnValue) return;
-      const CUresult r = *static_cast<const CUresult*>(cb->functionReturnValue);
-      // An invalidated capture is still ended by its cuStreamEndCapture.
-      if (c == CaptureCall::Begin && r == CUDA_SUCCESS) p->sampler->on_capture_begin();
-      if (c == CaptureCall::End && (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED))
-        p->sampler->on_capture_end();
-      return;
-    }
+    if (follow_stream_capture(cbid, cb, p->sampler->captures())) return;
     if (cb->callbackSite != CUPTI_API_ENTER) return;
     LaunchSampler::Records r = LaunchSampler::Records::Keep;
     size_t pending = 0;
@@ -270,8 +247,7 @@ bool enable_launch_callbacks(Profiler& p) {
   for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
                               CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload})
     ids.push_back(id);
-  ids.insert(ids.end(), std::begin(kCaptureBegins), std::end(kCaptureBegins));
-  ids.insert(ids.end(), std::begin(kCaptureEnds), std::end(kCaptureEnds));
+  for (CUpti_CallbackId id : stream_capture_callback_ids()) ids.push_back(id);
   for (CUpti_CallbackId id : ids)
     if (!KC_CUPTI(cuptiEnableCallback(1, p.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id))) return false;
   return true;

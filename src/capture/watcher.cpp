@@ -60,6 +60,7 @@ std::vector<CUpti_CallbackId> LaunchWatcher::driver_callback_ids() {
   std::vector<CUpti_CallbackId> ids = Tracker::callback_ids();
   for (auto id : TextureTracker::callback_ids()) ids.push_back(id);
   for (auto id : launch_callback_ids()) ids.push_back(id);
+  for (auto id : stream_capture_callback_ids()) ids.push_back(id);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx);
   ids.push_back(CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary);
@@ -95,6 +96,7 @@ void LaunchWatcher::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     on_launch(cbid, cb);
     return;
   }
+  if (follow_stream_capture(cbid, cb, captures_)) return;
   if (is_module_load(cbid) || is_function_lookup(cbid)) {
     const auto* rv = static_cast<const CUresult*>(cb->functionReturnValue);
     if (cb->callbackSite == CUPTI_API_ENTER) {
@@ -158,8 +160,10 @@ void LaunchWatcher::on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* c
   LaunchArgs args;
   if (!decode_launch(cbid, cb->functionParams, &args)) return;
   if (known_skip(args.f, cb->context)) return;
-  std::string mangled = cb->symbolName ? cb->symbolName : "";
-  if (mangled.empty()) mangled = driver_.kernel_name(args.f);
+  // CUPTI's name is viewed, not copied: a matching kernel's launches allocate nothing here.
+  std::string asked;
+  std::string_view mangled = cb->symbolName ? std::string_view(cb->symbolName) : std::string_view();
+  if (mangled.empty()) mangled = asked = driver_.kernel_name(args.f);
   if (mangled.empty()) return;
   if (!on_chosen_device(mangled, cb->context)) {
     remember_skip(args.f, cb->context);
@@ -175,7 +179,7 @@ void LaunchWatcher::on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* c
   // The last target stops the application after its capture (without --continue).
   const bool stop_after = !config_.keep_running && done_;
   EventTargetScope scope(event_target(t));
-  if (!target_.begin(TargetLaunch{cbid, cb, mangled, launch_index, event_target(t), stop_after})) return;
+  if (!target_.begin(TargetLaunch{cbid, cb, std::string(mangled), launch_index, event_target(t), stop_after})) return;
   std::lock_guard lk(mu_);
   pending_.push_back(Pending{cb->correlationId, std::this_thread::get_id(), t});
   pending_count_.fetch_add(1, std::memory_order_release);
@@ -222,15 +226,16 @@ void LaunchWatcher::remember_skip(CUfunction f, CUcontext ctx) {
   skip_handles_.insert({f, ctx});
 }
 
-const std::vector<int>& LaunchWatcher::matching(const std::string& mangled) {
+const std::vector<int>& LaunchWatcher::matching(std::string_view mangled) {
   auto it = name_matches_.find(mangled);
   if (it != name_matches_.end()) return it->second;
   const std::string dem = names::demangle(mangled);
-  std::vector<int> m = naming(mangled, dem);
-  nlohmann::json line = format::events::seen(mangled, dem, !m.empty());
+  const std::string name(mangled);
+  std::vector<int> m = naming(name, dem);
+  nlohmann::json line = format::events::seen(name, dem, !m.empty());
   if (multi_) format::events::add_targets(line, m);
   emit(std::move(line));
-  return name_matches_.emplace(mangled, std::move(m)).first->second;
+  return name_matches_.emplace(name, std::move(m)).first->second;
 }
 
 std::vector<int> LaunchWatcher::naming(const std::string& mangled, const std::string& demangled) const {
@@ -253,20 +258,24 @@ bool LaunchWatcher::all_done() const {
   return true;
 }
 
-int LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index, bool check_stream,
+int LaunchWatcher::is_target(std::string_view mangled, CUstream stream, uint64_t* launch_index, bool check_stream,
                              bool* name_matches) {
   std::lock_guard lk(mu_);
   *launch_index = launches_.fetch_add(1, std::memory_order_relaxed);
   const std::vector<int>& named = matching(mangled);
   if (name_matches) *name_matches = !named.empty();
-  const std::vector<int> live = waiting(named);
+  live_.clear();
+  for (int t : named)
+    if (!slots_[t].done) live_.push_back(t);
+  const std::vector<int>& live = live_;
   if (live.empty()) return -1;
-  if (check_stream && driver_.stream_is_capturing(stream)) {
+  // The driver is asked about the stream only while some capture is open.
+  if (check_stream && captures_.any() && driver_.stream_is_capturing(stream)) {
     // Recorded into a graph: it counts when the graph runs (graph_watch.cpp).
     log::debug("not counting a launch of {}: its stream is being captured into a CUDA graph, so the kernel "
                "runs when the graph is launched",
                names::demangle(mangled));
-    nlohmann::json line = format::events::skipped(mangled, format::events::SkipReason::CapturingStream);
+    nlohmann::json line = format::events::skipped(std::string(mangled), format::events::SkipReason::CapturingStream);
     if (multi_) format::events::add_targets(line, live);
     emit(std::move(line));
     return -1;
@@ -274,8 +283,8 @@ int LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint64
   if (ignore_depth() > 0) {
     // An autotuner is benchmarking configurations (the Triton shim says so): these launches
     // are not the application's, so they are not counted.
-    if (ignored_names_.insert(mangled).second)
-      emit(format::events::ignored(mangled, "autotuner benchmark"));
+    if (const std::string name(mangled); ignored_names_.insert(name).second)
+      emit(format::events::ignored(name, "autotuner benchmark"));
     return -1;
   }
   int chosen = -1;
@@ -291,12 +300,12 @@ int LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint64
     // (report_matches) tell the launcher what it needs (how far the count got).
     const uint64_t want = targets_[t].dispatch;
     if (index <= want && (index < 16 || (index & (index - 1)) == 0 || index == want)) {
-      nlohmann::json line = format::events::match(index, mangled);
+      nlohmann::json line = format::events::match(index, std::string(mangled));
       if (multi_) format::events::add_target(line, t);
       emit(std::move(line));
       slot.last_emitted = index;
     } else if (index <= want) {
-      slot.last_name = mangled;
+      slot.last_name.assign(mangled);  // reuses the string's storage
     }
     if (index != targets_[t].dispatch) continue;
     slot.done = true;
@@ -317,14 +326,14 @@ int LaunchWatcher::is_target(const std::string& mangled, CUstream stream, uint64
   done_ = all_done();
   return chosen;
 }
-bool LaunchWatcher::on_chosen_device(const std::string& mangled, CUcontext ctx) {
+bool LaunchWatcher::on_chosen_device(std::string_view mangled, CUcontext ctx) {
   if (config_.device < 0) return true;
   const int dev = driver_.device_of(ctx);
   if (dev == config_.device) return true;
   std::lock_guard lk(mu_);
   launches_.fetch_add(1, std::memory_order_relaxed);  // still a launch: launch_index counts every one
-  if (other_device_names_.insert(mangled).second)
-    emit(format::events::ignored(mangled, dev < 0 ? std::string("on an unknown CUDA device (--device)")
+  if (const std::string name(mangled); other_device_names_.insert(name).second)
+    emit(format::events::ignored(name, dev < 0 ? std::string("on an unknown CUDA device (--device)")
                                                   : "on CUDA device " + std::to_string(dev) + ", not --device " +
                                                         std::to_string(config_.device)));
   return false;

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -27,6 +28,7 @@
 #include "capture/graph_seams.hpp"
 #include "capture/graph_tracker.hpp"
 #include "capture/inventory.hpp"
+#include "capture/open_captures.hpp"
 #include "capture/seams.hpp"
 
 namespace kerncap::capture {
@@ -72,7 +74,7 @@ class LaunchWatcher {
   // launch was checked once).
   // The target (index into targets_) this launch is, or -1. `name_matches` (optional): whether
   // the name matches any target's pattern, whatever the answer.
-  int is_target(const std::string& mangled, CUstream stream, uint64_t* launch_index, bool check_stream = true,
+  int is_target(std::string_view mangled, CUstream stream, uint64_t* launch_index, bool check_stream = true,
                 bool* name_matches = nullptr);
   // The hot path: a launch of a function handle already known to be no target's (its name
   // matches no pattern) is counted and nothing else: no name string, no demangling, no event.
@@ -81,7 +83,7 @@ class LaunchWatcher {
   void remember_skip(CUfunction f, CUcontext ctx);
   bool claim(size_t target);
   // Under mu_: the targets whose pattern names `mangled` (cached; emits "seen" once).
-  const std::vector<int>& matching(const std::string& mangled);
+  const std::vector<int>& matching(std::string_view mangled);
   // The targets whose pattern names a kernel (no event).
   std::vector<int> naming(const std::string& mangled, const std::string& demangled) const;
   // Under mu_: of those, the ones still waiting.
@@ -90,7 +92,7 @@ class LaunchWatcher {
   // The index for events and TargetLaunch: -1 with one target (its lines stay as before).
   int event_target(int target) const { return multi_ ? target : -1; }
   // Config::device: false for a launch on another device (not counted, noted once per name).
-  bool on_chosen_device(const std::string& mangled, CUcontext ctx);
+  bool on_chosen_device(std::string_view mangled, CUcontext ctx);
 
   const Config& config_;
   Inventory& inventory_;
@@ -115,7 +117,14 @@ class LaunchWatcher {
     std::string last_name;      // the kernel of a match not written as it came
   };
   std::vector<Slot> slots_;  // one per target
-  std::unordered_map<std::string, std::vector<int>> name_matches_;
+  // Looked up by the name CUPTI hands over, without copying it into a string.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>()(s); }
+  };
+  std::unordered_map<std::string, std::vector<int>, NameHash, std::equal_to<>> name_matches_;
+  std::vector<int> live_;  // is_target's targets still waiting (kept to spare an allocation a launch)
+  OpenCaptures captures_;  // stream captures open in the process
   std::unordered_set<std::string> ignored_names_;
   std::atomic<uint64_t> launches_{0};  // also counted without the lock (known_skip's fast path)
   bool graph_note_ = false;

@@ -75,7 +75,11 @@ struct FakeQueries : LaunchQueries {
     auto it = names.find(f);
     return it == names.end() ? "" : it->second;
   }
-  bool stream_is_capturing(CUstream s) override { return capturing.count(s) != 0; }
+  bool stream_is_capturing(CUstream s) override {
+    ++capture_queries;
+    return capturing.count(s) != 0;
+  }
+  int capture_queries = 0;
 };
 
 // Records what the watcher ordered at the target launch.

@@ -209,16 +209,25 @@ TEST(CaptureWatcher, AutotunerBenchmarksAreNotCounted) {
 TEST(CaptureWatcher, LaunchesIntoACapturingStreamAreSkipped) {
   Harness h("scale");
   CUstream graph_stream = reinterpret_cast<CUstream>(0x50);
+  h.launch(kAdd);  // no capture open: the driver is not asked about the stream
+  EXPECT_EQ(h.driver.capture_queries, 0);
   h.driver.capturing.insert(graph_stream);
+  FakeCall<cuStreamBeginCapture_v2_params> begin(cuStreamBeginCapture_v2_params{graph_stream, {}});
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, &begin.cb);
   h.launch(kScale, graph_stream);
   h.launch(kScale, graph_stream);
   EXPECT_TRUE(h.target.begun.empty());
   auto skipped = h.events("skipped");
   ASSERT_EQ(skipped.size(), 2u);
   EXPECT_EQ(skipped[0]["why"], "stream is capturing a CUDA graph");
-  h.launch(kScale);  // the direct launch afterwards is dispatch 0
+  h.driver.capturing.erase(graph_stream);
+  FakeCall<cuStreamEndCapture_params> end(cuStreamEndCapture_params{graph_stream, nullptr});
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, &end.cb);
+  const int asked = h.driver.capture_queries;
+  h.launch(kScale);  // the direct launch afterwards is dispatch 0, and the capture is over: nothing asked
   ASSERT_EQ(h.target.begun.size(), 1u);
-  EXPECT_EQ(h.target.begun[0].launch_index, 2u);
+  EXPECT_EQ(h.target.begun[0].launch_index, 3u);
+  EXPECT_EQ(h.driver.capture_queries, asked);
 }
 
 TEST(CaptureWatcher, GraphLaunchesAreReportedOnce) {
