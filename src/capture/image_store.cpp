@@ -19,6 +19,11 @@ namespace {
 constexpr uint64_t kUnknownBudget = 512ull << 20;
 }  // namespace
 
+uint64_t& image_loaded_on_this_thread() {
+  thread_local uint64_t hash = 0;
+  return hash;
+}
+
 uint64_t ImageStore::on_module_loaded(const void* data, size_t size) {
   if (!data || size == 0) return 0;
   std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data), size);

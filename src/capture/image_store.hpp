@@ -29,6 +29,12 @@ struct KeptImage {
   uint64_t sequence = 0;             // load order
 };
 
+// The hash of the last image the driver handed over on this thread (CUPTI's module-loaded
+// callback runs on the thread whose call loaded it). A caller clears it before a driver call
+// and reads it after, to know which image that call loaded: with lazy loading that is the
+// first call that uses a module (cuModuleGetFunction, a launch, kerncap's own queries).
+uint64_t& image_loaded_on_this_thread();
+
 class ImageStore {
  public:
   // Keeps the images holding a kernel that one of `matchers` (one per target) names.

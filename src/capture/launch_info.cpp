@@ -162,6 +162,8 @@ ResolvedFunction resolve_function(CUfunction f) {
   return r;
 }
 
+const void* DriverLaunchQueries::module_of(CUfunction f) { return resolve_function(f).module; }
+
 std::vector<format::ParamSlot> driver_param_layout(CUfunction f, bool kernel_handle) {
   const Driver& d = driver();
   std::vector<format::ParamSlot> slots;

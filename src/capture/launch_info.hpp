@@ -36,6 +36,7 @@ class DriverLaunchQueries final : public LaunchQueries {
   std::string kernel_name(CUfunction f) override;
   bool stream_is_capturing(CUstream stream) override;
   int device_of(CUcontext ctx) override;  // launch_device.cpp
+  const void* module_of(CUfunction f) override;
 
  private:
   std::mutex device_mu_;

@@ -27,6 +27,9 @@ class LaunchQueries {
   // The CUDA device ordinal (as this process numbers them) of a launch's context, for
   // `extract --device`; -1 when the driver cannot tell. Asked only when a device was given.
   virtual int device_of(CUcontext /*ctx*/) { return -1; }
+  // The module of a launch handle (a CUkernel's in the current context), to bind a code image
+  // the driver handed over during that launch (lazy loading); null when the driver cannot tell.
+  virtual const void* module_of(CUfunction /*f*/) { return nullptr; }
 };
 
 // The launch chosen as the target, at its API entry.

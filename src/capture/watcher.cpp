@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "capture/events.hpp"
 #include "capture/in_app.hpp"
@@ -19,7 +20,6 @@ namespace {
 std::atomic<int> g_ignore_depth{0};
 // The image the driver handed over most recently on this thread (module-load callbacks fire
 // inside cuModuleLoadData*, whose exit then gives the CUmodule).
-thread_local uint64_t t_last_image = 0;
 
 bool is_module_load(CUpti_CallbackId cbid) {
   return cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData || cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx ||
@@ -83,7 +83,7 @@ void LaunchWatcher::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
       ToolScope scope;
       const auto* rd = static_cast<const CUpti_ResourceData*>(data);
       const auto* mod = static_cast<const CUpti_ModuleResourceData*>(rd->resourceDescriptor);
-      if (mod) t_last_image = inventory_.images.on_module_loaded(mod->pCubin, mod->cubinSize);
+      if (mod) image_loaded_on_this_thread() = inventory_.images.on_module_loaded(mod->pCubin, mod->cubinSize);
     }
     return;
   }
@@ -99,15 +99,16 @@ void LaunchWatcher::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
   if (follow_stream_capture(cbid, cb, captures_)) return;
   if (is_module_load(cbid) || is_function_lookup(cbid)) {
     const auto* rv = static_cast<const CUresult*>(cb->functionReturnValue);
+    uint64_t& loaded = image_loaded_on_this_thread();
     if (cb->callbackSite == CUPTI_API_ENTER) {
-      t_last_image = 0;
-    } else if (rv && *rv == CUDA_SUCCESS && t_last_image) {
+      loaded = 0;
+    } else if (rv && *rv == CUDA_SUCCESS && loaded) {
       // All three load parameter structs start with `CUmodule* module`.
       const void* module = nullptr;
       if (is_function_lookup(cbid)) module = static_cast<const cuModuleGetFunction_params*>(cb->functionParams)->hmod;
       else if (const auto* p = static_cast<const cuModuleLoadData_params*>(cb->functionParams); p->module)
         module = *p->module;
-      inventory_.images.bind_module(module, t_last_image);
+      inventory_.images.bind_module(module, loaded);
     }
     return;
   }
@@ -136,6 +137,14 @@ void LaunchWatcher::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
 }
 
 void LaunchWatcher::on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  uint64_t& loaded = image_loaded_on_this_thread();
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    loaded = 0;
+  } else if (loaded) {
+    // The launch was its module's first use (lazy loading, e.g. a runtime launch of a
+    // CUkernel): the image the driver handed over during it is that module's.
+    bind_loaded_image(cbid, cb, std::exchange(loaded, 0));
+  }
   if (cb->callbackSite == CUPTI_API_EXIT) {
     // A launch owes its exit work only when its entry began a capture (rare): no lock otherwise.
     if (pending_count_.load(std::memory_order_acquire) == 0) return;
@@ -179,7 +188,14 @@ void LaunchWatcher::on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* c
   // The last target stops the application after its capture (without --continue).
   const bool stop_after = !config_.keep_running && done_;
   EventTargetScope scope(event_target(t));
-  if (!target_.begin(TargetLaunch{cbid, cb, std::string(mangled), launch_index, event_target(t), stop_after})) return;
+  // With lazy loading the target's module may not be loaded yet: asking for it loads it now,
+  // and the image handed over meanwhile is that module's (the capture then finds it bound).
+  loaded = 0;
+  if (const void* module = driver_.module_of(args.f); module && loaded) inventory_.images.bind_module(module, loaded);
+  const bool begun = target_.begin(TargetLaunch{cbid, cb, std::string(mangled), launch_index, event_target(t), stop_after});
+  // What the capture itself loads (kerncap's own scan module) is not the launched module's.
+  loaded = 0;
+  if (!begun) return;
   std::lock_guard lk(mu_);
   pending_.push_back(Pending{cb->correlationId, std::this_thread::get_id(), t});
   pending_count_.fetch_add(1, std::memory_order_release);
@@ -203,6 +219,12 @@ uint64_t LaunchWatcher::new_skip_epoch() { return g_skip_epochs.fetch_add(1, std
 void LaunchWatcher::clear_skips() {
   skip_handles_.clear();
   skip_epoch_.store(new_skip_epoch(), std::memory_order_release);
+}
+
+void LaunchWatcher::bind_loaded_image(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t hash) {
+  LaunchArgs args;
+  if (!decode_launch(cbid, cb->functionParams, &args) || !args.f) return;
+  if (const void* module = driver_.module_of(args.f)) inventory_.images.bind_module(module, hash);
 }
 
 bool LaunchWatcher::known_skip(CUfunction f, CUcontext ctx) {

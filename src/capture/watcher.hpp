@@ -93,6 +93,8 @@ class LaunchWatcher {
   int event_target(int target) const { return multi_ ? target : -1; }
   // Config::device: false for a launch on another device (not counted, noted once per name).
   bool on_chosen_device(std::string_view mangled, CUcontext ctx);
+  // A launch's exit when an image arrived during it: bind the image to the launched module.
+  void bind_loaded_image(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t hash);
 
   const Config& config_;
   Inventory& inventory_;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -80,6 +81,13 @@ struct FakeQueries : LaunchQueries {
     return capturing.count(s) != 0;
   }
   int capture_queries = 0;
+  std::map<CUfunction, const void*> modules;  // a launch handle's module
+  std::function<void()> loading;  // runs inside module_of (as a lazy load would)
+  const void* module_of(CUfunction f) override {
+    if (loading) loading();
+    auto it = modules.find(f);
+    return it == modules.end() ? nullptr : it->second;
+  }
 };
 
 // Records what the watcher ordered at the target launch.
@@ -95,7 +103,9 @@ struct FakeTarget : TargetCapture {
   bool accept = true;  // false: behave like a capture that failed at BEFORE
   std::vector<Begun> begun;
   std::vector<uint32_t> finished;  // correlation ids of the exits handed over
+  std::function<void()> during;  // runs inside begin (kerncap's own work at the capture)
   bool begin(const TargetLaunch& t) override {
+    if (during) during();
     begun.push_back({t.cbid, t.mangled, t.launch_index, t.entry->correlationId, t.target, t.stop_after});
     return accept;
   }

@@ -328,6 +328,66 @@ TEST(CaptureWatcher, AnImageHandedOverAtFirstUseIsBoundToItsModule) {
   EXPECT_EQ(h.inventory->images.find(kScale, {}, m2)->bytes[0], 'b');
 }
 
+TEST(CaptureWatcher, AnImageHandedOverInsideALaunchIsBoundToTheLaunchedModule) {
+  Harness h("scale", 5);
+  const std::string first(256, 'a'), second(256, 'b');
+  CUmodule m1 = reinterpret_cast<CUmodule>(0x81), m2 = reinterpret_cast<CUmodule>(0x82);
+  CUfunction f1 = reinterpret_cast<CUfunction>(0x910), f2 = reinterpret_cast<CUfunction>(0x920);
+  h.driver.modules = {{f1, m1}, {f2, m2}};
+  // A runtime launch of a CUkernel is its module's first use: the image arrives inside it.
+  for (auto [f, bytes] : {std::pair{f2, &second}, std::pair{f1, &first}}) {
+    CUpti_ModuleResourceData mod{};
+    mod.pCubin = bytes->data();
+    mod.cubinSize = bytes->size();
+    CUpti_ResourceData rd{};
+    rd.resourceDescriptor = &mod;
+    FakeLaunch l(kScale, h.next_correlation++, nullptr, f);
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.entry());
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.exit());
+  }
+  ASSERT_EQ(h.inventory->images.loaded(), 2u);
+  // Load order alone would say `first` (handed over last) for both modules.
+  ASSERT_NE(h.inventory->images.find(kScale, {}, m2), nullptr);
+  EXPECT_EQ(h.inventory->images.find(kScale, {}, m2)->bytes[0], 'b');
+  EXPECT_EQ(h.inventory->images.find(kScale, {}, m1)->bytes[0], 'a');
+  // A launch during which nothing loads binds nothing, whatever came before it on the thread.
+  CUfunction f3 = reinterpret_cast<CUfunction>(0x930);
+  h.driver.modules[f3] = m2;
+  FakeLaunch later(kScale, h.next_correlation++, nullptr, f3);
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, later.entry());
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, later.exit());
+  EXPECT_EQ(h.inventory->images.find(kScale, {}, m2)->bytes[0], 'b');
+}
+
+TEST(CaptureWatcher, TheTargetsModuleLoadedByKerncapsOwnQueryIsBoundToIt) {
+  Harness h("scale");
+  const std::string launched(256, 'b'), own(256, 'a');
+  auto hand_over = [&](const std::string& bytes) {
+    CUpti_ModuleResourceData mod{};
+    mod.pCubin = bytes.data();
+    mod.cubinSize = bytes.size();
+    CUpti_ResourceData rd{};
+    rd.resourceDescriptor = &mod;
+    ToolScope inside;  // both arrive inside kerncap's own driver calls
+    h.watcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
+  };
+  CUmodule m = reinterpret_cast<CUmodule>(0x83);
+  CUfunction f = reinterpret_cast<CUfunction>(0x940);
+  h.driver.modules[f] = m;
+  h.driver.loading = [&] { hand_over(launched); };  // the module's first use is kerncap's query
+  h.target.during = [&] { hand_over(own); };        // then the capture loads an image of its own
+  FakeLaunch l(kScale, h.next_correlation++, nullptr, f);
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.entry());
+  h.driver.loading = nullptr;
+  h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.exit());
+  ASSERT_EQ(h.target.begun.size(), 1u);
+  ASSERT_EQ(h.inventory->images.loaded(), 2u);
+  // Load order alone would say `own`; the module's binding says the launched image.
+  ASSERT_NE(h.inventory->images.find(kScale, {}, m), nullptr);
+  EXPECT_EQ(h.inventory->images.find(kScale, {}, m)->bytes[0], 'b');
+}
+
 namespace {
 int g_first_match_calls = 0;
 void count_first_match() { ++g_first_match_calls; }
