@@ -68,15 +68,20 @@ uint64_t ImageStore::on_module_loaded(const void* data, size_t size) {
   return hash;
 }
 
-void ImageStore::bind_module(const void* module, uint64_t hash) {
+void ImageStore::bind_module(const void* module, uint64_t hash, bool replace) {
   if (!module || !hash) return;
   std::lock_guard lk(mu_);
   for (auto& [m, h] : modules_)
     if (m == module) {
-      h = hash;  // a handle reused after an unload
+      if (replace) h = hash;  // a handle reused after an unload
       return;
     }
   modules_.emplace_back(module, hash);
+}
+
+void ImageStore::unbind_module(const void* module) {
+  std::lock_guard lk(mu_);
+  std::erase_if(modules_, [&](const auto& b) { return b.first == module; });
 }
 
 namespace {

@@ -44,7 +44,10 @@ class ImageStore {
   uint64_t on_module_loaded(const void* data, size_t size);
   // cuModuleLoadData* returned `module` for the image with `hash`: lets find() be exact
   // when several images hold kernels of the same name (e.g. autotuned Triton variants).
-  void bind_module(const void* module, uint64_t hash);
+  // `replace` false: only an unbound module is bound (a binding inferred from a load seen
+  // during a launch never overrides the one its load call made).
+  void bind_module(const void* module, uint64_t hash, bool replace = true);
+  void unbind_module(const void* module);  // cuModuleUnload: the handle may be reused
   // The image that holds `mangled`: the one bound to `module`; else, of several candidates,
   // those whose kernel fits `facts` (registers, launch bounds), then the one whose kernel
   // list equals `module_functions` (the launch's module), then the most recently loaded.

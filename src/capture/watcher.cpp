@@ -114,6 +114,8 @@ void LaunchWatcher::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
   }
   if (is_unload(cbid)) {
     if (cb->callbackSite == CUPTI_API_EXIT) {
+      if (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleUnload)
+        inventory_.images.unbind_module(static_cast<const cuModuleUnload_params*>(cb->functionParams)->hmod);
       std::lock_guard lk(mu_);
       clear_skips();
     }
@@ -191,7 +193,8 @@ void LaunchWatcher::on_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* c
   // With lazy loading the target's module may not be loaded yet: asking for it loads it now,
   // and the image handed over meanwhile is that module's (the capture then finds it bound).
   loaded = 0;
-  if (const void* module = driver_.module_of(args.f); module && loaded) inventory_.images.bind_module(module, loaded);
+  if (const void* module = driver_.module_of(args.f); module && loaded)
+    inventory_.images.bind_module(module, loaded, false);
   const bool begun = target_.begin(TargetLaunch{cbid, cb, std::string(mangled), launch_index, event_target(t), stop_after});
   // What the capture itself loads (kerncap's own scan module) is not the launched module's.
   loaded = 0;
@@ -224,7 +227,7 @@ void LaunchWatcher::clear_skips() {
 void LaunchWatcher::bind_loaded_image(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t hash) {
   LaunchArgs args;
   if (!decode_launch(cbid, cb->functionParams, &args) || !args.f) return;
-  if (const void* module = driver_.module_of(args.f)) inventory_.images.bind_module(module, hash);
+  if (const void* module = driver_.module_of(args.f)) inventory_.images.bind_module(module, hash, false);
 }
 
 bool LaunchWatcher::known_skip(CUfunction f, CUcontext ctx) {

@@ -44,6 +44,13 @@ TEST(CaptureImageStore, SameNamedImagesAreToldApartByTheLaunchedFunction) {
   int module = 0;
   store.bind_module(&module, h256);
   EXPECT_EQ(store.find("kc_scale", {}, &module, launched128)->hash, h256);
+  // A binding inferred later (an image seen during a launch) never overrides it...
+  store.bind_module(&module, h128, false);
+  EXPECT_EQ(store.find("kc_scale", {}, &module, launched128)->hash, h256);
+  // ...until the module is unloaded (its handle may then be reused).
+  store.unbind_module(&module);
+  store.bind_module(&module, h128, false);
+  EXPECT_EQ(store.find("kc_scale", {}, &module, launched256)->hash, h128);
 }
 
 }  // namespace
