@@ -19,7 +19,7 @@ import json
 import os
 import shlex
 import sys
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Type, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Type, TypeVar, Union
 
 if sys.version_info >= (3, 10):
     from typing import Concatenate, ParamSpec
@@ -30,8 +30,11 @@ from . import cli_path, runner
 from .errors import KerncapError, KerncapVersionError, cli_message, error_for
 from .json_fields import from_json
 from .results import (BaselineResult, DiffResult, ExtractResult, FootprintResult, InfoResult, LintResult,
-                      LocateResult, ProfileResult, ReplayResult, ValidateResult)
+                      LocateResult, ProfileResult, ReplayResult, ServeStatus, ValidateResult)
 from .runner import ProgressFn
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .serving import Server
 
 Command = Union[str, Sequence[str]]
 PY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the folder holding the package
@@ -46,6 +49,7 @@ KNOWN_FORMATS: Dict[str, tuple] = {
     "kerncap-baseline": ("version", 1),
     "kerncap-footprint": ("format_version", 1),
     "kerncap-capture": ("format_version", 4),
+    "kerncap-serve-status": ("version", 1),
 }
 
 
@@ -237,6 +241,23 @@ class Kerncap:
         args += _flag("--no-determinism-check", no_determinism_check)
         return self._typed(ValidateResult, args, ok=(0, 1), progress=progress)
 
+    def serve_status(self, dir: str) -> ServeStatus:
+        """`kerncap serve DIR --status --json`: whether a `kerncap serve` answers for DIR."""
+        return self._typed(ServeStatus, ["serve", dir, "--status", "--json"], ok=(0, 1))
+
+    def serve(self, dir: str, footprint: Optional[str] = None, idle_timeout: Optional[float] = None,
+              device: Optional[int] = None, no_relocate: bool = False, ready_timeout: float = 600.0) -> "Server":
+        """Starts `kerncap serve DIR` in the background (or uses the one already running) and
+        returns once it answers: from then on validate(DIR[, cubin]) is evaluated in its open
+        session when the server would reach the same verdict (the CLI's `--server auto`; the
+        result's line says so), else in its own process as before. Stop it with .stop() or a
+        `with` block; it also stops after idle_timeout seconds without a request (CLI default
+        1800). footprint as for validate ("auto": strong, measured once now if missing)."""
+        from . import serving
+        extra = _opt("--footprint", footprint) + _opt("--idle-timeout", idle_timeout) + _opt("--device", device)
+        extra += _flag("--no-relocate", no_relocate)
+        return serving.start(self, dir, extra, ready_timeout)
+
     def footprint(self, dir: str, force: bool = False, no_timing: bool = False,
                   sanitizer_lib: Optional[str] = None, max_escapes: Optional[int] = None,
                   progress: Optional[ProgressFn] = None) -> FootprintResult:
@@ -352,3 +373,5 @@ lint = _on_default(Kerncap.lint)
 baseline_save = _on_default(Kerncap.baseline_save)
 diff = _on_default(Kerncap.diff)
 locate = _on_default(Kerncap.locate)
+serve = _on_default(Kerncap.serve)
+serve_status = _on_default(Kerncap.serve_status)

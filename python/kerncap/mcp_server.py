@@ -9,6 +9,7 @@ message with its exit code. docs/agents.md is the playbook an agent follows with
 """
 # No `from __future__ import annotations`: the SDK evaluates the tools' annotations (Context,
 # Optional[...]) when it registers them.
+import atexit
 import re
 import sys
 from typing import Any, Callable, Dict, List, NoReturn, Optional, TypeVar
@@ -26,7 +27,9 @@ demangled name that matches no other kernel (template arguments included); extra
 source_dir (and compile_commands) so the reproducer has its source; edit the file extract names
 (reproducer.edit_file), run `make recompile` in OUT; validate with fuzz > 0 before trusting a
 variant (strong validation is the default); compare replay times (captured=true for the
-original) or diff against a baseline; lint for registers and spills. Every result has `line`;
+original) or diff against a baseline; lint for registers and spills. Validating many variants of
+one capture: call serve(dir) first (each validate then skips the driver start and the restore;
+serve_stop(dir) when done). Every result has `line`;
 validate/lint/diff's is the CLI's 'Result: ...' verdict. Errors carry the CLI's message."""
 
 
@@ -84,6 +87,15 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
 
     server = _Server("kerncap", instructions=INSTRUCTIONS)
     state: Dict[str, api.Kerncap] = {}
+    servers: Dict[str, Any] = {}  # dir -> serving.Server started by this MCP server (stopped at exit)
+
+    def stop_servers() -> None:
+        for s in list(servers.values()):
+            try:
+                s.stop(timeout=10)
+            except Exception:  # an exiting MCP server must not fail on a server already gone
+                pass
+    atexit.register(stop_servers)
     if kerncap is not None:
         state["kc"] = kerncap
 
@@ -173,6 +185,33 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
         return _document(await call(ctx, lambda kc, pr: kc.validate(
             dir, cubin=cubin, footprint=footprint, fuzz=fuzz, seed=seed, dtype=dtype, atol=atol, rtol=rtol,
             min_speedup=min_speedup, captured=captured, progress=pr)))
+
+    @server.tool()
+    async def serve(dir: str, ctx: Context, footprint: str = "auto", idle_timeout: float = 1800) -> Dict[str, Any]:
+        """Keep capture `dir` open in a background `kerncap serve` (first checks that the captured
+        image PASSes; measures the footprint once if strong validation needs it): later validate
+        calls on dir (cubin or not) are then answered in that open session, which saves the
+        driver start and the restore each time. Validations it cannot answer exactly run as
+        before and say why. It stops after idle_timeout seconds without a request, at
+        serve_stop(dir), or when this MCP server exits. Returns the status (`serving`, `pid`)."""
+        def work(kc: api.Kerncap, pr: Any) -> Any:
+            s = kc.serve(dir, footprint=footprint, idle_timeout=idle_timeout)
+            if s.owned:
+                servers[dir] = s
+            return s.started
+        return _document(await call(ctx, work))
+
+    @server.tool()
+    async def serve_stop(dir: str, ctx: Context) -> Dict[str, Any]:
+        """Stop the `kerncap serve` of capture `dir` (one started by serve, or any of this user's)."""
+        def work(kc: api.Kerncap, pr: Any) -> Any:
+            s = servers.pop(dir, None)
+            if s is not None:
+                s.stop()
+            else:
+                kc.run(["serve", dir, "--stop"])
+            return kc.serve_status(dir)
+        return _document(await call(ctx, work))
 
     @server.tool()
     async def footprint(dir: str, ctx: Context, force: bool = False) -> Dict[str, Any]:

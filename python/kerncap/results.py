@@ -502,3 +502,24 @@ class LocateResult:
     @property
     def line(self) -> str:
         return "; ".join(f"{r.name}: {r.status}" + (f" at {r.source}" if r.source else "") for r in self.results)
+
+
+@dataclass
+class ServeStatus:
+    """`kerncap serve DIR --status --json`: whether a server answers for DIR (pid, and what it
+    serves: device, strength, evaluations so far in server["served"]), or why one that is
+    there does not answer."""
+    format: str = ""
+    version: int = 0
+    dir: str = ""
+    serving: bool = False
+    pid: Optional[int] = None
+    server: Dict[str, Any] = field(default_factory=dict)
+    why: Optional[str] = None
+    raw: Dict[str, Any] = _raw()
+
+    @property
+    def line(self) -> str:
+        if self.serving:
+            return f"{self.dir} is served by pid {self.pid} ({self.server.get('served', 0)} evaluations so far)"
+        return f"{self.dir}: " + (f"a server is there but does not answer: {self.why}" if self.why else "not served")

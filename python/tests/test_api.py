@@ -77,6 +77,35 @@ elif cmd == "locate":
                       "results": [{"name": a[1], "status": "not-found", "sources": [], "tests": [], "notes": [],
                                    "source": None, "test": None}]}))
     sys.exit(1)
+elif cmd == "serve":
+    # A server's state lives in files beside the capture dir (the real one: an abstract socket).
+    d = a[1].rstrip("/")
+    up, stop = d + ".fake-serving", d + ".fake-stop"
+    if "--status" in a:
+        doc = {"format": "kerncap-serve-status", "version": 1, "dir": d, "serving": os.path.exists(up)}
+        if doc["serving"]:
+            doc["pid"] = int(open(up).read())
+            doc["server"] = {"served": 0, "strong": True}
+        print(json.dumps(doc))
+        sys.exit(0 if doc["serving"] else 1)
+    if "--stop" in a:
+        open(stop, "w").close()
+        print("kerncap serve: stopped")
+        sys.exit(0)
+    if "bad" in d:
+        print("kerncap serve: the captured image: Result: FAIL")
+        print("kerncap: error: the captured image does not reproduce the application's result in " + d,
+              file=sys.stderr)
+        sys.exit(1)
+    import time
+    time.sleep(0.3)  # opening the capture
+    open(up, "w").write(str(os.getpid()))
+    print("kerncap serve: " + d + " ready", flush=True)
+    while not os.path.exists(stop):
+        time.sleep(0.05)
+    os.remove(up)
+    os.remove(stop)
+    print("kerncap serve: stopped (stop requested)")
 elif cmd == "info":
     if not os.path.isdir(a[1]):
         print("kerncap: device error: no CUDA device", file=sys.stderr); sys.exit(3)
@@ -240,3 +269,40 @@ def test_profile_of_a_failing_application_and_a_refused_one(kc):
     with pytest.raises(KerncapInputError) as e:
         kc.profile(["./app"], filter="bad(")
     assert e.value.message.startswith("--filter 'bad(' is not a valid regular expression")
+
+
+def test_serve_starts_a_server_waits_until_it_answers_and_stops_it(kc, tmp_path):
+    d = str(tmp_path / "cap")
+    assert not kc.serve_status(d).serving
+    with kc.serve(d, footprint="auto", idle_timeout=60) as s:
+        assert s.owned and s.pid == s.proc.pid
+        st = s.status()
+        assert st.serving and st.pid == s.pid and st.format == "kerncap-serve-status"
+        assert "served by pid" in st.line
+        # A second serve of the same directory uses the running server and does not own it.
+        other = kc.serve(d)
+        assert not other.owned and other.pid == s.pid
+        other.stop()  # not its own: left running
+        assert kc.serve_status(d).serving
+    assert s.proc.returncode == 0
+    assert not kc.serve_status(d).serving
+    assert "ready" in s.log()
+    argv = [c["argv"] for c in calls(tmp_path) if c["argv"][:2] == ["serve", d] and len(c["argv"]) > 2]
+    assert ["serve", d, "--footprint", "auto", "--idle-timeout", "60"] in argv
+
+
+def test_a_server_that_cannot_start_raises_its_error(kc, tmp_path):
+    with pytest.raises(KerncapError) as e:
+        kc.serve(str(tmp_path / "bad"))
+    assert "does not reproduce the application's result" in e.value.message
+    assert e.value.exit_code == 1
+
+
+def test_a_server_that_never_answers_is_stopped(tmp_path, monkeypatch):
+    exe = tmp_path / "kerncap"
+    exe.write_text("#!/bin/sh\nif [ \"$3\" = --status ]; then echo '{\"format\": \"kerncap-serve-status\", "
+                   "\"version\": 1, \"serving\": false}'; exit 1; fi\nexec sleep 30\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    with pytest.raises(KerncapError) as e:
+        Kerncap(binary=str(exe)).serve(str(tmp_path / "cap"), ready_timeout=0.5)
+    assert "did not answer within 0.5 s" in e.value.message

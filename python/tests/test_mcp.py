@@ -15,7 +15,8 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 
 from conftest import write_capture  # noqa: E402
 
-TOOLS = {"profile", "extract", "info", "replay", "validate", "footprint", "lint", "baseline_save", "diff", "locate"}
+TOOLS = {"profile", "extract", "info", "replay", "validate", "footprint", "lint", "baseline_save", "diff", "locate",
+         "serve", "serve_stop"}
 
 
 def attr(obj, snake, camel):

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/document_versions.hpp"
 #include "cli/replay_options.hpp"
 #include "cli/serve_route.hpp"
 #include "cli/strong.hpp"
@@ -37,6 +38,8 @@ struct ServeArgs {
   int device = -1;
   std::string footprint = "auto";
   bool stop = false;
+  bool status = false;
+  bool json = false;
   bool no_relocate = false;
 };
 
@@ -75,6 +78,36 @@ void stop_server(const std::string& dir) {
   }
 }
 
+// Whether a server answers for DIR, and what it serves (the Python API waits on this to know a
+// server it started is ready). Exit 0: serving; 1: not.
+void server_status(const std::string& dir, bool as_json, int& exit_code) {
+  const fs::path key = serve::server_dir(dir);
+  serve::Request r;
+  r.op = serve::Op::Ping;
+  const serve::CallResult c = serve::call(serve::socket_name(key, ::geteuid()), r, std::chrono::milliseconds(5000));
+  const bool serving = c.status == serve::CallResult::Status::Answered && c.response.ok;
+  exit_code = serving ? 0 : 1;
+  if (as_json) {
+    json doc = {{"format", "kerncap-serve-status"}, {"version", kServeStatusVersion}, {"dir", key.string()},
+                {"serving", serving}};
+    if (serving) {
+      doc["pid"] = c.server_pid;
+      doc["server"] = c.response.server;
+    } else if (c.status == serve::CallResult::Status::Failed) {
+      doc["why"] = c.why;
+    }
+    std::printf("%s\n", doc.dump().c_str());
+    return;
+  }
+  if (serving)
+    std::printf("kerncap serve: %s is served by pid %d (%llu evaluations so far)\n", key.c_str(), c.server_pid,
+                static_cast<unsigned long long>(c.response.server.value("served", uint64_t{0})));
+  else if (c.status == serve::CallResult::Status::Failed)
+    std::printf("kerncap serve: %s: a server is there but does not answer: %s\n", key.c_str(), c.why.c_str());
+  else
+    std::printf("kerncap serve: none is running for %s\n", key.c_str());
+}
+
 // The captured image, evaluated once: the session must reproduce the application's result
 // before it judges anything else.
 void first_evaluation(replay::EvaluationSession& es, const std::string& dir) {
@@ -90,9 +123,15 @@ void first_evaluation(replay::EvaluationSession& es, const std::string& dir) {
 }
 
 void run_serve(const ServeArgs& a, int& exit_code) {
+  if (a.stop && a.status) usage_error("--stop and --status: give one");
+  if (a.json && !a.status) usage_error("--json goes with --status");
   if (a.stop) {
     stop_server(a.dir);
     exit_code = 0;
+    return;
+  }
+  if (a.status) {
+    server_status(a.dir, a.json, exit_code);
     return;
   }
   if (!(a.idle_timeout > 0) || !std::isfinite(a.idle_timeout))
@@ -176,7 +215,7 @@ void add_serve(CLI::App& app, int& exit_code) {
   cmd->footer(
       "Opens the capture as the evaluation loop does (the session of Python's kerncap.engine.Session), checks\n"
       "that the captured image PASSes (else exit 1), then listens until --idle-timeout passes without a\n"
-      "request, Ctrl-C, or `kerncap serve --stop DIR`. While it runs, `kerncap validate DIR [--cubin V]` of\n"
+      "request, Ctrl-C, or `kerncap serve --stop DIR` (`--status` says whether one runs). While it runs, `kerncap validate DIR [--cubin V]` of\n"
       "the same user hands the evaluation to it (no driver start, no restore from the capture files) and\n"
       "prints the same verdict, saying `evaluated by kerncap serve (pid N)`; validations it cannot answer\n"
       "exactly (--grid/--block, invariants, --tolerance, a speed-up, ...) run in their own process and say why.\n"
@@ -197,6 +236,9 @@ void add_serve(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-relocate", a->no_relocate,
                 "Fail instead of moving a captured range that cannot come back at its address");
   cmd->add_flag("--stop", a->stop, "Stop the server of DIR (sends it a stop request) and exit");
+  cmd->add_flag("--status", a->status,
+                "Say whether a server answers for DIR and exit: 0 serving, 1 not (nothing is started)");
+  cmd->add_flag("--json", a->json, "With --status: one JSON document (kerncap-serve-status)");
   add_store_option(cmd);
   cmd->callback([a, &exit_code] { run_serve(*a, exit_code); });
 }

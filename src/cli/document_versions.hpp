@@ -11,7 +11,8 @@
 
 namespace kerncap::cli {
 
-inline constexpr int kLocateVersion = 1;  // `kerncap locate --json`
+inline constexpr int kLocateVersion = 1;       // `kerncap locate --json`
+inline constexpr int kServeStatusVersion = 1;  // `kerncap serve --status --json`
 
 // {"kerncap-capture": {"field": "format_version", "version": 4}, ...}
 inline nlohmann::json document_versions() {
@@ -20,7 +21,8 @@ inline nlohmann::json document_versions() {
           {format::kFootprintName, doc("format_version", format::kFootprintVersion)},
           {profile::kReportFormat, doc("version", profile::kReportVersion)},
           {"kerncap-baseline", doc("version", lint::kBaselineVersion)},
-          {"kerncap-locate", doc("version", kLocateVersion)}};
+          {"kerncap-locate", doc("version", kLocateVersion)},
+          {"kerncap-serve-status", doc("version", kServeStatusVersion)}};
 }
 
 }  // namespace kerncap::cli

@@ -126,6 +126,39 @@ TEST_F(ServeValidateTest, AServedFailExitsOneAndJsonIsValidatesDocument) {
     EXPECT_FALSE(j.contains(k)) << k;
 }
 
+TEST_F(ServeValidateTest, StatusSaysWhetherAServerAnswersAndWhatItServes) {
+  kerncap::testing::write_small_capture(out_);
+  const std::string status = "timeout 20 " + kKerncap + " serve " + out_.string() + " --status";
+  CliRun r = shell(status);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("none is running for"), std::string::npos) << r.out;
+  r = shell("(" + status + " --json 2>/dev/null)");
+  EXPECT_EQ(r.code, 1) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["format"], "kerncap-serve-status");
+  EXPECT_EQ(j["version"], 1);
+  EXPECT_EQ(j["serving"], false);
+  EXPECT_FALSE(j.contains("pid"));
+
+  start(weak_server(), [](const serve::Request&, bool&) { return evaluation(true); });
+  ASSERT_EQ(validate("--footprint never").code, 0);
+  r = shell("(" + status + " --json 2>/dev/null)");
+  EXPECT_EQ(r.code, 0) << r.out;
+  j = json::parse(r.out);
+  EXPECT_EQ(j["serving"], true);
+  EXPECT_EQ(j["pid"], ::getpid());
+  EXPECT_EQ(j["server"]["served"], 1);
+  EXPECT_EQ(j["server"]["footprint"], "never");
+  r = shell(status);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("is served by pid " + std::to_string(::getpid()) + " (1 evaluations so far)"), std::string::npos)
+      << r.out;
+  // --json alone, or with --stop, is a usage error: nothing is asked or stopped.
+  EXPECT_EQ(shell("timeout 20 " + kKerncap + " serve " + out_.string() + " --json").code, 2);
+  EXPECT_EQ(shell("timeout 20 " + kKerncap + " serve " + out_.string() + " --status --stop").code, 2);
+  EXPECT_EQ(shell(status).code, 0);
+}
+
 TEST_F(ServeValidateTest, TheImagesInputErrorIsValidatesInputError) {
   start(weak_server(), [](const serve::Request&, bool&) -> json {
     input_error("v.cubin does not contain the captured kernel _Z6kernelPf");
