@@ -15,6 +15,9 @@
 #                  the server's must be lower
 #   stop           `kerncap serve --stop`: the server exits 0 saying so; validate then falls back
 #                  silently (no note) and PASSes
+#   python         Python's Kerncap.serve starts a server and waits until it answers; a validate
+#                  through the API is evaluated by it (its evaluation count grows by one); the
+#                  `with` block's end stops it
 # Prints one table row per case and "N passed, N failed". Exit 0 all passed, 1 some failed,
 # 77 skipped (no GPU).
 #
@@ -221,6 +224,45 @@ v after_stop --cubin "$SAME"
 [ $RC = 0 ] || P+="validate after stop exit $RC; "
 grep -q 'kerncap serve' "$D/after_stop.err" && P+="validate after stop mentions kerncap serve; "
 verdict stop "$P" "server pid $SERVED_PID: $(grep -h -m1 'stopped' "$WORK/serve.out" | cut -c1-70)"
+
+# Python: Kerncap.serve starts a server in the background and returns once `--status --json`
+# says it answers; a validate through the API is then evaluated by it (the server's count of
+# evaluations grows by one); leaving the `with` block stops it.
+P=""
+cat >"$WORK/py_serve.py" <<'PYEOF'
+import json, sys
+from kerncap import Kerncap
+cap, same = sys.argv[1], sys.argv[2]
+kc = Kerncap()
+before_any = kc.serve_status(cap).serving
+with kc.serve(cap) as s:
+    before = s.status().server.get("served", 0)
+    v = kc.validate(cap, cubin=same)
+    after = s.status().server.get("served", 0)
+    print(json.dumps({"before_any": before_any, "owned": s.owned, "pid": s.pid, "passed": v.passed,
+                      "line": v.line, "served_before": before, "served_after": after}))
+print(json.dumps({"serving_after": kc.serve_status(cap).serving}))
+PYEOF
+logged_step python env PYTHONPATH="$REPO/python" KERNCAP_BIN="$KC" "$PY" "$WORK/py_serve.py" "$CAP" "$SAME"
+RC=$?
+[ $RC = 0 ] || P+="exit $RC: $(tail -n 2 "$D/python.err" | tr '\n' ' '); "
+if [ $RC = 0 ]; then
+  PYCHECK=$("$PY" - "$D/python.out" <<'PYEOF'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+a, b = lines[0], lines[1]
+problems = []
+if a["before_any"]: problems.append("a server ran before the case")
+if not a["owned"]: problems.append("the server was not started by Kerncap.serve")
+if not a["passed"]: problems.append("validate: " + a["line"])
+if a["served_after"] != a["served_before"] + 1: problems.append(f"served {a['served_before']} -> {a['served_after']}")
+if b["serving_after"]: problems.append("still serving after the with block")
+print("; ".join(problems) if problems else f"pid {a['pid']}: {a['line'][:50]}")
+sys.exit(1 if problems else 0)
+PYEOF
+  ) || P+="$PYCHECK; "
+fi
+verdict python "$P" "${PYCHECK:-}"
 
 {
   echo
