@@ -18,8 +18,6 @@ namespace kerncap::capture {
 namespace {
 
 std::atomic<int> g_ignore_depth{0};
-// The image the driver handed over most recently on this thread (module-load callbacks fire
-// inside cuModuleLoadData*, whose exit then gives the CUmodule).
 
 bool is_module_load(CUpti_CallbackId cbid) {
   return cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData || cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx ||

@@ -51,6 +51,15 @@ struct Harness {
     watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.exit());
   }
   std::vector<nlohmann::json> events(const std::string& kind) const { return events_of(config.output, kind); }
+  // The driver hands a code image over (CUPTI_CBID_RESOURCE_MODULE_LOADED) on this thread.
+  void hand_over(const std::string& bytes) {
+    CUpti_ModuleResourceData mod{};
+    mod.pCubin = bytes.data();
+    mod.cubinSize = bytes.size();
+    CUpti_ResourceData rd{};
+    rd.resourceDescriptor = &mod;
+    watcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
+  }
 };
 
 }  // namespace
@@ -266,15 +275,10 @@ TEST(CaptureWatcher, ModuleLoadsBindTheirImage) {
   Harness h("scale");
   // An image kerncap cannot read (not a cubin): kept, since it might hold the target.
   const std::string bytes(256, 'x');
-  CUpti_ModuleResourceData mod{};
-  mod.pCubin = bytes.data();
-  mod.cubinSize = bytes.size();
-  CUpti_ResourceData rd{};
-  rd.resourceDescriptor = &mod;
   CUmodule handle = reinterpret_cast<CUmodule>(0x77);
   FakeCall<cuModuleLoadData_params> load(cuModuleLoadData_params{&handle, bytes.data()}, CUPTI_API_ENTER);
   h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, &load.cb);
-  h.watcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
+  h.hand_over(bytes);
   load.cb.callbackSite = CUPTI_API_EXIT;
   h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, &load.cb);
   EXPECT_EQ(h.inventory->images.loaded(), 1u);
@@ -283,21 +287,13 @@ TEST(CaptureWatcher, ModuleLoadsBindTheirImage) {
   EXPECT_EQ(img->bytes.size(), bytes.size());
   // Module loads count even inside kerncap's own calls (lazy loading happens there).
   ToolScope inside;
-  h.watcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
+  h.hand_over(bytes);
   EXPECT_EQ(h.inventory->images.loaded(), 2u);
 }
 
 TEST(CaptureWatcher, AnImageHandedOverAtFirstUseIsBoundToItsModule) {
   Harness h("scale");
   const std::string first(256, 'a'), second(256, 'b');
-  auto hand_over = [&](const std::string& bytes) {
-    CUpti_ModuleResourceData mod{};
-    mod.pCubin = bytes.data();
-    mod.cubinSize = bytes.size();
-    CUpti_ResourceData rd{};
-    rd.resourceDescriptor = &mod;
-    h.watcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
-  };
   // Lazy loading: both loads return before their images arrive, so neither binds.
   CUmodule m1 = reinterpret_cast<CUmodule>(0x71), m2 = reinterpret_cast<CUmodule>(0x72);
   for (CUmodule* m : {&m1, &m2}) {
@@ -311,7 +307,7 @@ TEST(CaptureWatcher, AnImageHandedOverAtFirstUseIsBoundToItsModule) {
   for (auto [m, bytes] : {std::pair{m2, &second}, std::pair{m1, &first}}) {
     FakeCall<cuModuleGetFunction_params> get(cuModuleGetFunction_params{&f, m, "scale"}, CUPTI_API_ENTER);
     h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, &get.cb);
-    hand_over(*bytes);
+    h.hand_over(*bytes);
     get.cb.callbackSite = CUPTI_API_EXIT;
     h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, &get.cb);
   }
@@ -336,14 +332,9 @@ TEST(CaptureWatcher, AnImageHandedOverInsideALaunchIsBoundToTheLaunchedModule) {
   h.driver.modules = {{f1, m1}, {f2, m2}};
   // A runtime launch of a CUkernel is its module's first use: the image arrives inside it.
   for (auto [f, bytes] : {std::pair{f2, &second}, std::pair{f1, &first}}) {
-    CUpti_ModuleResourceData mod{};
-    mod.pCubin = bytes->data();
-    mod.cubinSize = bytes->size();
-    CUpti_ResourceData rd{};
-    rd.resourceDescriptor = &mod;
     FakeLaunch l(kScale, h.next_correlation++, nullptr, f);
     h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.entry());
-    h.watcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
+    h.hand_over(*bytes);
     h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.exit());
   }
   ASSERT_EQ(h.inventory->images.loaded(), 2u);
@@ -364,13 +355,8 @@ TEST(CaptureWatcher, TheTargetsModuleLoadedByKerncapsOwnQueryIsBoundToIt) {
   Harness h("scale");
   const std::string launched(256, 'b'), own(256, 'a');
   auto hand_over = [&](const std::string& bytes) {
-    CUpti_ModuleResourceData mod{};
-    mod.pCubin = bytes.data();
-    mod.cubinSize = bytes.size();
-    CUpti_ResourceData rd{};
-    rd.resourceDescriptor = &mod;
     ToolScope inside;  // both arrive inside kerncap's own driver calls
-    h.watcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
+    h.hand_over(bytes);
   };
   CUmodule m = reinterpret_cast<CUmodule>(0x83);
   CUfunction f = reinterpret_cast<CUfunction>(0x940);

@@ -1,0 +1,152 @@
+// What CUPTI's callback API costs an application's launches, configuration by configuration,
+// in one process: capture mode (kerncap extract, before the target) reads well above profile
+// mode's floor although our own callback work is about 25 ns a launch (docs/capture.md), and
+// this separates what CUPTI itself charges. Each round runs every configuration once, in
+// order, on the same thread (a subscription, the loop of tiny launches, the unsubscription),
+// so drift on a shared host touches every row alike; medians over the rounds.
+//   none         no subscriber
+//   launch       the launch callbacks (cuLaunchKernel*, ...) with a handler that returns at once
+//   launch+res   the same and the resource domain's module-loaded callback (capture mode has it)
+//   profile set  the launch and stream-capture callbacks (profile mode's sampled timing)
+//   capture set  every driver callback capture mode enables (LaunchWatcher::driver_callback_ids:
+//                allocations, arrays and textures, modules, graphs, launches, stream capture)
+//   driver all   the whole driver-API domain
+//   v2 launch    `launch` subscribed with cuptiSubscribe_v2 (profile mode's call)
+//
+//   build/bench/cupti_callback_cost [--kernels N] [--rounds R]
+// Prints one row per configuration: median loop ms, ratio to `none`, µs per launch above it.
+// Exit 0 measured, 1 failed, 77 no GPU.
+#include <cuda_runtime.h>
+#include <cupti.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "capture/launch_info.hpp"
+#include "capture/watcher.hpp"
+
+extern "C" bool cost_launch_loop(int* counter, long n);
+extern "C" int* cost_counter();
+
+namespace {
+
+using kerncap::capture::LaunchWatcher;
+
+void CUPTIAPI empty_handler(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+struct Config {
+  const char* name;
+  bool subscribe;
+  bool v2;
+  std::vector<CUpti_CallbackId> driver_ids;
+  bool resource;
+  bool driver_all;
+};
+
+bool check(CUptiResult r, const char* what) {
+  if (r == CUPTI_SUCCESS) return true;
+  const char* text = nullptr;
+  cuptiGetResultString(r, &text);
+  std::fprintf(stderr, "%s: %s\n", what, text ? text : "unknown CUPTI error");
+  return false;
+}
+
+// One configuration's loop time in ms, or a negative value on failure.
+double measure(const Config& c, int* counter, long n) {
+  CUpti_SubscriberHandle sub = nullptr;
+  if (c.subscribe) {
+    if (c.v2) {
+      CUpti_SubscriberParams p{};
+      p.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+      p.subscriberName = "cupti_callback_cost";
+      if (!check(cuptiSubscribe_v2(&sub, &empty_handler, nullptr, &p), "cuptiSubscribe_v2")) return -1;
+    } else if (!check(cuptiSubscribe(&sub, &empty_handler, nullptr), "cuptiSubscribe")) {
+      return -1;
+    }
+    for (CUpti_CallbackId id : c.driver_ids)
+      if (!check(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback")) return -1;
+    if (c.resource &&
+        !check(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED),
+               "cuptiEnableCallback(resource)"))
+      return -1;
+    if (c.driver_all && !check(cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API), "cuptiEnableDomain")) return -1;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool ok = cost_launch_loop(counter, n);
+  const auto t1 = std::chrono::steady_clock::now();
+  if (sub && !check(cuptiUnsubscribe(sub), "cuptiUnsubscribe")) return -1;
+  return ok ? std::chrono::duration<double, std::milli>(t1 - t0).count() : -1;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  long kernels = 100000;
+  int rounds = 7;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--kernels" && i + 1 < argc) kernels = std::strtol(argv[++i], nullptr, 10);
+    else if (a == "--rounds" && i + 1 < argc) rounds = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: cupti_callback_cost [--kernels N] [--rounds R]\n");
+      return 2;
+    }
+  }
+  if (kernels < 1 || rounds < 1) {
+    std::fprintf(stderr, "--kernels and --rounds must be positive\n");
+    return 2;
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("SKIPPED: no CUDA device\n");
+    return 77;
+  }
+  int* counter = cost_counter();
+  if (!counter) return 1;
+  std::vector<CUpti_CallbackId> launch = kerncap::capture::launch_callback_ids();
+  std::vector<CUpti_CallbackId> profile = launch;
+  for (CUpti_CallbackId id : kerncap::capture::stream_capture_callback_ids()) profile.push_back(id);
+  const std::vector<Config> configs = {
+      {"none", false, false, {}, false, false},
+      {"launch", true, false, launch, false, false},
+      {"launch+res", true, false, launch, true, false},
+      {"profile set", true, false, profile, false, false},
+      {"capture set", true, false, LaunchWatcher::driver_callback_ids(), true, false},
+      {"driver all", true, false, {}, false, true},
+      {"v2 launch", true, true, launch, false, false},
+  };
+  if (!cost_launch_loop(counter, 1000)) return 1;  // warm-up: context, module, clocks
+  std::vector<std::vector<double>> ms(configs.size());
+  for (int r = 0; r < rounds; ++r)
+    for (size_t c = 0; c < configs.size(); ++c) {
+      const double t = measure(configs[c], counter, kernels);
+      if (t < 0) {
+        std::fprintf(stderr, "%s: failed\n", configs[c].name);
+        return 1;
+      }
+      ms[c].push_back(t);
+    }
+  const double base = median(ms[0]);
+  std::printf("CUPTI callback cost: %ld tiny kernel launches, median of %d rounds (each round runs every row)\n",
+              kernels, rounds);
+  for (size_t c = 0; c < configs.size(); ++c) {
+    const double m = median(ms[c]);
+    std::printf("  %-12s loop %9.1f ms   ratio %.2fx  (%5.2f us a launch above none)   runs:", configs[c].name, m,
+                m / base, (m - base) * 1000.0 / static_cast<double>(kernels));
+    for (double t : ms[c]) std::printf(" %.1f", t);
+    std::printf("\n");
+  }
+  cudaFree(counter);
+  return 0;
+}
