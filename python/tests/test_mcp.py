@@ -105,3 +105,24 @@ def test_lint_returns_the_clis_result_line(kerncap_bin, tmp_path):
     assert not attr(failed, "is_error", "isError"), text(failed)  # a FAIL verdict is a result, not an error
     assert structured(failed)["line"] == "Result: FAIL" and structured(failed)["result"] == "FAIL"
     assert structured(passed)["line"] == "Result: PASS" and structured(passed)["resources"]["registers"] == 32
+
+
+def test_serve_says_why_it_cannot_start_and_serve_stop_reports_none(kerncap_bin, tmp_path):
+    # No GPU is needed to see the wiring: without one (or with a capture the server cannot
+    # open) `serve` is a tool error carrying the CLI's message; serve_stop of a directory no
+    # server answers for returns the status document saying so.
+    out = tmp_path / "out"
+    write_capture(str(out), name="_Z10add_kernelPfS_i", regions=[(0, 0x7f0000000000, b"\1" * 64)],
+                  after=[(0, 0, b"\2" * 16)])
+
+    async def body(s):
+        return (await s.call_tool("serve", {"dir": str(tmp_path / "nothing-here")}),
+                await s.call_tool("serve_stop", {"dir": str(out)}))
+
+    refused, stopped = with_server(kerncap_bin, body)
+    assert attr(refused, "is_error", "isError")
+    assert "kerncap input error (exit 2)" in text(refused) and "nothing-here" in text(refused), text(refused)
+    assert not attr(stopped, "is_error", "isError"), text(stopped)
+    doc = structured(stopped)
+    assert doc["format"] == "kerncap-serve-status" and doc["serving"] is False, doc
+    assert "not served" in doc["line"]
