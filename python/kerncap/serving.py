@@ -5,7 +5,8 @@ that starts the driver and restores the capture (about 0.6 s saved a validation 
 
 Kerncap.serve starts one and returns when it answers; whether it answers is asked with
 `kerncap serve DIR --status --json` (a versioned document), never read from its printed lines.
-The server's output goes to a log file (a pipe nobody reads would stop it once full)."""
+The server's output goes to a temporary log file (a pipe nobody reads would stop it once
+full), removed when the server is stopped here unless stop(keep_log=True)."""
 from __future__ import annotations
 
 import os
@@ -59,9 +60,9 @@ class Server:
         """The end of the server's output (its evaluations, one line each), when started here."""
         return _tail(self.log_path)
 
-    def stop(self, timeout: float = 30.0, force: bool = False) -> None:
+    def stop(self, timeout: float = 30.0, force: bool = False, keep_log: bool = False) -> None:
         """Asks the server to stop (`kerncap serve DIR --stop`) and waits for it; a server not
-        started here is left running unless force."""
+        started here is left running unless force. Its log file is removed unless keep_log."""
         if not self.owned and not force:
             return
         if self.proc is None or self.proc.poll() is None:
@@ -72,6 +73,12 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.log_path and not keep_log:
+            try:
+                os.remove(self.log_path)
+            except OSError:
+                pass
+            self.log_path = None
 
     def __enter__(self) -> "Server":
         return self
@@ -97,6 +104,7 @@ def start(kc: "Kerncap", dir: str, extra: List[str], ready_timeout: float) -> Se
         rc = proc.poll()
         if rc is not None:
             text = _tail(log_path)
+            os.remove(log_path)
             raise error_for(rc or 70, cli_message(text, rc) or f"kerncap serve {dir} exited with {rc}", argv, text)
         st = kc.serve_status(dir)
         if st.serving:
@@ -109,6 +117,7 @@ def start(kc: "Kerncap", dir: str, extra: List[str], ready_timeout: float) -> Se
                 proc.kill()
                 proc.wait()
             text = _tail(log_path)
+            os.remove(log_path)
             raise KerncapError(f"kerncap serve {dir} did not answer within {ready_timeout:g} s; its output: "
                                f"{text.strip()[-500:]!r}", 70, argv, text)
         time.sleep(0.2)

@@ -284,9 +284,11 @@ def test_serve_starts_a_server_waits_until_it_answers_and_stops_it(kc, tmp_path)
         assert not other.owned and other.pid == s.pid
         other.stop()  # not its own: left running
         assert kc.serve_status(d).serving
+        assert "ready" in s.log()
+        log = s.log_path
     assert s.proc.returncode == 0
     assert not kc.serve_status(d).serving
-    assert "ready" in s.log()
+    assert not os.path.exists(log) and s.log() == ""  # the log goes with the server
     argv = [c["argv"] for c in calls(tmp_path) if c["argv"][:2] == ["serve", d] and len(c["argv"]) > 2]
     assert ["serve", d, "--footprint", "auto", "--idle-timeout", "60"] in argv
 
