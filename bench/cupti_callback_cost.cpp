@@ -4,6 +4,8 @@
 // this separates what CUPTI itself charges. Each round runs every configuration once, in
 // order, on the same thread (a subscription, the loop of tiny launches, the unsubscription),
 // so drift on a shared host touches every row alike; medians over the rounds.
+//   before CUPTI the loop before any subscription (up to 3 runs, first; CUPTI may stay attached
+//                after an unsubscription, which would make `none` differ from it)
 //   none         no subscriber
 //   launch       the launch callbacks (cuLaunchKernel*, ...) with a handler that returns at once
 //   launch+res   the same and the resource domain's module-loaded callback (capture mode has it)
@@ -127,6 +129,15 @@ int main(int argc, char** argv) {
       {"v2 launch", true, true, launch, false, false},
   };
   if (!cost_launch_loop(counter, 1000)) return 1;  // warm-up: context, module, clocks
+  // Once before any subscription: CUPTI, once attached, may leave the driver's callback layer
+  // in place after cuptiUnsubscribe, so `none` in the rounds may not be a process that never
+  // had CUPTI; this row says whether that matters.
+  std::vector<double> before;
+  for (int r = 0; r < std::min(rounds, 3); ++r) {
+    const double t = measure(configs[0], counter, kernels);
+    if (t < 0) return 1;
+    before.push_back(t);
+  }
   std::vector<std::vector<double>> ms(configs.size());
   for (int r = 0; r < rounds; ++r)
     for (size_t c = 0; c < configs.size(); ++c) {
@@ -140,6 +151,11 @@ int main(int argc, char** argv) {
   const double base = median(ms[0]);
   std::printf("CUPTI callback cost: %ld tiny kernel launches, median of %d rounds (each round runs every row)\n",
               kernels, rounds);
+  const double b = median(before);
+  std::printf("  %-12s loop %9.1f ms   ratio %.2fx  (%5.2f us a launch above none)   runs:", "before CUPTI", b, b / base,
+              (b - base) * 1000.0 / static_cast<double>(kernels));
+  for (double t : before) std::printf(" %.1f", t);
+  std::printf("\n");
   for (size_t c = 0; c < configs.size(); ++c) {
     const double m = median(ms[c]);
     std::printf("  %-12s loop %9.1f ms   ratio %.2fx  (%5.2f us a launch above none)   runs:", configs[c].name, m,
