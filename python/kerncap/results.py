@@ -281,6 +281,7 @@ class ValidateResult:
     fuzz: Optional[FuzzResult] = None
     speedup: Optional[SpeedupResult] = None
     kerncap_toml: Optional[str] = None
+    served_by: Optional[Dict[str, Any]] = None  # {"pid": N} when a `kerncap serve` evaluated it
     raw: Dict[str, Any] = _raw()
 
     @property

@@ -27,6 +27,7 @@ void print_validate(const ValidateOutput& o, const std::string& dir, bool as_jso
     if (o.fuzz) j["fuzz"] = *o.fuzz;
     if (o.speedup) j["speedup"] = *o.speedup;
     if (toml) j["kerncap_toml"] = *toml;
+    if (o.served_by) j["served_by"] = {{"pid", o.served_by}};
     j["result"] = o.pass ? "PASS" : "FAIL";
     j["line"] = o.line;
     std::cout << j.dump(2) << std::endl;

@@ -26,6 +26,7 @@ struct ValidateOutput {
   std::string invariants_from;                  // "[from ...]" of the invariants line
   std::string line;                             // the final result line
   bool pass = false;
+  int served_by = 0;  // the pid of the `kerncap serve` that evaluated it; 0: this process
 };
 
 // Prints `o` as validate does: JSON (with `toml`, the kerncap.toml path, when one was read)

@@ -81,6 +81,7 @@ bool validate_served(const ReplayCommon& c, const ValidateShape& shape, ServerUs
   out.verdict["spec"] =
       spec_source_here(out.verdict.value("spec", "default"), info, own_compare, shape.spec.has_value());
   std::fprintf(stderr, "kerncap: evaluated by kerncap serve (pid %d)\n", pid);
+  out.served_by = pid;
   print_validate(out, c.dir, c.json, toml);
   exit_code = out.pass ? 0 : 1;
   return true;

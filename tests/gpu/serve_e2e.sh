@@ -240,7 +240,8 @@ with kc.serve(cap) as s:
     v = kc.validate(cap, cubin=same)
     after = s.status().server.get("served", 0)
     print(json.dumps({"before_any": before_any, "owned": s.owned, "pid": s.pid, "passed": v.passed,
-                      "line": v.line, "served_before": before, "served_after": after}))
+                      "line": v.line, "served_before": before, "served_after": after,
+                      "served_by": (v.served_by or {}).get("pid")}))
 print(json.dumps({"serving_after": kc.serve_status(cap).serving}))
 PYEOF
 logged_step python env PYTHONPATH="$REPO/python" KERNCAP_BIN="$KC" "$PY" "$WORK/py_serve.py" "$CAP" "$SAME"
@@ -256,6 +257,7 @@ if a["before_any"]: problems.append("a server ran before the case")
 if not a["owned"]: problems.append("the server was not started by Kerncap.serve")
 if not a["passed"]: problems.append("validate: " + a["line"])
 if a["served_after"] != a["served_before"] + 1: problems.append(f"served {a['served_before']} -> {a['served_after']}")
+if a["served_by"] != a["pid"]: problems.append(f"served_by {a['served_by']}, server pid {a['pid']}")
 if b["serving_after"]: problems.append("still serving after the with block")
 print("; ".join(problems) if problems else f"pid {a['pid']}: {a['line'][:50]}")
 sys.exit(1 if problems else 0)

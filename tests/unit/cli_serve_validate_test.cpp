@@ -119,6 +119,7 @@ TEST_F(ServeValidateTest, AServedFailExitsOneAndJsonIsValidatesDocument) {
   EXPECT_EQ(j["result"], "FAIL");
   EXPECT_EQ(j["strength"], "weak-no-footprint");
   EXPECT_EQ(j["restore_work"]["copied_bytes"], 256);
+  EXPECT_EQ(j["served_by"]["pid"], ::getpid());  // who evaluated it (absent when this process did)
   for (const char* k : {"regions", "line", "kernel", "image", "device", "relocated_regions", "rewritten_words",
                         "determinism_checked", "spec"})
     EXPECT_TRUE(j.contains(k)) << k;
