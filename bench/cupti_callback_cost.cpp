@@ -9,7 +9,7 @@
 //   none         no subscriber
 //   launch       the launch callbacks (cuLaunchKernel*, ...) with a handler that returns at once
 //   launch+res   the same and the resource domain's module-loaded callback (capture mode has it)
-//   profile set  the launch and stream-capture callbacks (profile mode's sampled timing)
+//   profile set  the callbacks profile mode's sampled timing enables (profile_callback_ids)
 //   capture set  every driver callback capture mode enables (LaunchWatcher::driver_callback_ids:
 //                allocations, arrays and textures, modules, graphs, launches, stream capture)
 //   driver all   the whole driver-API domain
@@ -116,9 +116,8 @@ int main(int argc, char** argv) {
   }
   int* counter = cost_counter();
   if (!counter) return 1;
-  std::vector<CUpti_CallbackId> launch = kerncap::capture::launch_callback_ids();
-  std::vector<CUpti_CallbackId> profile = launch;
-  for (CUpti_CallbackId id : kerncap::capture::stream_capture_callback_ids()) profile.push_back(id);
+  const std::vector<CUpti_CallbackId> launch = kerncap::capture::launch_callback_ids();
+  const std::vector<CUpti_CallbackId> profile = kerncap::capture::profile_callback_ids();
   const std::vector<Config> configs = {
       {"none", false, false, {}, false, false},
       {"launch", true, false, launch, false, false},

@@ -65,6 +65,15 @@ const std::vector<CUpti_CallbackId>& stream_capture_callback_ids() {
   return ids;
 }
 
+std::vector<CUpti_CallbackId> profile_callback_ids() {
+  std::vector<CUpti_CallbackId> ids = launch_callback_ids();
+  for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+                              CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload})
+    ids.push_back(id);
+  for (CUpti_CallbackId id : stream_capture_callback_ids()) ids.push_back(id);
+  return ids;
+}
+
 bool follow_stream_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, OpenCaptures& open) {
   const StreamCaptureCall c = stream_capture_call(cbid);
   if (c == StreamCaptureCall::None) return false;

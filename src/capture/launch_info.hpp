@@ -47,6 +47,11 @@ class DriverLaunchQueries final : public LaunchQueries {
 const std::vector<CUpti_CallbackId>& launch_callback_ids();
 bool is_launch_cbid(CUpti_CallbackId cbid);
 
+// The driver callbacks profile mode's sampled timing enables: the launches, graph launches
+// (they end the sampling), module/library unloads (handles may be reused) and the
+// stream-capture calls (a launch into a capturing stream is not counted).
+std::vector<CUpti_CallbackId> profile_callback_ids();
+
 // The stream-capture calls (OpenCaptures follows them at their exits).
 enum class StreamCaptureCall { None, Begin, End };
 StreamCaptureCall stream_capture_call(CUpti_CallbackId cbid);

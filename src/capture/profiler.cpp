@@ -243,12 +243,7 @@ void CUPTIAPI on_sample_callback(void*, CUpti_CallbackDomain domain, CUpti_Callb
 
 // The launch callbacks sampled timing counts with (after the subscription).
 bool enable_launch_callbacks(Profiler& p) {
-  std::vector<CUpti_CallbackId> ids = launch_callback_ids();
-  for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
-                              CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload})
-    ids.push_back(id);
-  for (CUpti_CallbackId id : stream_capture_callback_ids()) ids.push_back(id);
-  for (CUpti_CallbackId id : ids)
+  for (CUpti_CallbackId id : profile_callback_ids())
     if (!KC_CUPTI(cuptiEnableCallback(1, p.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id))) return false;
   return true;
 }

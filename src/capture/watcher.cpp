@@ -270,9 +270,14 @@ std::vector<int> LaunchWatcher::naming(const std::string& mangled, const std::st
 
 std::vector<int> LaunchWatcher::waiting(const std::vector<int>& targets) const {
   std::vector<int> out;
-  for (int t : targets)
-    if (!slots_[t].done) out.push_back(t);
+  waiting(targets, &out);
   return out;
+}
+
+void LaunchWatcher::waiting(const std::vector<int>& targets, std::vector<int>* out) const {
+  out->clear();
+  for (int t : targets)
+    if (!slots_[t].done) out->push_back(t);
 }
 
 bool LaunchWatcher::all_done() const {
@@ -287,9 +292,7 @@ int LaunchWatcher::is_target(std::string_view mangled, CUstream stream, uint64_t
   *launch_index = launches_.fetch_add(1, std::memory_order_relaxed);
   const std::vector<int>& named = matching(mangled);
   if (name_matches) *name_matches = !named.empty();
-  live_.clear();
-  for (int t : named)
-    if (!slots_[t].done) live_.push_back(t);
+  waiting(named, &live_);
   const std::vector<int>& live = live_;
   if (live.empty()) return -1;
   // The driver is asked about the stream only while some capture is open.

@@ -88,6 +88,7 @@ class LaunchWatcher {
   std::vector<int> naming(const std::string& mangled, const std::string& demangled) const;
   // Under mu_: of those, the ones still waiting.
   std::vector<int> waiting(const std::vector<int>& targets) const;
+  void waiting(const std::vector<int>& targets, std::vector<int>* out) const;  // into *out (no allocation once grown)
   bool all_done() const;  // under mu_
   // The index for events and TargetLaunch: -1 with one target (its lines stay as before).
   int event_target(int target) const { return multi_ ? target : -1; }
