@@ -14,6 +14,16 @@
 #   same, no rec   as same-kernel with KERNCAP_IN_APP_TIME=off: no kernel records at all
 #   records start  as same-kernel with KERNCAP_IN_APP_TIME=start: records of every kernel
 #                  from start-up (what a near dispatch costs per launch inside its window)
+# Two reference rows place capture mode's cost (not part of the verdict):
+#   injected, idle the bare app with libkerncap.so injected (CUDA_INJECTION64_PATH) and no mode:
+#                  the library and libcupti loaded, nothing subscribed
+#   profile floor  kerncap profile with KERNCAP_PROFILE_CUPTI=kind=none,memory=0: CUPTI's launch
+#                  callbacks subscribed at injection, nothing recorded
+# With KERNCAP_BENCH_PROBE=1, five more rows inject bench's libinject_probe.so instead, which
+# subscribes at injection time as libkerncap.so does (probe launch, launch+res, capture,
+# capture-nores: CUPTI's callback sets with an empty handler; probe watch: kerncap's watcher):
+# they split capture mode's cost into CUPTI's and kerncap's. bench/cupti_callback_cost runs
+# the same in one process, subscribed after the context exists.
 # Each row prints four estimates of its ratio against the plain runs of the same repetitions
 # (median, paired, fastest runs, loop CPU time: bench/overhead_lib.sh says why).
 # Target: ratio <= 1.10 (<= 0.3 µs per launch). The extract runs end in "no capture" (exit 1):
@@ -21,6 +31,7 @@
 #
 #   bench/capture_overhead.sh BUILD_DIR
 # Environment: KERNCAP_BENCH_KERNELS (default 100000), KERNCAP_BENCH_REPEAT (default 3),
+#              KERNCAP_BENCH_PROBE=1 (the probe rows above),
 #              KERNCAP_BENCH_CPUS=LIST (taskset -c LIST for the plain and the watched runs alike).
 # Exit 0 measured, 1 failed, 77 skipped (no GPU).
 set -u -o pipefail
@@ -49,14 +60,24 @@ trap 'rm -rf "$WORK"' EXIT
 loop_ms() { awk '$1 == "loop_ms" { print $2 }' "$1"; }
 loop_cpu_ms() { awk '$1 == "loop_cpu_ms" { print $2 }' "$1"; }
 
-# name | environment | extract arguments (pattern and flags)
+# name | environment | how it runs (extract, profile, direct: the app alone) | extract arguments
 MODES=(
-  "other-kernel||kerncap_bench_no_such_kernel"
-  "same-kernel||tiny_kernel --dispatch 100000000"
-  "same, near||tiny_kernel --dispatch $((N + 512))"
-  "same, no rec|KERNCAP_IN_APP_TIME=off|tiny_kernel --dispatch 100000000"
-  "records start|KERNCAP_IN_APP_TIME=start|tiny_kernel --dispatch 100000000"
+  "other-kernel||extract|kerncap_bench_no_such_kernel"
+  "same-kernel||extract|tiny_kernel --dispatch 100000000"
+  "same, near||extract|tiny_kernel --dispatch $((N + 512))"
+  "same, no rec|KERNCAP_IN_APP_TIME=off|extract|tiny_kernel --dispatch 100000000"
+  "records start|KERNCAP_IN_APP_TIME=start|extract|tiny_kernel --dispatch 100000000"
+  "injected, idle|CUDA_INJECTION64_PATH=$BUILD/lib/libkerncap.so|direct|"
+  "profile floor|KERNCAP_PROFILE_CUPTI=kind=none,memory=0|profile|"
 )
+[ -f "$BUILD/lib/libkerncap.so" ] || { echo "missing $BUILD/lib/libkerncap.so"; exit 1; }
+if [ "${KERNCAP_BENCH_PROBE:-0}" = 1 ]; then
+  PROBE=$BUILD/bench/libinject_probe.so
+  [ -f "$PROBE" ] || { echo "missing $PROBE (build it: cmake --build $BUILD)"; exit 1; }
+  for k in launch launch+res capture capture-nores watch; do
+    MODES+=("probe $k|CUDA_INJECTION64_PATH=$PROBE KERNCAP_PROBE=$k|direct|")
+  done
+fi
 
 "$APP" --kernels 1000 >/dev/null || { echo "the benchmark application fails on its own"; exit 1; }  # warm-up
 : >"$WORK/plain"; : >"$WORK/plain_cpu"
@@ -66,10 +87,15 @@ for i in $(seq "$R"); do
   loop_ms "$WORK/plain.out" >>"$WORK/plain"
   loop_cpu_ms "$WORK/plain.out" >>"$WORK/plain_cpu"
   for m in "${!MODES[@]}"; do
-    IFS='|' read -r name envs args <<<"${MODES[$m]}"
+    IFS='|' read -r name envs how args <<<"${MODES[$m]}"
     read -r -a xargs_ <<<"$args"
+    case $how in
+      extract) run=("$KC" extract "${xargs_[@]}" -o "$WORK/cap$m" --force --) ;;
+      profile) run=("$KC" profile --top 3 -o "$WORK/profile$m.json" --) ;;
+      direct) run=() ;;
+    esac
     # shellcheck disable=SC2086
-    env $envs "${PIN[@]}" "$KC" extract "${xargs_[@]}" -o "$WORK/cap$m" --force -- "$APP" --kernels "$N" >"$WORK/m$m.out" 2>"$WORK/m$m.err"
+    env $envs "${PIN[@]}" "${run[@]}" "$APP" --kernels "$N" >"$WORK/m$m.out" 2>"$WORK/m$m.err"
     t=$(loop_ms "$WORK/m$m.out")
     [ -n "$t" ] || { echo "$name: the application printed no loop_ms:"; tail -n 20 "$WORK/m$m.err"; exit 1; }
     echo "$t" >>"$WORK/mode$m"
@@ -80,14 +106,14 @@ done
 p=$(median <"$WORK/plain")
 echo "kerncap capture mode before the target: $N tiny kernel launches, median of $R runs"
 echo "  GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1)${PIN:+; CPUs ${KERNCAP_BENCH_CPUS:-}}"
-printf '  %-14s loop %9.1f ms\n' "bare app" "$p"
+printf '  %-19s loop %9.1f ms\n' "bare app" "$p"
 worst=0; worst_fast=0
 for m in "${!MODES[@]}"; do
-  IFS='|' read -r name envs args <<<"${MODES[$m]}"
+  name=${MODES[$m]%%|*}
   f=$(median <"$WORK/mode$m")
   read -r r fp fm fc < <(overhead_estimates "$WORK/mode$m" "$WORK/plain" "$WORK/cpu$m" "$WORK/plain_cpu")
   awk -v n="$name" -v p="$p" -v f="$f" -v k="$N" -v r="$r" -v fp="$fp" -v fm="$fm" -v fc="$fc" \
-    'BEGIN { printf "  %-14s loop %9.1f ms   ratio %.2fx  (%.2f us extra per launch)  paired %.2fx  fastest runs %.2fx  CPU %.2fx\n", n, f, r, (f - p) * 1000 / k, fp, fm, fc }'
+    'BEGIN { printf "  %-19s loop %9.1f ms   ratio %.2fx  (%.2f us extra per launch)  paired %.2fx  fastest runs %.2fx  CPU %.2fx\n", n, f, r, (f - p) * 1000 / k, fp, fm, fc }'
   if [ "$m" -lt 2 ]; then
     worst=$(awk -v w="$worst" -v r="$r" 'BEGIN { print (r > w ? r : w) }')
     worst_fast=$(awk -v w="$worst_fast" -v r="$fm" 'BEGIN { print (r > w ? r : w) }')

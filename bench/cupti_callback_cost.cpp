@@ -14,6 +14,13 @@
 //                allocations, arrays and textures, modules, graphs, launches, stream capture)
 //   driver all   the whole driver-API domain
 //   v2 launch    `launch` subscribed with cuptiSubscribe_v2 (profile mode's call)
+//   watch other  the capture set handled by kerncap's own LaunchWatcher (as libkerncap.so wires
+//                it), its pattern matching no kernel: capture mode before the target, in process
+//   watch same   the same, its pattern matching the loop's kernel with a dispatch past the loop:
+//                every launch is a counted match
+// The two `watch` rows against `capture set` are kerncap's own per-launch work; against the
+// `kerncap extract` runs of bench/capture_overhead.sh they separate what the process around
+// it (injection, the launcher) adds.
 //
 //   build/bench/cupti_callback_cost [--kernels N] [--rounds R]
 // Prints one row per configuration: median loop ms, ratio to `none`, µs per launch above it.
@@ -26,11 +33,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "capture/launch_info.hpp"
 #include "capture/watcher.hpp"
+#include "probe_watch.hpp"
 
 extern "C" bool cost_launch_loop(int* counter, long n);
 extern "C" int* cost_counter();
@@ -41,6 +50,9 @@ using kerncap::capture::LaunchWatcher;
 
 void CUPTIAPI empty_handler(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
+using kerncap::bench::Watch;
+using kerncap::bench::watch_handler;
+
 struct Config {
   const char* name;
   bool subscribe;
@@ -48,6 +60,7 @@ struct Config {
   std::vector<CUpti_CallbackId> driver_ids;
   bool resource;
   bool driver_all;
+  const char* watch_pattern = nullptr;  // kerncap's LaunchWatcher as the handler, this pattern
 };
 
 bool check(CUptiResult r, const char* what) {
@@ -61,8 +74,12 @@ bool check(CUptiResult r, const char* what) {
 // One configuration's loop time in ms, or a negative value on failure.
 double measure(const Config& c, int* counter, long n) {
   CUpti_SubscriberHandle sub = nullptr;
+  std::unique_ptr<Watch> watch;
+  if (c.watch_pattern) watch = std::make_unique<Watch>(c.watch_pattern);
   if (c.subscribe) {
-    if (c.v2) {
+    if (watch) {
+      if (!check(cuptiSubscribe(&sub, &watch_handler, &watch->watcher), "cuptiSubscribe")) return -1;
+    } else if (c.v2) {
       CUpti_SubscriberParams p{};
       p.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
       p.subscriberName = "cupti_callback_cost";
@@ -82,6 +99,11 @@ double measure(const Config& c, int* counter, long n) {
   const bool ok = cost_launch_loop(counter, n);
   const auto t1 = std::chrono::steady_clock::now();
   if (sub && !check(cuptiUnsubscribe(sub), "cuptiUnsubscribe")) return -1;
+  if (watch && watch->watcher.launches() < static_cast<uint64_t>(n)) {
+    std::fprintf(stderr, "%s: the watcher saw %llu of %ld launches\n", c.name,
+                 static_cast<unsigned long long>(watch->watcher.launches()), n);
+    return -1;
+  }
   return ok ? std::chrono::duration<double, std::milli>(t1 - t0).count() : -1;
 }
 
@@ -126,6 +148,8 @@ int main(int argc, char** argv) {
       {"capture set", true, false, LaunchWatcher::driver_callback_ids(), true, false},
       {"driver all", true, false, {}, false, true},
       {"v2 launch", true, true, launch, false, false},
+      {"watch other", true, false, LaunchWatcher::driver_callback_ids(), true, false, "kerncap_bench_no_such_kernel"},
+      {"watch same", true, false, LaunchWatcher::driver_callback_ids(), true, false, "cost_tiny_kernel"},
   };
   if (!cost_launch_loop(counter, 1000)) return 1;  // warm-up: context, module, clocks
   // Once before any subscription: CUPTI, once attached, may leave the driver's callback layer
