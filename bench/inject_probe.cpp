@@ -8,6 +8,7 @@
 //   capture       capture mode's driver callbacks and the module-loaded callback, empty handler
 //   capture-nores capture mode's driver callbacks alone, empty handler
 //   watch         capture mode's set handled by kerncap's LaunchWatcher, matching no kernel
+// A prefix "v2:" subscribes with cuptiSubscribe_v2 (as kerncap does) instead of cuptiSubscribe.
 // Anything else: nothing is subscribed. Failures are printed and the application runs on.
 #include <cupti.h>
 
@@ -30,7 +31,9 @@ bool ok(CUptiResult r, const char* what) {
   return false;
 }
 
-void probe(const std::string& kind) {
+void probe(std::string kind) {
+  const bool v2 = kind.rfind("v2:", 0) == 0;
+  if (v2) kind = kind.substr(3);
   using kerncap::capture::LaunchWatcher;
   std::vector<CUpti_CallbackId> ids;
   bool resource = false;
@@ -52,7 +55,12 @@ void probe(const std::string& kind) {
     return;
   }
   CUpti_SubscriberHandle sub = nullptr;
-  if (!ok(cuptiSubscribe(&sub, handler, userdata), "cuptiSubscribe")) return;
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "inject_probe";
+  if (!ok(v2 ? cuptiSubscribe_v2(&sub, handler, userdata, &params) : cuptiSubscribe(&sub, handler, userdata),
+          "cuptiSubscribe"))
+    return;
   for (CUpti_CallbackId id : ids) ok(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback");
   if (resource)
     ok(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED), "cuptiEnableCallback");

@@ -83,12 +83,14 @@ void CUPTIAPI trampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_Call
   }
 }
 
-// A CUPTI failure at start-up: logged by KC_CUPTI, reported to the launcher here.
-bool started(CuptiStatus st, const char* what) {
+// A CUPTI failure at start-up: logged by KC_CUPTI, reported to the launcher here. `other`:
+// the subscriber that got there first, when CUPTI named it.
+bool started(CuptiStatus st, const char* what, const char* other = nullptr) {
   if (st) return true;
   if (st.result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-    log::warn("another CUPTI client (nsys, ncu, the PyTorch profiler...) is active in this process; "
-              "kerncap cannot run beside it: stop the other tool");
+    log::warn("another CUPTI client{} is active in this process; kerncap cannot run beside it: stop the other "
+              "tool (nsys, ncu, cuda-gdb, compute-sanitizer, the PyTorch profiler...)",
+              other && *other ? fmt::format(" ({})", other) : std::string(" (nsys, ncu, the PyTorch profiler...)"));
   emit(format::events::error(fmt::format("{} failed: {}", what, cupti_error_text(st.result))));
   return false;
 }
@@ -97,8 +99,19 @@ void start_capture(const Config& config) {
   auto* mode = new CaptureMode(config);
   g_capture = mode;
   std::atexit(&report_at_exit);
+  // cuptiSubscribe_v2, as profile mode: it names the client that holds CUPTI when it is not
+  // us. (Per launch it costs the same as cuptiSubscribe: bench/capture_overhead.sh's probes.)
   CUpti_SubscriberHandle sub = nullptr;
-  if (!started(KC_CUPTI(cuptiSubscribe(&sub, trampoline, &mode->watcher)), "cuptiSubscribe")) return;
+  char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "kerncap capture";
+  params.oldSubscriberName = other;
+  params.oldSubscriberSize = sizeof(other);
+  if (!started(KC_CUPTI(cuptiSubscribe_v2(&sub, trampoline, &mode->watcher, &params),
+                        CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED),
+               "cuptiSubscribe_v2", other))
+    return;
   for (CUpti_CallbackId id : LaunchWatcher::driver_callback_ids())
     started(KC_CUPTI(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id)), "cuptiEnableCallback");
   started(KC_CUPTI(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED)),
