@@ -5,6 +5,8 @@
 # PASSes strongly. Also: float atomics in a public kernel (PyTorch index_add_) pass as
 # nondeterministic within the fp32 tolerance, with the error printed.
 #
+# PyTorch cases include a small Llama-architecture model of Hugging Face transformers
+# (hf_llama.py: attention, embedding, GEMM kernels as a model launches them).
 # Per case: extract, `kerncap footprint`, then validate
 #   captured   the captured image                             expect PASS strong
 #   weak noop  a no-op variant, without the footprint          shown only (PASS = weak proves nothing)
@@ -149,6 +151,15 @@ if torch_ok; then
   strong_case torch_sum_d3 'reduce_kernel' --dispatch 3 -- "$PY" "$HERE/torch_loop.py" sum 5
   strong_case torch_gemm_d3 'nvjet|gemm|xmma|cutlass' --regex --dispatch 3 -- "$PY" "$HERE/torch_loop.py" gemm 5
   atomic_case torch_index_add_d3 'index' --regex --dispatch 3 -- "$PY" "$HERE/torch_loop.py" index_add 5
+  # A transformers model (tests/gpu/hf_llama.py): the kernels of its second layer, or of a
+  # later forward pass, on the same tokens.
+  if "$PY" -c 'import transformers' 2>/dev/null; then
+    strong_case hf_llama_attention 'flash_fwd|fmha|attention' --regex --dispatch 3 -- "$PY" "$HERE/hf_llama.py" 3
+    strong_case hf_llama_embedding 'indexSelect|embedding' --regex --dispatch 1 -- "$PY" "$HERE/hf_llama.py" 3
+    strong_case hf_llama_gemm 'nvjet|gemm|xmma|cutlass' --regex --dispatch 9 -- "$PY" "$HERE/hf_llama.py" 3
+  else
+    row "hf_llama cases | skipped: no transformers for $PY | | | | | | SKIP"
+  fi
 else
   row "torch cases | skipped: no $PY with CUDA torch | | | | | | SKIP"
 fi
