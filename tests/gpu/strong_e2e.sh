@@ -152,10 +152,12 @@ if torch_ok; then
   strong_case torch_gemm_d3 'nvjet|gemm|xmma|cutlass' --regex --dispatch 3 -- "$PY" "$HERE/torch_loop.py" gemm 5
   atomic_case torch_index_add_d3 'index' --regex --dispatch 3 -- "$PY" "$HERE/torch_loop.py" index_add 5
   # A transformers model (tests/gpu/hf_llama.py): the kernels of its second layer, or of a
-  # later forward pass, on the same tokens.
+  # later forward pass, on the same tokens. PyTorch 2.11's SDPA in bf16 on the H100 runs
+  # cuDNN's attention (cudnn_generated_fort_native_sdpa_sm90_flash_fprop_...); its embedding
+  # is a gather (vectorized_gather_kernel); older versions use flash_fwd/fmha and indexSelect.
   if "$PY" -c 'import transformers' 2>/dev/null; then
-    strong_case hf_llama_attention 'flash_fwd|fmha|attention' --regex --dispatch 3 -- "$PY" "$HERE/hf_llama.py" 3
-    strong_case hf_llama_embedding 'indexSelect|embedding' --regex --dispatch 1 -- "$PY" "$HERE/hf_llama.py" 3
+    strong_case hf_llama_attention 'sdpa|flash|fmha|attention' --regex --dispatch 3 -- "$PY" "$HERE/hf_llama.py" 3
+    strong_case hf_llama_embedding 'gather|indexSelect|embedding' --regex --dispatch 1 -- "$PY" "$HERE/hf_llama.py" 3
     strong_case hf_llama_gemm 'nvjet|gemm|xmma|cutlass' --regex --dispatch 9 -- "$PY" "$HERE/hf_llama.py" 3
   else
     row "hf_llama cases | skipped: no transformers for $PY | | | | | | SKIP"
