@@ -101,17 +101,9 @@ void start_capture(const Config& config) {
   std::atexit(&report_at_exit);
   // cuptiSubscribe_v2, as profile mode: it names the client that holds CUPTI when it is not
   // us. (Per launch it costs the same as cuptiSubscribe: bench/capture_overhead.sh's probes.)
-  CUpti_SubscriberHandle sub = nullptr;
-  char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
-  CUpti_SubscriberParams params{};
-  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-  params.subscriberName = "kerncap capture";
-  params.oldSubscriberName = other;
-  params.oldSubscriberSize = sizeof(other);
-  if (!started(KC_CUPTI(cuptiSubscribe_v2(&sub, trampoline, &mode->watcher, &params),
-                        CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED),
-               "cuptiSubscribe_v2", other))
-    return;
+  const Subscription subscription = subscribe_named(trampoline, &mode->watcher, "kerncap capture");
+  if (!started(subscription.status, "cuptiSubscribe_v2", subscription.other.c_str())) return;
+  CUpti_SubscriberHandle sub = subscription.handle;
   for (CUpti_CallbackId id : LaunchWatcher::driver_callback_ids())
     started(KC_CUPTI(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id)), "cuptiEnableCallback");
   started(KC_CUPTI(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED)),

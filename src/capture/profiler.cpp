@@ -298,23 +298,17 @@ bool start(const Config& config) {
   p.buffer_bytes = tuning.host_buffer;
 
   // Subscribing claims CUPTI for this process, and is how another client is detected.
-  char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
-  CUpti_SubscriberParams params{};
-  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-  params.subscriberName = "kerncap profile";
-  params.oldSubscriberName = other;
-  params.oldSubscriberSize = sizeof(other);
   // Sampled timing counts launches in its callbacks; KERNCAP_PROFILE_CUPTI's callback=empty
   // and callback=off (diagnostics) keep CUPTI's dispatch without our handler, or drop both.
   using Callback = format::ProfileCupti::Callback;
   const bool sampled = config.profile_sample >= 2 && tuning.kind != format::ProfileCupti::Kind::Off &&
                        tuning.callback == Callback::Full;
   const bool launch_callbacks = sampled || (config.profile_sample >= 2 && tuning.callback == Callback::Empty);
-  CuptiStatus s = KC_CUPTI(cuptiSubscribe_v2(&p.subscriber, sampled ? &on_sample_callback : &ignore_callback,
-                                             nullptr, &params),
-                           CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  const Subscription sub = subscribe_named(sampled ? &on_sample_callback : &ignore_callback, nullptr, "kerncap profile");
+  p.subscriber = sub.handle;
+  const CuptiStatus s = sub.status;
   if (s.result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    report_other_subscriber(other);
+    report_other_subscriber(sub.other.c_str());
     p.writer.finish("error");
     return false;
   }
