@@ -23,11 +23,12 @@
 #   correlation always  external-correlation records from the start (by default only inside
 #                    benchmark windows)
 #   no records       no kernel records at all (the profile is empty; `profile` exits 2, "no kernels")
-#   floor            nor memcpy/memset records: CUPTI subscribed, device records only
-#                    (the floor of our cost)
-#   callback empty   the floor's launch callbacks handled by a function that returns at once
-#                    (CUPTI's callback dispatch alone; floor minus this is our counting)
-#   attach           CUPTI subscribed with neither launch callbacks nor records (nothing counted)
+#   floor            nor memcpy/memset records: CUPTI subscribed, device records only, and no
+#                    launch callbacks (sampled timing is off without kernel records)
+#   callback empty   the floor plus the launch callbacks, handled by a function that returns
+#                    at once (this minus floor: CUPTI's callback dispatch alone)
+#   attach           the floor spelled out (callback=off): the same configuration, so the
+#                    spread between it and floor is the run-to-run noise
 #   sample 100       one window in 100 (about the launch callback's own cost)
 #   sample 20        one window in 20
 #   sampled no memcpy  the default without MEMCPY/MEMSET records (what they cost in the windows)
