@@ -106,6 +106,20 @@ bool fits(const KeptImage& img, const std::string& mangled, const FunctionFacts&
 }
 }  // namespace
 
+std::vector<std::string> ImageStore::matching_kernels(size_t limit) const {
+  std::lock_guard lk(mu_);
+  std::vector<std::string> out;
+  for (const KeptImage& img : images_)
+    for (const std::string& k : img.kernels) {
+      if (out.size() >= limit) return out;
+      if (std::find(out.begin(), out.end(), k) != out.end()) continue;
+      const std::string dem = names::demangle(k);
+      if (std::any_of(matchers_.begin(), matchers_.end(), [&](const auto& m) { return m.matches(k, dem); }))
+        out.push_back(k);
+    }
+  return out;
+}
+
 const KeptImage* ImageStore::find(const std::string& mangled, const std::vector<std::string>& module_functions,
                                   const void* module, const FunctionFacts& facts) const {
   std::lock_guard lk(mu_);

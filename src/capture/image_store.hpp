@@ -54,6 +54,9 @@ class ImageStore {
   const KeptImage* find(const std::string& mangled, const std::vector<std::string>& module_functions,
                         const void* module = nullptr, const FunctionFacts& facts = {}) const;
   size_t loaded() const { return loaded_; }
+  // The distinct kernels of the kept images that some matcher names, mangled, in load order
+  // (at most `limit`): for the report of matching kernels the host never launched.
+  std::vector<std::string> matching_kernels(size_t limit) const;
 
  private:
   const std::vector<names::Matcher>& matchers_;

@@ -67,6 +67,7 @@ void report_at_exit() {
     ToolScope scope;
     if (g_capture) {
       g_capture->watcher.report_unlaunched_graphs();
+      g_capture->watcher.report_unlaunched_kernels();
       g_capture->watcher.report_matches();
     }
   } catch (...) {

@@ -378,6 +378,26 @@ bool LaunchWatcher::claim(size_t target) {
   return true;
 }
 
+void LaunchWatcher::report_unlaunched_kernels() {
+  // With --device, names launched on other devices never reached matching(): they would
+  // read as unlaunched.
+  if (done_ || config_.device >= 0) return;
+  const std::vector<std::string> kernels = inventory_.images.matching_kernels(4096);
+  std::lock_guard lk(mu_);
+  size_t reported = 0;
+  for (const std::string& mangled : kernels) {
+    if (reported >= format::events::kMaxUnlaunched) break;
+    if (name_matches_.find(std::string_view(mangled)) != name_matches_.end()) continue;  // launched
+    const std::string dem = names::demangle(mangled);
+    const std::vector<int> live = waiting(naming(mangled, dem));
+    if (live.empty()) continue;
+    nlohmann::json line = format::events::unlaunched(mangled, dem);
+    if (multi_) format::events::add_targets(line, live);
+    emit(std::move(line));
+    ++reported;
+  }
+}
+
 void LaunchWatcher::report_matches() {
   std::lock_guard lk(mu_);
   for (size_t t = 0; t < slots_.size(); ++t) {

@@ -58,6 +58,10 @@ class LaunchWatcher {
   // At process exit: each waiting target's last matching launch index, when it was not
   // written as it came (match events are sparse: see is_target).
   void report_matches();
+  // At process exit, while a target still waits: its matching kernels in the loaded code
+  // images that the host never launched (a device-side launch, or a kernel not reached), as
+  // `unlaunched` events, so that the launcher can say why nothing matched.
+  void report_unlaunched_kernels();
 
   // Called once, when kernel records for the in-app time are first wanted: at the counted
   // match whose index reaches in_app_window_start(dispatch) of any waiting target (the first

@@ -74,6 +74,16 @@ std::string only_in_graphs(const Target& t, const format::events::Log& log, cons
   return msg;
 }
 
+// No launch matched, but matching kernels sat in code images the application loaded.
+std::string only_in_images(const Target& t, const format::events::Log& log, const std::string& app_state) {
+  return fmt::format("no launched kernel matches '{}'; {}. The application loaded code that holds matching "
+                     "kernels, but the host never launched them: they ran only from other kernels (CUDA dynamic "
+                     "parallelism: kerncap sees host-side launches, so capture the kernel that launches them), or "
+                     "this run did not reach them (other inputs or a later step may). Matching kernels in the loaded "
+                     "code:{}",
+                     t.kernel, app_state, list_names(log.unlaunched));
+}
+
 }  // namespace
 
 std::string diagnose(const Target& t, const format::events::Log& log, const AppExit& app) {
@@ -99,6 +109,8 @@ std::string diagnose(const Target& t, const format::events::Log& log, const AppE
   const std::string in_graphs = log.matches.empty() ? only_in_graphs(t, log, app_state) : std::string();
   if (!in_graphs.empty()) {
     msg = in_graphs;
+  } else if (log.matches.empty() && !log.unlaunched.empty()) {
+    msg = only_in_images(t, log, app_state);
   } else if (log.seen.empty()) {
     msg = fmt::format("{} without launching any kernel", app_state);
   } else if (log.matches.empty()) {

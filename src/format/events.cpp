@@ -11,8 +11,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kNames[] = {"start", "seen",  "ignored",  "skipped", "graph_launch",
-                                       "match", "error", "captured", "stopping"};
+constexpr std::string_view kNames[] = {"start", "seen",  "ignored",  "skipped",  "graph_launch",
+                                       "match", "error", "captured", "stopping", "unlaunched"};
 
 json line(Kind k) { return {{"event", name(k)}}; }
 
@@ -80,6 +80,13 @@ void add_targets(json& j, const std::vector<int>& targets) { j["targets"] = targ
 void add_target(json& j, int target) { j["target"] = target; }
 
 json graph_launch() { return line(Kind::GraphLaunch); }
+
+json unlaunched(const std::string& mangled, const std::string& demangled) {
+  json j = line(Kind::Unlaunched);
+  j["mangled"] = mangled;
+  j["demangled"] = demangled;
+  return j;
+}
 
 json match(uint64_t index, const std::string& mangled) {
   json j = line(Kind::Match);
@@ -166,6 +173,14 @@ void add_line(Log& log, std::string_view text, int target) {
     case Kind::Error: log.errors.push_back(str("what")); break;
     case Kind::Captured: log.captured = true; break;
     case Kind::Stopping: log.stopping = true; break;
+    case Kind::Unlaunched: {
+      std::string n = str("demangled");
+      if (n.empty()) n = str("mangled");
+      if (!n.empty() && log.unlaunched.size() < kMaxUnlaunched &&
+          std::find(log.unlaunched.begin(), log.unlaunched.end(), n) == log.unlaunched.end())
+        log.unlaunched.push_back(std::move(n));
+      break;
+    }
   }
 }
 

@@ -19,6 +19,9 @@
 //                 reason (capturing_stream | nested_graph | unlaunched_graph)
 //   graph_launch  the application launched a CUDA graph kerncap did not see instantiated
 //                 (its kernels are not counted); once
+//   unlaunched    at exit, while a target still waits: a matching kernel in a code image the
+//                 application loaded that the host never launched (launched from the device,
+//                 or not reached): mangled, demangled; at most kMaxUnlaunched lines
 //   match         a matching launch was counted: index (from 0), mangled; written up to
 //                 the target dispatch
 //   error         the capture (or CUPTI start-up) failed: what
@@ -46,9 +49,10 @@
 
 namespace kerncap::format::events {
 
-enum class Kind { Start, Seen, Ignored, Skipped, GraphLaunch, Match, Error, Captured, Stopping };
-inline constexpr Kind kAllKinds[] = {Kind::Start,       Kind::Seen,  Kind::Ignored, Kind::Skipped, Kind::GraphLaunch,
-                                     Kind::Match,       Kind::Error, Kind::Captured, Kind::Stopping};
+enum class Kind { Start, Seen, Ignored, Skipped, GraphLaunch, Match, Error, Captured, Stopping, Unlaunched };
+inline constexpr Kind kAllKinds[] = {Kind::Start, Kind::Seen,  Kind::Ignored,  Kind::Skipped,  Kind::GraphLaunch,
+                                     Kind::Match, Kind::Error, Kind::Captured, Kind::Stopping, Kind::Unlaunched};
+inline constexpr size_t kMaxUnlaunched = 16;
 std::string_view name(Kind k);
 std::optional<Kind> kind_from_name(std::string_view s);
 
@@ -67,6 +71,7 @@ void add_targets(nlohmann::json& line, const std::vector<int>& targets);
 // The target a match, error or captured line concerns (several targets only).
 void add_target(nlohmann::json& line, int target);
 nlohmann::json graph_launch();
+nlohmann::json unlaunched(const std::string& mangled, const std::string& demangled);
 nlohmann::json match(uint64_t index, const std::string& mangled);
 nlohmann::json error(const std::string& what);
 nlohmann::json captured(const std::string& dir, bool keep_running);
@@ -94,6 +99,7 @@ struct Log {
     std::string reason;  // name(SkipReason), "" from a library that predates reasons
   };
   std::vector<Skip> skipped;  // one per skipped launch
+  std::vector<std::string> unlaunched;  // demangled names (mangled when not given), distinct
   std::vector<std::string> errors;
   bool graph_launch = false;
   bool captured = false;

@@ -12,6 +12,7 @@
 #include "capture/tool_scope.hpp"
 #include "capture/watcher.hpp"
 #include "capture_fakes.hpp"
+#include "cubin_fixtures.hpp"
 
 using namespace kerncap::capture;
 using namespace kerncap::capture::testing;
@@ -269,6 +270,37 @@ TEST(CaptureWatcher, AllocationsReachTheTracker) {
   FakeCall<cuMemFree_v2_params> free_(cuMemFree_v2_params{d});
   h.watcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &free_.cb);
   EXPECT_TRUE(h.inventory->tracker.live().empty());
+}
+
+TEST(CaptureWatcher, MatchingKernelsInLoadedCodeThatTheHostNeverLaunchedAreReportedAtExit) {
+  KC_NEED_FIXTURES();
+  const auto cubin = kerncap::cubin::testing::fixture("bounds128_sm90.cubin");  // holds kc_scale
+  const std::string bytes(cubin.begin(), cubin.end());
+  {
+    Harness h("kc_scale");
+    h.hand_over(bytes);
+    h.launch(kAdd);  // the host launches only another kernel (say, the parent of kc_scale)
+    h.watcher->report_unlaunched_kernels();
+    const auto lines = h.events("unlaunched");
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_EQ(lines[0]["mangled"], "kc_scale");
+    EXPECT_EQ(lines[0]["demangled"], "kc_scale");
+  }
+  {
+    // Launched (though not up to the dispatch): nothing to report.
+    Harness h("kc_scale", 5);
+    h.hand_over(bytes);
+    h.launch("kc_scale");
+    h.watcher->report_unlaunched_kernels();
+    EXPECT_TRUE(h.events("unlaunched").empty());
+  }
+  {
+    // A pattern the image's kernels do not match: nothing either.
+    Harness h("scale<double>");
+    h.hand_over(bytes);
+    h.watcher->report_unlaunched_kernels();
+    EXPECT_TRUE(h.events("unlaunched").empty());
+  }
 }
 
 TEST(CaptureWatcher, ModuleLoadsBindTheirImage) {

@@ -58,6 +58,20 @@ TEST(ExtractDiagnose, KernelsButNoMatchListsClosestNames) {
       << m;
 }
 
+TEST(ExtractDiagnose, MatchingKernelsLoadedButNeverLaunchedFromTheHost) {
+  auto log = log_of({events::start("capture"), events::seen("_Z6parentPf", "parent(float*)", false),
+                     events::unlaunched("_Z9vectorAddPf", "vectorAdd(float*)")});
+  const std::string m = diagnose(kTarget, log, exited(0));
+  EXPECT_TRUE(m.starts_with("no launched kernel matches 'vectorAdd'; the application exited with code 0. The "
+                            "application loaded code that holds matching kernels, but the host never launched them"))
+      << m;
+  EXPECT_NE(m.find("dynamic parallelism"), std::string::npos) << m;
+  EXPECT_NE(m.find("\n  vectorAdd(float*)"), std::string::npos) << m;
+  // Once a launch matched, the report does not apply (a later dispatch was asked).
+  events::add_line(log, events::match(0, "_Z9vectorAddPf").dump());
+  EXPECT_TRUE(diagnose({"vectorAdd", 3}, log, exited(0)).starts_with("'vectorAdd' matched only 1 launch(es)"));
+}
+
 TEST(ExtractDiagnose, FewerMatchesThanDispatch) {
   auto log = log_of({events::start("capture"), events::seen("_Z9vectorAddPf", "vectorAdd(float*)", true),
                      events::match(0, "_Z9vectorAddPf"), events::match(1, "_Z9vectorAddPf")});

@@ -11,13 +11,13 @@
 using namespace kerncap::format;
 using namespace kerncap::format::events;
 
-TEST(FormatEvents, NineKindsEachWithAName) {
+TEST(FormatEvents, TenKindsEachWithAName) {
   std::set<std::string_view> names;
   for (Kind k : kAllKinds) {
     EXPECT_TRUE(names.insert(name(k)).second);
     EXPECT_EQ(kind_from_name(name(k)), k);
   }
-  EXPECT_EQ(names.size(), 9u);
+  EXPECT_EQ(names.size(), 10u);
   EXPECT_FALSE(kind_from_name("nonsense"));
 }
 
@@ -79,6 +79,16 @@ TEST(FormatEvents, BuildersFoldIntoTheLog) {
   EXPECT_TRUE(log.graph_launch);
   EXPECT_TRUE(log.captured);
   EXPECT_TRUE(log.stopping);
+}
+
+TEST(FormatEvents, UnlaunchedKernelsFoldDistinctAndBounded) {
+  Log log;
+  add_line(log, unlaunched("_Z5childPf", "child(float*)").dump());
+  add_line(log, unlaunched("_Z5childPf", "child(float*)").dump());  // another process says it too
+  add_line(log, nlohmann::json{{"event", "unlaunched"}, {"mangled", "plain_c_name"}}.dump());
+  EXPECT_EQ(log.unlaunched, (std::vector<std::string>{"child(float*)", "plain_c_name"}));
+  for (size_t i = 0; i < 2 * kMaxUnlaunched; ++i) add_line(log, unlaunched("k" + std::to_string(i), "").dump());
+  EXPECT_EQ(log.unlaunched.size(), kMaxUnlaunched);
 }
 
 TEST(FormatEvents, CutLinesAndUnknownKindsAreSkipped) {
