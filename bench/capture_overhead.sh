@@ -19,10 +19,11 @@
 #                  the library and libcupti loaded, nothing subscribed
 #   profile floor  kerncap profile with KERNCAP_PROFILE_CUPTI=kind=none,memory=0: CUPTI's launch
 #                  callbacks subscribed at injection, nothing recorded
-# With KERNCAP_BENCH_PROBE=1, eight more rows inject bench's libinject_probe.so instead, which
+# With KERNCAP_BENCH_PROBE=1, ten more rows inject bench's libinject_probe.so instead, which
 # subscribes at injection time as libkerncap.so does (probe launch, launch+res, capture,
 # capture-nores: CUPTI's callback sets with an empty handler; probe watch: kerncap's watcher;
-# v2:launch, v2:capture, v2:watch: the same subscribed with cuptiSubscribe_v2, as kerncap does):
+# v2:launch, v2:capture, v2:watch: the same subscribed with cuptiSubscribe_v2, as kerncap does;
+# ctx:launch, ctx:watch: the callbacks enabled only once the first context exists):
 # they split capture mode's cost into CUPTI's and kerncap's. bench/cupti_callback_cost runs
 # the same in one process, subscribed after the context exists.
 # Each row prints four estimates of its ratio against the plain runs of the same repetitions
@@ -75,7 +76,7 @@ MODES=(
 if [ "${KERNCAP_BENCH_PROBE:-0}" = 1 ]; then
   PROBE=$BUILD/bench/libinject_probe.so
   [ -f "$PROBE" ] || { echo "missing $PROBE (build it: cmake --build $BUILD)"; exit 1; }
-  for k in launch launch+res capture capture-nores watch v2:launch v2:capture v2:watch; do
+  for k in launch launch+res capture capture-nores watch v2:launch v2:capture v2:watch ctx:launch ctx:watch; do
     MODES+=("probe $k|CUDA_INJECTION64_PATH=$PROBE KERNCAP_PROBE=$k|direct|")
   done
 fi

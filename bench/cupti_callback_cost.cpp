@@ -22,7 +22,14 @@
 // `kerncap extract` runs of bench/capture_overhead.sh they separate what the process around
 // it (injection, the launcher) adds.
 //
-//   build/bench/cupti_callback_cost [--kernels N] [--rounds R]
+// With --early, the process first subscribes the launch callbacks (empty handler) before its
+// first CUDA call, so before the context exists, as an injected tool does; the loop runs
+// `early launch` R times under that subscription, which is then dropped before the rows above.
+// Injected, the launch callbacks cost 0.2-0.4 us a launch (bench/capture_overhead.sh's probe
+// rows) where this bench's late subscription measures about none: this row says whether
+// subscribing before the context is what costs.
+//
+//   build/bench/cupti_callback_cost [--kernels N] [--rounds R] [--early]
 // Prints one row per configuration: median loop ms, ratio to `none`, µs per launch above it.
 // Exit 0 measured, 1 failed, 77 no GPU.
 #include <cuda_runtime.h>
@@ -118,18 +125,27 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   long kernels = 100000;
   int rounds = 7;
+  bool early = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--kernels" && i + 1 < argc) kernels = std::strtol(argv[++i], nullptr, 10);
     else if (a == "--rounds" && i + 1 < argc) rounds = std::atoi(argv[++i]);
+    else if (a == "--early") early = true;
     else {
-      std::fprintf(stderr, "usage: cupti_callback_cost [--kernels N] [--rounds R]\n");
+      std::fprintf(stderr, "usage: cupti_callback_cost [--kernels N] [--rounds R] [--early]\n");
       return 2;
     }
   }
   if (kernels < 1 || rounds < 1) {
     std::fprintf(stderr, "--kernels and --rounds must be positive\n");
     return 2;
+  }
+  const std::vector<CUpti_CallbackId> launch = kerncap::capture::launch_callback_ids();
+  CUpti_SubscriberHandle early_sub = nullptr;
+  if (early) {  // before any CUDA call
+    if (!check(cuptiSubscribe(&early_sub, &empty_handler, nullptr), "cuptiSubscribe(early)")) return 1;
+    for (CUpti_CallbackId id : launch)
+      if (!check(cuptiEnableCallback(1, early_sub, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback")) return 1;
   }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -138,7 +154,6 @@ int main(int argc, char** argv) {
   }
   int* counter = cost_counter();
   if (!counter) return 1;
-  const std::vector<CUpti_CallbackId> launch = kerncap::capture::launch_callback_ids();
   const std::vector<CUpti_CallbackId> profile = kerncap::capture::profile_callback_ids();
   const std::vector<Config> configs = {
       {"none", false, false, {}, false, false},
@@ -152,6 +167,15 @@ int main(int argc, char** argv) {
       {"watch same", true, false, LaunchWatcher::driver_callback_ids(), true, false, "cost_tiny_kernel"},
   };
   if (!cost_launch_loop(counter, 1000)) return 1;  // warm-up: context, module, clocks
+  std::vector<double> early_ms;
+  if (early_sub) {
+    for (int r = 0; r < rounds; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (!cost_launch_loop(counter, kernels)) return 1;
+      early_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    if (!check(cuptiUnsubscribe(early_sub), "cuptiUnsubscribe(early)")) return 1;
+  }
   // Once before any subscription: CUPTI, once attached, may leave the driver's callback layer
   // in place after cuptiUnsubscribe, so `none` in the rounds may not be a process that never
   // had CUPTI; this row says whether that matters.
@@ -179,6 +203,13 @@ int main(int argc, char** argv) {
               (b - base) * 1000.0 / static_cast<double>(kernels));
   for (double t : before) std::printf(" %.1f", t);
   std::printf("\n");
+  if (!early_ms.empty()) {
+    const double e = median(early_ms);
+    std::printf("  %-12s loop %9.1f ms   ratio %.2fx  (%5.2f us a launch above none)   runs:", "early launch", e, e / base,
+                (e - base) * 1000.0 / static_cast<double>(kernels));
+    for (double t : early_ms) std::printf(" %.1f", t);
+    std::printf("  (before the rounds, subscribed before the context)\n");
+  }
   for (size_t c = 0; c < configs.size(); ++c) {
     const double m = median(ms[c]);
     std::printf("  %-12s loop %9.1f ms   ratio %.2fx  (%5.2f us a launch above none)   runs:", configs[c].name, m,
