@@ -56,7 +56,7 @@ std::string recompile_rules(const Generated& g, const source::Result& f) {
                                              true)},
                  {"INSTANCE_FAILED",
                   make_word("kerncap: kernel_instance.cu did not compile; if the error is not in your edit, the "
-                            "kernel needs more of its unit than its leading includes: make -B recompile WHOLE_UNIT=1",
+                            "kernel needs more of its unit than kernel_instance.cu compiles: make -B recompile WHOLE_UNIT=1",
                             true)},
                  {"WHOLE_NOTE", make_word(one_line(whole_note), true)}});
 }
@@ -246,8 +246,16 @@ void plan_unit(Generated& g, const source::Result& f, const fs::path& out) {
       const std::string unit_text = rewrite_includes(original, f.tu, true, f.includes, f.tree);
       u = plan_instance(f, unit_text, g.mirror->edit_file);
     }
+    if (u.available() && !u.variant_text.empty() && g.mirror->kept_existing) {
+      // The cut needs its guard lines in kernel_variant.cu, which holds the user's edits.
+      u = InstanceUnit{"", u.instantiation, 0,
+                       "the kernel is defined in the unit, and the kept kernel_variant.cu (your edits) has no " +
+                           std::string(kInstanceOnly) + " guard after it: delete it and extract again to get one",
+                       ""};
+    }
     g.instance = u;
     if (u.available()) {
+      if (!u.variant_text.empty()) files::replace_file(out / kVariantSource, u.variant_text);
       files::replace_file(path, u.text);
       g.unit = kInstanceSource;
     } else {

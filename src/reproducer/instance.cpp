@@ -108,7 +108,129 @@ std::set<fs::path> reached_by_prelude(const source::IncludeClosure& c, const fs:
   return reached;
 }
 
+// The unit's lines; a last line without '\n' counts.
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  for (size_t start = 0; start < text.size();) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) nl = text.size();
+    lines.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return lines;
+}
+
+// #if blocks still open after the tokens before `end`.
+int open_conditionals(const std::vector<Token>& toks, size_t end) {
+  int depth = 0;
+  for (size_t i = 0; i < end && i < toks.size(); ++i) {
+    if (toks[i].kind != TokKind::Directive) continue;
+    const std::string w = directive_word(toks[i].text);
+    if (w == "if" || w == "ifdef" || w == "ifndef") ++depth;
+    else if (w == "endif" && depth > 0) --depth;
+  }
+  return depth;
+}
+
+// A kernel defined in the unit: kernel_variant.cu with the lines after its definition
+// guarded, and kernel_instance.cu that includes it up to there.
+void plan_in_unit(InstanceUnit& u, const source::Result& f, const std::string& unit_text, const std::string& edit_file) {
+  const fs::path unit = source::canonical_or_self(f.tu);
+  const std::string name = unit.filename().string();
+  const auto toks = source::lex(unit_text);
+  const DefinitionEnd end = definition_end(toks, f.name.base, f.line);
+  if (end.line == 0) {
+    u.reason = fmt::format("the kernel is defined in the unit itself ({}), and its definition could not be found "
+                           "there again to compile it alone",
+                           name);
+    return;
+  }
+  if (end.code_after_on_line) {
+    u.reason = fmt::format("the kernel is defined in the unit itself ({}), and code follows its closing brace on "
+                           "the same line: the unit cannot be cut after it",
+                           name);
+    return;
+  }
+  size_t after = 0;  // the first token after the definition's last line
+  while (after < toks.size() && toks[after].line <= end.line) ++after;
+  if (open_conditionals(toks, after) > 0) {
+    u.reason = fmt::format("the kernel is defined in the unit itself ({}) inside an #if block: the unit cannot be "
+                           "cut after it",
+                           name);
+    return;
+  }
+  // A type its template arguments name must be declared before the cut.
+  const auto later = declared_types(toks, after);
+  std::vector<Token> before(toks.begin(), toks.begin() + static_cast<std::ptrdiff_t>(after));
+  const auto earlier = declared_types(before, 0);
+  for (const auto& a : f.name.template_args)
+    for (const auto& id : identifiers(a))
+      if (later.contains(id) && !earlier.contains(id)) {
+        u.reason = fmt::format("its template argument {} names {}, which {} declares after the kernel", a, id, name);
+        return;
+      }
+  const std::vector<std::string> lines = split_lines(unit_text);
+  if (end.line > lines.size()) return;
+  std::string variant;
+  for (uint32_t i = 0; i < end.line; ++i) variant += lines[i] + "\n";
+  variant += fmt::format("#ifndef {}  // kerncap: what follows the captured kernel is left out of make recompile "
+                         "(kernel_instance.cu)\n",
+                         kInstanceOnly);
+  for (size_t i = end.line; i < lines.size(); ++i) variant += lines[i] + "\n";
+  if (end.open_blocks > 0) {
+    variant += "#else  // kerncap: closes the namespaces still open after the captured kernel\n";
+    for (int i = 0; i < end.open_blocks; ++i) variant += "}\n";
+  }
+  variant += fmt::format("#endif  // {}\n", kInstanceOnly);
+  u.variant_text = std::move(variant);
+  u.prelude_lines = end.line;
+  u.text = fmt::format(
+      "// kernel_instance.cu, written by `kerncap extract`. `make recompile` compiles this file: it\n"
+      "// builds the captured instantiation\n"
+      "//   {}\n"
+      "// from kernel_variant.cu up to the kernel's definition (what precedes it is compiled too),\n"
+      "// without the code after it that instantiates the unit's other kernels (the whole unit:\n"
+      "// make -B recompile WHOLE_UNIT=1). Edit the kernel in {}.\n"
+      "#define {} 1\n"
+      "#include \"kernel_variant.cu\"\n"
+      "// The captured instantiation: an explicit instantiation names the parameter types, so it\n"
+      "// picks the right template among overloads and adds no symbol of its own.\n"
+      "{}\n",
+      make_comment(f.name.demangled), make_comment(edit_file), kInstanceOnly, u.instantiation);
+}
+
 }  // namespace
+
+DefinitionEnd definition_end(const std::vector<Token>& toks, const std::string& base, uint32_t line) {
+  DefinitionEnd out;
+  int depth = 0;  // braces open before token i
+  for (size_t i = 0; i < toks.size(); ++i) {
+    const Token& t = toks[i];
+    if (t.kind == TokKind::Punct && t.text == "{") ++depth;
+    if (t.kind == TokKind::Punct && t.text == "}") --depth;
+    if (t.kind != TokKind::Ident || t.text != base || t.line < line || i + 1 >= toks.size() || toks[i + 1].text != "(")
+      continue;
+    // The parameter list, then the body (or a ';': a declaration or a call, not this).
+    size_t k = i + 1;
+    for (int parens = 0; k < toks.size(); ++k) {
+      if (toks[k].text == "(") ++parens;
+      else if (toks[k].text == ")" && --parens == 0) break;
+    }
+    while (k < toks.size() && toks[k].text != "{" && toks[k].text != ";") ++k;
+    if (k >= toks.size() || toks[k].text == ";") continue;
+    size_t close = k;
+    for (int braces = 0; close < toks.size(); ++close) {
+      if (toks[close].text == "{") ++braces;
+      else if (toks[close].text == "}" && --braces == 0) break;
+    }
+    if (close >= toks.size()) return out;
+    out.line = toks[close].line;
+    out.open_blocks = depth;
+    out.code_after_on_line = close + 1 < toks.size() && toks[close + 1].line == toks[close].line;
+    return out;
+  }
+  return out;
+}
 
 std::string explicit_instantiation(const source::KernelName& n, std::string& why) {
   if (!n.cxx || !n.is_template) {
@@ -178,19 +300,11 @@ InstanceUnit plan_instance(const source::Result& f, const std::string& unit_text
   u.instantiation = explicit_instantiation(f.name, u.reason);
   if (u.instantiation.empty()) return u;
   if (def == unit) {
-    u.reason = fmt::format("the kernel is defined in the unit itself ({}), not in a header it includes: including "
-                           "it would compile everything in it",
-                           unit.filename().string());
+    plan_in_unit(u, f, unit_text, edit_file);
     return u;
   }
   const auto toks = source::lex(unit_text);
-  std::vector<std::string> lines;
-  for (size_t start = 0; start < unit_text.size();) {
-    size_t nl = unit_text.find('\n', start);
-    if (nl == std::string::npos) nl = unit_text.size();
-    lines.push_back(unit_text.substr(start, nl - start));
-    start = nl + 1;
-  }
+  const std::vector<std::string> lines = split_lines(unit_text);
   const uint32_t end = std::min<uint32_t>(prelude_end(toks), static_cast<uint32_t>(lines.size()));
   if (!reached_by_prelude(f.includes, unit, end).contains(def)) {
     u.reason = fmt::format("the leading #include lines of {} do not reach {} (it is included after code of the "

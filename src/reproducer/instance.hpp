@@ -8,6 +8,9 @@
 // kernel_variant.cu, so they reach the mirror), which must reach the header that defines
 // the template, then one explicit instantiation spelled from the demangled name:
 //     template __global__ void mf::scale_kernel<float, 4>(float*, float const*, int, int);
+// A kernel defined in the unit itself: kernel_instance.cu defines KERNCAP_INSTANCE_ONLY and
+// includes kernel_variant.cu, which leaves out everything after the kernel's definition under
+// that macro (the host code that launches the other instantiations), then instantiates it.
 // When that cannot be done safely the whole unit is compiled, as before, and `reason` says
 // why in one line (the Makefile, README and extract print it).
 #include <cstdint>
@@ -25,8 +28,26 @@ struct InstanceUnit {
   std::string instantiation;  // the explicit instantiation line
   uint32_t prelude_lines = 0; // how many leading lines of the unit it copies
   std::string reason;         // why not, one line (empty when available)
+  // A kernel defined in the unit itself: kernel_variant.cu as it must be written, with the
+  // lines after the kernel's definition guarded by kInstanceOnly (kernel_instance.cu includes
+  // it with the macro defined). Empty otherwise.
+  std::string variant_text;
   bool available() const { return !text.empty(); }
 };
+
+// The macro kernel_instance.cu defines before including kernel_variant.cu, for a kernel
+// defined in the unit: what follows the kernel's definition is left out under it.
+inline constexpr const char* kInstanceOnly = "KERNCAP_INSTANCE_ONLY";
+
+// Where the definition of `base` (the kernel's unqualified name) that starts at or after
+// `line` ends: the line of its body's closing brace, and how many blocks (namespaces,
+// extern "C") are open around it. 0 lines when there is no such definition.
+struct DefinitionEnd {
+  uint32_t line = 0;
+  int open_blocks = 0;
+  bool code_after_on_line = false;  // more than a comment follows the closing brace on its line
+};
+DefinitionEnd definition_end(const std::vector<source::Token>& toks, const std::string& base, uint32_t line);
 
 // The explicit instantiation of the kernel `n` names, or "" with `why` set when it cannot be
 // written as C++ (not a template, an anonymous namespace, lambdas or unnamed types among

@@ -140,7 +140,7 @@ TEST_F(Instance, TheCapturedInstantiationAlone) {
   // The whole unit on request: every kernel of the unit, the captured one among them.
   ASSERT_EQ(make("-B recompile WHOLE_UNIT=1"), 0) << testing::slurp(out_ / "make.log");
   const auto all = kernels();
-  EXPECT_EQ(all.size(), 8u);
+  EXPECT_EQ(all.size(), 10u);
   EXPECT_NE(std::find(all.begin(), all.end(), kApply), all.end());
 }
 
@@ -162,13 +162,71 @@ TEST_F(Instance, AnEditToTheHeaderIsCompiledAndABrokenOneSaysWhatToTry) {
   EXPECT_NE(testing::slurp(out_ / "make.log").find("make -B recompile WHOLE_UNIT=1"), std::string::npos);
 }
 
+// A kernel template defined in the unit itself: kernel_variant.cu gets a guard after its
+// definition, kernel_instance.cu includes it up to there and instantiates the captured one.
+TEST_F(Instance, AKernelDefinedInTheUnitIsCompiledUpToItsDefinition) {
+  constexpr const char* kFill3 = "_ZN6own_ns6fill_nILi3EEEvPi";  // own_ns::fill_n<3>(int*), in a namespace
+  const Generated g = generate(kFill3);
+  ASSERT_TRUE(g.recompile_available) << g.unavailable_reason;
+  EXPECT_EQ(g.unit, "kernel_instance.cu") << g.whole_unit_reason;
+  const std::string variant = testing::slurp(out_ / "kernel_variant.cu");
+  const size_t guard = variant.find("#ifndef KERNCAP_INSTANCE_ONLY");
+  ASSERT_NE(guard, std::string::npos) << variant;
+  EXPECT_LT(variant.find("p[0] = N;\n}\n"), guard);    // right after the kernel's closing brace
+  EXPECT_LT(guard, variant.find("void run("));          // before the host code
+  EXPECT_NE(variant.find("#else  // kerncap: closes the namespaces"), std::string::npos);  // own_ns is open there
+  const std::string inst = testing::slurp(out_ / "kernel_instance.cu");
+  EXPECT_NE(inst.find("#define KERNCAP_INSTANCE_ONLY 1\n#include \"kernel_variant.cu\""), std::string::npos) << inst;
+  EXPECT_NE(inst.find("template __global__ void own_ns::fill_n<3>(int*);"), std::string::npos) << inst;
+
+  if (!tools()) GTEST_SKIP() << "nvcc or make not installed";
+  ASSERT_EQ(make("recompile"), 0) << testing::slurp(out_ / "make.log");
+  // What precedes the kernel in the unit is compiled too (a non-template kernel), and none of
+  // the instantiations the host code after it asks for.
+  auto built = kernels();
+  std::sort(built.begin(), built.end());
+  EXPECT_EQ(built, (std::vector<std::string>{"_Z5plainPi", kFill3}));
+  // An edit to the kernel in kernel_variant.cu reaches the instance; a broken one says what to try.
+  const std::string edited = testing::replace_all(variant, "p[0] = N;", "p[0] = N + 1;");
+  ASSERT_NE(edited, variant);
+  testing::spit(out_ / "kernel_variant.cu", edited);
+  fs::last_write_time(out_ / "kernel_variant.cu", fs::last_write_time(out_ / kVariantCubin) + std::chrono::seconds(2));
+  ASSERT_EQ(make("recompile"), 0) << testing::slurp(out_ / "make.log");
+  testing::spit(out_ / "kernel_variant.cu", testing::replace_all(variant, "p[0] = N;", "p[0] = N +;"));
+  fs::last_write_time(out_ / "kernel_variant.cu", fs::last_write_time(out_ / kVariantCubin) + std::chrono::seconds(2));
+  EXPECT_NE(make("recompile"), 0);
+  EXPECT_NE(testing::slurp(out_ / "make.log").find("make -B recompile WHOLE_UNIT=1"), std::string::npos);
+  // The whole unit still compiles, guard and all.
+  testing::spit(out_ / "kernel_variant.cu", variant);
+  ASSERT_EQ(make("-B recompile WHOLE_UNIT=1"), 0) << testing::slurp(out_ / "make.log");
+  EXPECT_EQ(kernels().size(), 10u);
+}
+
+TEST(DefinitionEnd, TheBodysClosingBraceAndTheBlocksAroundIt) {
+  const auto toks = source::lex(
+      "namespace a { namespace b {\n"
+      "template <class T> __global__ void k(T*);\n"       // a declaration: not this
+      "void h() { k<int><<<1, 1>>>(nullptr); }\n"        // a use: not this
+      "template <class T>\n"
+      "__global__ void k(T* p) {\n"
+      "  if (p) { p[0] = T(); }\n"
+      "}  // end of k\n"
+      "}}\n");
+  const DefinitionEnd e = definition_end(toks, "k", 1);
+  EXPECT_EQ(e.line, 7u);
+  EXPECT_EQ(e.open_blocks, 2);
+  EXPECT_FALSE(e.code_after_on_line);
+  EXPECT_EQ(definition_end(toks, "k", 8).line, 0u);  // none at or after line 8
+  EXPECT_TRUE(definition_end(source::lex("template <int N> __global__ void k(int* p) { } int x;\n"), "k", 1)
+                  .code_after_on_line);
+}
+
 TEST_F(Instance, FallsBackToTheWholeUnitAndSaysWhy) {
   struct Case {
     const char* mangled;
     const char* why;
   };
   for (const Case& c : {Case{"_Z5plainPi", "plain is not a template"},
-                        Case{"_Z3ownIfEvPT_", "defined in the unit itself (many.cu)"},
                         Case{"_ZN3gen4fillI5LocalEEvPT_i", "names Local, which many.cu declares after its leading"}}) {
     fs::remove_all(out_);
     const Generated g = generate(c.mangled);
@@ -190,7 +248,7 @@ TEST_F(Instance, FallsBackToTheWholeUnitAndSaysWhy) {
   ASSERT_EQ(make("recompile"), 0) << testing::slurp(out_ / "make.log");
   EXPECT_NE(testing::slurp(out_ / "make.log").find("compiling kernel_variant.cu, the whole unit: its template argument"),
             std::string::npos);
-  EXPECT_EQ(kernels().size(), 8u);
+  EXPECT_EQ(kernels().size(), 10u);
 }
 
 }  // namespace
