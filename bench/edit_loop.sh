@@ -5,8 +5,8 @@
 #   traditional: touch the kernel's file in the application's tree; rebuild the application
 #                with its own build command and rerun it
 # One untimed warm-up of each loop, then REPS timed iterations of both, alternating. Prints each
-# iteration, the medians and the ratio, which unit `make recompile` compiles (kernel_instance.cu,
-# the captured instantiation alone, or the whole unit; docs/reproducer.md) and, once, the time
+# iteration, the medians and the ratio, which unit `make recompile` compiles (kernel_instance.cu:
+# the captured kernel without the rest of its unit, or the whole unit; docs/reproducer.md) and, once, the time
 # of the whole-unit recompile (make -B recompile WHOLE_UNIT=1) for comparison.
 #
 #   bench/edit_loop.sh BUILD_DIR [REPS] [--edit comment|code]

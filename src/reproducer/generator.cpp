@@ -75,7 +75,11 @@ std::string source_section(const Generated& g, const source::Result& f) {
     s += fmt::format("- translation unit: `{}` → `kernel_variant.cu`\n", f.tu.string());
     if (f.command) s += fmt::format("- compile command from `{}`\n", f.compile_db.string());
     if (g.spec) s += fmt::format("- recompiled for `{}` with: `{}`\n", g.arch, fmt::join(g.spec->argv(), " "));
-    if (g.unit == kInstanceSource)
+    if (g.unit == kInstanceSource && g.instance->includes_unit())
+      s += "- `make recompile` compiles `kernel_instance.cu`: `kernel_variant.cu` up to the captured kernel's "
+           "definition (what precedes it too), without the host code and other kernels after it; "
+           "`make -B recompile WHOLE_UNIT=1` compiles the whole unit\n";
+    else if (g.unit == kInstanceSource)
       s += fmt::format("- `make recompile` compiles `kernel_instance.cu`: only this instantiation (`{}`), none of "
                        "the unit's other kernels; `make -B recompile WHOLE_UNIT=1` compiles the whole unit\n",
                        one_line(g.instance->instantiation));
@@ -109,7 +113,7 @@ std::string readme(const Generated& g, const source::Result& f, const format::Ma
       files += fmt::format("\n- `src/` {} mirrored local include(s) of the unit", g.mirror->files.size() - 1);
   }
   if (g.unit == kInstanceSource)
-    files += "\n- `kernel_instance.cu` the unit `make recompile` compiles: the captured instantiation alone";
+    files += "\n- `kernel_instance.cu` the unit `make recompile` compiles: the captured kernel without the rest of its unit";
   if (g.recompile_available) files += "\n- `optimized.cubin` the variant, after `make recompile`";
   std::string cluster;
   if (m.cluster[0]) cluster = fmt::format(", cluster {}", dims(m.cluster));
@@ -270,8 +274,10 @@ void plan_unit(Generated& g, const source::Result& f, const fs::path& out) {
       g.instance->instantiation = explicit_instantiation(f.name, why);
     }
     g.spec->source = kInstanceSource;
-    g.notes.push_back("make recompile compiles kernel_instance.cu: only the captured instantiation, for " + g.arch +
-                      " (make -B recompile WHOLE_UNIT=1: the whole unit)");
+    g.notes.push_back(std::string("make recompile compiles kernel_instance.cu: ") +
+                      (g.instance->includes_unit() ? "the unit up to the captured kernel's definition"
+                                                   : "only the captured instantiation") +
+                      ", for " + g.arch + " (make -B recompile WHOLE_UNIT=1: the whole unit)");
   } else {
     g.notes.push_back("make recompile compiles kernel_variant.cu, the whole unit: " + g.whole_unit_reason);
   }

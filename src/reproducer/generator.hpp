@@ -4,7 +4,7 @@
 //   Makefile           run | validate | recompile | run-variant | validate-variant | ncu | sanitize | sass
 //   compile.json       the original compile command and the rewritten one (versioned)
 //   kernel_variant.cu  the kernel's translation unit, to edit        (when the source was found)
-//   kernel_instance.cu the captured template instantiation alone      (when it can be made)
+//   kernel_instance.cu the captured kernel without the rest of its unit (when it can be made)
 //   src/               mirrored local includes                         (when the source was found)
 // Always written, source or not: without source, replay targets work and `make recompile`
 // says why it is unavailable. An existing kernel_variant.cu (and src/) is never overwritten.

@@ -184,19 +184,23 @@ void plan_in_unit(InstanceUnit& u, const source::Result& f, const std::string& u
   variant += fmt::format("#endif  // {}\n", kInstanceOnly);
   u.variant_text = std::move(variant);
   u.prelude_lines = end.line;
+  const std::string instantiate =
+      u.instantiation.empty()
+          ? std::string("// The kernel is not a template: its definition above is what is compiled.\n")
+          : "// The captured instantiation: an explicit instantiation names the parameter types, so it\n"
+            "// picks the right template among overloads and adds no symbol of its own.\n" +
+                u.instantiation + "\n";
   u.text = fmt::format(
       "// kernel_instance.cu, written by `kerncap extract`. `make recompile` compiles this file: it\n"
-      "// builds the captured instantiation\n"
+      "// builds the captured kernel\n"
       "//   {}\n"
       "// from kernel_variant.cu up to the kernel's definition (what precedes it is compiled too),\n"
-      "// without the code after it that instantiates the unit's other kernels (the whole unit:\n"
+      "// without the code after it (the host code and the unit's other kernels; the whole unit:\n"
       "// make -B recompile WHOLE_UNIT=1). Edit the kernel in {}.\n"
       "#define {} 1\n"
       "#include \"kernel_variant.cu\"\n"
-      "// The captured instantiation: an explicit instantiation names the parameter types, so it\n"
-      "// picks the right template among overloads and adds no symbol of its own.\n"
-      "{}\n",
-      make_comment(f.name.demangled), make_comment(edit_file), kInstanceOnly, u.instantiation);
+      "{}",
+      make_comment(f.name.demangled), make_comment(edit_file), kInstanceOnly, instantiate);
 }
 
 }  // namespace
@@ -298,11 +302,14 @@ InstanceUnit plan_instance(const source::Result& f, const std::string& unit_text
   const fs::path unit = source::canonical_or_self(f.tu);
   const fs::path def = source::canonical_or_self(f.definition);
   u.instantiation = explicit_instantiation(f.name, u.reason);
-  if (u.instantiation.empty()) return u;
-  if (def == unit) {
+  // A kernel that is not a template, defined in the unit: its definition compiles it.
+  const bool plain = !f.name.is_template && !f.name.base.empty();
+  if (def == unit && (!u.instantiation.empty() || plain)) {
+    u.reason.clear();
     plan_in_unit(u, f, unit_text, edit_file);
     return u;
   }
+  if (u.instantiation.empty()) return u;
   const auto toks = source::lex(unit_text);
   const std::vector<std::string> lines = split_lines(unit_text);
   const uint32_t end = std::min<uint32_t>(prelude_end(toks), static_cast<uint32_t>(lines.size()));

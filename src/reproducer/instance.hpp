@@ -10,7 +10,8 @@
 //     template __global__ void mf::scale_kernel<float, 4>(float*, float const*, int, int);
 // A kernel defined in the unit itself: kernel_instance.cu defines KERNCAP_INSTANCE_ONLY and
 // includes kernel_variant.cu, which leaves out everything after the kernel's definition under
-// that macro (the host code that launches the other instantiations), then instantiates it.
+// that macro (the host code that launches the other instantiations), then instantiates it
+// (a kernel that is not a template needs no instantiation: its definition is compiled).
 // When that cannot be done safely the whole unit is compiled, as before, and `reason` says
 // why in one line (the Makefile, README and extract print it).
 #include <cstdint>
@@ -33,6 +34,9 @@ struct InstanceUnit {
   // it with the macro defined). Empty otherwise.
   std::string variant_text;
   bool available() const { return !text.empty(); }
+  // kernel_instance.cu includes kernel_variant.cu up to the kernel (a kernel defined in the
+  // unit), rather than the unit's leading lines.
+  bool includes_unit() const { return text.find("#include \"kernel_variant.cu\"") != std::string::npos; }
 };
 
 // The macro kernel_instance.cu defines before including kernel_variant.cu, for a kernel

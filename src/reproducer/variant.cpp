@@ -73,7 +73,7 @@ VariantChoice fresh_variant(const fs::path& dir_in) {
   if (fs::exists(out / format::kManifestName, ec)) out = out.parent_path();
   if (out.empty()) out = ".";
   if (fs::is_regular_file(out / kVariantCubin, ec)) {
-    // kernel_instance.cu (the captured instantiation alone) is built from the same files.
+    // kernel_instance.cu (the captured kernel without the rest of its unit) is built from the same files.
     if (fs::is_regular_file(out / kInstanceSource, ec))
       return check(out, kVariantCubin, kVariantSource, {out / kVariantSource, out / kInstanceSource, out / kMirrorDir},
                    "kernel_variant.cu, kernel_instance.cu and src/");
