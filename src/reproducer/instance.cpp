@@ -159,6 +159,12 @@ void plan_in_unit(InstanceUnit& u, const source::Result& f, const std::string& u
                            name);
     return;
   }
+  if (const auto later_defs = defined_after_use(toks, after); !later_defs.empty()) {
+    u.reason = fmt::format("{} uses {} before the kernel's end and defines it after: cut after the kernel, the "
+                           "unit would lack its body",
+                           name, later_defs.front());
+    return;
+  }
   // A type its template arguments name must be declared before the cut.
   const auto later = declared_types(toks, after);
   std::vector<Token> before(toks.begin(), toks.begin() + static_cast<std::ptrdiff_t>(after));
@@ -232,6 +238,49 @@ DefinitionEnd definition_end(const std::vector<Token>& toks, const std::string& 
     out.open_blocks = depth;
     out.code_after_on_line = close + 1 < toks.size() && toks[close + 1].line == toks[close].line;
     return out;
+  }
+  return out;
+}
+
+// Functions called or declared (`name(...);`) before token `cut` and defined (`name(...) {`)
+// from it on: the unit up to the cut would call a function whose body was left out (nvcc
+// without -rdc refuses that). Calls count too: conservative, a false hit only costs the
+// whole-unit compile.
+std::vector<std::string> defined_after_use(const std::vector<Token>& toks, size_t cut) {
+  auto after_parens = [&](size_t open) {  // the token after the ')' matching toks[open]
+    int depth = 0;
+    for (size_t k = open; k < toks.size(); ++k) {
+      if (toks[k].text == "(") ++depth;
+      else if (toks[k].text == ")" && --depth == 0) return k + 1;
+    }
+    return toks.size();
+  };
+  // Whether the '{' at `i` opens a namespace or a linkage block (`namespace a::b {`, `extern "C" {`).
+  auto opens_namespace = [&](size_t i) {
+    for (size_t back = 1; back <= 6 && back <= i; ++back) {
+      const Token& t = toks[i - back];
+      if (t.text == "namespace" || (t.text == "extern" && back == 2 && toks[i - 1].kind == TokKind::String)) return true;
+      if (t.kind != TokKind::Ident && t.text != "::") return false;
+    }
+    return false;
+  };
+  std::set<std::string> used;
+  for (size_t i = 0; i + 1 < cut; ++i)
+    if (toks[i].kind == TokKind::Ident && toks[i + 1].text == "(") used.insert(toks[i].text);
+  std::vector<std::string> out;
+  std::vector<bool> blocks;  // open braces: true for a namespace or linkage block
+  for (size_t i = 0; i + 1 < toks.size(); ++i) {
+    if (toks[i].text == "{") blocks.push_back(opens_namespace(i));
+    else if (toks[i].text == "}" && !blocks.empty()) blocks.pop_back();
+    // A definition at namespace scope: every open brace is a namespace's.
+    if (i < cut || toks[i].kind != TokKind::Ident || toks[i + 1].text != "(" || !used.contains(toks[i].text) ||
+        std::find(blocks.begin(), blocks.end(), false) != blocks.end())
+      continue;
+    size_t k = after_parens(i + 1);
+    while (k < toks.size() && toks[k].kind == TokKind::Ident && (toks[k].text == "const" || toks[k].text == "noexcept"))
+      ++k;
+    if (k < toks.size() && toks[k].text == "{" && std::find(out.begin(), out.end(), toks[i].text) == out.end())
+      out.push_back(toks[i].text);
   }
   return out;
 }

@@ -53,6 +53,9 @@ struct DefinitionEnd {
 };
 DefinitionEnd definition_end(const std::vector<source::Token>& toks, const std::string& base, uint32_t line);
 
+// Functions used (called or declared) before token `cut` and defined from it on.
+std::vector<std::string> defined_after_use(const std::vector<source::Token>& toks, size_t cut);
+
 // The explicit instantiation of the kernel `n` names, or "" with `why` set when it cannot be
 // written as C++ (not a template, an anonymous namespace, lambdas or unnamed types among
 // the arguments, characters a C++ declaration cannot hold).

@@ -216,6 +216,29 @@ TEST_F(Instance, APlainKernelDefinedInTheUnitIsCompiledWithoutTheRest) {
   EXPECT_EQ(kernels(), std::vector<std::string>{"_Z5plainPi"});
 }
 
+TEST(DefinedAfterUse, AHelperDeclaredBeforeTheKernelAndDefinedAfterIt) {
+  const std::string unit =
+      "namespace n {\n"
+      "__device__ float helper(float);\n"
+      "__global__ void k(float* p) { if (p) { p[0] = helper(1.f); } }\n"
+      "__device__ float helper(float x) { return x; }\n"   // line 4: after the cut
+      "}\n"
+      "void host(float* p) { if (p) { k<<<1, 1>>>(p); } for (int i = 0; i < 2; ++i) { } }\n";
+  const auto toks = source::lex(unit);
+  size_t cut = 0;
+  while (toks[cut].line < 4) ++cut;
+  EXPECT_EQ(defined_after_use(toks, cut), std::vector<std::string>{"helper"});
+  // Statements inside bodies after the cut (if, for) are not definitions; a helper defined
+  // before the kernel is fine.
+  const auto fine = source::lex(
+      "__device__ float helper(float x) { return x; }\n"
+      "__global__ void k(float* p) { if (p) { p[0] = helper(1.f); } }\n"
+      "void host(float* p) { if (p) { k<<<1, 1>>>(p); } while (p) { } }\n");
+  cut = 0;
+  while (fine[cut].line < 3) ++cut;
+  EXPECT_TRUE(defined_after_use(fine, cut).empty());
+}
+
 TEST(DefinitionEnd, TheBodysClosingBraceAndTheBlocksAroundIt) {
   const auto toks = source::lex(
       "namespace a { namespace b {\n"
