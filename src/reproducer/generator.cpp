@@ -192,7 +192,9 @@ nlohmann::json compile_json(const Generated& g, const source::Result& f, const f
     rc["notes"] = g.spec->notes;
     rc["unit"] = g.unit;
     if (g.unit == kInstanceSource)
-      rc["instance"] = {{"instantiation", g.instance->instantiation}, {"prelude_lines", g.instance->prelude_lines}};
+      rc["instance"] = {{"instantiation", g.instance->instantiation},
+                        {"prelude_lines", g.instance->prelude_lines},
+                        {"includes_unit", g.instance->includes_unit()}};
     else
       rc["whole_unit_reason"] = g.whole_unit_reason;
   } else {

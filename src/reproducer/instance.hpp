@@ -27,7 +27,7 @@ namespace kerncap::reproducer {
 struct InstanceUnit {
   std::string text;           // kernel_instance.cu; empty when the whole unit must be compiled
   std::string instantiation;  // the explicit instantiation line
-  uint32_t prelude_lines = 0; // how many leading lines of the unit it copies
+  uint32_t prelude_lines = 0; // how many leading lines of the unit it copies (includes_unit: the kernel's last line)
   std::string reason;         // why not, one line (empty when available)
   // A kernel defined in the unit itself: kernel_variant.cu as it must be written, with the
   // lines after the kernel's definition guarded by kInstanceOnly (kernel_instance.cu includes

@@ -178,6 +178,9 @@ TEST_F(Instance, AKernelDefinedInTheUnitIsCompiledUpToItsDefinition) {
   const std::string inst = testing::slurp(out_ / "kernel_instance.cu");
   EXPECT_NE(inst.find("#define KERNCAP_INSTANCE_ONLY 1\n#include \"kernel_variant.cu\""), std::string::npos) << inst;
   EXPECT_NE(inst.find("template __global__ void own_ns::fill_n<3>(int*);"), std::string::npos) << inst;
+  const auto j = nlohmann::json::parse(testing::slurp(out_ / "compile.json"));
+  EXPECT_EQ(j["recompile"]["instance"]["includes_unit"], true);
+  EXPECT_EQ(j["recompile"]["instance"]["prelude_lines"], 18);  // fill_n's closing brace
 
   if (!tools()) GTEST_SKIP() << "nvcc or make not installed";
   ASSERT_EQ(make("recompile"), 0) << testing::slurp(out_ / "make.log");
