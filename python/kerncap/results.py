@@ -95,8 +95,8 @@ class ExtractReproducer:
     arch: str = ""
     edit_file: Optional[str] = None  # the file to edit (kernel_variant.cu or its mirror)
     reason: Optional[str] = None  # why `make recompile` is not available
-    # What `make recompile` compiles: "kernel_instance.cu" (the captured template instantiation
-    # alone) or "kernel_variant.cu" (the whole unit; whole_unit_reason says why).
+    # What `make recompile` compiles: "kernel_instance.cu" (the captured kernel without the rest
+    # of its unit) or "kernel_variant.cu" (the whole unit; whole_unit_reason says why).
     recompile_unit: Optional[str] = None
     whole_unit_reason: Optional[str] = None
 
