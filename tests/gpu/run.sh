@@ -317,6 +317,16 @@ two_configs_case() {
   else bad "the capture holds another image than the launched two_configs_256x2.cubin"; fi
 }
 case_two_configs_bounds() { two_configs_case bounds; }
+# A kernel launched only from the device (examples/device_launch.cu, dynamic parallelism):
+# kerncap sees host-side launches, so extract must say that the kernel was loaded but never
+# launched from the host, and name it; its parent, launched from the host, is captured.
+case_err_device_launch() {
+  need_example device_launch || return
+  expect_error extract 1 'never launched them.*dynamic parallelism' \
+    "$KC" extract scaleChild -o "$CASE_DIR/child" -- "$EX/device_launch"
+  cat "$STEP_OUT" "$STEP_ERR" | grep -q 'scaleChild(float\*, float, int)' || bad "the message does not name scaleChild"
+  do_extract "$CASE_DIR/parent" scaleParent -- "$EX/device_launch" && note "the parent kernel is captured"
+}
 case_two_configs_same() { two_configs_case same; }
 case_graph_capture() {
   need_example graph_capture || return
@@ -613,6 +623,7 @@ case_torch_gemm_bf16() { torch_case gemm_bf16 'nvjet|gemm|xmma|cutlass' --regex;
 CASES=(
   vector_add accumulate batched_ptrs struct_ptrs globals big_smem templated dispatch
   async_stream managed mapped_host cluster_launch cooperative driver_extra two_configs_bounds two_configs_same
+  err_device_launch
   graph_capture
   cubin_variant strong_identical fuzz_clamp fuzz_tailmask err_fuzz_no_float nondet_atomic engine_standalone engine_c_abi err_unknown_kernel err_exit_before err_app_crash err_dir_exists err_truncated err_verify
   err_no_manifest err_newer_format err_cubin_lacks_kernel err_no_gpu
