@@ -153,9 +153,12 @@ void plan_in_unit(InstanceUnit& u, const source::Result& f, const std::string& u
   }
   size_t after = 0;  // the first token after the definition's last line
   while (after < toks.size() && toks[after].line <= end.line) ++after;
-  if (open_conditionals(toks, after) > 0) {
-    u.reason = fmt::format("the kernel is defined in the unit itself ({}) inside an #if block: the unit cannot be "
-                           "cut after it",
+  // Open #if blocks (an include guard) may stay open if they close at the unit's end: the
+  // guard nests inside them.
+  const uint32_t guard_end = guard_end_line(toks, after, open_conditionals(toks, after));
+  if (guard_end == UINT32_MAX) {
+    u.reason = fmt::format("the kernel is defined in the unit itself ({}) inside an #if block that does not close "
+                           "at the unit's end: the unit cannot be cut after it",
                            name);
     return;
   }
@@ -182,12 +185,16 @@ void plan_in_unit(InstanceUnit& u, const source::Result& f, const std::string& u
   variant += fmt::format("#ifndef {}  // kerncap: what follows the captured kernel is left out of make recompile "
                          "(kernel_instance.cu)\n",
                          kInstanceOnly);
-  for (size_t i = end.line; i < lines.size(); ++i) variant += lines[i] + "\n";
+  // The guard ends before the #endif lines that close the blocks open around the kernel, or
+  // at the unit's end.
+  const size_t tail = guard_end == 0 ? lines.size() : std::min<size_t>(guard_end - 1, lines.size());
+  for (size_t i = end.line; i < tail; ++i) variant += lines[i] + "\n";
   if (end.open_blocks > 0) {
     variant += "#else  // kerncap: closes the namespaces still open after the captured kernel\n";
     for (int i = 0; i < end.open_blocks; ++i) variant += "}\n";
   }
   variant += fmt::format("#endif  // {}\n", kInstanceOnly);
+  for (size_t i = tail; i < lines.size(); ++i) variant += lines[i] + "\n";
   u.variant_text = std::move(variant);
   u.prelude_lines = end.line;
   const std::string instantiate =
@@ -283,6 +290,29 @@ std::vector<std::string> defined_after_use(const std::vector<Token>& toks, size_
       out.push_back(toks[i].text);
   }
   return out;
+}
+
+// Where the guard after the kernel must end when `open` #if blocks are open at token `cut`
+// (a .cu file wrapped in an include guard): the line of the #endif that closes the first of
+// them, when every one of them closes there, at the end of the unit, with nothing but their
+// #endif lines after it (so the guard nests inside them). 0: the unit's own end (nothing
+// open), or UINT32_MAX when they close elsewhere (an #else of theirs, or code after them).
+uint32_t guard_end_line(const std::vector<Token>& toks, size_t cut, int open) {
+  if (open == 0) return 0;
+  int depth = open;
+  for (size_t i = cut; i < toks.size(); ++i) {
+    if (toks[i].kind != TokKind::Directive) continue;
+    const std::string w = directive_word(toks[i].text);
+    if (w == "if" || w == "ifdef" || w == "ifndef") ++depth;
+    else if ((w == "else" || w == "elif" || w == "elifdef" || w == "elifndef") && depth <= open) return UINT32_MAX;
+    else if (w == "endif" && --depth < open) {
+      // The rest must be the remaining #endif lines alone.
+      for (size_t k = i + 1; k < toks.size(); ++k)
+        if (toks[k].kind != TokKind::Directive || directive_word(toks[k].text) != "endif") return UINT32_MAX;
+      return toks.size() - i == static_cast<size_t>(open) ? toks[i].line : UINT32_MAX;
+    }
+  }
+  return UINT32_MAX;
 }
 
 std::string explicit_instantiation(const source::KernelName& n, std::string& why) {

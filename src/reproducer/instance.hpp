@@ -53,6 +53,11 @@ struct DefinitionEnd {
 };
 DefinitionEnd definition_end(const std::vector<source::Token>& toks, const std::string& base, uint32_t line);
 
+// With `open` #if blocks open at token `cut` (a unit wrapped in an include guard): the line of
+// the #endif closing the first of them when all close at the unit's end with nothing else
+// after; 0 when none is open; UINT32_MAX when they close elsewhere.
+uint32_t guard_end_line(const std::vector<source::Token>& toks, size_t cut, int open);
+
 // Functions used (called or declared) before token `cut` and defined from it on.
 std::vector<std::string> defined_after_use(const std::vector<source::Token>& toks, size_t cut);
 

@@ -242,6 +242,25 @@ TEST(DefinedAfterUse, AHelperDeclaredBeforeTheKernelAndDefinedAfterIt) {
   EXPECT_TRUE(defined_after_use(fine, cut).empty());
 }
 
+TEST(GuardEndLine, AnIncludeGuardAroundTheUnitClosesAtItsEnd) {
+  auto cut_at = [](const std::vector<source::Token>& toks, uint32_t line) {
+    size_t i = 0;
+    while (i < toks.size() && toks[i].line < line) ++i;
+    return i;
+  };
+  // cuda-samples' reduction_kernel.cu: the whole unit inside #ifndef _REDUCE_KERNEL_H_.
+  const auto guarded = source::lex(
+      "#ifndef U_H\n#define U_H\n__global__ void k(int* p) { *p = 1; }\n"  // the kernel ends on line 3
+      "#if X\nint y;\n#endif\nvoid host() {}\n#endif  // U_H\n");
+  EXPECT_EQ(guard_end_line(guarded, cut_at(guarded, 4), 1), 8u);
+  EXPECT_EQ(guard_end_line(guarded, cut_at(guarded, 4), 0), 0u);  // nothing open: the unit's end
+  // The block closes before the end, or has an #else after the kernel: no cut.
+  const auto early = source::lex("#if A\n__global__ void k(int* p) { }\n#endif\nvoid host() {}\n");
+  EXPECT_EQ(guard_end_line(early, cut_at(early, 3), 1), UINT32_MAX);
+  const auto with_else = source::lex("#if A\n__global__ void k(int* p) { }\n#else\nint z;\n#endif\n");
+  EXPECT_EQ(guard_end_line(with_else, cut_at(with_else, 3), 1), UINT32_MAX);
+}
+
 TEST(DefinitionEnd, TheBodysClosingBraceAndTheBlocksAroundIt) {
   const auto toks = source::lex(
       "namespace a { namespace b {\n"
