@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "format/out_layout.hpp"
 #include "reproducer/render.hpp"
 #include "source/compile_db.hpp"
 #include "source/includes.hpp"
@@ -55,6 +56,28 @@ std::string directive_word(const std::string& text) {
   size_t i = 0;
   while (i < text.size() && ident_char(text[i])) ++i;
   return text.substr(0, i);
+}
+
+// A preprocessor line's word as a conditional: it opens one (#if, #ifdef, #ifndef), closes one
+// (#endif), or neither.
+enum class Conditional { None, Opens, Closes };
+Conditional conditional(const Token& t) {
+  if (t.kind != TokKind::Directive) return Conditional::None;
+  const std::string w = directive_word(t.text);
+  if (w == "if" || w == "ifdef" || w == "ifndef") return Conditional::Opens;
+  return w == "endif" ? Conditional::Closes : Conditional::None;
+}
+
+// The index of the ')' or '}' that closes the '(' or '{' at `open`, or toks.size().
+size_t matching_close(const std::vector<Token>& toks, size_t open) {
+  const std::string& o = toks[open].text;
+  const char* c = o == "(" ? ")" : "}";
+  int depth = 0;
+  for (size_t k = open; k < toks.size(); ++k) {
+    if (toks[k].text == o) ++depth;
+    else if (toks[k].text == c && --depth == 0) return k;
+  }
+  return toks.size();
 }
 
 // Types (struct, class, union, enum, using, typedef names) the unit declares from token
@@ -124,10 +147,9 @@ std::vector<std::string> split_lines(const std::string& text) {
 int open_conditionals(const std::vector<Token>& toks, size_t end) {
   int depth = 0;
   for (size_t i = 0; i < end && i < toks.size(); ++i) {
-    if (toks[i].kind != TokKind::Directive) continue;
-    const std::string w = directive_word(toks[i].text);
-    if (w == "if" || w == "ifdef" || w == "ifndef") ++depth;
-    else if (w == "endif" && depth > 0) --depth;
+    const Conditional c = conditional(toks[i]);
+    if (c == Conditional::Opens) ++depth;
+    else if (c == Conditional::Closes && depth > 0) --depth;
   }
   return depth;
 }
@@ -211,12 +233,16 @@ void plan_in_unit(InstanceUnit& u, const source::Result& f, const std::string& u
       "// without the code after it (the host code and the unit's other kernels; the whole unit:\n"
       "// make -B recompile WHOLE_UNIT=1). Edit the kernel in {}.\n"
       "#define {} 1\n"
-      "#include \"kernel_variant.cu\"\n"
+      "{}\n"
       "{}",
-      make_comment(f.name.demangled), make_comment(edit_file), kInstanceOnly, instantiate);
+      make_comment(f.name.demangled), make_comment(edit_file), kInstanceOnly, unit_include_line(), instantiate);
 }
 
 }  // namespace
+
+std::string unit_include_line() { return fmt::format("#include \"{}\"", format::out::kKernelVariantCu); }
+
+bool InstanceUnit::includes_unit() const { return text.find(unit_include_line()) != std::string::npos; }
 
 DefinitionEnd definition_end(const std::vector<Token>& toks, const std::string& base, uint32_t line) {
   DefinitionEnd out;
@@ -228,18 +254,10 @@ DefinitionEnd definition_end(const std::vector<Token>& toks, const std::string& 
     if (t.kind != TokKind::Ident || t.text != base || t.line < line || i + 1 >= toks.size() || toks[i + 1].text != "(")
       continue;
     // The parameter list, then the body (or a ';': a declaration or a call, not this).
-    size_t k = i + 1;
-    for (int parens = 0; k < toks.size(); ++k) {
-      if (toks[k].text == "(") ++parens;
-      else if (toks[k].text == ")" && --parens == 0) break;
-    }
+    size_t k = matching_close(toks, i + 1);
     while (k < toks.size() && toks[k].text != "{" && toks[k].text != ";") ++k;
     if (k >= toks.size() || toks[k].text == ";") continue;
-    size_t close = k;
-    for (int braces = 0; close < toks.size(); ++close) {
-      if (toks[close].text == "{") ++braces;
-      else if (toks[close].text == "}" && --braces == 0) break;
-    }
+    const size_t close = matching_close(toks, k);
     if (close >= toks.size()) return out;
     out.line = toks[close].line;
     out.open_blocks = depth;
@@ -254,14 +272,6 @@ DefinitionEnd definition_end(const std::vector<Token>& toks, const std::string& 
 // without -rdc refuses that). Calls count too: conservative, a false hit only costs the
 // whole-unit compile.
 std::vector<std::string> defined_after_use(const std::vector<Token>& toks, size_t cut) {
-  auto after_parens = [&](size_t open) {  // the token after the ')' matching toks[open]
-    int depth = 0;
-    for (size_t k = open; k < toks.size(); ++k) {
-      if (toks[k].text == "(") ++depth;
-      else if (toks[k].text == ")" && --depth == 0) return k + 1;
-    }
-    return toks.size();
-  };
   // Whether the '{' at `i` opens a namespace or a linkage block (`namespace a::b {`, `extern "C" {`).
   auto opens_namespace = [&](size_t i) {
     for (size_t back = 1; back <= 6 && back <= i; ++back) {
@@ -283,7 +293,7 @@ std::vector<std::string> defined_after_use(const std::vector<Token>& toks, size_
     if (i < cut || toks[i].kind != TokKind::Ident || toks[i + 1].text != "(" || !used.contains(toks[i].text) ||
         std::find(blocks.begin(), blocks.end(), false) != blocks.end())
       continue;
-    size_t k = after_parens(i + 1);
+    size_t k = std::min(matching_close(toks, i + 1) + 1, toks.size());
     while (k < toks.size() && toks[k].kind == TokKind::Ident && (toks[k].text == "const" || toks[k].text == "noexcept"))
       ++k;
     if (k < toks.size() && toks[k].text == "{" && std::find(out.begin(), out.end(), toks[i].text) == out.end())
@@ -302,13 +312,14 @@ uint32_t guard_end_line(const std::vector<Token>& toks, size_t cut, int open) {
   int depth = open;
   for (size_t i = cut; i < toks.size(); ++i) {
     if (toks[i].kind != TokKind::Directive) continue;
+    const Conditional c = conditional(toks[i]);
     const std::string w = directive_word(toks[i].text);
-    if (w == "if" || w == "ifdef" || w == "ifndef") ++depth;
+    if (c == Conditional::Opens) ++depth;
     else if ((w == "else" || w == "elif" || w == "elifdef" || w == "elifndef") && depth <= open) return UINT32_MAX;
-    else if (w == "endif" && --depth < open) {
+    else if (c == Conditional::Closes && --depth < open) {
       // The rest must be the remaining #endif lines alone.
       for (size_t k = i + 1; k < toks.size(); ++k)
-        if (toks[k].kind != TokKind::Directive || directive_word(toks[k].text) != "endif") return UINT32_MAX;
+        if (conditional(toks[k]) != Conditional::Closes) return UINT32_MAX;
       return toks.size() - i == static_cast<size_t>(open) ? toks[i].line : UINT32_MAX;
     }
   }
@@ -365,10 +376,10 @@ uint32_t prelude_end(const std::vector<Token>& toks) {
       const uint32_t cut = depth > 0 ? open_at : t.line;
       return cut > 0 ? cut - 1 : 0;
     }
-    const std::string w = directive_word(t.text);
-    if (w == "if" || w == "ifdef" || w == "ifndef") {
+    const Conditional c = conditional(t);
+    if (c == Conditional::Opens) {
       if (depth++ == 0) open_at = t.line;
-    } else if (w == "endif" && depth > 0) {
+    } else if (c == Conditional::Closes && depth > 0) {
       --depth;
     }
   }

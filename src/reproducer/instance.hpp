@@ -36,8 +36,11 @@ struct InstanceUnit {
   bool available() const { return !text.empty(); }
   // kernel_instance.cu includes kernel_variant.cu up to the kernel (a kernel defined in the
   // unit), rather than the unit's leading lines.
-  bool includes_unit() const { return text.find("#include \"kernel_variant.cu\"") != std::string::npos; }
+  bool includes_unit() const;
 };
+
+// `#include "kernel_variant.cu"`: how kernel_instance.cu includes the unit (format/out_layout's name).
+std::string unit_include_line();
 
 // The macro kernel_instance.cu defines before including kernel_variant.cu, for a kernel
 // defined in the unit: what follows the kernel's definition is left out under it.
