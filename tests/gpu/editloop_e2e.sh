@@ -2,9 +2,10 @@
 # The edit loop on real code (GPU): CUB kernels recompiled from the generated reproducer, and
 # torch.compile run the way users run it (caches on, a second run finds them warm).
 #   cub_scan         a program including <cub/cub.cuh> (tests/gpu/editloop_apps/cub_scan.cu):
-#                    extract (source found) -> make recompile -> make validate-variant PASS ->
+#                    extract (source found) -> make recompile (kernel_instance.cu: the unit up to
+#                    the kernel's definition, the rest guarded off) -> make validate-variant PASS ->
 #                    kerncap validate --cubin optimized.cubin PASS; the module's internal-linkage
-#                    globals are named after kernel_variant.cu in the variant
+#                    globals are named after kernel_instance.cu in the variant
 #   cub_scan_wrong   an edit that changes out[] -> validate-variant FAIL
 #   cub_scan_counter the anonymous-namespace counter += 2 -> validate-variant FAIL
 #   cub_tmpl         a CUB kernel template in a header (editloop_apps/cub_tmpl.cuh), instantiated
@@ -13,7 +14,8 @@
 #                    validate-variant PASS, validate --cubin PASS; cub_tmpl_wrong and
 #                    cub_tmpl_counter edit the mirrored header -> FAIL
 #   cub_rdc          two units including CUB, -rdc, linked (rdc_main.cu + rdc_other.cu): the
-#                    kernel's unit recompiled whole-program -> validate-variant PASS; an edit
+#                    kernel's unit recompiled up to its definition (kernel_instance.cu), as one
+#                    whole program (-rdc dropped) -> validate-variant PASS; an edit
 #                    of out[] -> FAIL
 #   inductor_default_cold / _warm, inductor_maxautotune_cold / _warm
 #                    (inductor_maxautotune_cg_cold / _warm, mode="max-autotune", on request)
@@ -173,7 +175,7 @@ wrong_edit() {
 if wanted cub_scan; then
   cuda_case cub_scan scan_tiles "$SRC/cub_scan" \
     's|if (i < n) out\[i\] = v;  // kc:store|if (i < n) out[i] = v + (i == 1000 ? 1.0f : 0.0f);  // kc:store|' \
-    's|atomicAdd(&tiles_done, 1u);|atomicAdd(\&tiles_done, 2u);|'
+    's|atomicAdd(&tiles_done, 1u);|atomicAdd(\&tiles_done, 2u);|' kernel_instance.cu
 fi
 if wanted cub_tmpl; then
   cuda_case cub_tmpl 'tmpl_scan<float, 256>' "$SRC/cub_tmpl" \
@@ -183,7 +185,7 @@ fi
 if wanted cub_rdc; then
   cuda_case cub_rdc tile_max "$SRC/rdc_app" \
     's|out\[blockIdx.x\] = m;  // kc:store|out[blockIdx.x] = m + (blockIdx.x == 7 ? 1.0f : 0.0f);  // kc:store|' \
-    's|atomicAdd(&max_blocks, 1u);|atomicAdd(\&max_blocks, 2u);|'
+    's|atomicAdd(&max_blocks, 1u);|atomicAdd(\&max_blocks, 2u);|' kernel_instance.cu
 fi
 
 # ---- torch.compile, cold then warm caches -----------------------------------------------

@@ -20,7 +20,7 @@ def param_decls(params):
     decls, end = [], 0
     for i, s in enumerate(slots):
         off, size = int(s["offset"]), int(s["size"])
-        align = next((a for a in (1, 2, 4, 8, 16) if off % a == 0 and (end + a - 1) // a * a == off), None)
+        align = next((a for a in (1, 2, 4, 8, 16, 32, 64, 128) if off % a == 0 and (end + a - 1) // a * a == off), None)
         if align is None:
             sys.exit(f"noop_variant: slot {i} at offset {off} cannot follow the previous end {end}")
         decls.append(f"  .param .align {align} .b8 p{i}[{max(size, 1)}]")
