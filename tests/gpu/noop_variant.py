@@ -34,7 +34,7 @@ def main():
     name = m["kernel"]["mangled"]
     arch = "sm_{}{}".format(*dev["cc"])
     decls = param_decls(m["params"])
-    print(".version 8.0")
+    print(".version 8.1")  # 8.1: parameter space beyond 4352 B (cuDNN, CUTLASS kernels), up to 32764 B
     print(f".target {arch}")
     print(".address_size 64")
     print(f".visible .entry {name}(")

@@ -318,11 +318,12 @@ two_configs_case() {
 }
 case_two_configs_bounds() { two_configs_case bounds; }
 # A kernel launched only from the device (examples/device_launch.cu, dynamic parallelism):
-# kerncap sees host-side launches, so extract must say that the kernel was loaded but never
-# launched from the host, and name it; its parent, launched from the host, is captured.
+# kerncap sees host-side launches, so extract must fail as for any pattern that matches no launch
+# (exit 2) and say that the kernel was loaded but never launched from the host, naming it; its
+# parent, launched from the host, is captured.
 case_err_device_launch() {
   need_example device_launch || return
-  expect_error extract 1 'never launched them.*dynamic parallelism' \
+  expect_error extract 2 'never launched them.*dynamic parallelism' \
     "$KC" extract scaleChild -o "$CASE_DIR/child" -- "$EX/device_launch"
   cat "$STEP_OUT" "$STEP_ERR" | grep -q 'scaleChild(float\*, float, int)' || bad "the message does not name scaleChild"
   do_extract "$CASE_DIR/parent" scaleParent -- "$EX/device_launch" && note "the parent kernel is captured"

@@ -74,9 +74,10 @@ strong_case() {
   captured=$(result_of captured)
   if [ $rc -ne 0 ] || [[ $captured != *strong* ]]; then problems+="captured image: rc $rc ${captured:-$(first_error captured)}; "; fi
 
-  "$KC" info --json "$cap" | "$PY" "$HERE/noop_variant.py" >"$D/noop.ptx" 2>>"$LOG" &&
-    "$PTXAS" -arch="$(info '"sm_{}{}".format(*m["device"]["cc"])')" "$D/noop.ptx" -o "$D/noop.cubin" 2>>"$LOG" ||
-    problems+="could not build the no-op variant; "
+  "$KC" info --json "$cap" | "$PY" "$HERE/noop_variant.py" >"$D/noop.ptx" 2>"$D/noop.err" &&
+    "$PTXAS" -arch="$(info '"sm_{}{}".format(*m["device"]["cc"])')" "$D/noop.ptx" -o "$D/noop.cubin" 2>>"$D/noop.err" ||
+    problems+="could not build the no-op variant: $(grep -m1 -i 'error\|noop_variant' "$D/noop.err" | cut -c1-160); "
+  cat "$D/noop.err" >>"$LOG"
   kc weak "$KC" validate "$cap" --cubin "$D/noop.cubin" --footprint never
   weak=$(result_of weak | grep -o '^Result: [A-Z]*' | cut -c9-)
   kc noop "$KC" validate "$cap" --cubin "$D/noop.cubin"
