@@ -13,16 +13,20 @@ import sys
 
 
 def param_decls(params):
-    """One .b8 array per captured slot, aligned so that PTX places it at the captured offset."""
+    """One .b8 array per captured slot, aligned so that PTX places it at the captured offset; a
+    gap that no alignment explains (a slot the layout does not list) is filled with bytes."""
     slots = params.get("slots") or []
     if not slots:  # parameters passed as one buffer (launch `extra`): one array of that size
         slots = [{"offset": 0, "size": params["size"]}] if params.get("size") else []
     decls, end = [], 0
     for i, s in enumerate(slots):
         off, size = int(s["offset"]), int(s["size"])
+        if off < end:
+            sys.exit(f"noop_variant: slot {i} at offset {off} overlaps the previous one (ends at {end})")
         align = next((a for a in (1, 2, 4, 8, 16, 32, 64, 128) if off % a == 0 and (end + a - 1) // a * a == off), None)
         if align is None:
-            sys.exit(f"noop_variant: slot {i} at offset {off} cannot follow the previous end {end}")
+            decls.append(f"  .param .align 1 .b8 gap{i}[{off - end}]")
+            align = 1
         decls.append(f"  .param .align {align} .b8 p{i}[{max(size, 1)}]")
         end = off + size
     return decls
