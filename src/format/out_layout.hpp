@@ -57,6 +57,9 @@ inline constexpr std::string_view kCandidateJson = "candidate.json";
 inline constexpr std::string_view kCompareSpec = "compare.json";
 inline constexpr std::string_view kKernelVariantCu = "kernel_variant.cu";
 inline constexpr std::string_view kMirrorDir = "src";
+// An editable copy of a library header that defines the kernel (Thrust, CUB), at its include
+// path; `make recompile` puts this folder first on the include path (-Ilibrary).
+inline constexpr std::string_view kLibraryDir = "library";
 inline constexpr std::string_view kKernelInstanceCu = "kernel_instance.cu";
 inline constexpr std::string_view kCompileJson = "compile.json";
 inline constexpr std::string_view kOptimizedCubin = "optimized.cubin";

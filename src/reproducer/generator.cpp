@@ -220,12 +220,13 @@ std::string set_aside_other_kernel(const fs::path& out, const std::string& mangl
   } catch (const std::exception&) {
     // No readable compile.json: the files cannot be tied to this kernel; set them aside too.
   }
-  for (const char* name : {kVariantSource, kInstanceSource, kMirrorDir, kVariantCubin}) {
+  for (const char* name : {kVariantSource, kInstanceSource, kMirrorDir, kLibraryDir, kVariantCubin}) {
     if (!fs::exists(out / name)) continue;
     files::remove_inside(out, std::string(name) + ".prev");
     fs::rename(out / name, out / (std::string(name) + ".prev"));
   }
-  return "moved the previous kernel's kernel_variant.cu, kernel_instance.cu, src/ and optimized.cubin aside (*.prev)";
+  return "moved the previous kernel's kernel_variant.cu, kernel_instance.cu, src/, library/ and optimized.cubin aside "
+         "(*.prev)";
 }
 
 std::string read_if_present(const fs::path& p) {
@@ -248,6 +249,10 @@ void plan_unit(Generated& g, const source::Result& f, const fs::path& out) {
     InstanceUnit u;
     if (original.empty()) {
       u.reason = "the unit " + f.tu.string() + " could not be read again";
+    } else if (!f.library_root.empty()) {
+      // Its template arguments name the library's internals (agents, policies, tile states):
+      // the unit's own call instantiates it exactly.
+      u.reason = "the kernel comes from a library header (" + g.mirror->edit_file + "), instantiated by the unit";
     } else {
       const std::string unit_text = rewrite_includes(original, f.tu, true, f.includes, f.tree);
       u = plan_instance(f, unit_text, g.mirror->edit_file);
@@ -319,6 +324,12 @@ Generated generate_reproducer(const GenerateRequest& q) {
     try {
       g.spec = rewrite_command(*f.command, {f.tree, kMirrorDir, g.arch, q.defines, kVariantSource, kVariantCubin});
       g.recompile_available = true;
+      if (!f.library_root.empty()) {
+        g.spec->flags.insert(g.spec->flags.begin(), std::string("-I") + kLibraryDir);
+        g.notes.push_back(fmt::format("the kernel is defined in the library header {} (not in the source tree): edit "
+                                      "its copy {}, found ahead of the library's own (-I{})",
+                                      f.definition.string(), g.mirror->edit_file, kLibraryDir));
+      }
       g.notes.insert(g.notes.end(), g.spec->notes.begin(), g.spec->notes.end());
       plan_unit(g, f, q.out);
     } catch (const Error& e) {

@@ -86,6 +86,14 @@ Mirror write_mirror(const source::Result& found, const fs::path& out) {
     m.files.push_back(mf);
   }
   m.edit_line = found.line;
+  if (!found.library_root.empty()) {  // a library header: its copy, found first through -Ilibrary
+    const std::string copy =
+        (fs::path(kLibraryDir) / found.definition.lexically_relative(found.library_root)).generic_string();
+    if (!m.kept_existing) write_text(out / copy, read_text(found.definition));
+    m.files.push_back({found.definition, copy, 0});
+    m.edit_file = copy;
+    return m;
+  }
   m.edit_file = found.definition == unit ? kVariantSource : mirror_path(found.definition, tree);
   return m;
 }

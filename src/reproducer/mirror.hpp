@@ -9,6 +9,8 @@
 //     tree becomes its absolute path (the mirror has no copy of it);
 //   - everything else is untouched: quoted includes inside the tree resolve inside the
 //     mirror (same layout) and -I directories are remapped by the compile command.
+// A kernel defined in a library header outside the tree (source/library_headers.hpp) gets a
+// copy of that header under library/, at its include path, searched first (-Ilibrary).
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -35,6 +37,7 @@ struct Mirror {
 
 inline constexpr const char* kVariantSource = format::out::kKernelVariantCu.data();
 inline constexpr const char* kMirrorDir = format::out::kMirrorDir.data();
+inline constexpr const char* kLibraryDir = format::out::kLibraryDir.data();
 
 // Rewrites the includes of one file's text (exposed for tests). `self` is the file's
 // original path, `is_unit` selects the kernel_variant.cu rules.

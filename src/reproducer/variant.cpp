@@ -75,10 +75,11 @@ VariantChoice fresh_variant(const fs::path& dir_in) {
   if (fs::is_regular_file(out / kVariantCubin, ec)) {
     // kernel_instance.cu (the captured kernel without the rest of its unit) is built from the same files.
     if (fs::is_regular_file(out / kInstanceSource, ec))
-      return check(out, kVariantCubin, kVariantSource, {out / kVariantSource, out / kInstanceSource, out / kMirrorDir},
-                   "kernel_variant.cu, kernel_instance.cu and src/");
-    return check(out, kVariantCubin, kVariantSource, {out / kVariantSource, out / kMirrorDir},
-                 "kernel_variant.cu and src/");
+      return check(out, kVariantCubin, kVariantSource,
+                   {out / kVariantSource, out / kInstanceSource, out / kMirrorDir, out / kLibraryDir},
+                   "kernel_variant.cu, kernel_instance.cu, src/ and library/");
+    return check(out, kVariantCubin, kVariantSource, {out / kVariantSource, out / kMirrorDir, out / kLibraryDir},
+                 "kernel_variant.cu, src/ and library/");
   }
   if (fs::is_regular_file(out / format::out::kCandidateCubin, ec)) {
     const char* unit = format::out::kKernelVariantPy.data();

@@ -92,12 +92,16 @@ class Chooser {
 
   std::vector<Pair> pairs_for(const Located* d) {
     std::vector<Pair> out;
+    const bool library = !r_.library_root.empty();
     if (db_) {
       for (const auto& e : db_->entries) {
         if (!compiles_cuda(e)) continue;
         SearchPaths sp = paths_of(e);
         const IncludeClosure& c = closure(e.file, sp);
-        if (e.file == d->file || c.contains(d->file)) out.push_back({d, e.file, &e, &c, sp});
+        // A library header outside the tree (library_headers.hpp) is not traced: any CUDA unit
+        // of the tree may instantiate its kernel; the object files and the image decide.
+        if (e.file == d->file || c.contains(d->file) || (library && inside(e.file, r_.tree)))
+          out.push_back({d, e.file, &e, &c, sp});
       }
       if (!out.empty()) return out;
     }

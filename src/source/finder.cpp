@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "source/choose.hpp"
+#include "source/library_headers.hpp"
 #include "source/messages.hpp"
 #include "source/tree_search.hpp"
 
@@ -71,6 +72,35 @@ std::optional<CompileDb> discover_db(const fs::path& tree, Result& r) {
   return std::nullopt;
 }
 
+// A Thrust/CUB kernel the tree does not define: the library headers its units include do. The
+// first definition per file is kept (#if branches of one definition: device and host passes).
+bool found_in_library(const Request& q, const TreeScan& tree_scan, const CompileDb& db, SourceCache& cache,
+                      Result& r) {
+  if (std::none_of(db.entries.begin(), db.entries.end(),
+                   [&](const CompileCommand& e) { return inside(e.file, r.tree) && compiles_cuda(e); }))
+    return false;
+  for (const auto& dir : library_include_dirs(db, r.tree)) {
+    const TreeScan lib = scan_tree(dir, r.name.base, cache);
+    std::vector<const Located*> defs;
+    std::vector<fs::path> files;
+    for (const auto& l : lib.named)
+      if (l.def.definition && l.def.name == r.name.base && library_scopes_match(r.name.scopes, l.def.scopes) &&
+          shape_matches(r.name, l.def) && std::find(files.begin(), files.end(), l.file) == files.end()) {
+        files.push_back(l.file);
+        defs.push_back(&l);
+      }
+    if (defs.empty()) continue;
+    r.library_root = dir;
+    r.how.push_back(fmt::format("not defined in the tree: {} definition(s) of {} in the library headers under {} "
+                                "({} files searched)",
+                                defs.size(), r.name.qualified(), dir.string(), lib.files_listed));
+    choose_translation_unit(q, tree_scan, defs, &db, cache, r);
+    if (!r.source_found()) r.library_root.clear();
+    return true;
+  }
+  return false;
+}
+
 void not_found(const Request& q, const TreeScan& scan, Result& r) {
   const bool runtime_strings = std::any_of(scan.strings.begin(), scan.strings.end(), [](auto& h) { return h.with_global; }) ||
                                (!scan.strings.empty() && scan.mentions_nvrtc);
@@ -130,6 +160,9 @@ Result find_source(const Request& q) {
     std::copy_if(defs.begin(), defs.end(), std::back_inserter(c), [](auto* l) { return l->def.extern_c; });
     if (!c.empty()) defs = c;
   }
+  if (defs.empty() && db && r.name.cxx && r.classification.kind == names::Kind::CubThrust &&
+      found_in_library(q, scan, *db, cache, r))
+    return r;
   if (defs.empty()) {
     not_found(q, scan, r);
     return r;

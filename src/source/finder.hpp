@@ -61,6 +61,8 @@ struct Result {
   names::Classification classification;
   fs::path tree;        // the source tree searched (canonical)
   fs::path definition;  // file with the kernel's definition
+  fs::path library_root;  // set when `definition` is a library header outside the tree (Thrust,
+                          // CUB): the include directory it was found under (library_headers.hpp)
   uint32_t line = 0;
   fs::path tu;
   std::optional<CompileCommand> command;

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 #include "source/compile_db.hpp"
 
@@ -40,6 +41,50 @@ bool read_whole(const fs::path& p, std::string& out) {
   if (!in) return false;
   out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   return true;
+}
+
+// Object-like macros of a file (`#define NAME BODY`, first line only), read from the text
+// without lexing it: the candidates for macros that stand for `__global__`, directly or through
+// another macro (CUB_DETAIL_KERNEL_ATTRIBUTES -> CCCL_DETAIL_KERNEL_ATTRIBUTES -> __global__).
+void collect_defines(std::string_view text, std::map<std::string, std::string>& out) {
+  auto id = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t line = 0; line < text.size();) {
+    size_t eol = text.find('\n', line);
+    if (eol == std::string_view::npos) eol = text.size();
+    std::string_view l = text.substr(line, eol - line);
+    line = eol + 1;
+    size_t i = l.find_first_not_of(" \t");
+    if (i == std::string_view::npos || l[i] != '#') continue;
+    i = l.find_first_not_of(" \t", i + 1);
+    if (i == std::string_view::npos || l.substr(i, 6) != "define") continue;
+    i = l.find_first_not_of(" \t", i + 6);
+    if (i == std::string_view::npos || !id(l[i])) continue;
+    size_t e = i;
+    while (e < l.size() && id(l[e])) ++e;
+    if (e < l.size() && l[e] == '(') continue;  // function-like: not a marker
+    std::string_view body = l.substr(e, 256);
+    if (body.find_first_not_of(" \t\r") != std::string_view::npos) out.emplace(l.substr(i, e - i), body);
+  }
+}
+
+// The macros that expand to __global__: directly, or through others (to a fixed point).
+std::set<std::string> marker_closure(const std::map<std::string, std::string>& defines) {
+  std::set<std::string> markers;
+  for (const auto& [name, body] : defines)
+    if (contains_word(body, "__global__")) markers.insert(name);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& [name, body] : defines) {
+      if (markers.count(name)) continue;
+      for (const auto& m : markers)
+        if (contains_word(body, m)) {
+          markers.insert(name);
+          grew = true;
+          break;
+        }
+    }
+  }
+  return markers;
 }
 
 }  // namespace
@@ -85,17 +130,16 @@ TreeScan scan_tree(const fs::path& root, const std::string& name, SourceCache& c
   // One read per file; only files that matter are lexed and kept in the cache. Macros that
   // mean __global__ can live in any header: they are collected before definitions are parsed.
   std::vector<fs::path> mention;
+  std::map<std::string, std::string> defines;  // object-like macros of the whole tree
   std::string text;
   for (const auto& f : files) {
     if (!read_whole(f, text)) continue;
     if (!scan.mentions_nvrtc && (text.find("nvrtc") != std::string::npos || text.find("cuModuleLoad") != std::string::npos))
       scan.mentions_nvrtc = true;
-    if (text.find("__global__") != std::string::npos && text.find("define") != std::string::npos) {
-      auto m = global_macros(lex(text));
-      scan.markers.insert(m.begin(), m.end());
-    }
+    if (text.find("define") != std::string::npos) collect_defines(text, defines);
     if (contains_word(text, name)) mention.push_back(f);
   }
+  scan.markers = marker_closure(defines);
   for (const auto& f : mention) {
     ++scan.files_parsed;
     for (auto& d : kernels_in(f, scan.markers, cache))
