@@ -4,9 +4,11 @@
 #     lulesh-cuda          several units, kernels launched every iteration
 #     convolution1D-cuda   templated kernels, a __constant__ variable template
 #     sort-cuda            kernels in headers (T a typedef), in a unit that includes Thrust (CUB's
-#                          internal-linkage globals: issue 13's failure)
+#                          internal-linkage globals: issue 13's failure); and the CUB onesweep
+#                          radix-sort kernel its thrust::sort runs (a library header's kernel)
 #     segment-reduce-cuda  thrust::reduce_by_key: Thrust's own kernel (_kernel_agent<ReduceByKeyAgent…>),
-#                          defined in the toolkit's headers
+#                          defined in the toolkit's headers: recompiled from main.cu with an
+#                          editable copy of the header (library/...), the wrong edit made there
 #   cuda-samples (CUDA_SAMPLES: the repository's root; each sample built with its own CMake)
 #     lineOfSight          a unit that includes Thrust; one kernel reads a texture object
 #     dmmaTensorCoreGemm   a unit that includes libcu++ (<cuda/barrier>, <cuda/std/...>), -rdc
@@ -115,7 +117,8 @@ if [ -n "$HEC" ]; then
         KERNELS+=(
           "sort.reduce|sort-cuda|reduce(unsigned int const|0|$SORT"
           "sort.top_scan#1|sort-cuda|top_scan|1|$SORT"
-          "sort.bottom_scan#3|sort-cuda|bottom_scan|3|$SORT") ;;
+          "sort.bottom_scan#3|sort-cuda|bottom_scan|3|$SORT"
+          "sort.cub.Onesweep|sort-cuda|DeviceRadixSortOnesweepKernel|0|$SORT") ;;
       segment-reduce-cuda)
         KERNELS+=("segred.ReduceByKeyAgent|segment-reduce-cuda|ReduceByKeyAgent|0|$WORK/segment-reduce-cuda/main 16 1") ;;
     esac
