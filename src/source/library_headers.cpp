@@ -11,12 +11,13 @@
 namespace kerncap::source {
 namespace {
 
-// thrust::THRUST_300001_SM_900_NS, cub::CUB_300001_SM_900_NS, cuda::std::__4: ABI-versioned
-// inline namespaces that the source opens through macros.
+// thrust::THRUST_300001_SM_900_NS, cub::CUB_300001_SM_900 (CUB's has no _NS), cuda::std::__4:
+// ABI-versioned inline namespaces that the source opens through macros.
 bool versioned_namespace(std::string_view s) {
-  if ((s.starts_with("THRUST_") || s.starts_with("CUB_")) && s.ends_with("_NS")) return true;
-  return s.size() >= 3 && s.starts_with("__") &&
-         std::all_of(s.begin() + 2, s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  for (std::string_view lib : {"THRUST_", "CUB_"})
+    if (s.starts_with(lib) && s.size() > lib.size() && digit(s[lib.size()])) return true;
+  return s.size() >= 3 && s.starts_with("__") && std::all_of(s.begin() + 2, s.end(), digit);
 }
 
 fs::path on_path(const std::string& program) {

@@ -13,8 +13,9 @@ import sys
 
 
 def param_decls(params):
-    """One .b8 array per captured slot, aligned so that PTX places it at the captured offset; a
-    gap that no alignment explains (a slot the layout does not list) is filled with bytes."""
+    """One .b8 array per captured slot, aligned so that PTX places it at the captured offset.
+    Exit 3 when the captured layout has a gap that no alignment explains: validate compares
+    slot lists, so no no-op variant can be written for it."""
     slots = params.get("slots") or []
     if not slots:  # parameters passed as one buffer (launch `extra`): one array of that size
         slots = [{"offset": 0, "size": params["size"]}] if params.get("size") else []
@@ -24,9 +25,10 @@ def param_decls(params):
         if off < end:
             sys.exit(f"noop_variant: slot {i} at offset {off} overlaps the previous one (ends at {end})")
         align = next((a for a in (1, 2, 4, 8, 16, 32, 64, 128) if off % a == 0 and (end + a - 1) // a * a == off), None)
-        if align is None:
-            decls.append(f"  .param .align 1 .b8 gap{i}[{off - end}]")
-            align = 1
+        if align is None:  # e.g. cuDNN's runtime-generated SDPA kernel (slots at 112 after one ending at 80)
+            sys.stderr.write(f"noop_variant: slot {i} at offset {off} leaves a gap after the previous end {end}: "
+                             "no PTX signature has this layout\n")
+            sys.exit(3)
         decls.append(f"  .param .align {align} .b8 p{i}[{max(size, 1)}]")
         end = off + size
     return decls

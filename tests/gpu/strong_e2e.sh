@@ -13,7 +13,8 @@
 #   noop       the same no-op variant, strong                  expect FAIL
 #   grid-1     the captured image launched with one block less expect FAIL
 # The no-op variant is generated from the capture (tests/gpu/noop_variant.py: same name and
-# parameter layout, empty body) and assembled with ptxas.
+# parameter layout, empty body) and assembled with ptxas; a captured layout with gaps no PTX
+# signature reproduces (cuDNN's runtime-generated SDPA kernel) has none: "n/a", not a failure.
 # Prints one table row per case and "N passed, N failed". Exit 0 all passed, 1 some failed,
 # 77 skipped (no GPU).
 #
@@ -74,16 +75,25 @@ strong_case() {
   captured=$(result_of captured)
   if [ $rc -ne 0 ] || [[ $captured != *strong* ]]; then problems+="captured image: rc $rc ${captured:-$(first_error captured)}; "; fi
 
-  "$KC" info --json "$cap" | "$PY" "$HERE/noop_variant.py" >"$D/noop.ptx" 2>"$D/noop.err" &&
-    "$PTXAS" -arch="$(info '"sm_{}{}".format(*m["device"]["cc"])')" "$D/noop.ptx" -o "$D/noop.cubin" 2>>"$D/noop.err" ||
-    problems+="could not build the no-op variant: $(grep -m1 -i 'error\|noop_variant' "$D/noop.err" | cut -c1-160); "
-  cat "$D/noop.err" >>"$LOG"
-  kc weak "$KC" validate "$cap" --cubin "$D/noop.cubin" --footprint never
-  weak=$(result_of weak | grep -o '^Result: [A-Z]*' | cut -c9-)
-  kc noop "$KC" validate "$cap" --cubin "$D/noop.cubin"
+  "$KC" info --json "$cap" | "$PY" "$HERE/noop_variant.py" >"$D/noop.ptx" 2>"$D/noop.err"
   rc=$?
-  noop=$(result_of noop | grep -o '^Result: [A-Z]*' | cut -c9-)
-  [ $rc -eq 1 ] && [ "$noop" = FAIL ] || problems+="no-op variant: rc $rc ${noop:-$(first_error noop)}; "
+  if [ $rc -eq 3 ]; then
+    # The captured parameter layout has gaps (cuDNN's runtime-generated SDPA kernel): no PTX
+    # signature reproduces it, so there is no no-op variant; the captured image's strong PASS
+    # and the short grid's FAIL remain.
+    weak="n/a (layout gaps)" noop="n/a (layout gaps)"
+    cat "$D/noop.err" >>"$LOG"
+  else
+    [ $rc -eq 0 ] && "$PTXAS" -arch="$(info '"sm_{}{}".format(*m["device"]["cc"])')" "$D/noop.ptx" -o "$D/noop.cubin" 2>>"$D/noop.err" ||
+      problems+="could not build the no-op variant: $(grep -m1 -i 'error\|noop_variant' "$D/noop.err" | cut -c1-160); "
+    cat "$D/noop.err" >>"$LOG"
+    kc weak "$KC" validate "$cap" --cubin "$D/noop.cubin" --footprint never
+    weak=$(result_of weak | grep -o '^Result: [A-Z]*' | cut -c9-)
+    kc noop "$KC" validate "$cap" --cubin "$D/noop.cubin"
+    rc=$?
+    noop=$(result_of noop | grep -o '^Result: [A-Z]*' | cut -c9-)
+    [ $rc -eq 1 ] && [ "$noop" = FAIL ] || problems+="no-op variant: rc $rc ${noop:-$(first_error noop)}; "
+  fi
 
   grid=$(info '",".join(map(str, m["launch"]["grid"]))')
   # One block less along the first dimension that has more than one (one cluster less for

@@ -29,6 +29,9 @@ TEST(LibraryScopes, VersionedAndMacroOpenedNamespacesAreSkipped) {
   EXPECT_TRUE(library_scopes_match({"cub", "CUB_300001_SM_900_NS", "detail", "reduce"}, {"detail", "reduce"}));
   EXPECT_TRUE(library_scopes_match({"cub", "CUB_300001_SM_900_NS", "detail", "reduce"}, {"cub", "detail", "reduce"}));
   EXPECT_TRUE(library_scopes_match({"cuda", "std", "__4", "detail"}, {"detail"}));
+  // CUB's own versioned namespace has no _NS suffix (DeviceRadixSortOnesweepKernel, CUDA 13).
+  EXPECT_TRUE(library_scopes_match({"cub", "CUB_300001_SM_900", "detail", "radix_sort"}, {"detail", "radix_sort"}));
+  EXPECT_FALSE(library_scopes_match({"cub", "CUB_INTERNAL", "detail"}, {"detail"}));
   // Another namespace before the tail, a different tail, or a longer definition: not it.
   EXPECT_FALSE(library_scopes_match({"mylib", "detail", "reduce"}, {"detail", "reduce"}));
   EXPECT_FALSE(library_scopes_match({"cub", "CUB_300001_SM_900_NS", "detail", "scan"}, {"detail", "reduce"}));
