@@ -262,7 +262,7 @@ class ValidateResult:
     image: str = ""
     device: int = 0
     spec: str = ""
-    strength: str = ""  # "strong", "weak-no-footprint", "none: ..."
+    strength: str = ""  # "strong", "weak-no-footprint", "none: ..." (nothing the comparison could prove)
     regions: List[RegionResult] = field(default_factory=list)
     omitted_regions: Any = None
     closure_gaps: Any = None

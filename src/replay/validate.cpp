@@ -285,6 +285,11 @@ std::string Verdict::line() const {
                        "result)",
                        nondet, violations, compare::to_string(invariants->checked));
   const std::string how = exact() == regions.size() ? "byte-exact" : "within tolerance";
+  if (unproven())
+    return fmt::format("Result: PASS ({}weak: the kernel writes {} in {} region(s) but reads all of it first, so none "
+                       "could be poisoned, and the application's launch left every byte as it was: a replay that "
+                       "skips those writes would pass too; {}, {} of {} regions identical)",
+                       nondet, human_bytes(footprint_written), footprint_regions, how, exact(), regions.size());
   if (strong)
     return fmt::format("Result: PASS ({}strong: {} written by the replay verified in {} region(s), {} of it poisoned "
                        "first; {}, {} of {} regions identical)",
@@ -341,7 +346,10 @@ nlohmann::json Verdict::to_json() const {
           {"omitted_regions", omitted_regions},
           {"closure_gaps", closure_gaps},
           {"written_bytes", written()},
-          {"strength", strong ? "strong" : written() ? "weak-no-footprint" : "none: the launch changed no byte"},
+          {"strength", unproven()  ? "none: the launch changed no byte and the kernel reads every byte it writes"
+                       : strong    ? "strong"
+                       : written() ? "weak-no-footprint"
+                                   : "none: the launch changed no byte"},
           {"footprint_written_bytes", footprint_written},
           {"compare_work", {{"on_device_bytes", compared_on_device}, {"read_back_bytes", read_back},
                             {"seconds", compare_s}}},

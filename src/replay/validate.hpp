@@ -44,6 +44,10 @@ struct Verdict {
   // regions, and how many of them were poisoned before the replay.
   bool strong = false;
   uint64_t footprint_written = 0, footprint_regions = 0, poisoned = 0;
+  // A footprint, but nothing it lets a comparison prove: every byte the kernel writes it also
+  // reads (none could be poisoned) and the application's launch left every byte as it was
+  // (an in-place update that changed nothing), so a replay that skips its writes passes too.
+  bool unproven() const { return strong && poisoned == 0 && written() == 0; }
   // The invariants of the written bytes, when any were asked for (a violation fails the verdict).
   std::optional<compare::InvariantReport> invariants;
   // The capture's closure: regions it omitted (no pointer reaches them; replayed as 0xCB),

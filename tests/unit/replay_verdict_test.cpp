@@ -27,6 +27,33 @@ TEST(VerdictLine, APassOverUnchangedBytesIsCalledWeak) {
   EXPECT_EQ(v.to_json()["strength"], "none: the launch changed no byte");
 }
 
+// HeCBench lulesh's calcVelocityForNodes at its 4th launch: an in-place update (every byte it
+// writes it reads first, so none can be poisoned) whose results equalled its inputs. A kernel
+// that returns at once passed "strongly" before; nothing was proven, and the line says so.
+TEST(VerdictLine, AFootprintThatPoisonsNothingOverUnchangedBytesProvesNothing) {
+  Verdict v;
+  v.regions = {region(0, 0, 0), region(1, 0, 0)};
+  v.strong = true;
+  v.footprint_written = 862500;
+  v.footprint_regions = 3;
+  v.poisoned = 0;
+  EXPECT_TRUE(v.unproven());
+  EXPECT_EQ(v.line().rfind("Result: PASS (weak: the kernel writes 842.3 KiB in 3 region(s) but reads all of it first", 0),
+            0u)
+      << v.line();
+  EXPECT_EQ(v.line().find("strong"), std::string::npos) << v.line();
+  EXPECT_EQ(v.to_json()["strength"], "none: the launch changed no byte and the kernel reads every byte it writes");
+  // Bytes the launch changed are proven by the comparison itself; poisoned bytes by the poison.
+  v.regions = {region(0, 64, 0), region(1, 0, 0)};
+  EXPECT_FALSE(v.unproven());
+  EXPECT_EQ(v.line().rfind("Result: PASS (strong:", 0), 0u) << v.line();
+  EXPECT_EQ(v.to_json()["strength"], "strong");
+  v.regions = {region(0, 0, 0), region(1, 0, 0)};
+  v.poisoned = 4096;
+  EXPECT_FALSE(v.unproven());
+  EXPECT_EQ(v.line().rfind("Result: PASS (strong:", 0), 0u) << v.line();
+}
+
 TEST(VerdictLine, APassOverWrittenBytesSaysHowMuch) {
   Verdict v;
   v.regions = {region(0, 1024, 0), region(1, 0, 0)};
