@@ -9,6 +9,8 @@
 #                                    first differing offset (element 1000 of the output)
 #     a faster edit               -> make validate-variant PASS, make run-variant shows the
 #                                    new time, lower than the captured kernel's
+#   and the .cu kernel again from multifile_shared_app, whose kernels live in a shared library
+#   built from three units (libmultifile_kernels.so);
 #   plus: a -D given to extract reaches the recompile (define removed from the database),
 #   validate picks a fresh optimized.cubin and ignores a stale one, a wrong --source-dir is
 #   classified and its reproducer still validates, make sass/sanitize/ncu run, and the
@@ -175,6 +177,12 @@ kernel_case() {
 case_scale_template_header() { kernel_case 'scale_kernel<float, 4>' 4 pipeline.cu; }
 case_stencil_three_dirs() { kernel_case 'mf::stencil3' 4 stencil.cu; }
 case_bias_extern_c() { kernel_case 'mf_bias' 4 main.cu; }
+# The same kernel, its code image loaded from libmultifile_kernels.so (three units) that
+# multifile_shared_app links.
+case_shared_lib_stencil() {
+  [ -x "$BUILD/examples/multifile_shared_app" ] || { bad "missing $BUILD/examples/multifile_shared_app"; return; }
+  APP=$BUILD/examples/multifile_shared_app kernel_case 'mf::stencil3' 4 stencil.cu
+}
 
 # MF_FAST_PATH changes mf_bias; remove it from the database and give it with -D instead.
 case_define_reaches_recompile() {
@@ -255,7 +263,7 @@ case_tool_targets() {
 }
 
 # ---- driver ----------------------------------------------------------------------------------
-CASES=(scale_template_header stencil_three_dirs bias_extern_c define_reaches_recompile validate_autodetect
+CASES=(scale_template_header stencil_three_dirs bias_extern_c shared_lib_stencil define_reaches_recompile validate_autodetect
        wrong_source_dir tool_targets)
 for c in "${CASES[@]}"; do
   [ -n "$ONLY" ] && ! [[ $c =~ $ONLY ]] && continue
