@@ -72,14 +72,16 @@ std::optional<CompileDb> discover_db(const fs::path& tree, Result& r) {
   return std::nullopt;
 }
 
-// A Thrust/CUB kernel the tree does not define: the library headers its units include do. The
-// first definition per file is kept (#if branches of one definition: device and host passes).
+// A C++ kernel the tree does not define: a header library its units include may (Thrust's and
+// CUB's own kernels, CUTLASS's cutlass::Kernel2<...> from a checkout given with -I). The first
+// definition per file is kept (#if branches of one definition: device and host passes).
 bool found_in_library(const Request& q, const TreeScan& tree_scan, const CompileDb& db, SourceCache& cache,
                       Result& r) {
   if (std::none_of(db.entries.begin(), db.entries.end(),
                    [&](const CompileCommand& e) { return inside(e.file, r.tree) && compiles_cuda(e); }))
     return false;
-  for (const auto& dir : library_include_dirs(db, r.tree)) {
+  const std::vector<fs::path> dirs = library_include_dirs(db, r.tree);
+  for (const auto& dir : dirs) {
     const TreeScan lib = scan_tree(dir, r.name.base, cache);
     std::vector<const Located*> defs;
     std::vector<fs::path> files;
@@ -98,6 +100,10 @@ bool found_in_library(const Request& q, const TreeScan& tree_scan, const Compile
     if (!r.source_found()) r.library_root.clear();
     return true;
   }
+  if (!dirs.empty())
+    r.notes.push_back(fmt::format("not in the library headers either: {} include director{} outside the tree "
+                                  "searched (the build's -I/-isystem, then the toolkit's)",
+                                  dirs.size(), dirs.size() == 1 ? "y" : "ies"));
   return false;
 }
 
@@ -160,9 +166,7 @@ Result find_source(const Request& q) {
     std::copy_if(defs.begin(), defs.end(), std::back_inserter(c), [](auto* l) { return l->def.extern_c; });
     if (!c.empty()) defs = c;
   }
-  if (defs.empty() && db && r.name.cxx && r.classification.kind == names::Kind::CubThrust &&
-      found_in_library(q, scan, *db, cache, r))
-    return r;
+  if (defs.empty() && db && r.name.cxx && found_in_library(q, scan, *db, cache, r)) return r;
   if (defs.empty()) {
     not_found(q, scan, r);
     return r;

@@ -2,7 +2,8 @@
 // Kernels that a unit instantiates from a header library outside the source tree: Thrust's
 // and CUB's own kernels (thrust::reduce_by_key runs _kernel_agent<ReduceByKeyAgent...>,
 // cub::DeviceScan runs DeviceScanKernel), defined in the CUDA toolkit's CCCL headers or in a
-// CCCL checkout the build names with -I. The tree has no definition of them, but the unit that
+// CCCL checkout the build names with -I; CUTLASS's device kernels from its include/ given
+// with -I (and any C++ kernel of a header library the build includes from outside the tree). The tree has no definition of them, but the unit that
 // instantiates them does compile them, so the reproducer can recompile that unit, with an
 // editable copy of the defining header found ahead of the library's own (docs/reproducer.md).
 #include <filesystem>

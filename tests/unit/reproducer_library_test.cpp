@@ -55,6 +55,51 @@ TEST(LibraryIncludeDirs, TheBuildsDirectoriesOutsideTheTreeThenTheToolkits) {
   EXPECT_EQ(dirs[2], fs::canonical(tk / "include"));
 }
 
+// A CUTLASS-style kernel (cutlass::Kernel2<Op>, written with a macro for __global__) defined in
+// a checkout the build names with -I: found there, and the unit that includes it is the one
+// recompiled; a kernel nowhere at all stays not-in-tree and says the libraries were searched.
+TEST(LibraryKernelFromACheckout, IsFoundThroughTheBuildsIncludeDirectory) {
+  testing::Scratch s;
+  const fs::path app = s.root() / "app", lib = s.root() / "cutlass" / "include";
+  fs::create_directories(app);
+  fs::create_directories(lib / "cutlass");
+  testing::spit(lib / "cutlass" / "device_kernel.h",
+                "#pragma once\n#define CUTLASS_GLOBAL __global__\nnamespace cutlass {\n"
+                "template <typename Operator>\nCUTLASS_GLOBAL void Kernel2(typename Operator::Params params) {\n"
+                "  Operator op;\n  op(params);\n}\n}  // namespace cutlass\n");
+  testing::spit(app / "gemm.cu", "#include <cutlass/device_kernel.h>\nnamespace demo { struct Op { struct Params {}; "
+                                 "__device__ void operator()(Params) {} }; }\n"
+                                 "void run() { cutlass::Kernel2<demo::Op><<<1, 1>>>({}); }\n");
+  testing::spit(app / "host.cpp", "int main() { return 0; }\n");
+  nlohmann::json db = nlohmann::json::array(
+      {{{"directory", app.string()},
+        {"arguments", {kNvcc, "-I" + lib.string(), "-arch=sm_90", "-c", "gemm.cu", "-o", "gemm.o"}},
+        {"file", (app / "gemm.cu").string()}},
+       {{"directory", app.string()},
+        {"arguments", {"/usr/bin/g++", "-c", "host.cpp", "-o", "host.o"}},
+        {"file", (app / "host.cpp").string()}}});
+  testing::spit(app / "compile_commands.json", db.dump());
+  source::Request q;
+  q.mangled = "_ZN7cutlass7Kernel2IN4demo2OpEEEvNT_6ParamsE";  // void cutlass::Kernel2<demo::Op>(demo::Op::Params)
+  q.source_dir = app;
+  q.compile_commands = app / "compile_commands.json";
+  q.language = source::Language::Cuda;
+  const source::Result f = source::find_source(q);
+  ASSERT_EQ(f.status, source::Status::Found) << f.summary << "\n" << f.detail;
+  EXPECT_EQ(f.definition, fs::canonical(lib / "cutlass" / "device_kernel.h"));
+  EXPECT_EQ(f.line, 5u);
+  EXPECT_EQ(f.library_root, fs::canonical(lib));
+  EXPECT_EQ(f.tu, fs::canonical(app / "gemm.cu"));  // the CUDA unit, not the host one
+
+  q.mangled = "_ZN7cutlass7Kernel3IN4demo2OpEEEvNT_6ParamsE";  // defined nowhere
+  const source::Result none = source::find_source(q);
+  EXPECT_EQ(none.status, source::Status::NotInTree);
+  EXPECT_TRUE(none.library_root.empty());
+  bool said = false;
+  for (const auto& n : none.notes) said = said || n.find("not in the library headers either") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 // A unit that calls thrust::reduce_by_key: its kernel, _kernel_agent<ReduceByKeyAgent<...>, ...>,
 // is defined in thrust/system/cuda/detail/core/agent_launcher.h.
 class LibraryKernel : public ::testing::Test {
