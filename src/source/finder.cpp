@@ -166,7 +166,8 @@ Result find_source(const Request& q) {
     std::copy_if(defs.begin(), defs.end(), std::back_inserter(c), [](auto* l) { return l->def.extern_c; });
     if (!c.empty()) defs = c;
   }
-  if (defs.empty() && db && r.name.cxx && found_in_library(q, scan, *db, cache, r)) return r;
+  // Not for a PTX image: the driver compiled it at run time (NVRTC), not the build.
+  if (defs.empty() && db && r.name.cxx && q.image_kind != "ptx" && found_in_library(q, scan, *db, cache, r)) return r;
   if (defs.empty()) {
     not_found(q, scan, r);
     return r;
