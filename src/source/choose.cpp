@@ -27,12 +27,6 @@ bool header_like(const fs::path& p) {
   return !src.count(p.extension().string());
 }
 
-std::vector<std::string> compiler_argv(const CompileCommand& c) {
-  std::vector<std::string> v = c.argv;
-  while (v.size() > 1 && is_launcher(v.front())) v.erase(v.begin());
-  return v;
-}
-
 // Search paths without a compile command: the tree root and its include/ directory.
 SearchPaths guessed_paths(const fs::path& tree) {
   SearchPaths sp;
@@ -85,18 +79,13 @@ class Chooser {
     return it->second;
   }
 
-  SearchPaths paths_of(const CompileCommand& c) {
-    auto argv = compiler_argv(c);
-    return search_paths(parse_args(std::vector<std::string>(argv.begin() + 1, argv.end())), c.directory);
-  }
-
   std::vector<Pair> pairs_for(const Located* d) {
     std::vector<Pair> out;
     const bool library = !r_.library_root.empty();
     if (db_) {
       for (const auto& e : db_->entries) {
         if (!compiles_cuda(e)) continue;
-        SearchPaths sp = paths_of(e);
+        SearchPaths sp = search_paths_of(e);
         const IncludeClosure& c = closure(e.file, sp);
         // A library header outside the tree (library_headers.hpp) is not traced: any CUDA unit
         // of the tree may instantiate its kernel; the object files and the image decide.
@@ -247,6 +236,17 @@ class Chooser {
 };
 
 }  // namespace
+
+std::vector<std::string> compiler_argv(const CompileCommand& c) {
+  std::vector<std::string> v = c.argv;
+  while (v.size() > 1 && is_launcher(v.front())) v.erase(v.begin());
+  return v;
+}
+
+SearchPaths search_paths_of(const CompileCommand& c) {
+  auto argv = compiler_argv(c);
+  return search_paths(parse_args(std::vector<std::string>(argv.begin() + 1, argv.end())), c.directory);
+}
 
 bool compiles_cuda(const CompileCommand& c) {
   auto argv = compiler_argv(c);

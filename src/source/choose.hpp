@@ -14,4 +14,10 @@ void choose_translation_unit(const Request& q, const TreeScan& scan, const std::
 // True when the entry compiles CUDA (nvcc, clang with -x cuda or a .cu file), after launchers.
 bool compiles_cuda(const CompileCommand& c);
 
+// The entry's argv without ccache-style launchers: argv[0] is the compiler.
+std::vector<std::string> compiler_argv(const CompileCommand& c);
+
+// The entry's include search paths (-iquote, -I, -isystem, -include), made absolute.
+SearchPaths search_paths_of(const CompileCommand& c);
+
 }  // namespace kerncap::source

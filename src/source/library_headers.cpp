@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "source/args.hpp"
+#include "source/choose.hpp"
 #include "source/includes.hpp"
 
 namespace kerncap::source {
@@ -49,10 +50,9 @@ std::vector<fs::path> library_include_dirs(const CompileDb& db, const fs::path& 
     to.push_back(c);
   };
   for (const auto& e : db.entries) {
-    std::vector<std::string> argv = e.argv;
-    while (argv.size() > 1 && is_launcher(argv.front())) argv.erase(argv.begin());
+    const std::vector<std::string> argv = compiler_argv(e);
     if (argv.empty() || compiler_of(argv.front()) != Compiler::Nvcc) continue;
-    const SearchPaths sp = search_paths(parse_args(std::vector<std::string>(argv.begin() + 1, argv.end())), e.directory);
+    const SearchPaths sp = search_paths_of(e);
     for (const auto* dirs : {&sp.quote, &sp.angle, &sp.system})
       for (const auto& d : *dirs) add(out, d);
     fs::path nvcc = argv.front();
