@@ -19,6 +19,9 @@
  *   binding of an older revision keeps working; one that needs a newer call checks
  *   kc_abi_revision() (a library without that function is revision 0).
  *   Revision 1: kc_abi_revision, kc_evaluate, kc_evaluate_image (the evaluation loop).
+ *   Revision 2: kc_evaluate_launch; kc_evaluate judges by the one judge (src/replay/judge.hpp:
+ *   OUT/kerncap.toml, a variant's typed regions within tolerance, the judge's option keys)
+ *   and a faulting variant is a FAIL after which the session recovers.
  */
 #ifndef KERNCAP_REPLAY_H
 #define KERNCAP_REPLAY_H
@@ -30,7 +33,7 @@ extern "C" {
 #endif
 
 #define KC_REPLAY_ABI_VERSION 1
-#define KC_REPLAY_ABI_REVISION 1
+#define KC_REPLAY_ABI_REVISION 2
 
 #define KC_OK 0
 #define KC_E_FAIL 1     /* a comparison failed (kc_compare only reports this through JSON) */
@@ -120,7 +123,9 @@ typedef int (*kc_launch_fn)(void* user, uint64_t stream);
  *        "median_ms", "min_ms", "max_ms", "mean_ms", "stddev_ms", "times_ms": [...]} */
 KC_API int kc_time(kc_session* s, kc_launch_fn launch, void* user, const char* options_json, char** json_out);
 
-/* Compares device memory with the application's result (BEFORE overlaid with AFTER).
+/* Compares device memory with the application's result (BEFORE overlaid with AFTER) by the
+ * spec given: a raw comparison, not a verdict (no kerncap.toml, invariants or determinism
+ * check). A verdict is the judge's: kc_evaluate, kc_evaluate_image, kc_evaluate_launch.
  * Waits for the whole context first (the caller may have launched on a stream of its own).
  * `spec_json` (may be NULL):
  *   {"dtype": "bytes", "atol": null, "rtol": null,            default for every other byte
@@ -149,23 +154,41 @@ KC_API int kc_compare(kc_session* s, const char* spec_json, char** json_out);
  * launched or restored in between. The captured image (same hash) and the variant evaluated
  * last stay loaded; a new variant replaces (unloads) the previous one.
  * `image_path`: a cubin, fatbin or PTX file; NULL: the captured image.
+ * The verdict is the one judge's (src/replay/judge.hpp), as `kerncap validate` reaches it:
+ * OUT/kerncap.toml's [tolerances], [invariants] and [timing] min_speedup apply, a variant's
+ * regions typed by the kernel's signature compare within their dtype's tolerance.
  * `options_json` (may be NULL):
  *   {"time": true,            time the image (kc_time's keys: "warmup" (default 1),
  *                             "iterations" (default 10), "restore", "cache", "timer")
  *    "fuzz": 0, "seed": 1,    fuzz trials against the captured image (needs a footprint)
  *    "spec": null,            kc_compare's spec object; null: OUT/compare.json or byte-exact
- *    "keep_loaded": true}     false: unload the variant's module after the evaluation
- * JSON: `kerncap validate --json`'s object ("result", "line", "regions", "kernel", "image",
- * "device", "fuzz"?, ...) plus "timing" (kc_time's object, or null), "image_hash",
- * "captured_image", "loaded" (a module was loaded for it), "memory" ("written": the changed
- * bytes were put back; "full": restored from the capture), "seconds". A FAIL is KC_OK with
- * "result": "FAIL". A variant that faults is KC_E_DEVICE and leaves the CUDA context unusable
- * (CUDA's sticky errors): close the session and open it again. */
+ *    "keep_loaded": true,     false: unload the variant's module after the evaluation
+ *    the judge's keys, as validate's flags: "dtype", "atol", "rtol", "exact" (a variant byte
+ *    for byte), "check_determinism" (false: no determinism check on a mismatch),
+ *    "invariants" ("no_nan,must_write"), "no_invariants", "tolerance" (["3:atol=1e-3"]),
+ *    "min_speedup" (time the captured image and the variant, interleaved)}
+ * JSON: the verdict document, `kerncap validate --json`'s object ("result", "line",
+ * "regions", "spec", "strength", "policy", "invariants"?, "fault", "kernel", "image",
+ * "device", "fuzz"?, "speedup"?, ...) plus "timing" (kc_time's object, or null),
+ * "image_hash", "captured_image", "loaded" (a module was loaded for it), "memory"
+ * ("written": the changed bytes were put back; "full": restored from the capture),
+ * "recovered", "seconds". A FAIL is KC_OK with "result": "FAIL". A variant that faults is a
+ * FAIL too, with "fault" naming the CUDA error: where the fault left the context unusable
+ * (CUDA's sticky errors) the device's primary context is reset and the capture opened again
+ * ("recovered": true), so the next call is judged normally; everything else of that context
+ * in this process (torch's memory, for one) is gone with it. */
 KC_API int kc_evaluate(kc_session* s, const char* image_path, const char* options_json, char** json_out);
 /* The same for an image held in memory (`size` bytes at `image`); `description` names it in
  * messages and in the result's "image" (NULL: "image bytes"). */
 KC_API int kc_evaluate_image(kc_session* s, const uint8_t* image, uint64_t size, const char* description,
                              const char* options_json, char** json_out);
+/* Revision 2. The same judge for a launch the caller makes itself (a Triton kernel launched
+ * from Python): memory as restored, then `launch(user, stream)` (it must launch on `stream`
+ * or wait for its own), then the comparison, determinism check (which replays the captured
+ * image and calls `launch` again), timing ("time") and speed-up ("min_speedup") with the
+ * callback, as kc_evaluate does for a variant image; "fuzz" is refused (a usage error). The result's "image" is "the caller's launch". */
+KC_API int kc_evaluate_launch(kc_session* s, kc_launch_fn launch, void* user, const char* options_json,
+                              char** json_out);
 
 #ifdef __cplusplus
 }

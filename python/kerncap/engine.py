@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Unio
 # revision of calls added within it that this binding can use (KC_REPLAY_ABI_REVISION): an
 # older library (lower revision) still serves every call of its own revision.
 ABI_VERSION = 1
-ABI_REVISION = 1
+ABI_REVISION = 2
 LIBRARY_NAME = "libkerncap_replay.so"
 # The one environment variable this binding reads: an explicit path of the library. Checked
 # against the C++ table of KERNCAP_* variables by python/tests/test_engine.py.
@@ -108,6 +108,9 @@ _REVISIONS = {
     1: {
         "kc_evaluate": (ctypes.c_int, [_vp, _cp, _cp, ctypes.POINTER(_vp)]),
         "kc_evaluate_image": (ctypes.c_int, [_vp, _cp, _u64, _cp, _cp, ctypes.POINTER(_vp)]),
+    },
+    2: {
+        "kc_evaluate_launch": (ctypes.c_int, [_vp, _vp, _vp, _cp, ctypes.POINTER(_vp)]),
     },
 }
 
@@ -329,12 +332,21 @@ class Session:
                  spec: Optional[Dict[str, Any]] = None, keep_loaded: Optional[bool] = None,
                  warmup: Optional[int] = None, iterations: Optional[int] = None, restore: Optional[str] = None,
                  cache: Optional[str] = None, timer: Optional[str] = None,
-                 name: Optional[str] = None) -> Dict[str, Any]:
-        """Judges one image the way `kerncap validate --cubin IMAGE [--fuzz N]` does, in this
+                 name: Optional[str] = None, **judge: Any) -> Dict[str, Any]:
+        """Judges one image with the one judge `kerncap validate --cubin IMAGE` uses, in this
         open session (the evaluation loop, docs/engine.md): loads it (checked like --cubin),
-        launches it on memory as restored, compares with AFTER, times it (time=True; kc_time's
+        launches it on memory as restored, compares with AFTER by OUT/kerncap.toml's rules
+        (tolerances, invariants, min_speedup) as validate does, times it (time=True; kc_time's
         warmup/iterations/restore/cache/timer, default 1 + 10 launches) and runs `fuzz` trials
         against the captured image on random float inputs (needs a footprint).
+
+        judge: validate's judging flags as keywords, over kerncap.toml: exact=True (a variant
+        byte for byte), dtype/atol/rtol, invariants="no_nan,must_write", no_invariants=True,
+        tolerance=["3:atol=1e-3"], min_speedup=1.1, check_determinism=False.
+
+        A variant that faults (an illegal address, a trap) is {"result": "FAIL", "fault": ...}
+        and the session recovers ("recovered": true): the device's context is reset and the
+        capture opened again, so the next image is judged normally.
 
         image: None (the captured image), a path (str or os.PathLike) of a cubin, fatbin or PTX
         file, or the image's bytes (bytes, bytearray, memoryview; `name` names them in
@@ -348,9 +360,13 @@ class Session:
         kernel, another parameter layout) raises EngineError with exit code 2, and the session
         stays usable."""
         self._lib.need_revision(1, "Session.evaluate")
+        unknown = sorted(set(judge) - _JUDGE_KEYS)
+        if unknown:
+            raise EngineError(f"evaluate: unknown option(s) {', '.join(unknown)} (judge options: "
+                              f"{', '.join(sorted(_JUDGE_KEYS))})", E_INPUT)
         opts = _opts({"time": time, "fuzz": fuzz or None, "seed": seed, "spec": spec, "keep_loaded": keep_loaded,
                       "warmup": warmup, "iterations": iterations, "restore": restore, "cache": cache,
-                      "timer": timer})
+                      "timer": timer, **judge})
         out = _vp()
         if image is None or isinstance(image, (str, os.PathLike)):
             path = os.fsencode(image) if image is not None else None
@@ -364,6 +380,46 @@ class Session:
         else:
             raise EngineError(f"evaluate: image must be None, a path or bytes, not {type(image).__name__}", E_INPUT)
         return self._lib.take_json(out)
+
+    def evaluate_launch(self, launch: Callable[[int], None], time: bool = True, spec: Optional[Dict[str, Any]] = None,
+                        warmup: Optional[int] = None, iterations: Optional[int] = None,
+                        restore: Optional[str] = None, cache: Optional[str] = None, timer: Optional[str] = None,
+                        **judge: Any) -> Dict[str, Any]:
+        """The one judge for a launch this process makes itself (a Triton kernel): memory as
+        restored, launch(stream) (it must enqueue on `stream`), then the comparison,
+        determinism check (launch is called again), timing and min_speedup with the callback,
+        as evaluate() does for a variant image (judge: its keywords). An exception launch
+        raises stops the evaluation and is raised here. Returns the same verdict document,
+        "image": "the caller's launch"."""
+        self._lib.need_revision(2, "Session.evaluate_launch")
+        unknown = sorted(set(judge) - _JUDGE_KEYS)
+        if unknown:
+            raise EngineError(f"evaluate_launch: unknown option(s) {', '.join(unknown)}", E_INPUT)
+        opts = _opts({"time": time, "spec": spec, "warmup": warmup, "iterations": iterations, "restore": restore,
+                      "cache": cache, "timer": timer, **judge})
+        failures: List[BaseException] = []
+
+        def trampoline(_user, stream):
+            try:
+                launch(int(stream))
+                return 0
+            except BaseException as e:  # never unwind through C frames
+                failures.append(e)
+                return 1
+        cb = LaunchFn(trampoline)
+        out = _vp()
+        rc = self._lib.lib.kc_evaluate_launch(self._handle(), ctypes.cast(cb, _vp), None, opts, ctypes.byref(out))
+        if failures:
+            self._lib.take_json(out)
+            raise failures[0]
+        self._lib.check(rc, "kc_evaluate_launch")
+        return self._lib.take_json(out)
+
+
+# The judge's keys of kc_evaluate's options besides spec/fuzz/seed (src/replay/judge.hpp,
+# JudgeOverrides; tests/unit check this list against the C++ one).
+_JUDGE_KEYS = {"dtype", "atol", "rtol", "exact", "check_determinism", "invariants", "no_invariants", "tolerance",
+               "min_speedup"}
 
 
 def evaluate_all(path: str, images: Iterable[ImageArg], **options: Any) -> Iterator[Dict[str, Any]]:

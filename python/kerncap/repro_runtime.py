@@ -231,7 +231,18 @@ class Run:
         return spec
 
     def compare(self) -> bool:
-        v = self.session.compare(self.compare_spec())
+        """The one judge (kc_evaluate_launch), as `kerncap validate` judges a variant: the
+        candidate launched again on memory as restored, compared by OUT/kerncap.toml's rules
+        (tolerances, invariants), its typed regions within tolerance, a nondeterministic
+        captured kernel measured and allowed for."""
+        k = self.kernel
+        args = self._bound_args()
+        gx, gy, gz = self.grid
+
+        def launch(stream: int) -> None:
+            k.run(gx, gy, gz, stream, k.function, k.packed_metadata, None, None, None, *args)
+
+        v = self.session.evaluate_launch(launch, time=False, spec=self.compare_spec())
         regions = v.get("regions", [])
         worst_abs = max((r.get("max_abs_error", 0.0) for r in regions), default=0.0)
         worst_rel = max((r.get("max_rel_error", 0.0) for r in regions), default=0.0)
@@ -239,9 +250,11 @@ class Run:
             if not x.get("pass", True):
                 self.say(f"  region {x.get('id')} ({x.get('kind')} at {x.get('base')}, {_human(x.get('size', 0))}; "
                          f"launch wrote {_human(x.get('written', 0))}): {x.get('summary', '')}")
+        for x in (v.get("invariants") or {}).get("violations", []):
+            self.say(f"  invariant violated: {x.get('message', '')}")
         self.say(f"  max abs error {worst_abs:.6g}, max rel error {worst_rel:.6g}")
         self.line = v.get("line", f"Result: {v.get('result', 'FAIL')}")
-        self.result.update({k: x for k, x in v.items() if k != "kernel"})
+        self.result.update({k2: x for k2, x in v.items() if k2 not in ("kernel", "timing")})
         self.result.update(max_abs_error=worst_abs, max_rel_error=worst_rel)
         return v.get("result") == "PASS"
 

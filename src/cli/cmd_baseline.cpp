@@ -11,18 +11,18 @@
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
 #include "cli/strong.hpp"
-#include "cli/validate_settings.hpp"
 #include "common/driver.hpp"
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "format/capture_dir.hpp"
 #include "lint/baseline.hpp"
 #include "lint/lint.hpp"
-#include "lint/kerncap_toml.hpp"
+#include "format/kerncap_toml.hpp"
 #include "replay/fuzz.hpp"
 #include "replay/session.hpp"
 #include "replay/timing.hpp"
-#include "replay/validate_flow.hpp"
+#include "replay/eval_session.hpp"
+#include "replay/evaluate.hpp"
 
 namespace kerncap::cli {
 namespace {
@@ -74,10 +74,12 @@ lint::Baseline measure(const MeasureArgs& a, const std::string& name) {
   rc.quiet = a.json;
   rc = with_fresh_variant(rc, "measuring");
   replay::check(a.timing);
-  // OUT/kerncap.toml's tolerances and invariants judge the validation, as in `validate`
-  // (a malformed file is refused here, before any GPU work).
-  const auto config = lint::load_kerncap_toml(a.dir);
-  const ValidateSettings set = resolve_validate_settings({}, config, lint::kKerncapTomlName);
+  // The one judge, as `validate` judges (OUT/kerncap.toml's tolerances and invariants; a
+  // malformed file is refused here, before any GPU work); the speed-up is the baseline's own.
+  replay::EvaluateOptions judge = replay::evaluate_options_from_json({{"time", false}}, format::open_capture(a.dir));
+  judge.policy.min_speedup = 0;
+  judge.policy.fuzz = a.fuzz;
+  judge.policy.seed = a.seed;
   std::optional<format::Footprint> fp;
   if (a.fuzz) {
     fp = footprint_for(a.dir, FootprintUse::Auto, a.json);
@@ -121,25 +123,21 @@ lint::Baseline measure(const MeasureArgs& a, const std::string& name) {
     b.sm = major * 10 + minor;
     KC_CU(cuDriverGetVersion(&b.driver_version));
   }
-  replay::ValidateRequest req;
-  req.session = opt;
-  req.invariants = set.invariants;
-  req.tolerances = set.tolerances;
-  const replay::ValidateReport vr = replay::validate(req);
-  b.validation_pass = vr.verdict.failing() == 0;  // the comparison; invariants have their own row
-  if (vr.verdict.invariants) {
+  // Strong when the capture has a footprint (the fuzz trials need one anyway).
+  const auto stored = fp ? fp : replay::stored_footprint(opt, true);
+  const replay::JudgedOnce jo = replay::judge_once(opt, stored ? &*stored : nullptr, judge);
+  const replay::Verdict& verdict = jo.evaluation.verdict;
+  b.validation_pass = verdict.fault.empty() && verdict.failing() == 0;  // invariants have their own row
+  if (verdict.invariants) {
     b.invariants.emplace();
-    b.invariants->pass = vr.verdict.invariants->pass();
-    b.invariants->checked = compare::to_string(vr.verdict.invariants->checked);
-    for (const auto& x : vr.verdict.invariants->violations) b.invariants->violations.push_back(x.message);
+    b.invariants->pass = verdict.invariants->pass();
+    b.invariants->checked = compare::to_string(verdict.invariants->checked);
+    for (const auto& x : verdict.invariants->violations) b.invariants->violations.push_back(x.message);
   }
-  if (fp) {
-    replay::Options captured = opt;
-    captured.cubin.reset();
-    const replay::FuzzReport fz = replay::fuzz(captured, opt, *fp, a.fuzz, a.seed);
-    b.fuzz = lint::Baseline::Fuzz{fz.pass(), fz.trials, fz.seed, fz.failures.size(), fz.pass() ? "" : fz.line()};
+  if (const auto& fz = jo.evaluation.fuzz) {
+    b.fuzz = lint::Baseline::Fuzz{fz->pass(), fz->trials, fz->seed, fz->failures.size(), fz->pass() ? "" : fz->line()};
   }
-  for (const replay::RegionVerdict& r : vr.verdict.regions) {
+  for (const replay::RegionVerdict& r : verdict.regions) {
     b.max_abs_error = std::max(b.max_abs_error, r.result.max_abs_error);
     b.max_rel_error = std::max(b.max_rel_error, r.result.max_rel_error);
     if (!r.result.pass()) ++b.failing_regions;

@@ -8,7 +8,7 @@
 #include "cli/replay_options.hpp"
 #include "common/error.hpp"
 #include "format/capture_dir.hpp"
-#include "lint/kerncap_toml.hpp"
+#include "format/kerncap_toml.hpp"
 #include "lint/lint.hpp"
 
 namespace kerncap::cli {
@@ -40,8 +40,8 @@ void run_lint(const LintArgs& a, int& exit_code) {
   const std::filesystem::path out = a.dir;
   if (a.init) {
     const auto dir = format::resolve_capture_dir(out).parent_path();
-    const bool wrote = lint::write_default_kerncap_toml(dir);
-    std::cout << fmt::format("{} {}\n", wrote ? "wrote" : "kept the existing", (dir / lint::kKerncapTomlName).string());
+    const bool wrote = format::write_default_kerncap_toml(dir);
+    std::cout << fmt::format("{} {}\n", wrote ? "wrote" : "kept the existing", (dir / format::kKerncapTomlName).string());
     exit_code = 0;
     return;
   }
@@ -57,7 +57,7 @@ void run_lint(const LintArgs& a, int& exit_code) {
   opt.cubin = rc.cubin;
   opt.sass = !a.no_sass;
   opt.disassembler = a.disassembler;
-  if (auto cfg = lint::load_kerncap_toml(capture.dir.parent_path())) opt.checks = cfg->artifact_checks;
+  if (auto cfg = format::load_kerncap_toml(capture.dir.parent_path())) opt.checks = cfg->artifact_checks;
   // Flags override the file's limits and add to its patterns.
   if (a.max_registers) opt.checks.max_registers = a.max_registers;
   if (a.max_spills) opt.checks.max_spills = a.max_spills;

@@ -22,7 +22,7 @@
 #include "format/capture_dir.hpp"
 #include "format/footprint.hpp"
 #include "replay/eval_session.hpp"
-#include "replay/validate_flow.hpp"
+#include "cli/validate_output.hpp"
 #include "serve/client.hpp"
 #include "serve/file_stamps.hpp"
 #include "serve/server.hpp"
@@ -113,7 +113,7 @@ void server_status(const std::string& dir, bool as_json, int& exit_code) {
 void first_evaluation(replay::EvaluationSession& es, const std::string& dir) {
   replay::EvaluateOptions o;
   o.time = false;
-  const replay::Evaluation e = es.evaluation_loop().evaluate(nullptr, o);
+  const replay::Evaluation e = es.evaluate(nullptr, o);
   std::printf("kerncap serve: the captured image: %s (%.3f s)\n", e.line.c_str(), e.seconds);
   std::fflush(stdout);
   if (!e.pass())
@@ -163,22 +163,21 @@ void run_serve(const ServeArgs& a, int& exit_code) {
   info.device_line = replay::device_line(s);
   info.compare_json = (capture_dir.parent_path() / "compare.json").string();
   const replay::PlacementStats p = s.address_space().stats();
-  info.placement = {{"blocks", p.blocks}, {"blocks_at_hint", p.blocks_at_hint}, {"runs_fallback", p.runs_fallback},
-                    {"runs_relocated", p.runs_relocated}, {"mapped_bytes", p.mapped_bytes}};
+  info.placement = placement_json(p);
   info.kerncap = KERNCAP_VERSION;
 
   auto evaluate = [&](const serve::Request& r, bool&) -> json {
     if (const fs::path* f = opened.changed())
       throw serve::Stale(fmt::format("{} changed since kerncap serve opened the capture; restart kerncap serve",
                                      f->string()));
-    const replay::EvaluateOptions o = replay::evaluate_options_from_json(r.options, s.capture().manifest);
+    const replay::EvaluateOptions o = replay::evaluate_options_from_json(r.options, es.session->capture());
     std::optional<replay::VariantImage> image;
     if (r.cubin) {
       std::error_code ec;
       if (!fs::is_regular_file(*r.cubin, ec)) input_error(fmt::format("{} is not a regular file", *r.cubin));
       image = replay::variant_image(format::read_file(*r.cubin), r.image.value_or(*r.cubin));
     }
-    const replay::Evaluation e = es.evaluation_loop().evaluate(image ? &*image : nullptr, o);
+    const replay::Evaluation e = es.evaluate(image ? &*image : nullptr, o);
     std::printf("kerncap serve: %s: %s (%.3f s)\n", e.image.c_str(), e.line.c_str(), e.seconds);
     std::fflush(stdout);
     return e.to_json();

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
-#include "compare/compare.hpp"
 #include "serve/protocol.hpp"
 
 namespace kerncap::cli {
@@ -61,11 +60,6 @@ std::string why_not_served(const ValidateShape& v, const ServerInfo& s, const st
   if (v.no_relocate) return "--no-relocate is checked when a session opens";
   if (v.collide) return "--collide is a test hook of a session's opening";
   if (v.verify) return "--verify checks the capture files as this process reads them";
-  if (v.no_determinism) return "--no-determinism-check: its session checks determinism on a mismatch";
-  if (v.invariants) return "invariants are checked by validate only";
-  if (v.tolerance_table) return "kerncap.toml [tolerances] apply to validate only";
-  if (v.region_tolerances) return "--tolerance applies to validate only";
-  if (v.min_speedup > 0) return "a speed-up is timed in fresh sessions of the captured image and the variant";
   if (v.device ? *v.device != s.device : s.device_option.has_value())
     return fmt::format("it replays on device {}{}", s.device,
                        v.device ? fmt::format(", not {}", *v.device) : " (its --device), not on the default choice");
@@ -77,27 +71,9 @@ std::string why_not_served(const ValidateShape& v, const ServerInfo& s, const st
   return "";
 }
 
-json evaluate_options(const ValidateShape& v) {
-  json o = {{"time", false}, {"fuzz", v.fuzz}, {"seed", v.seed}, {"keep_loaded", true}};
-  if (v.spec)
-    o["spec"] = {{"dtype", compare::to_string(v.spec->dtype)}, {"atol", v.spec->tol.atol}, {"rtol", v.spec->tol.rtol}};
-  return o;
-}
-
-std::string spec_source_here(const std::string& served, const ServerInfo& s, const std::string& own_compare_json,
-                             bool forced) {
-  // evaluate_options_from_json names a spec given as an option so.
-  static const std::string kOption = "the evaluate option \"spec\"";
-  auto swap_prefix = [&](const std::string& from, const std::string& to) -> std::optional<std::string> {
-    if (from.empty() || served.compare(0, from.size(), from) != 0) return std::nullopt;
-    return to + served.substr(from.size());
-  };
-  if (forced) {
-    if (auto r = swap_prefix(kOption, "command line")) return *r;
-  } else if (auto r = swap_prefix(s.compare_json, own_compare_json)) {
-    return *r;
-  }
-  return served;
+std::string spec_source_here(const std::string& served, const ServerInfo& s, const std::string& own_compare_json) {
+  if (s.compare_json.empty() || served.compare(0, s.compare_json.size(), s.compare_json) != 0) return served;
+  return own_compare_json + served.substr(s.compare_json.size());
 }
 
 }  // namespace kerncap::cli

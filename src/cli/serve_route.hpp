@@ -1,10 +1,12 @@
 #pragma once
 // Whether `kerncap validate` may hand its evaluation to a running `kerncap serve`, and how.
-// The server runs the evaluation loop (replay/evaluate.hpp) over a session it opened with
-// its own options; it is used only where its verdict is the one this process would reach:
-// the same strength, device, comparison and checks. Anything else — another geometry,
-// invariants, tolerance tables, a speed-up, test hooks — is validated here, and the reason
-// is said in one line. Pure: tested without a socket or a GPU.
+// The server judges with the one judge (replay/judge.hpp) over a session it opened with its
+// own options; every judging flag (spec, tolerances, invariants, determinism, fuzz, speed-up)
+// travels as kc_evaluate's options and is resolved there over the same OUT/kerncap.toml, so
+// the server answers every validation `validate` can run. What it cannot answer is a session
+// opened otherwise: another directory, kerncap version or device, another launch geometry,
+// relocation forbidden, the capture files checked as this process reads them, or another
+// strength. The reason is said in one line. Pure: tested without a socket or a GPU.
 #include <sys/types.h>
 
 #include <optional>
@@ -13,7 +15,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/strong.hpp"
-#include "replay/compare_spec.hpp"
 
 namespace kerncap::cli {
 
@@ -28,15 +29,10 @@ struct ValidateShape {
   bool no_relocate = false;     // --no-relocate
   bool collide = false;         // --collide (test hook)
   bool verify = false;          // --verify
-  bool no_determinism = false;  // --no-determinism-check
-  bool invariants = false;      // any invariant (flags or kerncap.toml)
-  bool tolerance_table = false;  // kerncap.toml [tolerances]
-  bool region_tolerances = false;  // --tolerance
-  double min_speedup = 0;       // > 0: a speed-up to time
   std::optional<int> device;    // --device
   FootprintUse footprint = FootprintUse::Auto;
-  std::optional<replay::CompareSpec> spec;  // forced by --dtype/--atol/--rtol
-  uint64_t fuzz = 0, seed = 1;
+  uint64_t fuzz = 0;            // --fuzz (needs the server's footprint)
+  nlohmann::json options = nlohmann::json::object();  // kc_evaluate's options: the judge's flags
 };
 
 // The server's "server" object (ping and every answer): who it is and how its session was opened.
@@ -47,7 +43,7 @@ struct ServerInfo {
   std::optional<int> device_option;  // its --device
   bool strong = false;            // its session poisons (it has the footprint)
   std::string footprint;          // its --footprint: auto, never, require
-  std::string device_line;        // ValidateReport::device
+  std::string device_line;        // replay::device_line
   std::string compare_json;       // its OUT/compare.json as the comparison source names it
   nlohmann::json placement;       // PlacementStats
   std::string kerncap;            // version
@@ -59,12 +55,8 @@ struct ServerInfo {
 // as a clause ("--grid/--block change the launch").
 std::string why_not_served(const ValidateShape& v, const ServerInfo& s, const std::string& dir);
 
-// The evaluate options (kc_evaluate's keys) for `v`: untimed, fuzz and seed, the forced spec.
-nlohmann::json evaluate_options(const ValidateShape& v);
-
-// The verdict's "spec" as this process names it: the server names its own compare.json and
-// the forced spec "the evaluate option ..."; here they are `own_compare_json` and "command line".
-std::string spec_source_here(const std::string& served, const ServerInfo& s, const std::string& own_compare_json,
-                             bool forced);
+// The verdict's "spec" as this process names it: the server names its own compare.json (its
+// canonical path); here it is `own_compare_json`.
+std::string spec_source_here(const std::string& served, const ServerInfo& s, const std::string& own_compare_json);
 
 }  // namespace kerncap::cli

@@ -55,7 +55,13 @@ void print_validate(const ValidateOutput& o, const std::string& dir, bool as_jso
   }
   if (o.fuzz) std::cout << o.fuzz_line << "\n";
   if (o.speedup) std::cout << o.speedup_line << "\n";
+  if (!o.speedup_note.empty()) std::cout << "  note: " << o.speedup_note << "\n";
   std::cout << o.line << "\n";
+}
+
+json placement_json(const replay::PlacementStats& p) {
+  return {{"blocks", p.blocks}, {"blocks_at_hint", p.blocks_at_hint}, {"runs_fallback", p.runs_fallback},
+          {"runs_relocated", p.runs_relocated}, {"mapped_bytes", p.mapped_bytes}};
 }
 
 ValidateOutput output_from_evaluation(const json& e, const std::string& device_line, const json& placement) {
@@ -63,7 +69,7 @@ ValidateOutput output_from_evaluation(const json& e, const std::string& device_l
   // The evaluation is the verdict's object plus the loop's own keys.
   o.verdict = e;
   for (const char* k : {"kernel", "image", "device", "relocated_regions", "rewritten_words", "determinism_checked",
-                        "fuzz", "result", "line", "timing", "image_hash", "captured_image", "loaded", "memory",
+                        "fuzz", "speedup", "result", "line", "timing", "image_hash", "captured_image", "loaded", "memory",
                         "seconds", "restore_work"})
     o.verdict.erase(k);
   o.verdict["line"] = e.at("line");  // replaced by the final line, as in validate
@@ -84,6 +90,15 @@ ValidateOutput output_from_evaluation(const json& e, const std::string& device_l
     o.fuzz = e["fuzz"];
     o.fuzz_line = e["fuzz"].at("line").get<std::string>();
   }
+  const json& policy = e.at("policy");
+  o.invariants_from = policy.at("invariants_from").get<std::string>();
+  if (e.contains("speedup")) {
+    o.speedup = e["speedup"];
+    o.speedup->erase("line");
+    o.speedup_line = e["speedup"].at("line").get<std::string>() + " [from " +
+                     policy.at("min_speedup_from").get<std::string>() + "]";
+  }
+  o.speedup_note = e.value("speedup_note", "");
   o.line = e.at("line").get<std::string>();
   o.pass = e.at("result") == "PASS";
   return o;

@@ -1,6 +1,6 @@
 #pragma once
-// What `kerncap validate` prints, from one description of a result whichever process reached
-// it: this one (replay::validate) or a `kerncap serve` (its evaluation's JSON). One printer,
+// What `kerncap validate` prints, from the one judge's verdict document whichever process
+// reached it: this one or a `kerncap serve`. One printer,
 // so a served verdict reads exactly as one reached here.
 #include <cstdint>
 #include <optional>
@@ -15,7 +15,7 @@ namespace kerncap::cli {
 struct ValidateOutput {
   nlohmann::json verdict;  // replay::Verdict::to_json()
   std::string kernel, image;
-  std::string device_line;  // ValidateReport::device
+  std::string device_line;  // replay::device_line
   int device = 0;
   replay::PlacementStats placement;
   uint64_t rewritten_words = 0;
@@ -24,6 +24,7 @@ struct ValidateOutput {
   std::optional<nlohmann::json> fuzz, speedup;  // their to_json()
   std::string fuzz_line, speedup_line;          // as printed (the speed-up's with its source)
   std::string invariants_from;                  // "[from ...]" of the invariants line
+  std::string speedup_note;                     // why a min_speedup was not checked
   std::string line;                             // the final result line
   bool pass = false;
   int served_by = 0;  // the pid of the `kerncap serve` that evaluated it; 0: this process
@@ -33,7 +34,11 @@ struct ValidateOutput {
 // or text, with the pruned note of `dir`.
 void print_validate(const ValidateOutput& o, const std::string& dir, bool json, const std::optional<std::string>& toml);
 
-// The output from a served evaluation (Evaluation::to_json()) and the server's placement.
+// PlacementStats as the server's description carries them.
+nlohmann::json placement_json(const replay::PlacementStats& p);
+
+// The output from an evaluation's verdict document (Evaluation::to_json(), reached in this
+// process or by a server) and the placement of the session that reached it.
 ValidateOutput output_from_evaluation(const nlohmann::json& evaluation, const std::string& device_line,
                                       const nlohmann::json& placement);
 

@@ -55,7 +55,7 @@ bool validate_served(const ReplayCommon& c, const ValidateShape& shape, ServerUs
     r.cubin = fs::absolute(c.cubin).lexically_normal().string();
     r.image = c.cubin;  // how validate names it
   }
-  r.options = evaluate_options(shape);
+  r.options = shape.options;
   // No limit on the answer: an evaluation takes what it takes; a server that dies closes the socket.
   const serve::CallResult a = serve::call(name, r, milliseconds(-1));
   if (a.status != serve::CallResult::Status::Answered)
@@ -78,8 +78,7 @@ bool validate_served(const ReplayCommon& c, const ValidateShape& shape, ServerUs
     return note(pid, fmt::format("its evaluation is incomplete: {}", e.what()));
   }
   const std::string own_compare = (format::open_capture(c.dir).dir.parent_path() / "compare.json").string();
-  out.verdict["spec"] =
-      spec_source_here(out.verdict.value("spec", "default"), info, own_compare, shape.spec.has_value());
+  out.verdict["spec"] = spec_source_here(out.verdict.value("spec", "default"), info, own_compare);
   std::fprintf(stderr, "kerncap: evaluated by kerncap serve (pid %d)\n", pid);
   out.served_by = pid;
   print_validate(out, c.dir, c.json, toml);

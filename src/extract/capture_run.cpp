@@ -10,7 +10,7 @@
 #include "extract/diagnose.hpp"
 #include "extract/environment.hpp"
 #include "extract/triton_step.hpp"
-#include "lint/kerncap_toml.hpp"
+#include "format/kerncap_toml.hpp"
 #include "format/capture_writer.hpp"
 #include "format/chunk_store.hpp"
 #include "format/events.hpp"
@@ -134,7 +134,7 @@ Result run_capture(const Request& r) {
     }
   write_triton_reproducer(res.out, r.quiet || r.terse, host);
   res.reproducer = make_reproducer(res.out, r.source, r.kerncap);
-  lint::write_default_kerncap_toml(res.out);  // per-kernel rules; an existing file is the user's
+  format::write_default_kerncap_toml(res.out);  // per-kernel rules; an existing file is the user's
   return res;
 }
 

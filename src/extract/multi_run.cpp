@@ -12,7 +12,7 @@
 #include "format/chunk_store.hpp"
 #include "format/events.hpp"
 #include "format/out_layout.hpp"
-#include "lint/kerncap_toml.hpp"
+#include "format/kerncap_toml.hpp"
 
 namespace kerncap::extract {
 namespace {
@@ -39,7 +39,7 @@ void finish_target(const Request& r, const HostEnv& host, const fs::path& out, T
   share_triton_records(out, t.dir);
   write_triton_reproducer(t.dir, true, host);
   t.reproducer = make_reproducer(t.dir, r.source, r.kerncap);
-  lint::write_default_kerncap_toml(t.dir);
+  format::write_default_kerncap_toml(t.dir);
 }
 
 }  // namespace

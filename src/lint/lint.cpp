@@ -55,7 +55,7 @@ std::string mix_summary(const InstructionMix& m) {
   return s;
 }
 
-void pattern_checks(LintReport& r, const ArtifactChecks& ac, const std::vector<std::string>& sass_lines,
+void pattern_checks(LintReport& r, const format::ArtifactChecks& ac, const std::vector<std::string>& sass_lines,
                     const std::vector<std::string>& ptx_lines, bool have_sass) {
   const bool have_ptx = !ptx_lines.empty();
   const std::string over = have_sass && have_ptx ? "SASS and PTX" : have_sass ? "SASS" : "PTX";
@@ -139,7 +139,7 @@ LintReport lint(const format::Capture& capture, const LintOptions& opt) {
     for (const SassInstruction& i : it->second) sass_lines.push_back(i.text);
   }
 
-  const ArtifactChecks& ac = opt.checks;
+  const format::ArtifactChecks& ac = opt.checks;
   if (!have_resources) {
     r.checks.push_back({"resources", ac.max_registers || ac.max_local_memory ? Status::Fail : Status::Info,
                         "the image holds only PTX for this GPU: no registers, stack or shared sizes until it is compiled"});

@@ -10,7 +10,7 @@
 
 #include "cubin/cubin.hpp"
 #include "format/capture_dir.hpp"
-#include "lint/kerncap_toml.hpp"
+#include "format/kerncap_toml.hpp"
 #include "lint/occupancy.hpp"
 #include "lint/sass.hpp"
 
@@ -20,7 +20,7 @@ struct LintOptions {
   std::string cubin;          // a variant to check instead of the captured image ("" = captured)
   bool sass = true;           // disassemble (needs nvdisasm or cuobjdump)
   std::string disassembler;   // program to use instead of the search ("" = search)
-  ArtifactChecks checks;      // limits and patterns (kerncap.toml, then flags)
+  format::ArtifactChecks checks;      // limits and patterns (kerncap.toml, then flags)
 };
 
 enum class Status { Info, Pass, Fail };

@@ -4,16 +4,19 @@
 
 #include <fmt/format.h>
 
+#include "common/driver.hpp"
 #include "common/error.hpp"
 #include "common/hex.hpp"
 #include "common/log.hpp"
 #include "replay/determinism.hpp"
+#include "replay/judge.hpp"
 #include "replay/signature.hpp"
 #include "replay/state_reset.hpp"
 
 namespace kerncap::replay {
 
-EvaluateOptions evaluate_options_from_json(const nlohmann::json& o, const format::Manifest& m) {
+EvaluateOptions evaluate_options_from_json(const nlohmann::json& o, const format::Capture& cap) {
+  if (!o.is_object()) input_error("the evaluate options must be a JSON object");
   EvaluateOptions e;
   auto get = [&](const char* key, auto fallback) {
     using T = decltype(fallback);
@@ -30,18 +33,15 @@ EvaluateOptions evaluate_options_from_json(const nlohmann::json& o, const format
   if (!t.contains("warmup") || t["warmup"].is_null()) t["warmup"] = e.timing.warmup;
   if (!t.contains("iterations") || t["iterations"].is_null()) t["iterations"] = e.timing.iterations;
   e.timing = timing_options_from_json(t);
-  if (e.time) check(e.timing);
-  const int64_t fuzz = get("fuzz", int64_t{0});
-  if (fuzz < 0 || fuzz > 100000) usage_error(fmt::format("evaluate option \"fuzz\": {} trials (0 to 100000)", fuzz));
-  e.fuzz = static_cast<uint64_t>(fuzz);
-  e.seed = get("seed", uint64_t{1});
   e.keep_loaded = get("keep_loaded", true);
-  if (o.contains("spec") && !o["spec"].is_null()) e.spec = parse_spec(o["spec"], m, "the evaluate option \"spec\"");
+  e.policy = load_policy(JudgeOverrides::from_json(o), cap);
+  if (e.time || e.policy.min_speedup > 0) check(e.timing);
   return e;
 }
 
 nlohmann::json Evaluation::to_json() const {
   nlohmann::json j = verdict.to_json();
+  j["policy"] = policy.to_json();
   j["kernel"] = kernel;
   j["image"] = image;
   j["device"] = device;
@@ -57,6 +57,11 @@ nlohmann::json Evaluation::to_json() const {
     j["restore_work"] = {{"seconds", 0.0}, {"copied_bytes", reset_bytes}, {"memset_bytes", 0}, {"overlaid_bytes", 0}};
   j["determinism_checked"] = determinism_checked;
   if (fuzz) j["fuzz"] = fuzz->to_json();
+  if (speedup) {
+    j["speedup"] = speedup->to_json();
+    j["speedup"]["line"] = speedup->line(policy_iterations);
+  }
+  if (!speedup_note.empty()) j["speedup_note"] = speedup_note;
   j["result"] = pass() ? "PASS" : "FAIL";
   j["line"] = line;
   j["timing"] = timing ? timing->to_json() : nlohmann::json(nullptr);
@@ -64,6 +69,7 @@ nlohmann::json Evaluation::to_json() const {
   j["captured_image"] = captured_image;
   j["loaded"] = loaded;
   j["memory"] = memory;
+  j["recovered"] = recovered;
   j["seconds"] = seconds;
   return j;
 }
@@ -71,7 +77,7 @@ nlohmann::json Evaluation::to_json() const {
 Evaluator::Evaluator(Session& s, const PoisonPlan* poison) : s_(s), poison_(poison) {
   const auto& cap = s.capture();
   if (format::footprint_exists(cap.dir)) footprint_ = format::read_footprint(cap.dir, &cap.manifest);
-  default_spec_ = default_spec(cap.dir, cap.manifest);
+  signature_ = signature_spans(cap.manifest, cap.read(cap.manifest.params_file, "parameter bytes"));
 }
 
 Evaluator::~Evaluator() = default;
@@ -85,37 +91,86 @@ void Evaluator::full_restore() {
   reset_ = std::make_unique<StateReset>(s_);
 }
 
-void Evaluator::measure_determinism() {
+void Evaluator::measure_determinism(const JudgePolicy& p) {
   const Session::Which was = s_.active();
   s_.use(Session::Which::Captured);
   nondeterministic_ = nondeterministic_regions(s_);
   if (!nondeterministic_.empty()) {
     const auto& m = s_.capture().manifest;
-    const auto typed = signature_spans(m, s_.capture().read(m.params_file, "parameter bytes"));
-    tolerant_ = tolerant_spec(default_spec_, typed, nondeterministic_, m);
-    tolerant_ = widen_by_spread(tolerant_, replay_spread(s_, tolerant_, nondeterministic_), m);
+    const CompareSpec typed =
+        tolerant_spec(first_spec(p, s_.capture(), signature_, false), with_table(signature_, p.tolerances),
+                      nondeterministic_, m);
+    spread_ = replay_spread(s_, typed, nondeterministic_);
   }
   s_.use(was);
   determinism_known_ = true;
 }
 
-Verdict Evaluator::launch_and_compare(const CompareSpec& spec) {
-  s_.enqueue();
+void Evaluator::launch(const LaunchFn& caller) {
+  if (!caller) {
+    s_.enqueue();
+    s_.synchronize();
+    return;
+  }
+  caller(s_.stream());
   s_.synchronize();
-  Verdict v = compare_with_after(s_, spec);
+  // The caller may have launched on a stream of its own.
+  if (const CUresult r = KC_CU_TRY(cuCtxSynchronize()); r != CUDA_SUCCESS)
+    device_error(cu_error_text(r, "the caller's launch", __FILE__, __LINE__) + " (the kernel faulted)");
+}
+
+Verdict Evaluator::compare(const CompareSpec& spec, const JudgePolicy& p) {
+  std::optional<InvariantRequest> inv;
+  if (p.invariants.any()) {
+    inv.emplace();
+    inv->checks = p.invariants;
+    if (p.invariants.values()) inv->typing = invariant_typing(spec, with_table(signature_, p.tolerances));
+  }
+  Verdict v = compare_with_after(s_, spec, inv ? &*inv : nullptr);
   if (poison_) mark_strong(v, *poison_);
   note_closure(v, s_.capture().manifest);
   return v;
 }
 
-Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions& o) {
+Timing Evaluator::time_image(const TimingOptions& t, bool full, const LaunchFn& caller) {
+  if (full || !reset_ || s_.generation() != generation_) full_restore();
+  Timing timing = time_launches(s_, t, caller, reset_.get());
+  generation_ = s_.generation();
+  return timing;
+}
+
+SpeedupCheck Evaluator::measure_speedup_here(const TimingOptions& t, double min_speedup, bool& full,
+                                             const LaunchFn& caller) {
+  // Two rounds each, interleaved, so that clock and thermal drift fall on both images alike.
+  std::vector<float> captured, variant;
+  for (int round = 0; round < 2; ++round) {
+    for (const Session::Which which : {Session::Which::Captured, Session::Which::Variant}) {
+      const bool theirs = caller && which == Session::Which::Variant;
+      const bool swap_restore = theirs ? false : s_.use(which);
+      const Timing timing = time_image(t, full || swap_restore, theirs ? caller : LaunchFn{});
+      full = false;
+      auto& into = which == Session::Which::Captured ? captured : variant;
+      into.insert(into.end(), timing.ms.begin(), timing.ms.end());
+    }
+  }
+  return judge_speedup(statistics(captured), statistics(variant), min_speedup);
+}
+
+Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions& o, const LaunchFn& caller) {
   const auto t0 = std::chrono::steady_clock::now();
-  const format::Manifest& m = s_.capture().manifest;
-  if (o.fuzz && !footprint_)
+  const format::Capture& cap = s_.capture();
+  const format::Manifest& m = cap.manifest;
+  const JudgePolicy& p = o.policy;
+  if (p.fuzz && !footprint_)
     usage_error(fmt::format("fuzzing needs the launch's footprint (which inputs are read-only, which outputs are "
                             "written): run `kerncap footprint {}` first",
-                            s_.capture().dir.string()));
+                            cap.dir.string()));
+  if (caller && image) usage_error("an evaluation judges an image or the caller's launch, not both");
+  if (caller && p.fuzz)
+    usage_error("fuzzing replays both images on random inputs: it needs a variant image, not the caller's launch");
   Evaluation e;
+  e.policy = p;
+  e.policy_iterations = o.timing.iterations;
   e.kernel = m.demangled_name;
   e.device = s_.device().ordinal;
   e.relocated_regions = s_.address_space().stats().runs_relocated;
@@ -125,10 +180,14 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
   need_full_ = true;
 
   // 1. The image.
-  e.captured_image = !image || image->hash == m.image_hash;
-  e.image_hash = image ? image->hash : m.image_hash;
-  e.image = image ? image->desc : "the captured image";
-  if (e.captured_image) {
+  e.captured_image = !caller && (!image || image->hash == m.image_hash);
+  e.image_hash = image ? image->hash : caller ? 0 : m.image_hash;
+  e.image = image ? image->desc : caller ? "the caller's launch" : "the captured image";
+  if (caller) {
+    // The caller's kernel runs beside the session's; the captured image stays active (its
+    // module globals are the ones the restore fills).
+    full |= s_.use(Session::Which::Captured);
+  } else if (e.captured_image) {
     full |= s_.use(Session::Which::Captured);
   } else {
     if (!s_.has_variant() || s_.variant_hash() != image->hash) {
@@ -149,36 +208,61 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
   if (e.memory == "full") e.restore = last_restore_;
   else e.reset_bytes = reset_->bytes();
 
-  // 3. Launch and compare; a nondeterministic captured kernel with its tolerant spec.
-  const bool tolerant = !o.spec && !nondeterministic_.empty();
-  e.verdict = launch_and_compare(o.spec ? *o.spec : tolerant ? tolerant_ : default_spec_);
-  if (!o.spec && !determinism_known_ && e.verdict.failing() > 0) {
-    log::info("the replay differs from the application's result; checking whether the captured kernel is "
-              "deterministic");
-    measure_determinism();
+  // 3. Launch and compare with the first spec; on a mismatch, the captured kernel's own
+  // spread decides whether the same bytes pass within its tolerance.
+  const CompareSpec first = first_spec(p, cap, signature_, !e.captured_image);
+  launch(caller);
+  e.verdict = compare(first, p);
+  if (!p.forced && p.check_determinism && e.verdict.failing() > 0) {
+    bool relaunch = false;
+    if (!determinism_known_) {
+      log::info("the replay differs from the application's result; checking whether the captured kernel is "
+                "deterministic");
+      measure_determinism(p);
+      relaunch = true;  // the measurement replayed the captured image over this launch's result
+    }
     if (!nondeterministic_.empty()) {
-      full_restore();
-      e.memory = "full";
-      e.restore = last_restore_;
-      e.verdict = launch_and_compare(tolerant_);
+      const CompareSpec tolerant = nondeterministic_spec(p, first, signature_, nondeterministic_, spread_, m);
+      if (relaunch) {
+        full_restore();
+        e.memory = "full";
+        e.restore = last_restore_;
+        launch(caller);
+      }
+      e.verdict = compare(tolerant, p);
+      e.verdict.nondeterministic = nondeterministic_;
     }
   }
-  if (!o.spec && !nondeterministic_.empty()) e.verdict.nondeterministic = nondeterministic_;
   e.determinism_checked = determinism_known_;
   // A variant that failed may have written bytes the reset does not put back.
   full = !e.verdict.pass();
 
-  // 4. Time, fuzz.
+  // 4. Time, fuzz, speed-up.
   if (o.time) {
     // A failed variant is timed on clean memory, and may write elsewhere again: `full` stays.
-    if (full) full_restore();
-    e.timing = time_launches(s_, o.timing, {}, reset_.get());
+    e.timing = time_image(o.timing, full, caller);
   }
-  if (o.fuzz) {
-    e.fuzz = fuzz_in_session(s_, *footprint_, o.fuzz, o.seed);
+  if (p.fuzz) {
+    e.fuzz = fuzz_in_session(s_, *footprint_, p.fuzz, p.seed);
     full = true;  // the inputs hold the last trial's values
   }
-  e.line = fail_line(e.verdict.line(), e.fuzz && !e.fuzz->pass() ? "fuzz trials failed" : "");
+  if (p.min_speedup > 0) {
+    if (e.captured_image) {
+      e.speedup_note = fmt::format("min_speedup from {} not checked: no variant to time against the captured image",
+                                   p.min_speedup_from);
+    } else {
+      bool dirty = full;
+      e.speedup = measure_speedup_here(o.timing, p.min_speedup, dirty, caller);
+      full = full || dirty;
+      if (!caller) full |= s_.use(Session::Which::Variant);
+    }
+  }
+  std::string extra;
+  if (e.fuzz && !e.fuzz->pass()) extra = "fuzz trials failed";
+  if (e.speedup && !e.speedup->pass())
+    extra += fmt::format("{}speed-up x{:.3f} below the x{:.3f} required", extra.empty() ? "" : "; ",
+                         e.speedup->speedup, e.speedup->min_speedup);
+  e.line = fail_line(e.verdict.line(), extra);
 
   // 5. The module.
   if (!o.keep_loaded && s_.has_variant()) full |= s_.unload_variant();

@@ -1,8 +1,9 @@
 #pragma once
-// The evaluation loop: one open session judges many variant images (an agent's edits, an
-// autotuner's configurations), each the way `kerncap validate --cubin V [--fuzz N]` judges
-// one, without a process, a context, a reservation or a restore from the capture files per
-// variant:
+// The evaluation loop, and the one place a verdict is reached: one open session judges one
+// image (`kerncap validate`, `kerncap-replay --validate`, `kerncap baseline`) or many (an
+// agent's edits through `kerncap serve` or Python's Session), each by the JudgePolicy it is
+// given (judge.hpp), without a process, a context, a reservation or a restore from the
+// capture files per image:
 //   1. the image: the captured one (told by its hash), the variant loaded last (same hash),
 //      or a new module, checked as --cubin checks it (Session::load_variant);
 //   2. memory as restored: only the bytes a launch changes are put back, from a copy saved
@@ -11,15 +12,18 @@
 //      comparison (the variant may have written elsewhere), after fuzz trials, when the
 //      image's module globals replace another image's, or when another call on the session
 //      launched or restored since (its generation changed);
-//   3. launch, compare with AFTER (compare_with_after, strong with the session's footprint);
-//      on the first comparison that fails with the default spec, the captured kernel's
-//      determinism is measured once for the session as `kerncap validate` measures it per
-//      run (determinism.hpp); a nondeterministic kernel is compared from then on with the
-//      tolerant spec widened by its own spread, and the failed evaluation again with it;
-//   4. optionally time (time_launches with the kept StateReset) and fuzz against the captured
-//      image (fuzz_in_session);
+//   3. launch, compare with AFTER with the policy's first spec (a variant's typed regions
+//      within tolerance), invariants and strength (the session's poison); when that fails
+//      (and the policy lets it), whether the captured kernel is deterministic is measured
+//      once per session (two pairs of replays of the captured image); where it is not, the
+//      same memory is compared again within the signature's types widened by the kernel's own
+//      spread — so a session that measured it earlier answers as a fresh process does;
+//   4. optionally time, fuzz against the captured image (fuzz_in_session) and time the
+//      captured image against the variant, interleaved, for a minimum speed-up;
 //   5. the variant's module stays loaded for the next evaluation of the same image, or is
 //      unloaded (keep_loaded false). At most two modules are loaded: the captured and one variant.
+// A candidate that faults is judged by EvaluationSession::evaluate (eval_session.hpp), which
+// recovers the session.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -30,6 +34,8 @@
 #include "format/footprint.hpp"
 #include "replay/compare_spec.hpp"
 #include "replay/fuzz.hpp"
+#include "replay/judge.hpp"
+#include "replay/speedup.hpp"
 #include "replay/poison.hpp"
 #include "replay/session.hpp"
 #include "replay/timing.hpp"
@@ -44,19 +50,23 @@ struct EvaluateOptions {
   bool time = true;
   // Fewer launches than `kerncap replay` (3 + 20): a loop evaluates many images.
   TimingOptions timing{.warmup = 1, .iterations = 10};
-  uint64_t fuzz = 0;  // trials against the captured image on random float inputs
-  uint64_t seed = 1;
-  std::optional<CompareSpec> spec;  // else the session's default (OUT/compare.json or byte-exact)
-  bool keep_loaded = true;          // false: unload the variant's module after the evaluation
+  bool keep_loaded = true;  // false: unload the variant's module after the evaluation
+  // What the image must satisfy (judge.hpp): the comparison, invariants, determinism, fuzz
+  // trials, a minimum speed-up. Default: kerncap's defaults (evaluate_options_from_json reads
+  // OUT/kerncap.toml too).
+  JudgePolicy policy;
 };
 
 // kc_evaluate's options: {"time", "warmup", "iterations", "restore", "cache", "timer",
-// "fuzz", "seed", "spec", "keep_loaded"}; unknown keys are ignored, wrong types and values
-// are Error(Input)/Error(Usage). `spec` is parsed against the manifest (parse_spec). Pure.
-EvaluateOptions evaluate_options_from_json(const nlohmann::json& o, const format::Manifest& m);
+// "keep_loaded"} and the judge's keys (JudgeOverrides: "spec", "dtype", "atol", "rtol",
+// "exact", "check_determinism", "invariants", "no_invariants", "tolerance", "min_speedup",
+// "fuzz", "seed"), resolved over the capture's OUT/kerncap.toml; unknown keys are ignored,
+// wrong types and values are Error(Input)/Error(Usage).
+EvaluateOptions evaluate_options_from_json(const nlohmann::json& o, const format::Capture& cap);
 
 struct Evaluation {
   Verdict verdict;
+  JudgePolicy policy;  // what it was judged by
   std::string kernel, image, line;
   uint64_t image_hash = 0;
   bool captured_image = false;  // the image is the captured one (same hash)
@@ -72,11 +82,19 @@ struct Evaluation {
   uint32_t relocated_regions = 0;
   std::optional<Timing> timing;
   std::optional<FuzzReport> fuzz;
+  std::optional<SpeedupCheck> speedup;
+  std::string speedup_note;  // why a min_speedup was not checked (no variant)
+  bool recovered = false;    // the candidate faulted and the session was opened again
+  int policy_iterations = 0; // timing iterations (the speed-up's line names them)
   double seconds = 0;  // wall time of the whole evaluation
-  bool pass() const { return verdict.pass() && (!fuzz || fuzz->pass()); }
-  // `kerncap validate --json`'s object (result, line, regions, kernel, image, device, ...)
-  // plus "timing", "image_hash", "captured_image", "loaded", "memory", "seconds"; its
-  // "restore_work" is the restore's (memory "full") or the reset's bytes as copied_bytes.
+  bool pass() const {
+    return verdict.pass() && (!fuzz || fuzz->pass()) && (!speedup || speedup->pass());
+  }
+  // The verdict document: Verdict::to_json (result, line, regions, spec, strength,
+  // invariants, nondeterministic_regions, fault) plus "policy", "kernel", "image", "device",
+  // "fuzz", "speedup", "timing", "image_hash", "captured_image", "loaded", "memory",
+  // "recovered", "seconds"; its "restore_work" is the restore's (memory "full") or the
+  // reset's bytes as copied_bytes.
   nlohmann::json to_json() const;
 };
 
@@ -89,22 +107,30 @@ class Evaluator {
   Evaluator(const Evaluator&) = delete;
   Evaluator& operator=(const Evaluator&) = delete;
 
-  // `image` null: the captured image.
-  Evaluation evaluate(const VariantImage* image, const EvaluateOptions& o);
+  // `image` null: the captured image. `caller`: the image is a launch the caller makes itself
+  // on the stream it is given (a Triton kernel launched from Python, kc_evaluate_launch),
+  // judged as a variant; `image` must then be null and fuzzing is refused.
+  Evaluation evaluate(const VariantImage* image, const EvaluateOptions& o, const LaunchFn& caller = {});
   // Bytes the kept reset puts back before each launch (0 before the first evaluation).
   uint64_t reset_bytes() const;
 
  private:
   void full_restore();
-  // Two pairs of replays of the captured image (validate_flow.cpp's check): the regions it
-  // does not reproduce and the tolerant spec for them. Leaves the session's image as it was.
-  void measure_determinism();
-  Verdict launch_and_compare(const CompareSpec& spec);
+  // Two pairs of replays of the captured image: the regions it does not reproduce and how far
+  // apart its own results land there. Leaves the session's image as it was.
+  void measure_determinism(const JudgePolicy& p);
+  void launch(const LaunchFn& caller);
+  Verdict compare(const CompareSpec& spec, const JudgePolicy& p);
+  // Times the loaded image with the kept reset (a full restore first when `full`).
+  Timing time_image(const TimingOptions& t, bool full, const LaunchFn& caller);
+  // The variant (or the caller's launch) against the captured image, interleaved (captured,
+  // variant, captured, variant).
+  SpeedupCheck measure_speedup_here(const TimingOptions& t, double min_speedup, bool& full, const LaunchFn& caller);
 
   Session& s_;
   const PoisonPlan* poison_;
   std::optional<format::Footprint> footprint_;
-  CompareSpec default_spec_;
+  std::vector<TypedSpan> signature_;  // the kernel's pointer parameters, typed
   std::unique_ptr<StateReset> reset_;
   uint64_t generation_ = 0;  // the session's generation when memory was last as reset_ knows it
   bool need_full_ = true;
@@ -112,7 +138,7 @@ class Evaluator {
   RestoreStats last_restore_;     // the last full restore
   bool determinism_known_ = false;
   std::vector<uint32_t> nondeterministic_;  // regions the captured kernel does not reproduce
-  CompareSpec tolerant_;                   // the spec for them (when there are any)
+  std::map<uint32_t, double> spread_;      // how far apart its own results land there
 };
 
 }  // namespace kerncap::replay

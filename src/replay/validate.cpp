@@ -237,7 +237,7 @@ std::string RegionVerdict::summary() const {
   return s.empty() ? compare::summary(result) : s;
 }
 
-bool Verdict::pass() const { return failing() == 0 && (!invariants || invariants->pass()); }
+bool Verdict::pass() const { return fault.empty() && failing() == 0 && (!invariants || invariants->pass()); }
 
 uint64_t Verdict::failing() const {
   return static_cast<uint64_t>(std::count_if(regions.begin(), regions.end(), [](auto& r) { return !r.result.pass(); }));
@@ -254,6 +254,7 @@ uint64_t Verdict::written() const {
 }
 
 std::string Verdict::line() const {
+  if (!fault.empty()) return fmt::format("Result: FAIL (the candidate faulted: {})", fault);
   uint64_t written_regions = 0;
   double worst_abs = 0, worst_rel = 0;
   for (const auto& r : regions) {
@@ -346,7 +347,8 @@ nlohmann::json Verdict::to_json() const {
           {"omitted_regions", omitted_regions},
           {"closure_gaps", closure_gaps},
           {"written_bytes", written()},
-          {"strength", unproven()  ? "none: the launch changed no byte and the kernel reads every byte it writes"
+          {"strength", !fault.empty() ? "none: the candidate faulted"
+                       : unproven()  ? "none: the launch changed no byte and the kernel reads every byte it writes"
                        : strong    ? "strong"
                        : written() ? "weak-no-footprint"
                                    : "none: the launch changed no byte"},
@@ -354,7 +356,8 @@ nlohmann::json Verdict::to_json() const {
           {"compare_work", {{"on_device_bytes", compared_on_device}, {"read_back_bytes", read_back},
                             {"seconds", compare_s}}},
           {"poisoned_bytes", poisoned},
-          {"nondeterministic_regions", nondeterministic}};
+          {"nondeterministic_regions", nondeterministic},
+          {"fault", fault.empty() ? nlohmann::json(nullptr) : nlohmann::json(fault)}};
   if (invariants) out["invariants"] = replay::to_json(*invariants);
   return out;
 }

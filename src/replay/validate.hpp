@@ -57,7 +57,10 @@ struct Verdict {
   // read back and compared on the host, and its wall time (invariants included).
   uint64_t compared_on_device = 0, read_back = 0;
   double compare_s = 0;
-  bool pass() const;       // every region matches and no invariant is violated
+  // The candidate faulted (an illegal address, a trap): nothing it left can be compared, and
+  // the verdict is FAIL naming the fault (the evaluation loop recovers its session).
+  std::string fault;
+  bool pass() const;       // no fault, every region matches and no invariant is violated
   uint64_t failing() const;
   uint64_t exact() const;
   std::string line() const;  // "Result: PASS (...)" / "Result: FAIL (...)"

@@ -48,27 +48,17 @@ TEST(ServeRoute, PlainAndVariantValidationsAreServed) {
   ValidateShape v;
   v.footprint = FootprintUse::Require;
   v.fuzz = 10;
-  v.seed = 7;
   v.device = 0;
   EXPECT_EQ(why_not_served(v, s, "/work/OUT"), "");
-  const json o = evaluate_options(v);
-  EXPECT_EQ(o["time"], false);
-  EXPECT_EQ(o["fuzz"], 10);
-  EXPECT_EQ(o["seed"], 7);
-  EXPECT_FALSE(o.contains("spec"));
 }
 
-TEST(ServeRoute, AForcedSpecTravelsWithItsResolvedTolerances) {
+// Every judging flag is the judge's (it travels as kc_evaluate's options): none keeps a
+// validation out of the server any more.
+TEST(ServeRoute, EveryJudgingFlagIsServed) {
   ValidateShape v;
-  v.spec.emplace();
-  v.spec->dtype = compare::DType::F32;
-  v.spec->tol = {.atol = 1e-7, .rtol = 3.3e-6};
-  v.spec->source = "command line";
+  v.options = {{"dtype", "fp32"}, {"atol", 1e-7}, {"invariants", "no_nan"}, {"tolerance", {"0:atol=1"}},
+               {"min_speedup", 1.1}, {"check_determinism", false}, {"exact", true}};
   EXPECT_EQ(why_not_served(v, strong_server(), "/work/OUT"), "");
-  const json o = evaluate_options(v);
-  EXPECT_EQ(o["spec"]["dtype"], "fp32");
-  EXPECT_EQ(o["spec"]["atol"].get<double>(), 1e-7);
-  EXPECT_EQ(o["spec"]["rtol"].get<double>(), 3.3e-6);
 }
 
 TEST(ServeRoute, WhatTheLoopCannotHonourStaysInProcess) {
@@ -82,11 +72,6 @@ TEST(ServeRoute, WhatTheLoopCannotHonourStaysInProcess) {
   EXPECT_NE(why([](ValidateShape& v) { v.no_relocate = true; }), "");
   EXPECT_NE(why([](ValidateShape& v) { v.collide = true; }), "");
   EXPECT_NE(why([](ValidateShape& v) { v.verify = true; }), "");
-  EXPECT_NE(why([](ValidateShape& v) { v.no_determinism = true; }), "");
-  EXPECT_NE(why([](ValidateShape& v) { v.invariants = true; }).find("invariants"), std::string::npos);
-  EXPECT_NE(why([](ValidateShape& v) { v.tolerance_table = true; }), "");
-  EXPECT_NE(why([](ValidateShape& v) { v.region_tolerances = true; }), "");
-  EXPECT_NE(why([](ValidateShape& v) { v.min_speedup = 1.1; }).find("speed-up"), std::string::npos);
   EXPECT_NE(why([](ValidateShape& v) { v.device = 1; }).find("device 0, not 1"), std::string::npos);
   // Strength must match: a strong server never answers a weak request, nor the reverse.
   EXPECT_NE(why([](ValidateShape& v) { v.footprint = FootprintUse::Never; }), "");
@@ -127,12 +112,11 @@ TEST(ServeRoute, ServerInfoRoundTripsAndIsChecked) {
 
 TEST(ServeRoute, TheSpecIsNamedAsThisProcessNamesIt) {
   const ServerInfo s = strong_server();
-  EXPECT_EQ(spec_source_here("default", s, "./compare.json", false), "default");
-  EXPECT_EQ(spec_source_here("/work/OUT/compare.json", s, "./compare.json", false), "./compare.json");
-  EXPECT_EQ(spec_source_here("/work/OUT/compare.json + signature types (nondeterministic kernel)", s, "./compare.json",
-                             false),
+  EXPECT_EQ(spec_source_here("default", s, "./compare.json"), "default");
+  EXPECT_EQ(spec_source_here("/work/OUT/compare.json", s, "./compare.json"), "./compare.json");
+  EXPECT_EQ(spec_source_here("/work/OUT/compare.json + signature types (nondeterministic kernel)", s, "./compare.json"),
             "./compare.json + signature types (nondeterministic kernel)");
-  EXPECT_EQ(spec_source_here("the evaluate option \"spec\"", s, "./compare.json", true), "command line");
+  EXPECT_EQ(spec_source_here("command line", s, "./compare.json"), "command line");
 }
 
 TEST(ServeRoute, AServedEvaluationBecomesValidatesOutput) {
@@ -141,6 +125,8 @@ TEST(ServeRoute, AServedEvaluationBecomesValidatesOutput) {
                   {"regions", json::array()},
                   {"spec", "default"},
                   {"strength", "strong"},
+                  {"policy", {{"invariants_from", "OUT/kerncap.toml"}, {"min_speedup_from", "--min-speedup"}}},
+                  {"speedup", {{"pass", true}, {"speedup", 1.5}, {"line", "Speed-up: PASS (x1.500)"}}},
                   {"kernel", "k(float*)"},
                   {"image", "optimized.cubin"},
                   {"device", 0},
@@ -161,6 +147,10 @@ TEST(ServeRoute, AServedEvaluationBecomesValidatesOutput) {
   EXPECT_EQ(o.rewritten_words, 5u);
   EXPECT_EQ(o.placement.blocks, 3u);
   EXPECT_EQ(o.restore_work["copied_bytes"], 64);
+  EXPECT_EQ(o.invariants_from, "OUT/kerncap.toml");
+  EXPECT_EQ(o.speedup_line, "Speed-up: PASS (x1.500) [from --min-speedup]");
+  EXPECT_FALSE(o.speedup->contains("line"));
+  EXPECT_TRUE(o.verdict.contains("policy"));  // the verdict document says what judged it
   // The verdict keeps its own keys, not the loop's.
   EXPECT_EQ(o.verdict["strength"], "strong");
   for (const char* k : {"timing", "image_hash", "captured_image", "loaded", "memory", "seconds", "kernel"})

@@ -3,6 +3,8 @@
 // validation prints and returns when served, and when it validates itself instead.
 #include <gtest/gtest.h>
 
+#include "replay/judge.hpp"
+
 #include "cli_run.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +39,7 @@ json evaluation(bool pass) {
           {"regions", json::array({region})},
           {"spec", "default"},
           {"strength", "weak-no-footprint"},
+          {"policy", kerncap::replay::JudgePolicy{}.to_json()},
           {"nondeterministic_regions", json::array()},
           {"kernel", "kernel(float*)"},
           {"image", "the captured image"},

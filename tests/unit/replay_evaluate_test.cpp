@@ -40,9 +40,10 @@ class ReplayEvaluate : public kerncap::testing::ScratchDir {
  protected:
   void SetUp() override {
     ScratchDir::SetUp();
-    manifest_ = kerncap::testing::write_small_capture(out_);
+    kerncap::testing::write_small_capture(out_);
+    manifest_ = format::open_capture(out_);
   }
-  format::Manifest manifest_;
+  format::Capture manifest_;  // the capture (OUT/capture), opened
 };
 
 TEST_F(ReplayEvaluate, OptionsDefaultToATimedEvaluationWithFewLaunches) {
@@ -51,10 +52,11 @@ TEST_F(ReplayEvaluate, OptionsDefaultToATimedEvaluationWithFewLaunches) {
   EXPECT_EQ(o.timing.warmup, 1);
   EXPECT_EQ(o.timing.iterations, 10);
   EXPECT_EQ(o.timing.restore, RestoreMode::Written);
-  EXPECT_EQ(o.fuzz, 0u);
-  EXPECT_EQ(o.seed, 1u);
+  EXPECT_EQ(o.policy.fuzz, 0u);
+  EXPECT_EQ(o.policy.seed, 1u);
   EXPECT_TRUE(o.keep_loaded);
-  EXPECT_FALSE(o.spec);
+  EXPECT_FALSE(o.policy.forced);
+  EXPECT_FALSE(o.policy.invariants.any());
 }
 
 TEST_F(ReplayEvaluate, OptionsTakeTheTimingKeysOfKcTime) {
@@ -67,8 +69,8 @@ TEST_F(ReplayEvaluate, OptionsTakeTheTimingKeysOfKcTime) {
   EXPECT_EQ(o.timing.iterations, 5);
   EXPECT_EQ(o.timing.timer, TimerKind::Events);
   EXPECT_EQ(o.timing.cache, CacheMode::Cold);
-  EXPECT_EQ(o.fuzz, 7u);
-  EXPECT_EQ(o.seed, 9u);
+  EXPECT_EQ(o.policy.fuzz, 7u);
+  EXPECT_EQ(o.policy.seed, 9u);
   EXPECT_FALSE(o.keep_loaded);
 }
 
@@ -92,13 +94,31 @@ TEST_F(ReplayEvaluate, ASpecIsParsedAgainstTheCapture) {
   const EvaluateOptions o = evaluate_options_from_json(
       json::parse(R"({"spec": {"dtype": "bytes", "spans": [{"base": "0x7f0000000000", "size": 16, "dtype": "fp32"}]}})"),
       manifest_);
-  ASSERT_TRUE(o.spec);
-  ASSERT_EQ(o.spec->spans.size(), 1u);
-  EXPECT_EQ(o.spec->spans[0].dtype, compare::DType::F32);
+  ASSERT_TRUE(o.policy.forced);
+  ASSERT_EQ(o.policy.forced->spans.size(), 1u);
+  EXPECT_EQ(o.policy.forced->spans[0].dtype, compare::DType::F32);
   auto [kind, what] = error_of([&] {
     evaluate_options_from_json(json::parse(R"({"spec": {"spans": [{"base": 16, "size": 4}]}})"), manifest_);
   });
   EXPECT_EQ(kind, ErrorKind::Input) << what;  // a span in no captured region
+}
+
+// Python's Session.evaluate and `kerncap serve` read the reproducer's kerncap.toml as
+// `kerncap validate` does: its invariants and tolerances judge them too.
+TEST_F(ReplayEvaluate, TheReproducersKerncapTomlJudgesEveryEvaluation) {
+  const fs::path toml = manifest_.dir.parent_path() / "kerncap.toml";
+  auto put = [&](const std::string& text) { format::write_file(toml, text.data(), text.size()); };
+  put("[invariants]\nno_nan = true\n[tolerances]\nfp32 = { atol = 0.01, rtol = 0.01 }\n");
+  EvaluateOptions o = evaluate_options_from_json(json::object(), manifest_);
+  EXPECT_TRUE(o.policy.invariants.no_nan);
+  EXPECT_EQ(o.policy.invariants_from, toml.string());
+  EXPECT_EQ(o.policy.tolerances.at(compare::DType::F32).atol, 0.01);
+  o = evaluate_options_from_json(json{{"no_invariants", true}}, manifest_);
+  EXPECT_FALSE(o.policy.invariants.any());
+  put("[invariants]\nno_nan = 3\n");
+  auto [kind, what] = error_of([&] { evaluate_options_from_json(json::object(), manifest_); });
+  EXPECT_EQ(kind, ErrorKind::Input);
+  EXPECT_NE(what.find("no_nan"), std::string::npos) << what;
 }
 
 TEST_F(ReplayEvaluate, AMissingOrEmptyImageFileIsAnInputErrorNamingIt) {
@@ -116,9 +136,9 @@ TEST_F(ReplayEvaluate, AMissingOrEmptyImageFileIsAnInputErrorNamingIt) {
 
 TEST_F(ReplayEvaluate, TheHashIsTheOneTheCaptureRecordsForItsImage) {
   const std::vector<uint8_t> image(100, 0x7f);  // write_small_capture's image
-  EXPECT_EQ(image_hash(image), manifest_.image_hash);
-  EXPECT_EQ(variant_image(image, "x").hash, manifest_.image_hash);
-  EXPECT_EQ(read_variant_image(out_ / "capture" / manifest_.image_file).hash, manifest_.image_hash);
+  EXPECT_EQ(image_hash(image), manifest_.manifest.image_hash);
+  EXPECT_EQ(variant_image(image, "x").hash, manifest_.manifest.image_hash);
+  EXPECT_EQ(read_variant_image(out_ / "capture" / manifest_.manifest.image_file).hash, manifest_.manifest.image_hash);
 }
 
 TEST_F(ReplayEvaluate, AnImageThatIsNoCodeObjectIsRefusedBeforeLoading) {

@@ -90,12 +90,22 @@ void need(const void* p, const char* what) {
   if (!p) kerncap::usage_error(fmt::format("{} must not be NULL", what));
 }
 
-// One evaluation of `image` (null: the captured image) in session `s`.
-void evaluate(kc_session* s, const replay::VariantImage* image, const char* options_json, char** json_out) {
+// One evaluation of `image` (null: the captured image; `caller`: the caller's launch) in session `s`.
+void evaluate(kc_session* s, const replay::VariantImage* image, const char* options_json, char** json_out,
+              const replay::LaunchFn& caller = {}) {
   auto& session = live(s);
   json o = parse_options(options_json, "kc_evaluate options");
-  const replay::EvaluateOptions opt = replay::evaluate_options_from_json(o, session.capture().manifest);
-  *json_out = dup(s->evaluation_loop().evaluate(image, opt).to_json().dump());
+  const replay::EvaluateOptions opt = replay::evaluate_options_from_json(o, session.capture());
+  *json_out = dup(s->evaluate(image, opt, caller).to_json().dump());
+}
+
+// A kc_launch_fn as the engine's launch: a non-zero return stops with Error(Input).
+replay::LaunchFn caller_launch(kc_launch_fn launch, void* user) {
+  if (!launch) return {};
+  return [launch, user](CUstream st) {
+    if (int rc = launch(user, reinterpret_cast<uint64_t>(st)); rc != 0)
+      kerncap::input_error(fmt::format("the caller's launch returned {}", rc));
+  };
 }
 
 }  // namespace
@@ -188,13 +198,7 @@ int kc_time(kc_session* s, kc_launch_fn launch, void* user, const char* options_
     auto& session = live(s);
     json o = parse_options(options_json, "kc_time options");
     const replay::TimingOptions t = replay::timing_options_from_json(o);
-    replay::LaunchFn fn;
-    if (launch)
-      fn = [launch, user](CUstream st) {
-        if (int rc = launch(user, reinterpret_cast<uint64_t>(st)); rc != 0)
-          kerncap::input_error(fmt::format("the caller's launch returned {}", rc));
-      };
-    replay::Timing timing = replay::time_launches(session, t, fn);
+    replay::Timing timing = replay::time_launches(session, t, caller_launch(launch, user));
     if (json_out) *json_out = dup(timing.to_json().dump());
   });
 }
@@ -239,6 +243,15 @@ int kc_evaluate_image(kc_session* s, const uint8_t* image, uint64_t size, const 
     const replay::VariantImage v =
         replay::variant_image(std::vector<uint8_t>(image, image + size), description ? description : "image bytes");
     evaluate(s, &v, options_json, json_out);
+  });
+}
+
+int kc_evaluate_launch(kc_session* s, kc_launch_fn launch, void* user, const char* options_json, char** json_out) {
+  return guarded([&] {
+    need(json_out, "json_out");
+    *json_out = nullptr;
+    need(reinterpret_cast<const void*>(launch), "launch");
+    evaluate(s, nullptr, options_json, json_out, caller_launch(launch, user));
   });
 }
 

@@ -13,8 +13,9 @@
 #include "replay/session.hpp"
 #include "replay/timing.hpp"
 #include "replay/timing_flags.hpp"
+#include "replay/eval_session.hpp"
+#include "replay/evaluate.hpp"
 #include "replay/validate.hpp"
-#include "replay/validate_flow.hpp"
 
 namespace {
 
@@ -36,14 +37,18 @@ int run(const Args& a) {
   if (json) kerncap::log::set_level(kerncap::log::Level::Quiet);
   nlohmann::json out;
   int code = 0;
-  if (validate) {  // its own session: a failing comparison may replay the captured image twice
-    ValidateReport r = kerncap::replay::validate({.session = o});
-    out["validate"] = r.verdict.to_json();
-    code = r.verdict.pass() ? 0 : 1;
+  if (validate) {
+    // The one judge, as `kerncap validate` (OUT/kerncap.toml, strong with a stored footprint;
+    // this binary measures none), in its own session before the timing one.
+    const auto fp = stored_footprint(o, true);
+    const auto eo = evaluate_options_from_json({{"time", false}}, kerncap::format::open_capture(dir));
+    const JudgedOnce r = judge_once(o, fp ? &*fp : nullptr, eo);
+    out["validate"] = r.evaluation.to_json();
+    code = r.evaluation.pass() ? 0 : 1;
     if (!json) {
-      for (const auto& x : r.verdict.regions)
+      for (const auto& x : r.evaluation.verdict.regions)
         if (!x.result.pass()) std::cout << fmt::format("  region {} ({}): {}\n", x.id, x.kind, x.summary());
-      std::cout << r.verdict.line() << "\n";
+      std::cout << r.evaluation.line << "\n";
     }
   }
   Session s(o);

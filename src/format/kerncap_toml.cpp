@@ -4,7 +4,7 @@
 #include <toml++/toml.h>
 
 #include "common/private_files.hpp"
-#include "lint/kerncap_toml.hpp"
+#include "format/kerncap_toml.hpp"
 
 #include <fstream>
 #include <regex>
@@ -15,7 +15,7 @@
 #include "common/error.hpp"
 #include "format/capture_dir.hpp"
 
-namespace kerncap::lint {
+namespace kerncap::format {
 
 namespace {
 
@@ -226,4 +226,4 @@ bool write_default_kerncap_toml(const fs::path& out_dir) {
   return true;
 }
 
-}  // namespace kerncap::lint
+}  // namespace kerncap::format

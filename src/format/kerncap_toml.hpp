@@ -17,7 +17,7 @@
 
 #include "compare/compare.hpp"
 
-namespace kerncap::lint {
+namespace kerncap::format {
 
 inline constexpr const char* kKerncapTomlName = "kerncap.toml";
 
@@ -57,4 +57,4 @@ std::string default_kerncap_toml();
 // Writes the default file into OUT unless one exists; true when it wrote it.
 bool write_default_kerncap_toml(const std::filesystem::path& out_dir);
 
-}  // namespace kerncap::lint
+}  // namespace kerncap::format

@@ -5,10 +5,10 @@
 #include <fstream>
 
 #include "common/error.hpp"
-#include "lint/kerncap_toml.hpp"
+#include "format/kerncap_toml.hpp"
 #include "lint_fixtures.hpp"
 
-namespace kerncap::lint {
+namespace kerncap::format {
 namespace {
 
 using compare::DType;
@@ -25,7 +25,7 @@ std::string refusal(const std::string& text) {
   return "";
 }
 
-TEST(LintToml, CompleteFile) {
+TEST(KerncapToml, CompleteFile) {
   const KerncapConfig c = parse_kerncap_toml(R"(
 [tolerances]
 fp32 = { atol = 1e-6, rtol = 1e-4 }
@@ -67,14 +67,14 @@ min_speedup = 1.2
   EXPECT_DOUBLE_EQ(*c.timing.min_speedup, 1.2);
 }
 
-TEST(LintToml, EmptyFileSetsNothing) {
+TEST(KerncapToml, EmptyFileSetsNothing) {
   const KerncapConfig c = parse_kerncap_toml("", "t");
   EXPECT_TRUE(c.tolerances.empty());
   EXPECT_FALSE(c.artifact_checks.max_registers);
   EXPECT_FALSE(c.timing.min_speedup);
 }
 
-TEST(LintToml, DefaultFileReadsBack) {
+TEST(KerncapToml, DefaultFileReadsBack) {
   const KerncapConfig c = parse_kerncap_toml(default_kerncap_toml(), "default");
   for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
     ASSERT_EQ(c.tolerances.count(t), 1u) << compare::to_string(t);
@@ -88,8 +88,8 @@ TEST(LintToml, DefaultFileReadsBack) {
   EXPECT_FALSE(c.timing.min_speedup);
 }
 
-TEST(LintToml, WriteDefaultKeepsAnExistingFile) {
-  testing::TempDir out;
+TEST(KerncapToml, WriteDefaultKeepsAnExistingFile) {
+  lint::testing::TempDir out;
   fs::create_directories(out.path() / "capture");
   EXPECT_TRUE(write_default_kerncap_toml(out.path() / "capture"));  // OUT/capture names OUT
   ASSERT_TRUE(fs::exists(out.path() / kKerncapTomlName));
@@ -99,26 +99,26 @@ TEST(LintToml, WriteDefaultKeepsAnExistingFile) {
   EXPECT_DOUBLE_EQ(*load_kerncap_toml(out.path())->timing.min_speedup, 2.0);
 }
 
-TEST(LintToml, AbsentFileIsNotAnError) {
-  testing::TempDir out;
+TEST(KerncapToml, AbsentFileIsNotAnError) {
+  lint::testing::TempDir out;
   EXPECT_FALSE(load_kerncap_toml(out.path()).has_value());
 }
 
-TEST(LintToml, UnknownKeyNamesKeyAndLine) {
+TEST(KerncapToml, UnknownKeyNamesKeyAndLine) {
   const std::string e = refusal("[artifact_checks]\nmax_registers = 64\nmax_regs = 32\n");
   EXPECT_NE(e.find("OUT/kerncap.toml:3:"), std::string::npos) << e;
   EXPECT_NE(e.find("unknown key \"max_regs\""), std::string::npos) << e;
   EXPECT_NE(e.find("max_registers"), std::string::npos) << e;  // lists the known keys
 }
 
-TEST(LintToml, UnknownSectionAndDtype) {
+TEST(KerncapToml, UnknownSectionAndDtype) {
   EXPECT_NE(refusal("[tolerance]\nfp32 = { atol = 1 }\n").find("unknown section"), std::string::npos);
   const std::string e = refusal("[tolerances]\nfloat33 = { atol = 1 }\n");
   EXPECT_NE(e.find(":2: [tolerances] float33: unknown dtype"), std::string::npos) << e;
   EXPECT_NE(refusal("[tolerances]\nfp32 = { atol = 1, eps = 2 }\n").find("unknown key \"eps\""), std::string::npos);
 }
 
-TEST(LintToml, WrongTypesNameTheKey) {
+TEST(KerncapToml, WrongTypesNameTheKey) {
   std::string e = refusal("[artifact_checks]\nmax_registers = \"64\"\n");
   EXPECT_NE(e.find(":2: [artifact_checks] max_registers: expected an integer, found a string"), std::string::npos) << e;
   e = refusal("[artifact_checks]\nmax_spills = -1\n");
@@ -139,13 +139,13 @@ TEST(LintToml, WrongTypesNameTheKey) {
   EXPECT_NE(e.find("[artifact_checks]: expected a table"), std::string::npos) << e;
 }
 
-TEST(LintToml, BadRegexNamesPatternAndLine) {
+TEST(KerncapToml, BadRegexNamesPatternAndLine) {
   const std::string e = refusal("[artifact_checks]\n\nrequired_patterns = [\n  \"HGMMA\",\n  \"LDG(\",\n]\n");
   EXPECT_NE(e.find("OUT/kerncap.toml:5:"), std::string::npos) << e;
   EXPECT_NE(e.find("bad regular expression \"LDG(\""), std::string::npos) << e;
 }
 
-TEST(LintToml, InvalidTomlGivesLineAndColumn) {
+TEST(KerncapToml, InvalidTomlGivesLineAndColumn) {
   const std::string e = refusal("[timing]\nmin_speedup = = 2\n");
   EXPECT_NE(e.find("OUT/kerncap.toml:2:"), std::string::npos) << e;
   EXPECT_NE(e.find("not valid TOML"), std::string::npos) << e;
@@ -153,4 +153,4 @@ TEST(LintToml, InvalidTomlGivesLineAndColumn) {
 }
 
 }  // namespace
-}  // namespace kerncap::lint
+}  // namespace kerncap::format
