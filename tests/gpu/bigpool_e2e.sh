@@ -36,10 +36,7 @@ set -u -o pipefail
 BUILD=${1:?usage: tests/gpu/bigpool_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
-PY=${KERNCAP_PYTHON:-python3}
+gpu_build "$BUILD"
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-600}
 GIB=${BIGPOOL_GIB:-32}
 MAX_WORK=${BIGPOOL_MAX_WORK_S:-3}
@@ -50,19 +47,8 @@ gpu_work_dir bigpool
 trap cleanup EXIT
 echo "big-pool suite: ${GIB} GiB pool, work in $WORK"
 
-passed=0
-failed=0
-rows=()
-finish() {
-  echo
-  echo "| case | result | detail |"
-  echo "|---|---|---|"
-  printf '%s\n' "${rows[@]}"
-  echo "$passed passed, $failed failed"
-  [ "$failed" = 0 ]
-  exit $?
-}
 MiB=$((1 << 20))
+JSON_FLOAT=.2f  # json_get (field): two decimals
 
 # The application and the stray variant, for this GPU's architecture.
 SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '. ')
@@ -71,7 +57,7 @@ STRAY=$WORK/stray.cubin
 if ! "$NVCC" -O2 -arch="sm_${SM:-90}" -o "$APP" "$HERE/bigpool_app/bigpool_app.cu" >"$WORK/nvcc.log" 2>&1 ||
   ! "$NVCC" -cubin -O2 -arch="sm_${SM:-90}" -DSTRAY -o "$STRAY" "$HERE/bigpool_app/bigpool_app.cu" >>"$WORK/nvcc.log" 2>&1; then
   check build "nvcc failed (log $WORK/nvcc.log): $(tail -1 "$WORK/nvcc.log")" 1
-  finish
+  summary; exit
 fi
 
 # validate_json NAME ARGS...: kerncap validate --json with the time limit; its JSON in
@@ -84,16 +70,9 @@ validate_json() {
   RC=$?
   SECS=$(since "$t0")
 }
-# field NAME EXPR: a Python expression over the JSON of validate NAME (j), "n/a" when it fails
-# (a build without restore_work/compare_work).
-field() {
-  "$PY" - "$WORK/$1.json" "$2" <<'EOF' 2>/dev/null || echo n/a
-import json, sys
-j = json.load(open(sys.argv[1]))
-r = eval(sys.argv[2], {"j": j, "MiB": 1 << 20, "GiB": 1 << 30})
-print(r if not isinstance(r, float) else f"{r:.2f}")
-EOF
-}
+# field NAME EXPR: json_get over the JSON of validate NAME (j), "n/a" when it fails (a build
+# without restore_work/compare_work).
+field() { json_get "$WORK/$1.json" "$2" || echo n/a; }
 # work_line NAME: wall time and the restore/compare split of validate NAME.
 work_line() {
   echo "wall ${SECS}s; restore $(field "$1" 'j["restore_work"]["seconds"]')s" \
@@ -127,7 +106,7 @@ disk=$(du -sb "$CAP" 2>/dev/null | awk '{print $1}')
 ok=1
 [ $rc = 0 ] && [ -n "$stray_at" ] && [ "${disk:-0}" -gt 0 ] && [ "${disk:-0}" -lt $((256 * MiB)) ] && ok=0
 check capture "extract ${secs}s, $(awk -v b="${disk:-0}" 'BEGIN { printf "%.1f MiB", b / 1048576 }') on disk (exit $rc)" $ok
-[ $ok = 0 ] || finish
+[ $ok = 0 ] || { summary; exit; }
 
 # weak: PASS, the zeros compared on the device, a few MiB read back.
 if want weak; then
@@ -201,4 +180,4 @@ if want fuzz-stray; then
   check fuzz-stray "wall ${SECS}s; $(field fuzz-stray 'j["fuzz"]["line"][:140]') (expected offset $(( ${stray_at:-3} - 3 )))" $ok
 fi
 
-finish
+summary

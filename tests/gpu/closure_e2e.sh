@@ -20,10 +20,7 @@ set -u -o pipefail
 BUILD=${1:?usage: tests/gpu/closure_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
-EX=$BUILD/examples
+gpu_build "$BUILD"
 PY=${KERNCAP_PYTHON:-python3}
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-180}
 [ -x "$KC" ] || { echo "missing $KC (build kerncap first)"; exit 1; }
@@ -31,16 +28,6 @@ gpu_work_dir closure
 trap cleanup EXIT
 unset KERNCAP_STORE
 echo "closure suite: work in $WORK"
-
-passed=0
-failed=0
-skipped=0
-rows=()
-row() {  # row NAME STATUS DETAIL
-  echo "$2 $1: $3"
-  rows+=("| $1 | $2 | $3 |")
-  case $2 in PASS) passed=$((passed + 1)) ;; FAIL) failed=$((failed + 1)) ;; *) skipped=$((skipped + 1)) ;; esac
-}
 
 # The parts of `validate --json` that must not depend on the closure: the verdict, the
 # strength, every region's id, kind, size and results (addresses and the omitted-regions
@@ -61,35 +48,27 @@ PY
 one() {
   local name=$1 pattern=$2
   shift 2
-  if [ -n "${KERNCAP_GPU_CASES:-}" ] && ! [[ $name =~ $KERNCAP_GPU_CASES ]]; then return; fi
+  want -E "$name" || return
   local dir=$WORK/$name
   mkdir -p "$dir"
   local mode detail="" ok=0 stored=()
   for mode in reachable all; do
     if ! kc extract "$pattern" --closure "$mode" -o "$dir/$mode" -q "$@" >"$dir/extract-$mode.log" 2>&1; then
-      row "$name" FAIL "extract --closure $mode failed: $(grep -m1 -iE 'error|fail' "$dir/extract-$mode.log" | cut -c1-120)"
+      verdict "$name" FAIL "extract --closure $mode failed: $(grep -m1 -iE 'error|fail' "$dir/extract-$mode.log" | cut -c1-120)"
       return
     fi
     kc validate "$dir/$mode" --json >"$dir/validate-$mode.json" 2>"$dir/validate-$mode.err"
     if ! normalize "$dir/validate-$mode.json" >"$dir/norm-$mode.json" 2>>"$dir/validate-$mode.err"; then
-      row "$name" FAIL "validate --json ($mode) gave no result: $(tail -1 "$dir/validate-$mode.err" | cut -c1-120)"
+      verdict "$name" FAIL "validate --json ($mode) gave no result: $(tail -1 "$dir/validate-$mode.err" | cut -c1-120)"
       return
     fi
-    stored+=("$(kc info "$dir/$mode" --json 2>/dev/null | "$PY" -c '
-import json, sys
-m = json.load(sys.stdin)
-seen, z = set(), 0
-for r in m["regions"]:
-    for h, size, zs in r.get("chunks", []):
-        if h not in seen:
-            seen.add(h); z += zs
-om = sum(1 for r in m["regions"] if r.get("omitted"))
-print("%d regions, %d omitted, %.1f MiB of chunks" % (len(m["regions"]), om, z / 2**20))' 2>/dev/null || echo '?')")
+    stored+=("$(kc info "$dir/$mode" --json 2>/dev/null | chunk_stats - 2>/dev/null |
+      awk '{ printf "%d regions, %d omitted, %.1f MiB of chunks", $1, $2, $4 / 2^20 }' || echo '?')")
   done
   local res_r res_a gaps
-  res_r=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["result"])' "$dir/norm-reachable.json")
-  res_a=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["result"])' "$dir/norm-all.json")
-  gaps=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["closure_gaps"] or 0)' "$dir/norm-reachable.json")
+  res_r=$(json_get "$dir/norm-reachable.json" result)
+  res_a=$(json_get "$dir/norm-all.json" result)
+  gaps=$(json_get "$dir/norm-reachable.json" 'j["closure_gaps"] or 0')
   if ! diff -u "$dir/norm-all.json" "$dir/norm-reachable.json" >"$dir/diff.txt"; then
     ok=1
     detail="results differ: $(grep -m3 '^[-+] ' "$dir/diff.txt" | tr '\n' ' ' | cut -c1-160)"
@@ -101,14 +80,14 @@ print("%d regions, %d omitted, %.1f MiB of chunks" % (len(m["regions"]), om, z /
     detail="closure gap reported ($gaps)"
   fi
   [ -z "$detail" ] && detail="identical $res_r/$res_a; default: ${stored[0]}; all: ${stored[1]}"
-  if [ $ok = 0 ]; then row "$name" PASS "$detail"; else row "$name" FAIL "$detail"; fi
+  check "$name" "$detail" $ok
 }
 
 ex() {  # ex NAME EXAMPLE PATTERN [flags]: an example of the suite (skipped when not built)
   local name=$1 bin=$EX/$2
   shift 2
   if [ ! -x "$bin" ]; then
-    if [ -z "${KERNCAP_GPU_CASES:-}" ] || [[ $name =~ $KERNCAP_GPU_CASES ]]; then row "$name" SKIP "$bin not built"; fi
+    want -E "$name" && verdict "$name" SKIP "$bin not built"
     return
   fi
   local pattern=$1
@@ -130,17 +109,12 @@ ex managed managed refine --dispatch 1
 ex mapped_host mapped_host zeroCopyScale
 ex cooperative cooperative gridSum
 ex driver_extra driver_extra saxpyExtra
-if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+if torch_ok; then
   one torch_elementwise MulFunctor -- "$PY" "$HERE/torch_app.py" elementwise
   one torch_reduce reduce_kernel -- "$PY" "$HERE/torch_app.py" reduce
   one torch_gemm_fp16 'nvjet|gemm|xmma|cutlass' --regex -- "$PY" "$HERE/torch_app.py" gemm_fp16
 else
-  row torch SKIP "no $PY with CUDA torch"
+  verdict torch SKIP "no $PY with CUDA torch"
 fi
 
-echo
-echo "| case | result | detail |"
-echo "|---|---|---|"
-printf '%s\n' "${rows[@]}"
-echo "$passed passed, $failed failed, $skipped skipped"
-[ $failed = 0 ]
+summary -s

@@ -16,9 +16,7 @@ set -u -o pipefail
 BUILD=${1:?usage: tests/gpu/store_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
+gpu_build "$BUILD"
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-180}
 [ -x "$KC" ] || { echo "missing $KC (build kerncap first)"; exit 1; }
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
@@ -27,16 +25,13 @@ trap cleanup EXIT
 unset KERNCAP_STORE
 echo "store suite: work in $WORK"
 
-passed=0
-failed=0
-rows=()
 bytes() { du -sb "$1" 2>/dev/null | awk '{print $1}'; }
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 
 APP=$WORK/store_app
 if ! "$NVCC" -O2 -o "$APP" "$HERE/store_app/store_app.cu" >"$WORK/nvcc.log" 2>&1; then
-  echo "FAIL build: nvcc failed (log $WORK/nvcc.log)"; tail -5 "$WORK/nvcc.log"
-  echo "0 passed, 1 failed"; exit 1
+  verdict build FAIL "nvcc failed (log $WORK/nvcc.log)"; tail -5 "$WORK/nvcc.log"
+  summary; exit
 fi
 STORE=$WORK/store
 
@@ -114,9 +109,4 @@ out=$(kc validate "$WORK/b" --store "$STORE" 2>&1)
 ok=1; grep -q '^Result: PASS' <<<"$out" && ok=0
 check store_other_capture_intact "b after pruning a: $(grep '^Result:' <<<"$out" | cut -c1-50)" $ok
 
-echo
-echo "| case | result | detail |"
-echo "|---|---|---|"
-printf '%s\n' "${rows[@]}"
-echo "$passed passed, $failed failed"
-[ $failed = 0 ]
+summary
