@@ -25,11 +25,8 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
-APP=$BUILD/examples/cub_reduce
+gpu_build "$BUILD"
+APP=$EX/cub_reduce
 DB=$BUILD/compile_commands.json
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
 for f in "$KC" "$APP" "$DB"; do
@@ -42,11 +39,8 @@ trap cleanup EXIT
 python3 "$HERE/relocate_compile_db.py" "$DB" "$ROOT" "$BUILD" "$WORK/compile_commands.json" || exit 1
 DB=$WORK/compile_commands.json
 
-PASSED=0 FAILED=0
-row() {  # row CASE PASS|FAIL NOTE
-  printf '| %-18s | %-4s | %s |\n' "$1" "$2" "$3"
-  if [ "$2" = PASS ]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); fi
-}
+VERDICT_STYLE=row VERDICT_WIDTH=18  # verdict: one table row per case, at once
+ERROR_RE=error                      # first_error
 
 DIR=$WORK/repro
 echo "| case               | res  | notes |"
@@ -54,8 +48,10 @@ echo "|--------------------|------|-------|"
 
 # ---- unedited: extract, recompile, validate ------------------------------------------------
 if ! step extract "$KC" extract block_sums --cmd "$APP" --source-dir "$ROOT/examples" --compile-commands "$DB" -o "$DIR"; then
-  row cub_unedited FAIL "extract failed: $(grep -m1 -i error "$STEP_LOG")"
-  echo "logs: $LOGS"; echo "$PASSED passed, $((FAILED + 2)) failed"; exit 1
+  verdict cub_unedited FAIL "extract failed: $(first_error)"
+  verdict cub_wrong_output FAIL "not run: no capture"
+  verdict cub_wrong_global FAIL "not run: no capture"
+  echo "logs: $LOGS"; summary; exit
 fi
 src=$(grep -m1 -oE 'source: [a-z-]+' "$STEP_LOG" | cut -d' ' -f2)
 internal=$(grep -rhoE '"_ZN[0-9]+_INTERNAL_[^"]*"' "$DIR" --include='*.json' | sort -u | wc -l)
@@ -77,32 +73,16 @@ if step recompile make -C "$DIR" recompile KERNCAP="$KC"; then
     ok=0; note="$note; validate --cubin: $(grep -m1 -E '^Result|error|module global' "$STEP_LOG")"
   fi
 else
-  ok=0; note="$note; recompile: $(grep -m1 -i error "$STEP_LOG")"
+  ok=0; note="$note; recompile: $(first_error)"
 fi
-row cub_unedited "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
+verdict cub_unedited "$(pass_if $ok)" "$note"
 
-# wrong_case NAME SED-EXPR WHAT: apply an edit that changes results; validate-variant must FAIL.
-wrong_case() {
-  local name=$1 expr=$2 what=$3
-  cp "$WORK/original.cu" "$EDIT"
-  sed -i "$expr" "$EDIT"
-  if cmp -s "$WORK/original.cu" "$EDIT"; then row "$name" FAIL "edit not applied"; return; fi
-  if ! step "recompile-$name" make -C "$DIR" recompile KERNCAP="$KC"; then
-    row "$name" FAIL "recompile failed: $(grep -m1 -i error "$STEP_LOG")"; return
-  fi
-  step "validate-$name" make -C "$DIR" validate-variant KERNCAP="$KC"
-  local rc=$?
-  if [ $rc -ne 0 ] && grep -q '^Result: FAIL' "$STEP_LOG"; then
-    row "$name" PASS "$what: FAIL as wanted; $(grep -m1 '^  region' "$STEP_LOG" | cut -c1-120)"
-  else
-    row "$name" FAIL "$what: rc=$rc $(grep -m1 -E '^Result|error|module global' "$STEP_LOG")"
-  fi
-}
-wrong_case cub_wrong_output 's|out\[blockIdx.x\] = s;  // kc:store|out[blockIdx.x] = s + (blockIdx.x == 7 ? 1.0f : 0.0f);  // kc:store|' \
-  "out[7] off by one"
-wrong_case cub_wrong_global 's|atomicAdd(&blocks_seen, 1u);|atomicAdd(\&blocks_seen, 2u);|' "internal counter +2"
+# Edits that change results (wrong_edit_case, lib.sh): validate-variant must FAIL.
+wrong_edit_case cub_wrong_output "$DIR" "$EDIT" "$WORK/original.cu" \
+  's|out\[blockIdx.x\] = s;  // kc:store|out[blockIdx.x] = s + (blockIdx.x == 7 ? 1.0f : 0.0f);  // kc:store|' "out[7] off by one"
+wrong_edit_case cub_wrong_global "$DIR" "$EDIT" "$WORK/original.cu" \
+  's|atomicAdd(&blocks_seen, 1u);|atomicAdd(\&blocks_seen, 2u);|' "internal counter +2"
 cp "$WORK/original.cu" "$EDIT"
 
 echo "logs: $LOGS"
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+summary

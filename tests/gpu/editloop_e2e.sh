@@ -42,19 +42,13 @@ ulimit -c 0
 BUILD=${1:?usage: tests/gpu/editloop_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
-. "$HERE/lib.sh"  # step, cleanup
+. "$HERE/lib.sh"
 REPO=$(cd "$HERE/../.." && pwd)
 APPS=$HERE/editloop_apps
 PY=${KERNCAP_PYTHON:-python3}
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-600}
-ONLY=${KERNCAP_GPU_CASES:-}
 
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "SKIPPED: no GPU"
-  exit 77
-fi
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
+gpu_build "$BUILD"
 [ -x "$KC" ] || { echo "kerncap is not built: $KC missing"; exit 1; }
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 [ -x "$NVCC" ] || { echo "no nvcc (set NVCC)"; exit 1; }
@@ -64,26 +58,11 @@ export KERNCAP_REPLAY_LIB=${KERNCAP_REPLAY_LIB:-$BUILD/lib/libkerncap_replay.so}
 GPU_CC=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')
 ARCH=sm_${GPU_CC:-90}
 
-if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT/editloop-logs" && WORK=$(mktemp -d "$OUT/editloop-work.XXXXXX") && LOGS=$OUT/editloop-logs
-else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-editloop.XXXXXX") && LOGS=$WORK/logs && mkdir -p "$LOGS"
-fi
-[ -n "${WORK:-}" ] || exit 1
+gpu_work_dir editloop in-work
 trap cleanup EXIT
 
-PASSED=0 FAILED=0 SKIPPED=0
-row() {  # row CASE PASS|FAIL|SKIP NOTE
-  printf '| %-26s | %-4s | %s |\n' "$1" "$2" "$3"
-  case $2 in
-    PASS) PASSED=$((PASSED + 1)) ;;
-    SKIP) SKIPPED=$((SKIPPED + 1)) ;;
-    *) FAILED=$((FAILED + 1)) ;;
-  esac
-}
-wanted() { [ -z "$ONLY" ] || [[ $1 =~ $ONLY ]]; }
-
-first_error() { grep -m1 -Ei 'error|fail|cannot|module global' "$STEP_LOG" | cut -c1-160; }
+VERDICT_STYLE=row VERDICT_WIDTH=26         # verdict: one table row per case, at once
+ERROR_RE='error|fail|cannot|module global'  # first_error
 
 echo "| case                       | res  | notes |"
 echo "|----------------------------|------|-------|"
@@ -109,17 +88,17 @@ DB=$SRC/compile_commands.json
 { echo "["; (IFS=,; echo "${DB_ENTRIES[*]}"); echo "]"; } >"$DB"
 
 # The file extract says to edit (compile.json edit.file), and what make recompile compiles.
-edit_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["edit"]["file"])' "$1/compile.json" 2>/dev/null; }
-unit_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recompile"]["unit"])' "$1/compile.json" 2>/dev/null; }
+edit_of() { json_get "$1/compile.json" edit.file; }
+unit_of() { json_get "$1/compile.json" recompile.unit; }
 
 # cuda_case NAME KERNEL APP STORE_SED COUNTER_SED [UNIT]: extract, recompile (of UNIT, default
 # kernel_variant.cu), validate-variant PASS, validate --cubin PASS; then each edit must FAIL.
 cuda_case() {
   local name=$1 kernel=$2 app=$3 store_sed=$4 counter_sed=$5 want_unit=${6:-kernel_variant.cu}
   local dir=$WORK/$name note ok=1 src internal unit
-  if [ "$BUILT" != 1 ]; then row "$name" FAIL "the test programs did not build: $(first_error)"; return; fi
+  if [ "$BUILT" != 1 ]; then verdict "$name" FAIL "the test programs did not build: $(first_error)"; return; fi
   if ! step "$name-extract" "$KC" extract "$kernel" --cmd "$app" --source-dir "$SRC" --compile-commands "$DB" -o "$dir"; then
-    row "$name" FAIL "extract failed: $(first_error)"; return
+    verdict "$name" FAIL "extract failed: $(first_error)"; return
   fi
   src=$(grep -m1 -oE 'source: [a-z-]+' "$STEP_LOG" | cut -d' ' -f2)
   internal=$(grep -rhoE '"(__nv_static_[^"]*|_ZN[0-9]+_INTERNAL_[^"]*)"' "$dir/capture/manifest.json" | sort -u | wc -l)
@@ -127,7 +106,7 @@ cuda_case() {
   [ "$src" = found ] || { ok=0; note="$note; source not found"; }
   [ "$internal" -gt 0 ] || { ok=0; note="$note; expected translation-unit-scoped globals in the capture"; }
   local edit=$dir/$(edit_of "$dir")
-  cp "$edit" "$WORK/$name.original.cu" 2>/dev/null || { row "$name" FAIL "$note; no file to edit ($edit)"; return; }
+  cp "$edit" "$WORK/$name.original.cu" 2>/dev/null || { verdict "$name" FAIL "$note; no file to edit ($edit)"; return; }
   unit=$(unit_of "$dir")
   note="$note; recompile unit ${unit:-?}"
   [ "$unit" = "$want_unit" ] || { ok=0; note="$note (expected $want_unit)"; }
@@ -145,44 +124,25 @@ cuda_case() {
   else
     ok=0; note="$note; recompile: $(first_error)"
   fi
-  row "$name" "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
-  wrong_edit "$name" "${name}_wrong" "$store_sed" "an output off by one"
-  [ -n "$counter_sed" ] && wrong_edit "$name" "${name}_counter" "$counter_sed" "the internal counter +2"
+  verdict "$name" "$(pass_if $ok)" "$note"
+  # Edits that change results (wrong_edit_case, lib.sh): validate-variant must FAIL.
+  wrong_edit_case "${name}_wrong" "$dir" "$edit" "$WORK/$name.original.cu" "$store_sed" "an output off by one"
+  [ -n "$counter_sed" ] &&
+    wrong_edit_case "${name}_counter" "$dir" "$edit" "$WORK/$name.original.cu" "$counter_sed" "the internal counter +2"
   cp "$WORK/$name.original.cu" "$edit"
 }
 
-# wrong_edit CASE ROW SED WHAT: an edit that changes results; validate-variant must FAIL
-# (not refuse: the globals still bind).
-wrong_edit() {
-  local name=$1 label=$2 expr=$3 what=$4 dir=$WORK/$1
-  local edit rc
-  edit=$dir/$(edit_of "$dir")
-  cp "$WORK/$name.original.cu" "$edit"
-  sed -i "$expr" "$edit"
-  if cmp -s "$WORK/$name.original.cu" "$edit"; then row "$label" FAIL "edit not applied"; return; fi
-  if ! step "$label-recompile" make -C "$dir" recompile KERNCAP="$KC"; then
-    row "$label" FAIL "recompile failed: $(first_error)"; return
-  fi
-  step "$label-validate" make -C "$dir" validate-variant KERNCAP="$KC"
-  rc=$?
-  if [ $rc -ne 0 ] && grep -q '^Result: FAIL' "$STEP_LOG"; then
-    row "$label" PASS "$what: FAIL as wanted; $(grep -m1 '^  region' "$STEP_LOG" | cut -c1-100)"
-  else
-    row "$label" FAIL "$what: rc=$rc $(grep -m1 -E '^Result' "$STEP_LOG" || first_error)"
-  fi
-}
-
-if wanted cub_scan; then
+if want -E cub_scan; then
   cuda_case cub_scan scan_tiles "$SRC/cub_scan" \
     's|if (i < n) out\[i\] = v;  // kc:store|if (i < n) out[i] = v + (i == 1000 ? 1.0f : 0.0f);  // kc:store|' \
     's|atomicAdd(&tiles_done, 1u);|atomicAdd(\&tiles_done, 2u);|' kernel_instance.cu
 fi
-if wanted cub_tmpl; then
+if want -E cub_tmpl; then
   cuda_case cub_tmpl 'tmpl_scan<float, 256>' "$SRC/cub_tmpl" \
     's|if (i < n) out\[i\] = v;  // kc:store|if (i < n) out[i] = v + (i == 1000 ? T(1) : T(0));  // kc:store|' \
     's|atomicAdd(&tmpl_tiles, 1u);|atomicAdd(\&tmpl_tiles, 2u);|' kernel_instance.cu
 fi
-if wanted cub_rdc; then
+if want -E cub_rdc; then
   cuda_case cub_rdc tile_max "$SRC/rdc_app" \
     's|out\[blockIdx.x\] = m;  // kc:store|out[blockIdx.x] = m + (blockIdx.x == 7 ? 1.0f : 0.0f);  // kc:store|' \
     's|atomicAdd(&max_blocks, 1u);|atomicAdd(\&max_blocks, 2u);|' kernel_instance.cu
@@ -193,40 +153,32 @@ HAVE_TORCH=1
 "$PY" -c 'import torch, triton, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null || HAVE_TORCH=0
 export PYTHONPATH="$REPO/python${PYTHONPATH:+:$PYTHONPATH}"
 
-jget() {  # jget FILE EXPR: a Python expression over j = the file as JSON
-  "$PY" - "$1" "$2" <<'PY' 2>/dev/null
-import json, sys
-j = json.load(open(sys.argv[1]))
-print(eval(sys.argv[2]))
-PY
-}
-
 # inductor_case LABEL MODE CACHE: capture the model's first Triton launch and run the reproducer.
 inductor_case() {
   local label=$1 mode=$2 cache=$3 dir=$WORK/$1 note ok=1 ptrs want how via compiled
-  if [ "$HAVE_TORCH" != 1 ]; then row "$label" SKIP "$PY cannot import torch (with CUDA) and triton"; return; fi
+  if [ "$HAVE_TORCH" != 1 ]; then verdict "$label" SKIP "$PY cannot import torch (with CUDA) and triton"; return; fi
   PYTHONPATH="$REPO/python/kerncap/triton_shim:$PYTHONPATH" KERNCAP_TRITON_OUT="$dir/triton" \
     TORCHINDUCTOR_CACHE_DIR="$cache/inductor" TRITON_CACHE_DIR="$cache/triton" \
     step "$label-extract" "$KC" extract 'triton_(poi|tem|per|red)_' --regex --dispatch 0 -o "$dir" -- \
     "$PY" "$APPS/inductor_mlp.py" "$mode"
-  if [ ! -f "$dir/capture/manifest.json" ]; then row "$label" FAIL "extract: $(first_error)"; return; fi
+  if [ ! -f "$dir/capture/manifest.json" ]; then verdict "$label" FAIL "extract: $(first_error)"; return; fi
   cp "$STEP_LOG" "$dir/app.log"
   if [ ! -f "$dir/reproducer.py" ]; then
-    step "$label-generate" "$PY" -m kerncap.triton_repro "$dir" || { row "$label" FAIL "generator: $(first_error)"; return; }
+    step "$label-generate" "$PY" -m kerncap.triton_repro "$dir" || { verdict "$label" FAIL "generator: $(first_error)"; return; }
   fi
   want=$(grep -m1 '^MODEL input 0 ' "$dir/app.log" | awk '{print $4}')
-  ptrs=$(jget "$dir/triton/launch.json" '" ".join(str(a["value"]) for a in j["args"] if a["type"].startswith("*"))')
-  note="$(jget "$dir/triton/launch.json" 'j["kernel"]')"
+  ptrs=$(json_get "$dir/triton/launch.json" '" ".join(str(a["value"]) for a in j["args"] if a["type"].startswith("*"))')
+  note="$(json_get "$dir/triton/launch.json" 'j["kernel"]')"
   if [ -n "$want" ] && [[ " $ptrs " == *" $want "* ]]; then
     note="$note; reads the model's input (its own launch)"
   else
     ok=0; note="$note; the captured launch does not read the model's input $want (pointers: $ptrs): a benchmark launch?"
   fi
-  how=$(jget "$dir/triton/name_map.json" 'j["captured"]["how"]')
-  via=$(jget "$dir/triton/name_map.json" '"/".join(sorted({str(c.get("via")) for cs in j["kernels"].values() for c in cs if c["hash"] == j["captured"]["hash"]}))')
+  how=$(json_get "$dir/triton/name_map.json" 'j["captured"]["how"]')
+  via=$(json_get "$dir/triton/name_map.json" '"/".join(sorted({str(c.get("via")) for cs in j["kernels"].values() for c in cs if c["hash"] == j["captured"]["hash"]}))')
   compiled=$(grep -h '"kind": "compile"' "$dir"/triton/records/*.jsonl 2>/dev/null | grep -c '"cache_hit": false')
   loads=$(grep -h '"kind": "load"' "$dir"/triton/records/*.jsonl 2>/dev/null | wc -l)
-  ignored=$(jget "$dir/triton/name_map.json" 'sum(v["benchmarks"] for v in (j.get("benchmarks") or {}).values())')
+  ignored=$(json_get "$dir/triton/name_map.json" 'sum(v["benchmarks"] for v in (j.get("benchmarks") or {}).values())')
   note="$note; bound by ${how:-?} (record via ${via:-?}; $compiled fresh compiles, $loads loads, ${ignored:-0} benchmark windows)"
   # Only image hashes bind: a record matched by kernel name means the image was never recorded.
   case "$how" in
@@ -238,7 +190,7 @@ inductor_case() {
   else
     ok=0; note="$note; reproducer: $(grep -m1 -E 'FAIL' "$STEP_LOG" || first_error)"
   fi
-  row "$label" "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
+  verdict "$label" "$(pass_if $ok)" "$note"
 }
 
 # inductor_maxautotune_cg (mode="max-autotune", CUDA graphs on) runs only when KERNCAP_GPU_CASES
@@ -246,8 +198,8 @@ inductor_case() {
 for spec in "inductor_default default" "inductor_maxautotune max-autotune-no-cudagraphs" \
             "inductor_maxautotune_cg max-autotune"; do
   set -- $spec
-  wanted "$1" || continue
-  [ "$1" != inductor_maxautotune_cg ] || [[ $ONLY == *maxautotune_cg* ]] || continue
+  want -E "$1" || continue
+  [ "$1" != inductor_maxautotune_cg ] || [[ ${KERNCAP_GPU_CASES:-} == *maxautotune_cg* ]] || continue
   cache=$WORK/cache-$1
   mkdir -p "$cache"
   inductor_case "$1_cold" "$2" "$cache"
@@ -255,5 +207,4 @@ for spec in "inductor_default default" "inductor_maxautotune max-autotune-no-cud
 done
 
 echo "logs: $LOGS"
-echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
-[ "$FAILED" -eq 0 ]
+summary -s

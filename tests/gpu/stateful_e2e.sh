@@ -30,11 +30,7 @@ BUILD=${1:?usage: tests/gpu/stateful_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
-EX=$BUILD/examples
+gpu_build "$BUILD"
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
 REPLAYS=${KERNCAP_STATEFUL_REPLAYS:-100}
 TORCH_PY=${KERNCAP_PYTHON:-python3}
@@ -47,11 +43,8 @@ done
 gpu_work_dir stateful in-work
 trap cleanup EXIT
 
-PASSED=0 FAILED=0
-row() {  # row CASE PASS|FAIL|SKIP NOTE
-  printf '| %-16s | %-4s | %s |\n' "$1" "$2" "$3"
-  case $2 in PASS) PASSED=$((PASSED + 1)) ;; FAIL) FAILED=$((FAILED + 1)) ;; esac
-}
+VERDICT_STYLE=row VERDICT_WIDTH=16  # verdict: one table row per case, at once
+ERROR_RE=error                      # first_error
 
 # replays NAME DIR: REPLAYS consecutive `kerncap replay -n 100`; the note on stdout. Returns 1
 # at the first failure.
@@ -64,13 +57,7 @@ replays() {
     fi
   done
   local summary
-  summary=$(python3 - "$STEP_LOG" <<'PY' 2>/dev/null
-import json, sys
-text = open(sys.argv[1]).read()
-j = json.loads(text[text.index("{"):])
-print(j["method"], j["restore"], "%.4f ms" % j["median_ms"])
-PY
-)
+  summary=$(json_get "$STEP_LOG" '"{} {} {:.4f} ms".format(j["method"], j["restore"], j["median_ms"])')
   echo "$REPLAYS x replay -n 100 ok (last: ${summary:-?})"
 }
 
@@ -102,7 +89,7 @@ echo "|------------------|------|-------|"
 DIR=$WORK/work_queue
 if ! want work_queue; then :
 elif ! step wq-extract "$KC" extract take_tiles -o "$DIR" -- "$EX/work_queue"; then
-  row work_queue FAIL "extract failed: $(grep -m1 -i error "$STEP_LOG")"
+  verdict work_queue FAIL "extract failed: $(first_error)"
 else
   checks wq "$DIR"
   if step wq-no-restore "$KC" replay "$DIR" --no-restore -n 2 --warmup 0; then
@@ -110,50 +97,49 @@ else
   else
     note="$note; --no-restore faults as expected"
   fi
-  row work_queue "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
+  verdict work_queue "$(pass_if $ok)" "$note"
 fi
 
 # ---- cub_reduce ---------------------------------------------------------------------------
 DIR=$WORK/cub_reduce
 if ! want cub_reduce; then :
 elif ! step cub-extract "$KC" extract block_sums -o "$DIR" -- "$EX/cub_reduce"; then
-  row cub_reduce FAIL "extract failed: $(grep -m1 -i error "$STEP_LOG")"
+  verdict cub_reduce FAIL "extract failed: $(first_error)"
 else
   checks cub "$DIR"
-  row cub_reduce "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
+  verdict cub_reduce "$(pass_if $ok)" "$note"
 fi
 
 # ---- cub onesweep (our own program) ---------------------------------------------------------
 SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
 if ! want cub_onesweep; then :
 elif ! step cubsort-build "$NVCC" -O2 -arch=sm_"$SM" -o "$WORK/onesweep_app" "$HERE/stateful_apps/onesweep.cu"; then
-  row cub_onesweep FAIL "cannot build tests/gpu/stateful_apps/onesweep.cu: $(grep -m1 -i error "$STEP_LOG" | cut -c1-120)"
+  verdict cub_onesweep FAIL "cannot build tests/gpu/stateful_apps/onesweep.cu: $(first_error | cut -c1-120)"
 elif ! step cubsort-extract "$KC" extract Onesweep -o "$WORK/cub_onesweep" -- "$WORK/onesweep_app"; then
-  row cub_onesweep FAIL "extract failed: $(grep -m1 -i error "$STEP_LOG" | cut -c1-160)"
+  verdict cub_onesweep FAIL "extract failed: $(first_error)"
 else
   checks cubsort "$WORK/cub_onesweep"
-  row cub_onesweep "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
+  verdict cub_onesweep "$(pass_if $ok)" "$note"
 fi
 
 # ---- torch onesweep -----------------------------------------------------------------------
 if ! want torch_onesweep; then :
-elif ! "$TORCH_PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
-  row torch_onesweep SKIP "no $TORCH_PY with CUDA torch"
+elif ! torch_ok "$TORCH_PY"; then
+  verdict torch_onesweep SKIP "no $TORCH_PY with CUDA torch"
 else
   DIR=$WORK/torch_onesweep
   if ! step os-extract "$KC" extract Onesweep -o "$DIR" -- "$TORCH_PY" "$HERE/torch_sort.py"; then
     # Only a torch that sorts without onesweep is a reason to skip; any other error fails.
     if grep -qi "no launched kernel matches" "$STEP_LOG"; then
-      row torch_onesweep SKIP "this torch launches no onesweep kernel"
+      verdict torch_onesweep SKIP "this torch launches no onesweep kernel"
     else
-      row torch_onesweep FAIL "extract failed: $(grep -m1 -i error "$STEP_LOG" | cut -c1-160)"
+      verdict torch_onesweep FAIL "extract failed: $(first_error)"
     fi
   else
     checks os "$DIR"
-    row torch_onesweep "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$note"
+    verdict torch_onesweep "$(pass_if $ok)" "$note"
   fi
 fi
 
 echo "logs: $LOGS"
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+summary
