@@ -7,6 +7,9 @@
 // and KC_VARIANT_CLAMP clamps b at 0, right only for the captured inputs (b >= 0): plain
 // validation passes it, `--fuzz` must not; KC_VARIANT_TAILMASK has an off-by-one in the mask
 // of its last load (the last b reads as 0), right only where the captured b[n-1] is 0 (n = 100024).
+// The judge suite (tests/gpu/judge_e2e.sh) builds four more: KC_VARIANT_WRONG (+1), KC_VARIANT_NAN
+// (one NaN), KC_VARIANT_ULP (a relative change of 1e-4: outside fp32's default tolerance, inside a
+// kerncap.toml of 1e-3) and KC_VARIANT_FAULT (thread 0 also stores to address 8).
 #include <cstring>
 #include <vector>
 
@@ -20,6 +23,15 @@ __global__ void vectorAdd(const float* a, const float* b, float* c, int n) {
   if (i < n) c[i] = a[i] + fmaxf(b[i], 0.0f);
 #elif defined(KC_VARIANT_TAILMASK)
   if (i < n) c[i] = a[i] + (i < n - 1 ? b[i] : 0.0f);
+#elif defined(KC_VARIANT_WRONG)
+  if (i < n) c[i] = a[i] + b[i] + 1.0f;
+#elif defined(KC_VARIANT_NAN)
+  if (i < n) c[i] = i == n / 2 ? __int_as_float(0x7fc00000) : a[i] + b[i];
+#elif defined(KC_VARIANT_ULP)
+  if (i < n) c[i] = (a[i] + b[i]) * 1.0001f;
+#elif defined(KC_VARIANT_FAULT)
+  if (i < n) c[i] = a[i] + b[i];
+  if (i == 0) *reinterpret_cast<volatile float*>(uintptr_t{8}) = 1.0f;
 #elif defined(KC_VARIANT_TAIL)
   if (i < n / blockDim.x * blockDim.x) c[i] = a[i] + b[i];
 #else

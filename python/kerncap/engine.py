@@ -23,6 +23,10 @@ import ctypes
 import glob
 import json
 import os
+import socket
+import subprocess
+import tempfile
+import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
 
 # The ABI this binding speaks (KC_REPLAY_ABI_VERSION in include/kerncap/replay.h), and the
@@ -213,12 +217,118 @@ def _opts(d: Dict[str, Any]) -> Optional[bytes]:
     return json.dumps(d).encode() if d else None
 
 
+# Set once a candidate's fault cost this process its CUDA context: every later Session of the
+# process judges in a `kerncap serve` child (kc_open could not even retain the context).
+_CONTEXT_LOST: Optional[str] = None
+# The footprint's file in a capture directory (src/format/footprint.hpp kFootprintJson;
+# python/tests/test_judge_keys.py checks it): a child's strength is the in-process one.
+FOOTPRINT_JSON = "footprint.json"
+
+
+class _ServeChild:
+    """The judge in a `kerncap serve` child process: where a Session goes on once a candidate's
+    fault left this process's CUDA context unusable (CUDA's sticky errors: a primary-context
+    reset does not clear them on the H200's driver). It speaks the serve protocol
+    (src/serve/protocol.hpp: one JSON line each way, one request per connection) over the
+    abstract Unix socket that `kerncap serve --status --json` names; after another fault the
+    server starts itself again (same pid) and the next request waits for it."""
+
+    def __init__(self, path: str, allow_relocate: bool, strong: bool, ready_timeout: float = 300.0):
+        from .cli_path import find_kerncap
+        self.kc = find_kerncap()
+        self.path = path
+        args = [self.kc, "serve", path, "--idle-timeout", "3600", "--footprint", "require" if strong else "never"]
+        if not allow_relocate:
+            args.append("--no-relocate")
+        self.log = tempfile.NamedTemporaryFile(prefix="kerncap-serve-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        self.socket = self._wait_ready(ready_timeout)
+
+    def _log_tail(self) -> str:
+        try:
+            with open(self.log.name, errors="replace") as f:
+                return f.read()[-1500:]
+        except OSError:
+            return ""
+
+    def _wait_ready(self, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise EngineError(f"the kerncap serve child for {self.path} exited {self.proc.returncode}: "
+                                  f"{self._log_tail()}", E_DEVICE)
+            p = subprocess.run([self.kc, "serve", "--status", self.path, "--json"], capture_output=True, text=True,
+                               timeout=60)
+            if p.returncode == 0:
+                doc = json.loads(p.stdout)
+                if doc.get("pid") == self.proc.pid and doc.get("socket"):
+                    return str(doc["socket"])
+            time.sleep(0.2)
+        raise EngineError(f"the kerncap serve child for {self.path} was not ready after {timeout:.0f} s: "
+                          f"{self._log_tail()}", E_DEVICE)
+
+    def _call(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect("\0" + self.socket)
+            s.sendall((json.dumps(request) + "\n").encode())
+            buf = bytearray()
+            while not buf.endswith(b"\n"):
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    break
+                buf += chunk
+        try:
+            resp = json.loads(bytes(buf))
+        except ValueError:
+            raise EngineError(f"the kerncap serve child answered no JSON ({len(buf)} bytes)", E_DEVICE) from None
+        if not isinstance(resp, dict) or resp.get("kerncap_serve") != 1:
+            raise EngineError("the kerncap serve child speaks another protocol version", E_INTERNAL)
+        return resp
+
+    def evaluate(self, cubin: Optional[str], image: Optional[str], options: Dict[str, Any]) -> Dict[str, Any]:
+        request: Dict[str, Any] = {"kerncap_serve": 1, "op": "evaluate", "options": options}
+        if cubin is not None:
+            request["cubin"] = os.path.abspath(cubin)
+            request["image"] = image or cubin
+        try:
+            resp = self._call(request)
+        except (ConnectionRefusedError, FileNotFoundError):  # between its answer and its restart
+            self.socket = self._wait_ready(300.0)
+            resp = self._call(request)
+        if not resp.get("ok"):
+            err = resp.get("error") or {}
+            code = {"usage": E_INPUT, "input": E_INPUT, "device": E_DEVICE, "mismatch": E_FAIL}.get(
+                err.get("kind"), E_INTERNAL)
+            raise EngineError(str(err.get("message", "the kerncap serve child refused the request")), code,
+                              "kc_evaluate (kerncap serve child)")
+        ev = resp["evaluation"]
+        if ev.get("context_lost"):  # it starts itself again; the next request waits for it
+            self.socket = self._wait_ready(300.0)
+        return ev
+
+    def close(self) -> None:
+        try:
+            subprocess.run([self.kc, "serve", "--stop", self.path], capture_output=True, timeout=60)
+            self.proc.wait(timeout=30)
+        except (subprocess.TimeoutExpired, OSError):
+            self.proc.kill()
+        finally:
+            try:
+                os.unlink(self.log.name)
+            except OSError:
+                pass
+
+
 class Session:
     """One capture opened for replay: its memory reserved and mapped at the captured addresses
     (where the driver allows; relocated otherwise), the image loaded. Open it before anything
     else in the process allocates device memory (importing torch is fine, using CUDA is not);
     the engine keeps the device's primary context current on this thread, which Triton and
     torch then share."""
+
+    # After a fault that cost this process its CUDA context: the child that judges instead.
+    _child: Optional[_ServeChild] = None
+    _lost = ""  # that fault
 
     def __init__(self, path: str, cubin: Optional[str] = None, allow_relocate: bool = True,
                  progress: bool = False, verify: bool = False, lib: Optional[Library] = None,
@@ -230,6 +340,17 @@ class Session:
         self.path = path
         self._lib = lib or load()
         self._s = _vp()
+        self._allow_relocate = allow_relocate
+        if _CONTEXT_LOST is not None:  # no CUDA in this process any more: straight to a child
+            self._lost = _CONTEXT_LOST
+            if cubin is not None:
+                raise EngineError(f"this process's CUDA context is unusable since a candidate faulted "
+                                  f"({_CONTEXT_LOST}); open the session with cubin= in a new process", E_DEVICE)
+            if strong is None:
+                info = capture_info(path, self._lib)
+                strong = os.path.isfile(os.path.join(info["directory"], FOOTPRINT_JSON))
+            self._child = _ServeChild(path, allow_relocate, bool(strong))
+            return
         opts = _opts({"cubin": cubin, "allow_relocate": allow_relocate, "progress": progress, "verify": verify,
                       "strong": strong})
         self._lib.check(self._lib.lib.kc_open(os.fsencode(path), opts, ctypes.byref(self._s)), "kc_open")
@@ -241,18 +362,37 @@ class Session:
         self.close()
 
     def _handle(self) -> _vp:
+        if self._child is not None:
+            raise EngineError(f"this process's CUDA context is unusable since a candidate faulted ({self._lost}); "
+                              f"only evaluate() goes on, in a kerncap serve child (pid {self._child.proc.pid})",
+                              E_DEVICE)
         if not self._s.value:
             raise EngineError("the replay session is closed", E_INPUT)
         return self._s
 
     @property
     def closed(self) -> bool:
-        return not self._s.value
+        return not self._s.value and self._child is None
 
     def close(self) -> None:
         if self._s.value:
             self._lib.lib.kc_close(self._s)
             self._s = _vp()
+        if self._child is not None:
+            self._child.close()
+            self._child = None
+
+    def _after(self, doc: Dict[str, Any]) -> Dict[str, Any]:
+        """A verdict that cost this process its CUDA context moves the session to a child."""
+        global _CONTEXT_LOST
+        if doc.get("context_lost") and self._child is None:
+            self._lost = str(doc.get("fault") or "a fault")
+            _CONTEXT_LOST = self._lost
+            strong = bool(doc.get("session_strong"))
+            self._lib.lib.kc_close(self._s)
+            self._s = _vp()
+            self._child = _ServeChild(self.path, self._allow_relocate, strong)
+        return doc
 
     def restore(self) -> Dict[str, Any]:
         """Every region and global back to BEFORE: {"bytes", "rewritten_words"}."""
@@ -367,6 +507,8 @@ class Session:
         opts = _opts({"time": time, "fuzz": fuzz or None, "seed": seed, "spec": spec, "keep_loaded": keep_loaded,
                       "warmup": warmup, "iterations": iterations, "restore": restore, "cache": cache,
                       "timer": timer, **judge})
+        if self._child is not None:
+            return self._child_evaluate(image, name, json.loads(opts) if opts else {})
         out = _vp()
         if image is None or isinstance(image, (str, os.PathLike)):
             path = os.fsencode(image) if image is not None else None
@@ -379,7 +521,19 @@ class Session:
             self._lib.check(rc, "kc_evaluate_image")
         else:
             raise EngineError(f"evaluate: image must be None, a path or bytes, not {type(image).__name__}", E_INPUT)
-        return self._lib.take_json(out)
+        return self._after(self._lib.take_json(out))
+
+    def _child_evaluate(self, image: ImageArg, name: Optional[str], options: Dict[str, Any]) -> Dict[str, Any]:
+        assert self._child is not None
+        if image is None or isinstance(image, (str, os.PathLike)):
+            path = os.fspath(image) if image is not None else None
+            return self._child.evaluate(path, path, options)
+        if not isinstance(image, (bytes, bytearray, memoryview)):
+            raise EngineError(f"evaluate: image must be None, a path or bytes, not {type(image).__name__}", E_INPUT)
+        with tempfile.NamedTemporaryFile(prefix="kerncap-image-", suffix=".bin") as f:
+            f.write(bytes(image))
+            f.flush()
+            return self._child.evaluate(f.name, name or "image bytes", options)
 
     def evaluate_launch(self, launch: Callable[[int], None], time: bool = True, spec: Optional[Dict[str, Any]] = None,
                         warmup: Optional[int] = None, iterations: Optional[int] = None,
@@ -413,7 +567,11 @@ class Session:
             self._lib.take_json(out)
             raise failures[0]
         self._lib.check(rc, "kc_evaluate_launch")
-        return self._lib.take_json(out)
+        doc = self._lib.take_json(out)
+        if doc.get("context_lost"):  # the caller's kernel cannot move to another process
+            global _CONTEXT_LOST
+            self._lost = _CONTEXT_LOST = str(doc.get("fault") or "a fault")
+        return doc
 
 
 # The judge's keys of kc_evaluate's options besides spec/fuzz/seed (src/replay/judge.hpp,

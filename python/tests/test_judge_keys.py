@@ -27,3 +27,11 @@ def test_an_unknown_judge_keyword_is_refused_before_any_gpu_work():
     with pytest.raises(engine.EngineError) as e:
         s.evaluate(None, exactly=True)
     assert "exactly" in str(e.value)
+
+
+def test_the_footprint_file_name_is_the_cpp_one():
+    hpp = os.path.join(os.path.dirname(HPP), "..", "format", "footprint.hpp")
+    if not os.path.isfile(hpp):
+        pytest.skip("src/format/footprint.hpp is not in this tree")
+    names = dict(re.findall(r'constexpr const char\* (k\w+) = "([^"]*)"', open(hpp).read()))
+    assert names["kFootprintJson"] == engine.FOOTPRINT_JSON

@@ -10,6 +10,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -89,7 +93,7 @@ void server_status(const std::string& dir, bool as_json, int& exit_code) {
   exit_code = serving ? 0 : 1;
   if (as_json) {
     json doc = {{"format", "kerncap-serve-status"}, {"version", kServeStatusVersion}, {"dir", key.string()},
-                {"serving", serving}};
+                {"serving", serving}, {"socket", serve::socket_name(key, ::geteuid())}};
     if (serving) {
       doc["pid"] = c.server_pid;
       doc["server"] = c.response.server;
@@ -106,6 +110,20 @@ void server_status(const std::string& dir, bool as_json, int& exit_code) {
     std::printf("kerncap serve: %s: a server is there but does not answer: %s\n", key.c_str(), c.why.c_str());
   else
     std::printf("kerncap serve: none is running for %s\n", key.c_str());
+}
+
+// Replaces this process by the same command (argv from /proc/self/cmdline); returns only when
+// that fails, as an Error(Device).
+[[noreturn]] void exec_self() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
+  if (args.empty()) device_error("kerncap serve cannot start again: /proc/self/cmdline is unreadable");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::execv("/proc/self/exe", argv.data());
+  device_error(fmt::format("kerncap serve cannot start again: execv: {}", std::strerror(errno)));
 }
 
 // The captured image, evaluated once: the session must reproduce the application's result
@@ -166,7 +184,8 @@ void run_serve(const ServeArgs& a, int& exit_code) {
   info.placement = placement_json(p);
   info.kerncap = KERNCAP_VERSION;
 
-  auto evaluate = [&](const serve::Request& r, bool&) -> json {
+  bool restart = false;  // a candidate's fault left this process's CUDA unusable
+  auto evaluate = [&](const serve::Request& r, bool& stop) -> json {
     if (const fs::path* f = opened.changed())
       throw serve::Stale(fmt::format("{} changed since kerncap serve opened the capture; restart kerncap serve",
                                      f->string()));
@@ -180,6 +199,7 @@ void run_serve(const ServeArgs& a, int& exit_code) {
     const replay::Evaluation e = es.evaluate(image ? &*image : nullptr, o);
     std::printf("kerncap serve: %s: %s (%.3f s)\n", e.image.c_str(), e.line.c_str(), e.seconds);
     std::fflush(stdout);
+    if (e.context_lost) restart = stop = true;  // answered first; then a fresh process takes over
     return e.to_json();
   };
   auto log = [](const std::string& line) {
@@ -189,20 +209,33 @@ void run_serve(const ServeArgs& a, int& exit_code) {
   serve::ServerOptions so;
   so.name = serve::socket_name(key, ::geteuid());
   so.idle_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.idle_timeout * 1000));
-  serve::Server server(so, std::move(listener), info.to_json(), evaluate, log);
+  auto server = std::make_unique<serve::Server>(so, std::move(listener), info.to_json(), evaluate, log);
   catch_signals();
   std::printf("kerncap serve: %s ready (pid %d); `kerncap validate %s ...` now evaluates in this process; stop with "
               "Ctrl-C or `kerncap serve --stop %s`\n",
               key.c_str(), ::getpid(), a.dir.c_str(), a.dir.c_str());
   std::fflush(stdout);
-  const serve::Server::End end = server.run(&g_interrupted);
+  const serve::Server::End end = server->run(&g_interrupted);
+  const uint64_t served = server->served();
+  if (restart) {
+    // CUDA cannot be used again in this process (a sticky error): the same command in a fresh
+    // one, same pid, once the socket is closed (clients meanwhile validate in their own process).
+    server.reset();
+    es.evaluator.reset();
+    es.session.reset();
+    std::printf("kerncap serve: %s: a candidate's fault left this process's CUDA context unusable after %llu "
+                "evaluations; starting again\n",
+                key.c_str(), static_cast<unsigned long long>(served));
+    std::fflush(stdout);
+    exec_self();
+  }
   const char* why = end == serve::Server::End::Idle          ? "idle"
                     : end == serve::Server::End::Stopped     ? "stop requested"
                     : end == serve::Server::End::Interrupted ? "interrupted"
                     : end == serve::Server::End::Stale       ? "the capture changed"
                                                              : "an evaluation failed (the CUDA context may be unusable)";
   std::printf("kerncap serve: %s stopped (%s) after %llu evaluations\n", key.c_str(), why,
-              static_cast<unsigned long long>(server.served()));
+              static_cast<unsigned long long>(served));
   exit_code = end == serve::Server::End::Fatal ? 3 : 0;
 }
 

@@ -70,7 +70,7 @@ ValidateOutput output_from_evaluation(const json& e, const std::string& device_l
   o.verdict = e;
   for (const char* k : {"kernel", "image", "device", "relocated_regions", "rewritten_words", "determinism_checked",
                         "fuzz", "speedup", "result", "line", "timing", "image_hash", "captured_image", "loaded", "memory",
-                        "seconds", "restore_work"})
+                        "seconds", "restore_work", "session_strong"})
     o.verdict.erase(k);
   o.verdict["line"] = e.at("line");  // replaced by the final line, as in validate
   o.verdict["result"] = e.at("result");

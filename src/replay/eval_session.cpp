@@ -103,13 +103,15 @@ Evaluation EvaluationSession::evaluate(const VariantImage* image, const Evaluate
     e.image_hash = image ? image->hash : 0;
     e.device = session->device().ordinal;
     e.memory = "full";
+    e.session_strong = strong();
     e.verdict.fault = err.what();
     e.verdict.spec_source = "none (the candidate faulted before any comparison)";
     if (!reopen_after_fault) {
       evaluator.reset();  // nothing more is judged in this session
     } else if (context_broken(*session)) {
       // Nothing of the old context can be used or even freed cleanly: drop the session (its
-      // release calls fail quietly), reset the device's primary context and open it again.
+      // release calls fail quietly), reset the device's primary context and open it again. The
+      // verdict does not depend on what happens next (every entry point prints the same one).
       log::warn("the candidate {} faulted; resetting the device and opening the capture again", desc);
       const int ordinal = session->device().ordinal;
       evaluator.reset();
@@ -119,17 +121,21 @@ Evaluation EvaluationSession::evaluate(const VariantImage* image, const Evaluate
       again.progress = false;
       // The verdict stands whatever happens next; a session that cannot be opened again says so
       // in it, and later calls are refused ("no open session").
-      if (const std::string why = reset_device(ordinal); !why.empty()) {
-        e.verdict.fault += "; the device could not be reset: " + why;
-      } else {
+      // The reset frees the context's memory (for a process that takes over); whether the
+      // context itself can be used again depends on the driver: try once.
+      const std::string why = reset_device(ordinal);
+      if (why.empty()) {
         try {
           open_evaluation_session(*this, again, footprint ? &*footprint : nullptr);
         } catch (const Error& reopen) {
-          e.verdict.fault += std::string("; the capture could not be opened again: ") + reopen.what();
+          log::warn("the capture could not be opened again in this process: {}", reopen.what());
         }
+      } else {
+        log::warn("the device could not be reset: {}", why);
       }
       ++recoveries;
       e.recovered = session != nullptr;
+      e.context_lost = session == nullptr;
     } else {
       // The context survived (a launch the driver refused): the next evaluation restores all.
       evaluator.reset();

@@ -33,8 +33,10 @@ struct EvaluationSession {
   Evaluator& evaluation_loop();
   // One image judged (evaluation_loop().evaluate). A variant that faults — an illegal
   // address, a trap, a misaligned access: errors that leave the CUDA context unusable —
-  // is a FAIL naming the fault; the context is reset and the session opened again, so the
-  // next image is judged normally (Evaluation::recovered). A fault of the captured image
+  // is a FAIL naming the fault; the context is reset and the session opened again where the
+  // driver allows (Evaluation::recovered), else `session` is left empty and the evaluation
+  // says context_lost: the caller continues in a fresh process (`kerncap serve` starts itself
+  // again; Python's Session moves to a `kerncap serve` child). A fault of the captured image
   // is the capture's problem and stays an Error(Device).
   // `caller`: a launch the caller makes (Evaluator::evaluate), judged and recovered as a variant.
   Evaluation evaluate(const VariantImage* image, const EvaluateOptions& o, const LaunchFn& caller = {});

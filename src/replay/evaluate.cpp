@@ -70,6 +70,8 @@ nlohmann::json Evaluation::to_json() const {
   j["loaded"] = loaded;
   j["memory"] = memory;
   j["recovered"] = recovered;
+  j["context_lost"] = context_lost;
+  j["session_strong"] = session_strong;
   j["seconds"] = seconds;
   return j;
 }
@@ -171,6 +173,7 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
   Evaluation e;
   e.policy = p;
   e.policy_iterations = o.timing.iterations;
+  e.session_strong = poison_ != nullptr;
   e.kernel = m.demangled_name;
   e.device = s_.device().ordinal;
   e.relocated_regions = s_.address_space().stats().runs_relocated;

@@ -85,6 +85,11 @@ struct Evaluation {
   std::optional<SpeedupCheck> speedup;
   std::string speedup_note;  // why a min_speedup was not checked (no variant)
   bool recovered = false;    // the candidate faulted and the session was opened again
+  // The candidate's fault left this process's CUDA unusable (CUDA's sticky errors: seen on the
+  // H200's driver even after a primary-context reset): nothing more can run in this process;
+  // `kerncap serve` starts itself again, Python's Session continues in a child process.
+  bool context_lost = false;
+  bool session_strong = false;  // the session poisons (it has the footprint): its strength
   int policy_iterations = 0; // timing iterations (the speed-up's line names them)
   double seconds = 0;  // wall time of the whole evaluation
   bool pass() const {
@@ -93,7 +98,7 @@ struct Evaluation {
   // The verdict document: Verdict::to_json (result, line, regions, spec, strength,
   // invariants, nondeterministic_regions, fault) plus "policy", "kernel", "image", "device",
   // "fuzz", "speedup", "timing", "image_hash", "captured_image", "loaded", "memory",
-  // "recovered", "seconds"; its "restore_work" is the restore's (memory "full") or the
+  // "recovered", "context_lost", "session_strong", "seconds"; its "restore_work" is the restore's (memory "full") or the
   // reset's bytes as copied_bytes.
   nlohmann::json to_json() const;
 };

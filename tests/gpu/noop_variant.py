@@ -3,6 +3,7 @@
 kernel's (mangled) name and the same parameter layout, whose body only returns.
 
     kerncap info --json OUT | noop_variant.py > noop.ptx && ptxas -arch=sm_90 noop.ptx -o noop.cubin
+    kerncap info --json OUT | noop_variant.py --fault > fault.ptx   (thread 0 stores to address 8)
 
 Such a variant is what a broken edit looks like to validation (it writes nothing). Any
 kernel can be given one, whatever its source language (CUDA C++, cuBLAS, Triton), because
@@ -45,7 +46,12 @@ def main():
     print(".address_size 64")
     print(f".visible .entry {name}(")
     print(",\n".join(decls))
-    print(")\n{\n  ret;\n}")
+    if "--fault" in sys.argv[1:]:  # an illegal address: what a candidate with a bad index does
+        print(")\n{\n  .reg .b64 %rd<2>;\n  .reg .b32 %r<2>;\n  .reg .pred %p<2>;\n"
+              "  mov.u32 %r1, %tid.x;\n  setp.ne.u32 %p1, %r1, 0;\n  @%p1 bra DONE;\n"
+              "  mov.u64 %rd1, 8;\n  st.volatile.global.u32 [%rd1], %r1;\nDONE:\n  ret;\n}")
+    else:
+        print(")\n{\n  ret;\n}")
 
 
 if __name__ == "__main__":

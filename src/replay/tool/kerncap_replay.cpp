@@ -50,6 +50,10 @@ int run(const Args& a) {
         if (!x.result.pass()) std::cout << fmt::format("  region {} ({}): {}\n", x.id, x.kind, x.summary());
       std::cout << r.evaluation.line << "\n";
     }
+    if (!r.evaluation.verdict.fault.empty()) {  // this process's CUDA may be unusable: no timing
+      if (json) std::cout << out.dump(2) << std::endl;
+      return code;
+    }
   }
   Session s(o);
   s.restore();
