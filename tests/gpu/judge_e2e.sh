@@ -85,18 +85,21 @@ generic() {
 
 # judge NAME CANDIDATE-ARGS...: judge_check.py; counts its rows.
 judge() {
-  local name=$1 before after rc
+  local name=$1 before rc
   shift
-  before=$(grep -c '| PASS |' "$ROWS"); local fb; fb=$(grep -c '| FAIL |' "$ROWS")
+  before=$(wc -l <"$ROWS")
   timeout $((TIMEOUT * 6)) "$PY" "$HERE/judge_check.py" --kerncap "$KC" --replay "$REPLAY" \
     --out "$WORK/$name" --label "$name" --rows "$ROWS" --json "$WORK/$name.judge.json" --timeout "$TIMEOUT" "$@" \
     >"$WORK/$name.judge.log" 2>&1
   rc=$?
   cat "$WORK/$name.judge.log"
-  after=$(grep -c '| PASS |' "$ROWS"); local fa; fa=$(grep -c '| FAIL |' "$ROWS")
-  passed=$((passed + after - before))
-  failed=$((failed + fa - fb))
-  if [ "$rc" != 0 ] && [ "$fa" = "$fb" ]; then note_row "$name" "judge_check.py exited $rc (see $name.judge.log)"; fi
+  # This run's rows; their fifth column is the verdict (the third says what was expected).
+  local ok bad
+  ok=$(tail -n +"$((before + 1))" "$ROWS" | awk -F'|' '$6 ~ /^ PASS /' | wc -l)
+  bad=$(tail -n +"$((before + 1))" "$ROWS" | awk -F'|' '$6 !~ /^ PASS /' | wc -l)
+  passed=$((passed + ok))
+  failed=$((failed + bad))
+  if [ "$rc" != 0 ] && [ "$bad" = 0 ]; then note_row "$name" "judge_check.py exited $rc (see $name.judge.log)"; fi
 }
 
 if want vadd && capture vadd vectorAdd -- "$EX/vector_add" 1000000; then
@@ -149,10 +152,10 @@ if "$PY" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         line=$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("result"), "|", d.get("strength"), "|", d.get("line"))' \
           "$WORK/triton_add.repro.json" 2>/dev/null)
         if [ "$rc" = 0 ] && [[ "$line" == PASS* ]]; then
-          echo "| triton_add | reproducer.py (unedited kernel_variant.py) | PASS | kc_evaluate_launch | PASS | $line |" >>"$ROWS"
+          echo "| triton_add | reproducer.py (unedited kernel_variant.py) | PASS | kc_evaluate_launch | PASS | ${line//|/;} |" >>"$ROWS"
           passed=$((passed + 1))
         else
-          echo "| triton_add | reproducer.py | PASS | kc_evaluate_launch | FAIL | rc $rc: $line $(tail -2 "$WORK/triton_add.repro.err" | tr '\n' ' ') |" >>"$ROWS"
+          echo "| triton_add | reproducer.py | PASS | kc_evaluate_launch | FAIL | rc $rc: ${line//|/;} $(tail -2 "$WORK/triton_add.repro.err" | tr '\n|' ' ;') |" >>"$ROWS"
           failed=$((failed + 1))
         fi
       else

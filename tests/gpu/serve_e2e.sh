@@ -9,7 +9,10 @@
 #                  fields as `--server off` (which also exits 1)
 #   captured       validate --baseline (the captured image) through the server: PASS strong
 #   refused        an image without vectorAdd: exit 2 through the server, as in-process
-#   in_process     --no-determinism-check: the server is not used, one line says why, PASS
+#   judged_flags   --no-determinism-check --invariant no_nan --exact: the judge's flags travel to the
+#                  server (one judge): served, PASS
+#   in_process     --no-relocate (checked when a session opens): the server is not used, one line
+#                  says why, PASS
 #   make           the reproducer's `make validate-variant` (when extract wrote a Makefile) is served
 #   timing         5 validations through the server, 5 with --server off: both medians printed,
 #                  the server's must be lower
@@ -28,26 +31,20 @@
 set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/serve_e2e.sh BUILD_DIR}
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
+gpu_build "$BUILD"
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-KC=$BUILD/bin/kerncap
-EX=$BUILD/examples
 PY=${TORCH_PY:-python3}
-TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 for f in "$KC" "$EX/vector_add" "$EX/vector_add.cubin" "$EX/driver_extra_kernel.cubin"; do
   [ -e "$f" ] || { echo "missing $f (build first: cmake --build $BUILD)"; exit 1; }
 done
 unset KERNCAP_SERVE
 gpu_work_dir serve
-LOG=$WORK/log.txt
-ROWS=$WORK/rows.md
-: >"$ROWS"
+LOG=$WORK/log.txt LOG_TAIL=6  # run (lib.sh): each command and the last 6 lines of its output there
 echo "kerncap serve suite: work in $WORK"
-D=$WORK
 SERVER_PID=""
 stop_server() {
   [ -n "$SERVER_PID" ] || return 0
@@ -56,30 +53,25 @@ stop_server() {
   SERVER_PID=""
 }
 # The server goes whatever happens; the work directory too unless a case failed (or KERNCAP_GPU_KEEP=1).
-KEEP_ON_FAIL=0
-trap 'stop_server; [ "$KEEP_ON_FAIL" = 1 ] || cleanup' EXIT
+KEEP_FAILED=1
+trap 'stop_server; cleanup' EXIT
 
-pass=0
-fail=0
-verdict() {  # verdict NAME PROBLEMS DETAIL
-  local status=PASS
-  [ -z "$2" ] || status="FAIL: ${2%; }"
-  [ "$status" = PASS ] && pass=$((pass + 1)) || fail=$((fail + 1))
-  row "$1 | $3 | $status"
-  echo "$1: $status${3:+ ($3)}"
+# serve_verdict NAME PROBLEMS DETAIL: the case's verdict and row (case_row), and a line "NAME: VERDICT (DETAIL)".
+serve_verdict() {
+  case_row "$1" "$2" "$3"
+  echo "$1: $CASE_STATUS${3:+ ($3)}"
 }
 
-# v STEP ARGS...: kerncap validate $CAP ARGS with the time limit; output in $D/STEP.out/.err, RC.
+# v STEP ARGS...: kerncap validate $CAP ARGS (run, lib.sh): output in $WORK/STEP.out/.err, RC.
 v() {
   local step=$1
   shift
-  logged_step "$step" "$KC" validate "$CAP" "$@"
-  RC=$?
+  run "$step" "$KC" validate "$CAP" "$@"
 }
-served() { grep -q "^kerncap: evaluated by kerncap serve (pid $SERVER_PID)" "$D/$1.err"; }
+served() { grep -q "^kerncap: evaluated by kerncap serve (pid $SERVER_PID)" "$WORK/$1.err"; }
 # same_verdict A B: the --json outputs of steps A and B agree on what a verdict is.
 same_verdict() {
-  "$PY" - "$D/$1.out" "$D/$2.out" <<'PYEOF'
+  "$PY" - "$WORK/$1.out" "$WORK/$2.out" <<'PYEOF'
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 def key(j):
@@ -98,13 +90,12 @@ PYEOF
 
 # The capture: vectorAdd of examples/vector_add, with its footprint (strong verdicts).
 CAP=$WORK/cap
-if ! logged_step extract "$KC" extract vectorAdd -o "$CAP" -- "$EX/vector_add" 100000; then
-  verdict setup "extract failed: $(first_error extract)" ""
-  KEEP_ON_FAIL=1
+if ! run extract "$KC" extract vectorAdd -o "$CAP" -- "$EX/vector_add" 100000; then
+  serve_verdict setup "extract failed: $(first_error extract)" ""
   exit 1
 fi
-logged_step footprint "$KC" footprint "$CAP" || echo "  note: no footprint: $(first_error footprint)"
-ARCH=$("$KC" info --json "$CAP" | "$PY" -c 'import json,sys; m=json.load(sys.stdin); print("sm_{}{}".format(*m["device"]["cc"]))')
+run footprint "$KC" footprint "$CAP" || echo "  note: no footprint: $(first_error footprint)"
+ARCH=$("$KC" info --json "$CAP" | json_get - '"sm_{}{}".format(*m["device"]["cc"])')
 SAME=$EX/vector_add.cubin
 WRONG=$WORK/wrong.cubin
 sed 's/^  if (i < n) c\[i\] = a\[i\] + b\[i\];$/  if (i < n) c[i] = a[i] + b[i] + 1.0f;/' "$REPO/examples/vector_add.cu" >"$WORK/wrong.cu"
@@ -130,8 +121,7 @@ for _ in $(seq 1 600); do
   sleep 0.2
 done
 if ! grep -q ' ready (pid ' "$WORK/serve.out"; then
-  verdict setup "kerncap serve did not become ready: $(tail -n 3 "$WORK/serve.out" "$WORK/serve.err" | tr '\n' ' ' | cut -c1-200)" ""
-  KEEP_ON_FAIL=1
+  serve_verdict setup "kerncap serve did not become ready: $(tail -n 3 "$WORK/serve.out" "$WORK/serve.err" | tr '\n' ' ' | cut -c1-200)" ""
   exit 1
 fi
 grep -h 'the captured image' "$WORK/serve.out" | head -1
@@ -141,50 +131,55 @@ v served_pass --cubin "$SAME" --json
 [ $RC = 0 ] && [ $REF_PASS_RC = 0 ] || P+="exit $RC (in-process $REF_PASS_RC); "
 served served_pass || P+="no 'evaluated by kerncap serve' line; "
 d=$(same_verdict served_pass ref_pass) || P+="differs: $d; "
-[ "$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["strength"])' "$D/served_pass.out" 2>/dev/null)" = strong ] ||
+[ "$(json_get "$WORK/served_pass.out" strength)" = strong ] ||
   P+="not strong; "
 v served_pass_text --cubin "$SAME"
-diff "$D/served_pass_text.out" "$D/ref_pass_text.out" >"$D/text.diff" || P+="text differs: $(head -c 200 "$D/text.diff" | tr '\n' ' '); "
-verdict served_pass "$P" "$(grep -h -m1 '^Result' "$D/served_pass_text.out" | cut -c1-60)"
+diff "$WORK/served_pass_text.out" "$WORK/ref_pass_text.out" >"$WORK/text.diff" || P+="text differs: $(head -c 200 "$WORK/text.diff" | tr '\n' ' '); "
+serve_verdict served_pass "$P" "$(grep -h -m1 '^Result' "$WORK/served_pass_text.out" | cut -c1-60)"
 
 P=""
 v served_fail --cubin "$WRONG" --json
 [ $RC = 1 ] && [ $REF_FAIL_RC = 1 ] || P+="exit $RC (in-process $REF_FAIL_RC), expected 1; "
 served served_fail || P+="no 'evaluated by kerncap serve' line; "
 d=$(same_verdict served_fail ref_fail) || P+="differs: $d; "
-verdict served_fail "$P" "$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["line"][:60])' "$D/served_fail.out" 2>/dev/null)"
+serve_verdict served_fail "$P" "$(json_get "$WORK/served_fail.out" 'j["line"][:60]')"
 
 P=""
 v captured --baseline
 [ $RC = 0 ] || P+="exit $RC; "
 served captured || P+="not served; "
-grep -q '^Result: PASS' "$D/captured.out" || P+="no PASS line; "
-verdict captured "$P" "$(grep -h -m1 '^Result' "$D/captured.out" | cut -c1-60)"
+grep -q '^Result: PASS' "$WORK/captured.out" || P+="no PASS line; "
+serve_verdict captured "$P" "$(grep -h -m1 '^Result' "$WORK/captured.out" | cut -c1-60)"
 
 P=""
 v refused --cubin "$EX/driver_extra_kernel.cubin"
 [ $RC = 2 ] && [ $REF_REFUSED_RC = 2 ] || P+="exit $RC (in-process $REF_REFUSED_RC), expected 2; "
 served refused || P+="not served; "
-[ "$(grep -h 'error:' "$D/refused.err")" = "$(grep -h 'error:' "$D/ref_refused.err")" ] || P+="another message; "
-verdict refused "$P" "$(grep -h -m1 'error:' "$D/refused.err" | cut -c1-60)"
+[ "$(grep -h 'error:' "$WORK/refused.err")" = "$(grep -h 'error:' "$WORK/ref_refused.err")" ] || P+="another message; "
+serve_verdict refused "$P" "$(grep -h -m1 'error:' "$WORK/refused.err" | cut -c1-60)"
 
 P=""
-v in_process --cubin "$SAME" --no-determinism-check
+v judged_flags --cubin "$SAME" --no-determinism-check --invariant no_nan --exact
+[ $RC = 0 ] || P+="exit $RC; "
+served judged_flags || P+="not served; "
+serve_verdict judged_flags "$P" "$(grep -h -m1 '^Result' "$D/judged_flags.out" | cut -c1-60)"
+
+P=""
+v in_process --cubin "$SAME" --no-relocate
 [ $RC = 0 ] || P+="exit $RC; "
 served in_process && P+="served; "
-grep -q "not evaluated by kerncap serve (pid $SERVER_PID): --no-determinism-check" "$D/in_process.err" || P+="no line saying why; "
-verdict in_process "$P" "$(grep -h -m1 'not evaluated' "$D/in_process.err" | cut -c1-80)"
+grep -q "not evaluated by kerncap serve (pid $SERVER_PID): --no-relocate" "$WORK/in_process.err" || P+="no line saying why; "
+serve_verdict in_process "$P" "$(grep -h -m1 'not evaluated' "$WORK/in_process.err" | cut -c1-80)"
 
 if [ -f "$CAP/Makefile" ] && grep -q '^serve:' "$CAP/Makefile"; then
   P=""
   cp "$SAME" "$CAP/optimized.cubin"
   touch "$CAP/optimized.cubin"
-  logged_step make make -C "$CAP" validate-variant KERNCAP="$KC"
-  RC=$?
+  run make make -C "$CAP" validate-variant KERNCAP="$KC"
   [ $RC = 0 ] || P+="exit $RC; "
   served make || P+="not served; "
   rm -f "$CAP/optimized.cubin"
-  verdict make "$P" "make validate-variant"
+  serve_verdict make "$P" "make validate-variant"
 else
   row "make | no reproducer Makefile with a serve target | SKIP"
 fi
@@ -205,10 +200,10 @@ SERVED_MED=$(median <"$WORK/served.times")
 LOCAL_MED=$(median <"$WORK/local.times")
 echo "validate --cubin: median ${SERVED_MED}s through kerncap serve, ${LOCAL_MED}s in its own process (5 each)"
 awk -v s="$SERVED_MED" -v l="$LOCAL_MED" 'BEGIN { exit !(s < l) }' || P+="the server's median is not lower; "
-verdict timing "$P" "served ${SERVED_MED}s, in-process ${LOCAL_MED}s (medians of 5)"
+serve_verdict timing "$P" "served ${SERVED_MED}s, in-process ${LOCAL_MED}s (medians of 5)"
 
 P=""
-logged_step stop "$KC" serve --stop "$CAP" || P+="--stop exit $?; "
+run stop "$KC" serve --stop "$CAP" || P+="--stop exit $RC; "
 for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$SERVER_PID" 2>/dev/null; then
   P+="the server still runs; "
@@ -222,8 +217,8 @@ SERVED_PID=$SERVER_PID
 SERVER_PID=""
 v after_stop --cubin "$SAME"
 [ $RC = 0 ] || P+="validate after stop exit $RC; "
-grep -q 'kerncap serve' "$D/after_stop.err" && P+="validate after stop mentions kerncap serve; "
-verdict stop "$P" "server pid $SERVED_PID: $(grep -h -m1 'stopped' "$WORK/serve.out" | cut -c1-70)"
+grep -q 'kerncap serve' "$WORK/after_stop.err" && P+="validate after stop mentions kerncap serve; "
+serve_verdict stop "$P" "server pid $SERVED_PID: $(grep -h -m1 'stopped' "$WORK/serve.out" | cut -c1-70)"
 
 # Python: Kerncap.serve starts a server in the background and returns once `--status --json`
 # says it answers; a validate through the API is then evaluated by it (the server's count of
@@ -244,11 +239,10 @@ with kc.serve(cap) as s:
                       "served_by": (v.served_by or {}).get("pid")}))
 print(json.dumps({"serving_after": kc.serve_status(cap).serving}))
 PYEOF
-logged_step python env PYTHONPATH="$REPO/python" KERNCAP_BIN="$KC" "$PY" "$WORK/py_serve.py" "$CAP" "$SAME"
-RC=$?
-[ $RC = 0 ] || P+="exit $RC: $(tail -n 2 "$D/python.err" | tr '\n' ' '); "
+run python env PYTHONPATH="$REPO/python" KERNCAP_BIN="$KC" "$PY" "$WORK/py_serve.py" "$CAP" "$SAME"
+[ $RC = 0 ] || P+="exit $RC: $(tail -n 2 "$WORK/python.err" | tr '\n' ' '); "
 if [ $RC = 0 ]; then
-  PYCHECK=$("$PY" - "$D/python.out" <<'PYEOF'
+  PYCHECK=$("$PY" - "$WORK/python.out" <<'PYEOF'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 a, b = lines[0], lines[1]
@@ -264,15 +258,11 @@ sys.exit(1 if problems else 0)
 PYEOF
   ) || P+="$PYCHECK; "
 fi
-verdict python "$P" "${PYCHECK:-}"
+serve_verdict python "$P" "${PYCHECK:-}"
 
 {
+  table "case | detail | verdict"
   echo
-  echo "| case | detail | verdict |"
-  echo "| --- | --- | --- |"
-  cat "$ROWS"
-  echo
-  echo "$pass passed, $fail failed"
+  summary
 } | tee -a "$LOG"
-[ $fail -eq 0 ] || KEEP_ON_FAIL=1
-[ $fail -eq 0 ]
+[ "$failed" -eq 0 ]
