@@ -207,6 +207,13 @@ std::string_view to_string(Kind k) {
   return "?";
 }
 
+std::optional<Kind> kind_from_string(std::string_view s) {
+  for (Kind k : {Kind::Triton, Kind::Cublas, Kind::CublasLt, Kind::Cutlass, Kind::Cudnn, Kind::FlashAttention,
+                 Kind::Aten, Kind::CubThrust, Kind::Nccl, Kind::CudaLibrary, Kind::User})
+    if (to_string(k) == s) return k;
+  return std::nullopt;
+}
+
 std::string_view to_string(Category c) {
   switch (c) {
     case Category::Attention: return "attention";

@@ -3,6 +3,7 @@
 // it does (category), and whether kerncap can expect to find its source. Table-driven
 // (classify.cpp holds the tables, ordered, first match wins) and unit tested with real
 // names from PyTorch, cuBLAS, cuDNN, Triton/Inductor, vLLM and NCCL traces.
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -41,5 +42,9 @@ Classification classify(std::string_view mangled, std::string_view demangled);
 
 std::string_view to_string(Kind k);
 std::string_view to_string(Category c);
+
+// The Kind that to_string spells `s` ("cublasLt", "flash-attn", ...); nullopt for any other text
+// (case-sensitive, as written in locate_rules.toml).
+std::optional<Kind> kind_from_string(std::string_view s);
 
 }  // namespace kerncap::names

@@ -1,11 +1,12 @@
-#include "source/kernel_name.hpp"
+#include "names/kernel_name.hpp"
 
 #include <cctype>
 #include <regex>
 
 #include "names/demangle.hpp"
+#include "names/text.hpp"
 
-namespace kerncap::source {
+namespace kerncap::names {
 namespace {
 
 constexpr std::string_view kAnonToken = "{anon}";  // no spaces or parentheses: splits cleanly
@@ -14,11 +15,6 @@ std::string trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return std::string(s);
-}
-
-void replace_all(std::string& s, std::string_view from, std::string_view to) {
-  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
-    s.replace(pos, from.size(), to);
 }
 
 // Index of the bracket opening the group that closes at s[close] (scanning backwards).
@@ -115,10 +111,10 @@ std::string KernelName::qualified() const {
 KernelName parse_kernel_name(std::string_view mangled, std::string_view demangled) {
   KernelName k;
   k.mangled = std::string(mangled);
-  k.demangled = demangled.empty() ? names::demangle(mangled) : std::string(demangled);
+  k.demangled = demangled.empty() ? demangle(mangled) : std::string(demangled);
   // Without a mangled name, a demangled one still says it is C++ by its parameter list.
   k.cxx = mangled.empty() ? k.demangled.ends_with(")")
-                          : names::is_mangled(mangled) && k.demangled != k.mangled;
+                          : is_mangled(mangled) && k.demangled != k.mangled;
   if (!k.cxx) {
     k.base = trim(k.demangled.empty() ? k.mangled : k.demangled);
     return k;
@@ -151,4 +147,4 @@ KernelName parse_kernel_name(std::string_view mangled, std::string_view demangle
   return k;
 }
 
-}  // namespace kerncap::source
+}  // namespace kerncap::names

@@ -1,13 +1,14 @@
 #pragma once
 // A kernel's name taken apart: the scopes, the bare name, template arguments and parameter
 // types of a demangled C++ name ("void mf::scale<float, 4>(float*, int)"), or a plain
-// identifier for `extern "C"` kernels. What the source finder matches definitions against.
+// identifier for `extern "C"` kernels. What the source finder matches definitions against, what
+// replay reads parameter types from, and what the reproducer instantiates.
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace kerncap::source {
+namespace kerncap::names {
 
 inline constexpr const char* kAnonymousNamespace = "(anonymous namespace)";
 
@@ -36,4 +37,4 @@ std::vector<std::string> split_top_level(std::string_view list);
 // The file name as nvcc spells it in anonymous namespace names: "conv 1d.cu" -> "conv_1d_cu".
 std::string file_hint_of(std::string_view filename);
 
-}  // namespace kerncap::source
+}  // namespace kerncap::names

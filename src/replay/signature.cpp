@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "source/kernel_name.hpp"
+#include "names/kernel_name.hpp"
 
 namespace kerncap::replay {
 
@@ -72,7 +72,7 @@ std::optional<compare::DType> struct_element_dtype(std::string_view param_type) 
 }
 
 std::vector<TypedSpan> signature_spans(const format::Manifest& m, const std::vector<uint8_t>& params) {
-  const auto name = source::parse_kernel_name(m.mangled_name, m.demangled_name);
+  const auto name = names::parse_kernel_name(m.mangled_name, m.demangled_name);
   if (!name.cxx || name.params.size() != m.params.size()) return {};
   struct Ptr {
     uint64_t address;

@@ -326,7 +326,7 @@ uint32_t guard_end_line(const std::vector<Token>& toks, size_t cut, int open) {
   return UINT32_MAX;
 }
 
-std::string explicit_instantiation(const source::KernelName& n, std::string& why) {
+std::string explicit_instantiation(const names::KernelName& n, std::string& why) {
   if (!n.cxx || !n.is_template) {
     why = fmt::format("{} is not a template: there is no single instantiation to compile alone",
                       n.base.empty() ? n.mangled : n.base);
@@ -336,7 +336,7 @@ std::string explicit_instantiation(const source::KernelName& n, std::string& why
   std::string all = scope;
   for (const auto& s : n.template_args) all += " " + s;
   for (const auto& s : n.params) all += " " + s;
-  if (std::find(n.scopes.begin(), n.scopes.end(), source::kAnonymousNamespace) != n.scopes.end()) {
+  if (std::find(n.scopes.begin(), n.scopes.end(), names::kAnonymousNamespace) != n.scopes.end()) {
     why = "the kernel is in an anonymous namespace: only its own unit can name it";
     return "";
   }

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "names/kernel_name.hpp"
 #include "source/finder.hpp"
-#include "source/kernel_name.hpp"
 #include "source/lexer.hpp"
 
 namespace kerncap::reproducer {
@@ -67,7 +67,7 @@ std::vector<std::string> defined_after_use(const std::vector<source::Token>& tok
 // The explicit instantiation of the kernel `n` names, or "" with `why` set when it cannot be
 // written as C++ (not a template, an anonymous namespace, lambdas or unnamed types among
 // the arguments, characters a C++ declaration cannot hold).
-std::string explicit_instantiation(const source::KernelName& n, std::string& why);
+std::string explicit_instantiation(const names::KernelName& n, std::string& why);
 
 // How many leading lines of a unit are preprocessor lines (and comments): up to its first
 // line of code, cut back to before an #if still open there. 0 when the unit starts with code.

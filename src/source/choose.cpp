@@ -168,7 +168,7 @@ class Chooser {
     // 4. nvcc tags anonymous namespaces with the compiled file's name.
     if (!r_.name.anon_file_hint.empty())
       filter(pairs,
-             [&](const Pair& p) { return file_hint_of(p.tu.filename().string()) == r_.name.anon_file_hint; },
+             [&](const Pair& p) { return names::file_hint_of(p.tu.filename().string()) == r_.name.anon_file_hint; },
              fmt::format("the mangled name's anonymous-namespace tag names the file '{}'", r_.name.anon_file_hint));
     if (pairs.size() == 1) return;
     // 5. A compile command beats none; a .cu unit beats other kinds.
@@ -178,7 +178,7 @@ class Chooser {
 
   void narrow_by_image(std::vector<Pair>& pairs) {
     std::set<std::string> image;
-    for (const auto& m : q_.image_kernels) image.insert(parse_kernel_name(m).qualified());
+    for (const auto& m : q_.image_kernels) image.insert(names::parse_kernel_name(m).qualified());
     std::vector<int> score(pairs.size());
     for (size_t i = 0; i < pairs.size(); ++i) {
       std::vector<fs::path> files = {pairs[i].tu};

@@ -29,11 +29,11 @@ std::string_view to_string(Status s) {
 
 namespace {
 
-bool name_matches(const KernelName& k, const Definition& d) {
+bool name_matches(const names::KernelName& k, const Definition& d) {
   return d.name == k.base && (!k.cxx || d.scopes == k.scopes);
 }
 
-bool shape_matches(const KernelName& k, const Definition& d) {
+bool shape_matches(const names::KernelName& k, const Definition& d) {
   if (!k.cxx) return true;
   if (k.is_template != d.is_template) return false;
   if (d.variadic) return k.params.size() + 1 >= static_cast<size_t>(d.param_count);
@@ -119,7 +119,7 @@ void not_found(const Request& q, const TreeScan& scan, Result& r) {
 
 Result find_source(const Request& q) {
   Result r;
-  r.name = parse_kernel_name(q.mangled, q.demangled);
+  r.name = names::parse_kernel_name(q.mangled, q.demangled);
   r.classification = names::classify(q.mangled, r.name.demangled);
   std::error_code ec;
   if (q.source_dir && !fs::is_directory(*q.source_dir, ec))

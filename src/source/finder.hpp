@@ -3,7 +3,7 @@
 // unit that compiled it, that unit's exact compile command and its local includes, or a
 // classified reason why there is no source to recompile (never a generic warning).
 //
-//   name -> parse (kernel_name) -> library/Triton classification (names/classify)
+//   name -> parse (names/kernel_name) -> library/Triton classification (names/classify)
 //        -> definitions named like it in --source-dir (tree_search, definitions)
 //        -> translation units that contain each (compile_commands.json + include tracing)
 //        -> one candidate, decided by object-file symbols, the captured image's other
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "names/classify.hpp"
+#include "names/kernel_name.hpp"
 #include "source/compile_db.hpp"
 #include "source/includes.hpp"
-#include "source/kernel_name.hpp"
 
 namespace kerncap::source {
 
@@ -57,7 +57,7 @@ struct Result {
   Status status = Status::NoSourceDir;
   std::string summary;  // one line for the terminal
   std::string detail;   // what it means and what to do (may be several lines)
-  KernelName name;
+  names::KernelName name;
   names::Classification classification;
   fs::path tree;        // the source tree searched (canonical)
   fs::path definition;  // file with the kernel's definition

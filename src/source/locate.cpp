@@ -397,9 +397,8 @@ void cutlass(Locator::Context& c) {
 }
 
 const LocateRule* pick_rule(const LocateRules& rules, const names::Classification& cls, const std::string& demangled) {
-  const std::string kind(names::to_string(cls.kind));
   for (const auto& r : rules.rules) {
-    if (!r.kinds.empty() && std::find(r.kinds.begin(), r.kinds.end(), kind) == r.kinds.end()) continue;
+    if (!r.kinds.empty() && std::find(r.kinds.begin(), r.kinds.end(), cls.kind) == r.kinds.end()) continue;
     if (r.match_re && !std::regex_search(demangled, *r.match_re)) continue;
     return &r;
   }
@@ -545,11 +544,11 @@ LocateResult Locator::locate(std::string_view name_in, const LocateOptions& opt)
   // classifier only asks whether the reported name was mangled.
   const bool cxx_text = !mangled && out.demangled.find('(') != std::string::npos;
   out.cls = names::classify(cxx_text ? std::string_view("_Z") : name_in, out.demangled);
-  KernelName k;
-  if (mangled) k = parse_kernel_name(name_in, out.demangled);
+  names::KernelName k;
+  if (mangled) k = names::parse_kernel_name(name_in, out.demangled);
   else if (out.demangled.find("::") != std::string::npos && !out.demangled.ends_with(")"))
-    k = parse_kernel_name("", out.demangled + "()");  // "ns::kernel": namespaces known, parameters not
-  else k = parse_kernel_name("", out.demangled);
+    k = names::parse_kernel_name("", out.demangled + "()");  // "ns::kernel": namespaces known, parameters not
+  else k = names::parse_kernel_name("", out.demangled);
   const LocateRule* rule = pick_rule(rules_, out.cls, out.demangled);
   if (!rule) {
     out.notes.push_back("no locate rule applies to this name");

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "source/kernel_name.hpp"
+#include "names/kernel_name.hpp"
 #include "source/locate.hpp"
 
 namespace kerncap::source {
@@ -15,7 +15,7 @@ struct Locator::Context {
   const LocateRule& rule;
   const std::vector<RepoIndex>& repos;
   SourceCache& cache;
-  KernelName name;
+  names::KernelName name;
   LocateResult& out;
 };
 

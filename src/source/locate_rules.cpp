@@ -6,7 +6,6 @@
 #include "source/locate_rules.hpp"
 
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -59,17 +58,17 @@ class Reader {
   }
 
   LocateRule rule(const toml::table& t) const {
-    static const std::set<std::string> kinds = {"triton", "cublas", "cublasLt", "cutlass", "cudnn", "flash-attn",
-                                                "aten", "cub/thrust", "nccl", "cuda-lib", "user"};
     LocateRule r;
     bool has_strategy = false;
     for (const auto& [k, v] : t) {
       const std::string key(k.str());
       if (key == "name") r.name = str(v, key);
       else if (key == "kinds") {
-        r.kinds = strs(v, key);
-        for (const auto& kind : r.kinds)
-          if (!kinds.count(kind)) error(v, fmt::format("kinds: unknown kind \"{}\"", kind));
+        for (const auto& kind : strs(v, key)) {
+          const auto known = names::kind_from_string(kind);
+          if (!known) error(v, fmt::format("kinds: unknown kind \"{}\"", kind));
+          r.kinds.push_back(*known);
+        }
       } else if (key == "match") {
         r.match = str(v, key);
         r.match_re = regex(v, r.match, key);

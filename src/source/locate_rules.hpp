@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "names/classify.hpp"
+
 namespace kerncap::source {
 
 enum class Strategy { Closed, Generated, Aten, Triton, Cxx, Cutlass };
@@ -17,7 +19,7 @@ std::string_view to_string(Strategy s);
 
 struct LocateRule {
   std::string name;
-  std::vector<std::string> kinds;  // names::to_string(Kind) values; empty = any
+  std::vector<names::Kind> kinds;  // written as names::to_string(Kind) values; empty = any
   std::string match;               // regex on the demangled name; empty = any
   std::shared_ptr<std::regex> match_re;
   Strategy strategy = Strategy::Cxx;

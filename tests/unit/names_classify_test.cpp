@@ -168,4 +168,17 @@ TEST(NamesClassify, EveryEnumHasAName) {
   for (int c = 0; c <= static_cast<int>(Category::Other); ++c) EXPECT_NE(to_string(static_cast<Category>(c)), "?");
 }
 
+// locate_rules.toml writes kinds as to_string spells them; kind_from_string reads them back.
+TEST(NamesClassify, KindNamesReadBack) {
+  for (int k = 0; k <= static_cast<int>(Kind::User); ++k) {
+    const auto kind = static_cast<Kind>(k);
+    EXPECT_EQ(kind_from_string(to_string(kind)), kind) << to_string(kind);
+  }
+  EXPECT_EQ(kind_from_string("flash-attn"), Kind::FlashAttention);
+  EXPECT_EQ(kind_from_string("cub/thrust"), Kind::CubThrust);
+  EXPECT_FALSE(kind_from_string("cuBLAS").has_value());
+  EXPECT_FALSE(kind_from_string("").has_value());
+  EXPECT_FALSE(kind_from_string("?").has_value());
+}
+
 }  // namespace

@@ -1,12 +1,12 @@
 // Taking kernel names apart: scopes, base name, template arguments, parameters.
 #include <gtest/gtest.h>
 
-#include "source/kernel_name.hpp"
+#include "names/kernel_name.hpp"
 
-namespace kerncap::source {
+namespace kerncap::names {
 namespace {
 
-TEST(SourceKernelName, TemplateInNamespace) {
+TEST(NamesKernelName, TemplateInNamespace) {
   const KernelName k = parse_kernel_name("_ZN2mf12scale_kernelIfLi4EEEvPT_PKS1_ii");
   EXPECT_TRUE(k.cxx);
   EXPECT_EQ(k.demangled, "void mf::scale_kernel<float, 4>(float*, float const*, int, int)");
@@ -18,7 +18,7 @@ TEST(SourceKernelName, TemplateInNamespace) {
   EXPECT_EQ(k.qualified(), "mf::scale_kernel");
 }
 
-TEST(SourceKernelName, PlainStaticAndVoidParameters) {
+TEST(NamesKernelName, PlainStaticAndVoidParameters) {
   const KernelName k = parse_kernel_name("_Z2skPf");
   EXPECT_EQ(k.base, "sk");
   EXPECT_TRUE(k.scopes.empty());
@@ -27,7 +27,7 @@ TEST(SourceKernelName, PlainStaticAndVoidParameters) {
   EXPECT_TRUE(parse_kernel_name("_Z4initv").params.empty());
 }
 
-TEST(SourceKernelName, AnonymousNamespaceKeepsNvccFileTag) {
+TEST(NamesKernelName, AnonymousNamespaceKeepsNvccFileTag) {
   // nvcc names anonymous namespaces after the compiled file: here "a.cu".
   const KernelName k = parse_kernel_name("_ZN30_GLOBAL__N__e00141c6_4_a_cu_ck2akEPf");
   EXPECT_EQ(k.scopes, std::vector<std::string>{kAnonymousNamespace});
@@ -37,7 +37,7 @@ TEST(SourceKernelName, AnonymousNamespaceKeepsNvccFileTag) {
   EXPECT_EQ(file_hint_of("conv-1d.cu"), "conv_1d_cu");
 }
 
-TEST(SourceKernelName, NestedAnonymousAndTemplateArgumentsWithParentheses) {
+TEST(NamesKernelName, NestedAnonymousAndTemplateArgumentsWithParentheses) {
   const KernelName k = parse_kernel_name("", "void outer::(anonymous namespace)::k<(int)4, std::pair<int, int> >(int (*)(int), int)");
   EXPECT_EQ(k.scopes, (std::vector<std::string>{"outer", kAnonymousNamespace}));
   EXPECT_EQ(k.base, "k");
@@ -45,7 +45,7 @@ TEST(SourceKernelName, NestedAnonymousAndTemplateArgumentsWithParentheses) {
   EXPECT_EQ(k.params, (std::vector<std::string>{"int (*)(int)", "int"}));
 }
 
-TEST(SourceKernelName, ExternCAndTritonNamesAreNotCxx) {
+TEST(NamesKernelName, ExternCAndTritonNamesAreNotCxx) {
   const KernelName c = parse_kernel_name("mf_bias");
   EXPECT_FALSE(c.cxx);
   EXPECT_EQ(c.base, "mf_bias");
@@ -53,11 +53,11 @@ TEST(SourceKernelName, ExternCAndTritonNamesAreNotCxx) {
   EXPECT_FALSE(parse_kernel_name("triton_poi_fused_add_0").cxx);
 }
 
-TEST(SourceKernelName, SplitTopLevel) {
+TEST(NamesKernelName, SplitTopLevel) {
   EXPECT_EQ(split_top_level("a, b<c, d>, e(f, g)"), (std::vector<std::string>{"a", "b<c, d>", "e(f, g)"}));
   EXPECT_TRUE(split_top_level("").empty());
   EXPECT_EQ(split_top_level("x"), std::vector<std::string>{"x"});
 }
 
 }  // namespace
-}  // namespace kerncap::source
+}  // namespace kerncap::names

@@ -22,17 +22,17 @@ constexpr const char* kNvcc = "/usr/local/cuda/bin/nvcc";
 // gen::apply<float, 2, (gen::Mode)1>(float*, float const*, int), one of six instantiations.
 constexpr const char* kApply = "_ZN3gen5applyIfLi2ELNS_4ModeE1EEEvPT_PKS2_i";
 
-std::string instantiation(const source::KernelName& n) {
+std::string instantiation(const names::KernelName& n) {
   std::string why;
   const std::string line = explicit_instantiation(n, why);
   return line.empty() ? "why: " + why : line;
 }
 
 TEST(ExplicitInstantiation, SpelledFromTheDemangledName) {
-  EXPECT_EQ(instantiation(source::parse_kernel_name(kApply)),
+  EXPECT_EQ(instantiation(names::parse_kernel_name(kApply)),
             "template __global__ void gen::apply<float, 2, (gen::Mode)1>(float*, float const*, int);");
   // llama.cpp's quantised matrix multiplication: an enum value and a bool among the arguments.
-  source::KernelName mmq = source::parse_kernel_name(
+  names::KernelName mmq = names::parse_kernel_name(
       "_Z9mul_mat_qIL9ggml_type2ELi128ELb0EEvPKcPKiS4_S4_PfS5_iiiiiiiiiiiiiiiiiii");
   EXPECT_EQ(instantiation(mmq).rfind("template __global__ void mul_mat_q<(ggml_type)2, 128, false>(char const*, int "
                                      "const*, int const*, int const*, float*, float*, int, ",
@@ -42,11 +42,11 @@ TEST(ExplicitInstantiation, SpelledFromTheDemangledName) {
 }
 
 TEST(ExplicitInstantiation, WhatCannotBeSpelled) {
-  EXPECT_NE(instantiation(source::parse_kernel_name("_Z5plainPi")).find("not a template"), std::string::npos);
-  source::KernelName n = source::parse_kernel_name(kApply);
-  n.scopes = {source::kAnonymousNamespace};
+  EXPECT_NE(instantiation(names::parse_kernel_name("_Z5plainPi")).find("not a template"), std::string::npos);
+  names::KernelName n = names::parse_kernel_name(kApply);
+  n.scopes = {names::kAnonymousNamespace};
   EXPECT_NE(instantiation(n).find("anonymous namespace"), std::string::npos);
-  n = source::parse_kernel_name(kApply);
+  n = names::parse_kernel_name(kApply);
   n.template_args = {"main::{lambda(int)#1}"};
   EXPECT_NE(instantiation(n).find("a lambda"), std::string::npos);
   n.template_args = {"(anonymous namespace)::Tag"};
