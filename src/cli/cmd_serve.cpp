@@ -159,9 +159,11 @@ void run_serve(const ServeArgs& a, int& exit_code) {
   // The name first: a second server for this directory is refused before any GPU work.
   serve::Fd listener = serve::listen_on(serve::socket_name(key, ::geteuid()));
 
-  const auto fp = footprint_for(a.dir, use, false);
+  const auto capture = std::make_shared<const format::Capture>(format::open_capture(a.dir));
+  const auto fp = footprint_for(*capture, a.dir, use, false);
   replay::Options opt;
   opt.capture = a.dir;
+  opt.opened = capture;
   opt.allow_relocate = !a.no_relocate;
   if (a.device >= 0) opt.device = a.device;
   replay::EvaluationSession es;

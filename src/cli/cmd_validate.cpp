@@ -71,7 +71,10 @@ void run_validate(const ReplayCommon& c0, const ValidateArgs& a, int& exit_code)
   const nlohmann::json options = judge_options(a);
   // The policy resolved here first: a malformed OUT/kerncap.toml or a bad flag is bad input
   // (exit 2), refused before any GPU work and before a server is asked.
-  const format::Capture cap = format::open_capture(c.dir);
+  // The capture, opened once (the strict reader) and handed down: the policy, the server's
+  // route, the footprint, the session and the printer all read this one.
+  const auto opened = std::make_shared<const format::Capture>(format::open_capture(c.dir));
+  const format::Capture& cap = *opened;
   const replay::EvaluateOptions eo = replay::evaluate_options_from_json(options, cap);
   if (a.min_speedup && c.cubin.empty())
     usage_error("--min-speedup compares a variant with the captured image: give --cubin V (or build the "
@@ -83,17 +86,19 @@ void run_validate(const ReplayCommon& c0, const ValidateArgs& a, int& exit_code)
   const std::optional<std::string> toml =
       std::filesystem::exists(toml_file, ec) ? std::optional(toml_file.string()) : std::nullopt;
   const ServerUse use = server_use_from(a.server, format::serve_from_env());
-  if (validate_served(c, shape_of(c, a, options), use, toml, exit_code)) return;
+  if (validate_served(c, cap, shape_of(c, a, options), use, toml, exit_code)) return;
 
-  const auto fp = footprint_for(c.dir, footprint_use_from(a.footprint), c.quiet || c.json);
+  const auto fp = footprint_for(cap, c.dir, footprint_use_from(a.footprint), c.quiet || c.json);
   if (a.judge.fuzz && !fp)
     usage_error("--fuzz needs the launch's footprint (which inputs are read-only, which outputs are written): run "
                 "`kerncap footprint " + c.dir + "` first (it needs the Compute Sanitizer API)");
-  const replay::JudgedOnce r = replay::judge_once(c.options(), fp ? &*fp : nullptr, eo);
+  replay::Options session = c.options();
+  session.opened = opened;
+  const replay::JudgedOnce r = replay::judge_once(session, fp ? &*fp : nullptr, eo);
   ValidateOutput out = output_from_evaluation(r.evaluation.to_json(), r.device_line, placement_json(r.placement));
   if (chatty && !r.evaluation.speedup_note.empty())
     std::fprintf(stderr, "kerncap: note: %s\n", r.evaluation.speedup_note.c_str());
-  print_validate(out, c.dir, c.json, toml);
+  print_validate(out, cap, c.json, toml);
   exit_code = out.pass ? 0 : 1;
 }
 

@@ -57,8 +57,9 @@ void add_replay_common(CLI::App* cmd, const std::shared_ptr<ReplayCommon>& c) {
   add_store_option(cmd);
 }
 
-std::string pruned_note(const std::string& dir) {
-  const format::Capture cap = format::open_capture(dir);
+std::string pruned_note(const std::string& dir) { return pruned_note(format::open_capture(dir)); }
+
+std::string pruned_note(const format::Capture& cap) {
   uint64_t pruned = 0, regions = 0;
   for (const auto& r : cap.manifest.regions) {
     pruned += format::pruned_bytes(r);

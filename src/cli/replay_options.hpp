@@ -31,6 +31,7 @@ void add_replay_common(CLI::App* cmd, const std::shared_ptr<ReplayCommon>& c);
 void add_store_option(CLI::App* cmd);
 // "pruned: ..." when the capture in `dir` was pruned (kerncap prune), else "".
 std::string pruned_note(const std::string& dir);
+std::string pruned_note(const format::Capture& cap);
 // "X[,Y[,Z]]" → {X, Y, Z} (missing dimensions are 1). `what` names the flag in errors; the
 // limits are the CUDA launch limits (x < 2^31, y and z <= 65535; a block of at most 1024 threads).
 std::array<uint32_t, 3> parse_dims(const std::string& text, const char* what);

@@ -55,7 +55,12 @@ int measure_in_child(const std::string& dir) {
 
 std::optional<format::Footprint> footprint_for(const std::string& dir, FootprintUse use, bool quiet) {
   if (use == FootprintUse::Never) return std::nullopt;
-  const format::Capture cap = format::open_capture(dir);
+  return footprint_for(format::open_capture(dir), dir, use, quiet);
+}
+
+std::optional<format::Footprint> footprint_for(const format::Capture& cap, const std::string& dir, FootprintUse use,
+                                               bool quiet) {
+  if (use == FootprintUse::Never) return std::nullopt;
   if (auto f = footprint::load_or_none(cap)) return f;
   auto weak = [&](const std::string& why) -> std::optional<format::Footprint> {
     if (use == FootprintUse::Require) input_error(why + "; strong validation was required (--footprint require)");

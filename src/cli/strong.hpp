@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "format/capture_dir.hpp"
 #include "format/footprint.hpp"
 
 namespace kerncap::cli {
@@ -15,5 +16,8 @@ FootprintUse footprint_use_from(const std::string& s);  // auto | never | requir
 
 // nullopt: validation stays weak; the reason is printed on stderr unless quiet.
 std::optional<format::Footprint> footprint_for(const std::string& dir, FootprintUse use, bool quiet);
+// The same for a capture this process opened already (`dir` as the user named it, for messages).
+std::optional<format::Footprint> footprint_for(const format::Capture& cap, const std::string& dir, FootprintUse use,
+                                               bool quiet);
 
 }  // namespace kerncap::cli

@@ -11,7 +11,7 @@
 namespace kerncap::cli {
 using nlohmann::json;
 
-void print_validate(const ValidateOutput& o, const std::string& dir, bool as_json,
+void print_validate(const ValidateOutput& o, const format::Capture& cap, bool as_json,
                     const std::optional<std::string>& toml) {
   if (as_json) {
     json j = o.verdict;
@@ -23,7 +23,7 @@ void print_validate(const ValidateOutput& o, const std::string& dir, bool as_jso
     // Where the restore's time went (the comparison's: "compare_work").
     j["restore_work"] = o.restore_work;
     j["determinism_checked"] = o.determinism_checked;
-    if (const std::string n = pruned_note(dir); !n.empty()) j["pruned"] = n;
+    if (const std::string n = pruned_note(cap); !n.empty()) j["pruned"] = n;
     if (o.fuzz) j["fuzz"] = *o.fuzz;
     if (o.speedup) j["speedup"] = *o.speedup;
     if (toml) j["kerncap_toml"] = *toml;
@@ -37,7 +37,7 @@ void print_validate(const ValidateOutput& o, const std::string& dir, bool as_jso
   std::cout << o.kernel << "\n  image: " << o.image << "\n  " << o.device_line << "\n  "
             << placement_line(o.placement, o.rewritten_words) << "\n";
   if (const std::string spec = v.value("spec", "default"); spec != "default") std::cout << "  compared with: " << spec << "\n";
-  if (const std::string n = pruned_note(dir); !n.empty()) std::cout << "  " << n << "\n";
+  if (const std::string n = pruned_note(cap); !n.empty()) std::cout << "  " << n << "\n";
   const json nondet = v.value("nondeterministic_regions", json::array());
   for (const auto& x : v.at("regions")) {
     const bool listed = std::find(nondet.begin(), nondet.end(), x.at("id")) != nondet.end();

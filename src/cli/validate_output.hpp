@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "format/capture_dir.hpp"
 #include "replay/address_space.hpp"
 
 namespace kerncap::cli {
@@ -32,7 +33,8 @@ struct ValidateOutput {
 
 // Prints `o` as validate does: JSON (with `toml`, the kerncap.toml path, when one was read)
 // or text, with the pruned note of `dir`.
-void print_validate(const ValidateOutput& o, const std::string& dir, bool json, const std::optional<std::string>& toml);
+void print_validate(const ValidateOutput& o, const format::Capture& cap, bool json,
+                    const std::optional<std::string>& toml);
 
 // PlacementStats as the server's description carries them.
 nlohmann::json placement_json(const replay::PlacementStats& p);

@@ -17,7 +17,7 @@ namespace kerncap::cli {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-bool validate_served(const ReplayCommon& c, const ValidateShape& shape, ServerUse use,
+bool validate_served(const ReplayCommon& c, const format::Capture& cap, const ValidateShape& shape, ServerUse use,
                      const std::optional<std::string>& toml, int& exit_code) {
   if (use == ServerUse::Off) return false;
   fs::path key;
@@ -77,11 +77,11 @@ bool validate_served(const ReplayCommon& c, const ValidateShape& shape, ServerUs
   } catch (const nlohmann::json::exception& e) {
     return note(pid, fmt::format("its evaluation is incomplete: {}", e.what()));
   }
-  const std::string own_compare = (format::open_capture(c.dir).dir.parent_path() / "compare.json").string();
+  const std::string own_compare = (cap.dir.parent_path() / "compare.json").string();
   out.verdict["spec"] = spec_source_here(out.verdict.value("spec", "default"), info, own_compare);
   std::fprintf(stderr, "kerncap: evaluated by kerncap serve (pid %d)\n", pid);
   out.served_by = pid;
-  print_validate(out, c.dir, c.json, toml);
+  print_validate(out, cap, c.json, toml);
   exit_code = out.pass ? 0 : 1;
   return true;
 }

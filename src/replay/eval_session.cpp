@@ -36,7 +36,7 @@ void open_evaluation_session(EvaluationSession& out, const Options& options, con
 
 std::optional<format::Footprint> stored_footprint(const Options& options, bool strong) {
   if (!strong) return std::nullopt;
-  const format::Capture cap = format::open_capture(options.capture);
+  const format::Capture cap = options.opened ? *options.opened : format::open_capture(options.capture);
   if (!format::footprint_exists(cap.dir)) return std::nullopt;
   return format::read_footprint(cap.dir, &cap.manifest);
 }

@@ -66,7 +66,7 @@ Session::Session(const Options& options) : options_(options) {
 }
 
 void Session::open(const Options& options) {
-  capture_ = format::open_capture(options.capture);
+  capture_ = options.opened ? *options.opened : format::open_capture(options.capture);
   const format::Manifest& m = capture_.manifest;
 
   // 1. Before anything of ours takes address space: the driver, then the reservations.

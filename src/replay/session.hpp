@@ -36,6 +36,9 @@ struct Options {
   std::optional<std::array<uint32_t, 3>> grid, block;
   // The CUDA device to replay on (device_choice.hpp); unset: the first of the captured model.
   std::optional<int> device;
+  // The capture as this process opened it (format::open_capture, the strict reader): a
+  // command opens it once and hands it down; unset: the session opens `capture` itself.
+  std::shared_ptr<const format::Capture> opened;
   bool overrides_launch() const { return cubin.has_value() || grid.has_value() || block.has_value(); }
   // The same options for the captured kernel exactly as the application launched it.
   Options as_captured() const {
