@@ -165,3 +165,24 @@ def test_package_root_of_a_module(shim, tmp_path):
 def test_app_sys_path_is_taken_at_compile_time_without_the_shim(shim, tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "path", [SHIM_DIR, str(tmp_path / "late"), ""])
     assert shim._app_sys_path() == [str(tmp_path / "late"), os.path.abspath(".")]
+
+
+def test_two_shims_on_the_path_do_not_ask_each_other_forever():
+    """Two kerncaps' shims (another checkout, a reproducer's copy) each install a watcher of
+    their own class: a watched import must still resolve, through the normal finders."""
+    import sys
+
+    from conftest import load_shim
+    first, second = load_shim(), load_shim()
+    assert first._ImportWatcher is not second._ImportWatcher
+    a, b = first._ImportWatcher(), second._ImportWatcher()
+    sys.meta_path[:0] = [a, b]
+    try:
+        name = next(iter(first._WATCH))
+        # No module of that name may exist here: the answer is None, reached without recursion.
+        spec = a.find_spec(name)
+        assert spec is None or spec.name == name
+        assert b.find_spec("json") is None  # not watched: left to the normal finders
+    finally:
+        sys.meta_path.remove(a)
+        sys.meta_path.remove(b)

@@ -731,13 +731,17 @@ def _on_import(name, module):
 
 
 class _ImportWatcher:
-    """A meta path finder that lets the normal finders load a watched module, then patches it."""
+    """A meta path finder that lets the normal finders load a watched module, then patches it.
+    Another kerncap's shim on the path (two checkouts, a reproducer's copy) installs a watcher
+    of its own class: each skips every watcher, or they would ask each other forever."""
+
+    _kerncap_import_watcher = True
 
     def find_spec(self, name, path=None, target=None):
         if name not in _WATCH:
             return None
         for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
+            if getattr(finder, "_kerncap_import_watcher", False) or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(name, path, target)
             if spec is not None:
