@@ -14,14 +14,12 @@
 set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/agent_e2e.sh BUILD_DIR}
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
+gpu_build "$BUILD"
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-KC=$BUILD/bin/kerncap
 PY=${KERNCAP_PYTHON:-python3}
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 ARCH=${KERNCAP_CUDA_ARCH:-90}
 [ -x "$KC" ] || { echo "missing $KC"; exit 1; }
 gpu_work_dir agent
@@ -36,8 +34,8 @@ cat >"$SRC/compile_commands.json" <<JSON
 [{"directory": "$SRC", "command": "$CMD", "file": "$SRC/templated.cu"}]
 JSON
 if ! $CMD >"$WORK/nvcc.log" 2>&1; then
-  echo "FAIL build: $(tail -n 3 "$WORK/nvcc.log")"
-  echo "0 passed, 1 failed"
+  verdict build FAIL "$(tail -n 3 "$WORK/nvcc.log" | tr '\n' ' ')"
+  summary
   exit 1
 fi
 

@@ -23,25 +23,18 @@ set -u -o pipefail
 ulimit -c 0
 
 BUILD=${1:?usage: tests/gpu/baseline_e2e.sh BUILD_DIR}
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
-APP=$BUILD/examples/vector_add
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+gpu_build "$BUILD"
+APP=$EX/vector_add
 for f in "$KC" "$APP" "$NVCC"; do
   [ -x "$f" ] || { echo "missing $f: build kerncap with examples first, and have nvcc"; exit 1; }
 done
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-baseline.XXXXXX") || exit 1
+KEEP_FAILED=1  # cleanup: a failed run's files stay
 trap cleanup EXIT
-passed=0
-failed=0
-result() {  # result NAME OK NOTE
-  if [ "$2" = 1 ]; then passed=$((passed + 1)); printf '%-16s PASS  %s\n' "$1" "$3"
-  else failed=$((failed + 1)); printf '%-16s FAIL  %s\n' "$1" "$3"; fi
-}
-# run NAME CMD...: output in $WORK/NAME.log, exit status in RC.
-run() { local n=$1; shift; "$@" >"$WORK/$n.log" 2>&1; RC=$?; }
+LOG=$WORK/log.txt  # step (lib.sh): the command lines there, each step's output alone in $WORK/NAME.log
+VERDICT_STYLE=column VERDICT_WIDTH=16  # verdict: "NAME  PASS  NOTE"
 
 SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
 cat >"$WORK/slow.cu" <<'CU'
@@ -92,81 +85,77 @@ int main() {
 CU
 "$NVCC" -arch=sm_"$SM" -o "$WORK/sub" "$WORK/sub.cu" || { echo "nvcc failed"; exit 1; }
 
-OUT=$WORK/vadd
-run extract "$KC" extract vectorAdd -o "$OUT" -- "$APP"
-[ $RC = 0 ] || { echo "extract failed: $(tail -3 "$WORK/extract.log")"; exit 1; }
+CAP=$WORK/vadd
+step extract "$KC" extract vectorAdd -o "$CAP" -- "$APP"
+[ $RC = 0 ] || { verdict extract FAIL "$(tail -3 "$WORK/extract.log" | tr '\n' ' ')"; summary; exit 1; }
 
-run lint_captured "$KC" lint "$OUT" --no-sass
+step lint_captured "$KC" lint "$CAP" --no-sass
 ok=0; [ $RC = 0 ] && grep -q '^Result: PASS' "$WORK/lint_captured.log" && ok=1
-result lint_captured $ok "$(grep ' registers ' "$WORK/lint_captured.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
+verdict lint_captured "$(pass_if $ok)" "$(grep ' registers ' "$WORK/lint_captured.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
 
-run lint_limit "$KC" lint "$OUT" --no-sass --cubin "$WORK/slow.cubin" --max-registers 32
+step lint_limit "$KC" lint "$CAP" --no-sass --cubin "$WORK/slow.cubin" --max-registers 32
 ok=0; [ $RC = 1 ] && grep -q 'FAIL  registers' "$WORK/lint_limit.log" && ok=1
-result lint_limit $ok "exit $RC: $(grep ' registers ' "$WORK/lint_limit.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
+verdict lint_limit "$(pass_if $ok)" "exit $RC: $(grep ' registers ' "$WORK/lint_limit.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
 
-run save "$KC" baseline save base "$OUT" --captured -n 100
-ok=0; [ $RC = 0 ] && [ -f "$OUT/baselines/base.json" ] && ok=1
-result save $ok "$(head -1 "$WORK/save.log")"
+step save "$KC" baseline save base "$CAP" --captured -n 100
+ok=0; [ $RC = 0 ] && [ -f "$CAP/baselines/base.json" ] && ok=1
+verdict save "$(pass_if $ok)" "$(head -1 "$WORK/save.log")"
 
-run diff_same "$KC" diff "$OUT" --baseline base --captured -n 100 --fail-on-regression
+step diff_same "$KC" diff "$CAP" --baseline base --captured -n 100 --fail-on-regression
 ok=0; [ $RC = 0 ] && grep -q 'Result: NO REGRESSION' "$WORK/diff_same.log" && ok=1
-result diff_same $ok "exit $RC: $(grep 'time (median)' "$WORK/diff_same.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
+verdict diff_same "$(pass_if $ok)" "exit $RC: $(grep 'time (median)' "$WORK/diff_same.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
 
-run diff_slow "$KC" diff "$OUT" --baseline base --cubin "$WORK/slow.cubin" -n 100 --fail-on-regression
+step diff_slow "$KC" diff "$CAP" --baseline base --cubin "$WORK/slow.cubin" -n 100 --fail-on-regression
 ok=0
 [ $RC = 1 ] && grep -q 'Result: REGRESSION' "$WORK/diff_slow.log" &&
   grep -E '^  registers .*WORSE' "$WORK/diff_slow.log" >/dev/null &&
   grep -E '^  time \(median\) .*WORSE' "$WORK/diff_slow.log" >/dev/null && ok=1
-result diff_slow $ok "exit $RC: $(grep -E 'time \(median\)|^  registers' "$WORK/diff_slow.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
+verdict diff_slow "$(pass_if $ok)" "exit $RC: $(grep -E 'time \(median\)|^  registers' "$WORK/diff_slow.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
 
-run save_slow "$KC" baseline save slow "$OUT" --cubin "$WORK/slow.cubin" -n 100
-run diff_faster "$KC" diff "$OUT" --baseline slow --captured -n 100 --fail-on-regression --json
+step save_slow "$KC" baseline save slow "$CAP" --cubin "$WORK/slow.cubin" -n 100
+step diff_faster "$KC" diff "$CAP" --baseline slow --captured -n 100 --fail-on-regression --json
 ok=0
 [ $RC = 0 ] && python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 t = [r for r in d["rows"] if r["metric"] == "time (median)"][0]
 sys.exit(0 if t["change"] == "better" and d["speedup"] > 1 and not d["regression"] else 1)' "$WORK/diff_faster.log" && ok=1
-result diff_faster $ok "exit $RC: $(python3 -c 'import json,sys; print("speed-up", round(json.load(open(sys.argv[1]))["speedup"], 2))' "$WORK/diff_faster.log" 2>/dev/null)"
+verdict diff_faster "$(pass_if $ok)" "exit $RC: $(json_get "$WORK/diff_faster.log" '"speed-up {}".format(round(j["speedup"], 2))')"
 
-run inv_default "$KC" validate "$OUT" --baseline --footprint never --invariant no_nan,no_inf,non_negative,must_write
+step inv_default "$KC" validate "$CAP" --baseline --footprint never --invariant no_nan,no_inf,non_negative,must_write
 ok=0; [ $RC = 0 ] && grep -q '^Invariants: PASS' "$WORK/inv_default.log" && grep -q '^Result: PASS' "$WORK/inv_default.log" && ok=1
-result inv_default $ok "exit $RC: $(grep '^Invariants' "$WORK/inv_default.log")"
+verdict inv_default "$(pass_if $ok)" "exit $RC: $(grep '^Invariants' "$WORK/inv_default.log")"
 
 SUB=$WORK/sub_out
-run extract_sub "$KC" extract subtract -o "$SUB" -- "$WORK/sub"
+step extract_sub "$KC" extract subtract -o "$SUB" -- "$WORK/sub"
 printf '[invariants]\nnon_negative = true\n' >"$SUB/kerncap.toml"
-run inv_negative "$KC" validate "$SUB" --baseline --footprint never
+step inv_negative "$KC" validate "$SUB" --baseline --footprint never
 ok=0
 # a - b < 0 where i % 100 < 50: 2050 of the 4096 outputs, the first at element 0.
 [ $RC = 1 ] && grep -q 'invariant violated: non_negative: region .*(fp32 at +0x.*): 2050 negative' "$WORK/inv_negative.log" &&
   grep -q '^Result: FAIL (1 invariant violation' "$WORK/inv_negative.log" && ok=1
-result inv_negative $ok "exit $RC: $(grep 'invariant violated' "$WORK/inv_negative.log" | head -1 | tr -s ' \n' ' ' | sed 's/ *$//')"
+verdict inv_negative "$(pass_if $ok)" "exit $RC: $(grep 'invariant violated' "$WORK/inv_negative.log" | head -1 | tr -s ' \n' ' ' | sed 's/ *$//')"
 
-run inv_must_write "$KC" validate "$OUT" --cubin "$WORK/noop.cubin" --invariant must_write --no-determinism-check
+step inv_must_write "$KC" validate "$CAP" --cubin "$WORK/noop.cubin" --invariant must_write --no-determinism-check
 ok=0
 [ $RC = 1 ] && grep -q 'invariant violated: must_write: region .*the replay changed none' "$WORK/inv_must_write.log" && ok=1
-result inv_must_write $ok "exit $RC: $(grep 'invariant violated' "$WORK/inv_must_write.log" | head -1 | tr -s ' \n' ' ' | sed 's/ *$//')"
+verdict inv_must_write "$(pass_if $ok)" "exit $RC: $(grep 'invariant violated' "$WORK/inv_must_write.log" | head -1 | tr -s ' \n' ' ' | sed 's/ *$//')"
 
-run min_speedup "$KC" validate "$OUT" --cubin "$WORK/slow.cubin" --footprint never --min-speedup 1.5
+step min_speedup "$KC" validate "$CAP" --cubin "$WORK/slow.cubin" --footprint never --min-speedup 1.5
 ok=0; [ $RC = 1 ] && grep -q '^Speed-up: FAIL' "$WORK/min_speedup.log" && grep -q '^Result: FAIL (speed-up' "$WORK/min_speedup.log" && ok=1
-result min_speedup $ok "exit $RC: $(grep '^Speed-up' "$WORK/min_speedup.log")"
+verdict min_speedup "$(pass_if $ok)" "exit $RC: $(grep '^Speed-up' "$WORK/min_speedup.log")"
 
-run save_fuzz "$KC" baseline save fuzzed "$OUT" --captured -n 20 --fuzz 3
+step save_fuzz "$KC" baseline save fuzzed "$CAP" --captured -n 20 --fuzz 3
 if [ $RC = 2 ] && grep -q 'needs the launch.s footprint' "$WORK/save_fuzz.log"; then
-  printf '%-16s SKIPPED  no footprint (Compute Sanitizer API missing)\n' save_fuzz
+  verdict save_fuzz SKIP "no footprint (Compute Sanitizer API missing)"
 else
   ok=0
   [ $RC = 0 ] && python3 -c '
 import json, sys
 f = json.load(open(sys.argv[1]))["fuzz"]
-sys.exit(0 if f and f["pass"] and f["trials"] == 3 and f["seed"] == 1 else 1)' "$OUT/baselines/fuzzed.json" && ok=1
-  result save_fuzz $ok "exit $RC: $(head -1 "$WORK/save_fuzz.log")"
+sys.exit(0 if f and f["pass"] and f["trials"] == 3 and f["seed"] == 1 else 1)' "$CAP/baselines/fuzzed.json" && ok=1
+  verdict save_fuzz "$(pass_if $ok)" "exit $RC: $(head -1 "$WORK/save_fuzz.log")"
 fi
 
-if [ "$failed" != 0 ]; then
-  KERNCAP_GPU_KEEP=1
-  echo "logs: $WORK (kept)"
-fi
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+[ "$failed" = 0 ] || echo "logs: $WORK (kept)"
+summary

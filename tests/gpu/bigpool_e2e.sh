@@ -35,13 +35,13 @@ set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/bigpool_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
 . "$HERE/lib.sh"
 gpu_build "$BUILD"
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-600}
 GIB=${BIGPOOL_GIB:-32}
 MAX_WORK=${BIGPOOL_MAX_WORK_S:-3}
 MAX_S=${BIGPOOL_MAX_S:-30}
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 [ -x "$KC" ] || { echo "missing $KC (build kerncap first)"; exit 1; }
 gpu_work_dir bigpool
 trap cleanup EXIT

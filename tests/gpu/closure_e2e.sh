@@ -19,6 +19,7 @@ set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/closure_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 gpu_build "$BUILD"
 PY=${KERNCAP_PYTHON:-python3}

@@ -6,6 +6,7 @@
 # Usage: tests/gpu/contracts_e2e.sh BUILD_DIR. Exit 0 passed, 1 failed, 77 skipped (no GPU).
 set -u
 BUILD=${1:-build}
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 gpu_build "$BUILD"
 APP=$EX/vector_add

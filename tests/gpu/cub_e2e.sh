@@ -24,11 +24,11 @@ BUILD=${1:?usage: tests/gpu/cub_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 gpu_build "$BUILD"
 APP=$EX/cub_reduce
 DB=$BUILD/compile_commands.json
-TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
 for f in "$KC" "$APP" "$DB"; do
   [ -e "$f" ] || { echo "missing $f: build kerncap with examples first (cmake --build $BUILD)"; exit 1; }
 done

@@ -50,7 +50,6 @@ TIMEOUT=${KERNCAP_GPU_TIMEOUT:-600}
 
 gpu_build "$BUILD"
 [ -x "$KC" ] || { echo "kerncap is not built: $KC missing"; exit 1; }
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 [ -x "$NVCC" ] || { echo "no nvcc (set NVCC)"; exit 1; }
 command -v make >/dev/null || { echo "make is not installed: the reproducer's Makefile needs it"; exit 1; }
 export KERNCAP_REPLAY_LIB=${KERNCAP_REPLAY_LIB:-$BUILD/lib/libkerncap_replay.so}

@@ -16,11 +16,9 @@ set -u -o pipefail
 export KERNCAP_ZSTD_LEVEL=0
 
 BUILD=${1:?usage: tests/gpu/footprint_e2e.sh BUILD_DIR}
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
-EX=$BUILD/examples
+gpu_build "$BUILD"
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-120}
 for f in "$KC" "$EX/vector_add" "$EX/accumulate" "$EX/globals" "$EX/struct_ptrs"; do
   [ -x "$f" ] || { echo "missing $f (build kerncap and its examples first)"; exit 1; }
@@ -31,10 +29,10 @@ if [ ! -f "$BUILD/lib/libsanitizer-public.so" ]; then
   exit 1
 fi
 gpu_work_dir footprint
+KEEP_FAILED=1  # cleanup: keep the captures and the log of a failed run
 trap cleanup EXIT
-LOG=$WORK/log.txt
-ROWS=$WORK/rows.tsv
-: >"$ROWS"
+LOG=$WORK/log.txt   # run (lib.sh): each command and its output there
+VERDICT_STYLE=rows  # verdict: one row per case into $ROWS: case | result | measured | problems
 echo "footprint suite: work in $WORK"
 
 # check.py CASE CAPTURE_DIR FOOTPRINT_JSON: prints "ok ..." or "FAIL ..." lines, then one
@@ -167,33 +165,19 @@ print(f"row {len(fp['regions'])} regions, read {rd} B, written {w} B, {fp['acces
       f"({slow}); {fp['seconds']:.1f} s in all")
 PY
 
-run() {  # run NAME CMD...: output in $WORK/NAME.{out,err}, logged
-  local name=$1 rc
-  shift
-  printf '\n$ %s\n' "$*" >>"$LOG"
-  timeout -k 5 "$TIMEOUT" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
-  rc=$?
-  sed 's/^/  | /' "$WORK/$name.out" "$WORK/$name.err" >>"$LOG"
-  echo "  [exit $rc]" >>"$LOG"
-  return $rc
-}
-
-PASSED=0 FAILED=0
-row() {  # row CASE STATUS DETAIL [PROBLEMS]
-  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" >>"$ROWS"
-  if [ "$2" = PASS ]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); fi
-}
+# case_result CASE STATUS MEASURED [PROBLEMS]: the case's verdict and row.
+case_result() { verdict "$1" "$2" "$3 | ${4:-}"; }
 
 # measure CASE PATTERN [extract flags] -- APP: extract, footprint --json, check.
 measure() {
   local name=$1 pattern=$2 cap=$WORK/$1
   shift 2
   if ! run "$name-extract" "$KC" extract "$pattern" -o "$cap" "$@"; then
-    row "$name" FAIL "extract failed: $(tail -n1 "$WORK/$name-extract.err")"
+    case_result "$name" FAIL "extract failed: $(tail -n1 "$WORK/$name-extract.err")"
     return
   fi
   if ! run "$name-footprint" "$KC" footprint "$cap" --json; then
-    row "$name" FAIL "footprint failed: $(grep -m1 error "$WORK/$name-footprint.err")"
+    case_result "$name" FAIL "footprint failed: $(grep -m1 error "$WORK/$name-footprint.err")"
     return
   fi
   python3 "$WORK/check.py" "$name" "$cap/capture" "$WORK/$name-footprint.out" >"$WORK/$name-check.txt" 2>&1
@@ -201,7 +185,7 @@ measure() {
   fails=$(grep '^FAIL' "$WORK/$name-check.txt" | sed 's/^FAIL //' | paste -sd ';' -)
   cols=$(grep '^row ' "$WORK/$name-check.txt" | cut -c5-)
   [ -n "$cols" ] || fails="${fails:-checker crashed: $(tail -n1 "$WORK/$name-check.txt")}"
-  if [ -z "$fails" ]; then row "$name" PASS "$cols"; else row "$name" FAIL "${cols:--}" "$fails"; fi
+  if [ -z "$fails" ]; then case_result "$name" PASS "$cols"; else case_result "$name" FAIL "${cols:--}" "$fails"; fi
 }
 
 measure vector_add vectorAdd -- "$EX/vector_add"
@@ -212,9 +196,9 @@ measure struct_ptrs stepParticles --dispatch 1 -- "$EX/struct_ptrs"
 # The footprint is kept: a second run prints it without measuring.
 if [ -f "$WORK/vector_add/capture/footprint.json" ]; then
   if run cached "$KC" footprint "$WORK/vector_add" && grep -q "measured earlier" "$WORK/cached.out"; then
-    row cached PASS "second run reused capture/footprint.json"
+    case_result cached PASS "second run reused capture/footprint.json"
   else
-    row cached FAIL "second run did not reuse the footprint: $(head -n1 "$WORK/cached.out")"
+    case_result cached FAIL "second run did not reuse the footprint: $(head -n1 "$WORK/cached.out")"
   fi
 fi
 
@@ -233,25 +217,20 @@ PY
   run fault "$KC" footprint "$WORK/fault"
   rc=$?
   if [ $rc = 3 ] && grep -q "faulted under footprint instrumentation" "$WORK/fault.err"; then
-    row fault PASS "exit 3: $(grep -m1 -o 'faulted under footprint instrumentation' "$WORK/fault.err")"
+    case_result fault PASS "exit 3: $(grep -m1 -o 'faulted under footprint instrumentation' "$WORK/fault.err")"
   else
-    row fault FAIL "exit $rc: $(grep -m1 error "$WORK/fault.err")"
+    case_result fault FAIL "exit $rc: $(grep -m1 error "$WORK/fault.err")"
   fi
 fi
 
 run nolib "$KC" footprint "$WORK/vector_add" --force --sanitizer-lib /nonexistent/libsanitizer-public.so
 rc=$?
 if [ $rc = 2 ] && grep -q "footprint needs libsanitizer-public.so" "$WORK/nolib.err"; then
-  row missing_library PASS "exit 2: footprint needs libsanitizer-public.so"
+  case_result missing_library PASS "exit 2: footprint needs libsanitizer-public.so"
 else
-  row missing_library FAIL "exit $rc: $(head -n1 "$WORK/nolib.err")"
+  case_result missing_library FAIL "exit $rc: $(head -n1 "$WORK/nolib.err")"
 fi
 
+table "case | result | measured | problems"
 echo
-echo "| case | result | measured | problems |"
-echo "| --- | --- | --- | --- |"
-while IFS=$'\t' read -r c r d p; do echo "| $c | $r | $d | ${p:-} |"; done <"$ROWS"
-echo
-echo "$PASSED passed, $FAILED failed (log: $LOG)"
-[ "$FAILED" = 0 ] || trap - EXIT  # keep the captures and the log of a failed run
-[ "$FAILED" = 0 ]
+summary "(log: $LOG)"

@@ -31,14 +31,12 @@ set -u -o pipefail
 ulimit -c 0
 
 BUILD=${1:?usage: tests/gpu/graph_e2e.sh BUILD_DIR}
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
+gpu_build "$BUILD"
 HERE=$(cd "$(dirname "$0")" && pwd)
-KC=$BUILD/bin/kerncap
 PY=${TORCH_PY:-python3}
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-240}
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 for f in "$KC" "$NVCC"; do [ -x "$f" ] || { echo "missing $f"; exit 1; }; done
 gpu_work_dir graph
 [ -n "${OUT:-}" ] || trap cleanup EXIT
@@ -51,31 +49,14 @@ for app in graph_chain graph_update graph_bad; do
   fi
 done
 
-passed=0
-failed=0
-NOTE=""
-result() {  # result NAME OK
-  if [ "$2" = 1 ]; then passed=$((passed + 1)); printf '%-14s PASS  %s\n' "$1" "$NOTE"
-  else failed=$((failed + 1)); printf '%-14s FAIL  %s\n' "$1" "$NOTE"; fi
-}
-first_error() { grep -h -m1 -iE 'error|fail|refus|cannot|never|captur' "$WORK/$1.err" "$WORK/$1.out" 2>/dev/null | cut -c1-160; }
-# mpy CAP EXPR: a Python expression over a capture (m = manifest, param(i, fmt)).
-mpy() {
-  python3 - "$1/capture" "$2" <<'PY' 2>&1
-import json, struct, sys
-d = sys.argv[1]
-m = json.load(open(d + "/manifest.json"))
-p = open(d + "/" + m["params"]["file"], "rb").read()
-def param(i, fmt):
-    return struct.unpack_from(fmt, p, m["params"]["slots"][i]["offset"])[0]
-print(eval(sys.argv[2]))
-PY
-}
+VERDICT_STYLE=column VERDICT_WIDTH=14                 # verdict: "NAME  PASS  NOTE"
+ERROR_RE='error|fail|refus|cannot|never|captur'     # first_error
+NOTE=""  # what the case found, its verdict's note
 # validate NAME CAP: Result: PASS, exit 0.
 validate() {
   run "$1" "$KC" validate "$2"
   local res
-  res=$(grep -h -m1 '^Result:' "$WORK/$1.out" "$WORK/$1.err")
+  res=$(result_of)
   NOTE="$NOTE; validate: ${res:-rc=$RC}"
   [ $RC -eq 0 ] && [[ $res == "Result: PASS"* ]]
 }
@@ -87,23 +68,23 @@ same_output() {
 }
 
 # continue_case NAME PATTERN DISPATCH CHECK -- APP ARGS: plain run, extract --continue,
-# identical output, CHECK (mpy expression) true, validate PASS.
+# identical output, CHECK (a manifest_get expression) true, validate PASS.
 continue_case() {
   local name=$1 pattern=$2 dispatch=$3 check=$4 ok=1
   shift 5
   NOTE=""
-  run "$name.plain" "$@" || { NOTE="plain run failed rc=$RC"; result "$name" 0; return; }
+  run "$name.plain" "$@" || { NOTE="plain run failed rc=$RC"; verdict "$name" FAIL "$NOTE"; return; }
   run "$name" "$KC" extract "$pattern" --dispatch "$dispatch" --continue -o "$WORK/$name.cap" -- "$@"
   if [ $RC -ne 0 ] || [ ! -f "$WORK/$name.cap/capture/manifest.json" ]; then
-    NOTE="extract rc=$RC: $(first_error "$name")"; result "$name" 0; return
+    NOTE="extract rc=$RC: $(first_error "$name")"; verdict "$name" FAIL "$NOTE"; return
   fi
   if same_output "$name"; then NOTE="output identical"; else
     ok=0; NOTE="output differs: plain [$(tr '\n' ' ' <"$WORK/$name.plain.app")] kerncap [$(tr '\n' ' ' <"$WORK/$name.kc.app")]"; fi
   local v
-  v=$(mpy "$WORK/$name.cap" "$check")
+  v=$(manifest_get "$WORK/$name.cap" "$check")
   [ "$v" = True ] || { ok=0; NOTE="$NOTE; NOT $check -> ${v:0:120}"; }
   validate "$name.validate" "$WORK/$name.cap" || ok=0
-  result "$name" $ok
+  verdict "$name" "$(pass_if $ok)" "$NOTE"
 }
 
 # bad_case NAME PATTERN REGEX -- APP ARGS: extract fails cleanly, its output matches REGEX.
@@ -117,7 +98,7 @@ bad_case() {
   if ! cat "$WORK/$name.out" "$WORK/$name.err" | grep -Eqi -- "$re"; then
     ok=0; NOTE="$NOTE; message does not match /$re/"; fi
   NOTE="$NOTE; says: $(grep -h -m1 -Ei -- "$re" "$WORK/$name.err" "$WORK/$name.out" | cut -c1-150)"
-  result "$name" $ok
+  verdict "$name" "$(pass_if $ok)" "$NOTE"
 }
 
 CHAIN=$WORK/graph_chain
@@ -128,15 +109,15 @@ if want chain_strong; then
     run chain_strong.fp "$KC" footprint "$WORK/chain_mid.cap"
     ok=1
     if [ $RC -ne 0 ] && grep -qi 'sanitizer' "$WORK/chain_strong.fp.out" "$WORK/chain_strong.fp.err"; then
-      printf '%-14s SKIP  %s\n' chain_strong "footprint unavailable: $(first_error chain_strong.fp)"
+      verdict chain_strong SKIP "footprint unavailable: $(first_error chain_strong.fp)"
     else
       [ $RC -eq 0 ] || { ok=0; NOTE="footprint rc=$RC: $(first_error chain_strong.fp)"; }
       validate chain_strong "$WORK/chain_mid.cap" || ok=0
       grep -q 'strong' "$WORK/chain_strong.out" || NOTE="$NOTE (not strong)"
-      result chain_strong $ok
+      verdict chain_strong "$(pass_if $ok)" "$NOTE"
     fi
   else
-    NOTE="no chain_mid capture"; result chain_strong 0
+    NOTE="no chain_mid capture"; verdict chain_strong FAIL "$NOTE"
   fi
 fi
 if want chain_first; then
@@ -146,16 +127,16 @@ if want chain_first; then
   [ $RC -eq 0 ] && [ -f "$WORK/chain_first.cap/capture/manifest.json" ] || { ok=0; NOTE="extract rc=$RC: $(first_error chain_first)"; }
   if grep -q '^APP acc 0' "$WORK/chain_first.out"; then ok=0; NOTE="$NOTE; the application ran on without --continue"; else NOTE="app stopped"; fi
   [ $ok = 1 ] && { validate chain_first.validate "$WORK/chain_first.cap" || ok=0; }
-  result chain_first $ok
+  verdict chain_first "$(pass_if $ok)" "$NOTE"
 fi
 want chain_last && continue_case chain_last gTail 2 'm["kernel"]["dispatch"] == 2' -- "$CHAIN"
 want update && continue_case update uAxpy 2 'param(2, "<f") == 3.0' -- "$WORK/graph_update"
 
 if want torch_profile || want torch_mid; then
-  if ! "$PY" -c 'import torch; assert torch.cuda.is_available()' >/dev/null 2>&1; then
+  if ! torch_ok; then
     NOTE="no CUDA torch in $PY"
-    want torch_profile && result torch_profile 0
-    want torch_mid && result torch_mid 0
+    want torch_profile && verdict torch_profile FAIL "$NOTE"
+    want torch_mid && verdict torch_mid FAIL "$NOTE"
   else
     if want torch_profile; then
       NOTE=""
@@ -171,7 +152,7 @@ print(ok, p["calls"], p["graph_calls"], p["dispatch"])
 PY
 )
       NOTE="exp kernel: calls, graph calls, dispatch = ${v#* }"
-      [ $RC -eq 0 ] && [[ $v == True* ]] && result torch_profile 1 || { NOTE="$NOTE (rc=$RC)"; result torch_profile 0; }
+      [ $RC -eq 0 ] && [[ $v == True* ]] && verdict torch_profile PASS "$NOTE" || { NOTE="$NOTE (rc=$RC)"; verdict torch_profile FAIL "$NOTE"; }
     fi
     want torch_mid && continue_case torch_mid exp_kernel_cuda 4 'm["kernel"]["dispatch"] == 4' -- "$PY" "$HERE/graph_apps/graph_torch.py"
   fi
@@ -181,5 +162,4 @@ want bad_never && bad_case bad_never badNever 'never launched' -- "$WORK/graph_b
 want bad_nested && bad_case bad_nested badNested 'being captured|capturing another' -- "$WORK/graph_bad" nested
 want bad_alloc && bad_case bad_alloc badAlloc 'memory allocation node' -- "$WORK/graph_bad" alloc
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+summary

@@ -15,7 +15,7 @@
 #   commands     run, step, kc, first_error, result_of, result_word
 #   JSON         json_get, manifest_get, info, chunk_stats
 #   verdicts     tally, pass_if, pass_unless, verdict, check; note, bad, skip, case_status
-#   tables       row, table, tsv_row, run_case, summary, tsv_summary
+#   tables       row, case_row, table, tsv_row, run_case, summary, tsv_summary
 #   edits        wrong_edit_case
 #   time         now, since, median
 #   other        torch_ok, logged_step (the older name of run)
@@ -23,7 +23,7 @@
 # State every suite starts with (it may set its own values after sourcing this file):
 passed=0 failed=0 skipped=0 rows=()  # the counts of verdicts, and the rows `verdict` keeps
 R_FAIL=0 R_SKIP=0 R_NOTE=""          # one case's state (note, bad, skip, case_status)
-LOG="" D="" RC=0 LAST_OUTPUT=()      # the log, the case directory, the last command (run, step)
+LOG="" LOGS="" D="" RC=0 LAST_OUTPUT=()  # the log, the logs, the case directory, the last command
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}  # seconds one command may take (run, step, kc)
 
 # ---- start --------------------------------------------------------------------------------------
@@ -38,12 +38,14 @@ gpu_required() {
 }
 
 # gpu_build DIR: what a suite does after its usage line: gpu_required, then BUILD = DIR as an
-# absolute path (exit 1 when it is no directory), KC = its kerncap, EX = its examples.
+# absolute path (exit 1 when it is no directory), KC = its kerncap, EX = its examples, and NVCC
+# (unless set: nvcc on PATH, else /usr/local/cuda/bin/nvcc).
 gpu_build() {
   gpu_required
   BUILD=$(cd "$1" && pwd) || exit 1
   KC=$BUILD/bin/kerncap
   EX=$BUILD/examples
+  NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 }
 
 # gpu_work_dir NAME [in-work|apart|kept]: sets WORK to a new directory, $OUT/NAME-work.XXXXXX
@@ -166,9 +168,10 @@ result_word() { result_of "$@" | grep -o '^Result: [A-Z]*' | cut -c9-; }
 # json_get FILE EXPR: a value of the JSON document in FILE ("-": stdin): the whole file, else the
 # first JSON object in it (lines around it ignored). EXPR is a dotted path (edit.file,
 # validate.result, regions.0.size) or a Python expression over the document j (also named m;
-# MiB and GiB are defined). A float is printed with the format spec JSON_FLOAT (default .4g).
-# No document, or no such value: nothing printed, exit status 1.
-json_get() { python3 -c "$_JSON_GET_PY" "$1" "$2" "${JSON_FLOAT:-.4g}" 2>/dev/null; }
+# MiB and GiB are defined). A float is printed with the format spec JSON_FLOAT (default .4g;
+# JSON_FLOAT='' prints it as Python does). No document, or no such value: nothing printed, exit
+# status 1.
+json_get() { python3 -c "$_JSON_GET_PY" "$1" "$2" "${JSON_FLOAT-.4g}" 2>/dev/null; }
 _JSON_GET_PY='
 import json, re, sys
 path, expr, ffmt = sys.argv[1:4]
@@ -197,25 +200,29 @@ print(format(v, ffmt) if isinstance(v, float) else v)
 # manifest_get CAP EXPR: a Python expression over the capture in CAP (an extract -o directory):
 # m = its manifest, p = its parameter bytes, param(i, fmt) = parameter i unpacked with the struct
 # format fmt, kinds = the regions' kinds in order, textures = its texture objects (handles,
-# arrays, objects), after_bytes(kind) = the AFTER bytes in regions of that kind. An error is
-# printed in place of the value, so that a check shows why it failed.
-manifest_get() { python3 -c "$_MANIFEST_GET_PY" "$1/capture" "$2" 2>&1; }
+# arrays, objects), after_bytes(kind) = the AFTER bytes in regions of that kind. An error (no
+# capture, no such field) is printed in place of the value, on one line, with exit status 1.
+manifest_get() { python3 -c "$_MANIFEST_GET_PY" "$1/capture" "$2" 2>/dev/null; }
 _MANIFEST_GET_PY='
 import json, struct, sys
-d = sys.argv[1]
-m = json.load(open(d + "/manifest.json"))
-try:
-    p = open(d + "/" + m["params"]["file"], "rb").read()
-except (OSError, KeyError):
-    p = b""
 def param(i, fmt):
     return struct.unpack_from(fmt, p, m["params"]["slots"][i]["offset"])[0]
-kinds = [r["kind"] for r in m["regions"]]
-textures = m.get("textures", {"arrays": [], "objects": [], "handles": []})
 def after_bytes(kind):
     of = {r["id"]: r["kind"] for r in m["regions"]}
     return sum(r["size"] for r in m["after"]["runs"] if of.get(r["region"]) == kind)
-print(eval(sys.argv[2]))
+try:
+    d = sys.argv[1]
+    m = json.load(open(d + "/manifest.json"))
+    try:
+        p = open(d + "/" + m["params"]["file"], "rb").read()
+    except (OSError, KeyError):
+        p = b""
+    kinds = [r["kind"] for r in m.get("regions", [])]
+    textures = m.get("textures", {"arrays": [], "objects": [], "handles": []})
+    print(eval(sys.argv[2]))
+except Exception as e:
+    print(" ".join(f"{type(e).__name__}: {e}".split())[:200])
+    sys.exit(1)
 '
 
 # info EXPR: json_get over $D/info.json (a case's `kerncap info --json`), its manifest named m.
@@ -260,6 +267,7 @@ pass_unless() { if [ -z "$1" ]; then echo PASS; else echo "FAIL: ${1%; }"; fi; }
 #   line    (default) "STATUS NAME: DETAIL"; the row "| NAME | STATUS | DETAIL |" kept in rows,
 #           for the table `summary` prints
 #   row     the row "| NAME | STATUS | DETAIL |" at once, NAME padded to VERDICT_WIDTH
+#   rows    that row into $ROWS (for `table`), nothing printed
 #   column  "NAME  STATUS  DETAIL", NAME padded to VERDICT_WIDTH
 #   status  "STATUS  NAME DETAIL", NAME padded to VERDICT_WIDTH
 # With VERDICT_TAIL=N, a FAIL also shows the last N lines of the last command's errors (run's
@@ -269,6 +277,7 @@ verdict() {
   tally "$status"
   case ${VERDICT_STYLE:-line} in
     row) printf "| %-${w}s | %-4s | %s |\n" "$name" "$status" "$detail" ;;
+    rows) row "$name | $status | $detail" ;;
     column) printf "%-${w}s %s  %s\n" "$name" "$status" "$detail" ;;
     status) printf "%s  %-${w}s %s\n" "$status" "$name" "$detail" ;;
     *) echo "$status $name: $detail"; rows+=("| $name | $status | $detail |") ;;
@@ -295,6 +304,14 @@ case_status() { if [ "$R_FAIL" = 1 ]; then echo FAIL; elif [ "$R_SKIP" = 1 ]; th
 
 # row CELL | CELL | ...: a markdown table row, into $ROWS.
 row() { printf '| %s |\n' "$*" >>"$ROWS"; }
+
+# case_row NAME PROBLEMS "CELL | CELL ...": a case judged by the problems it found (pass_unless),
+# counted (tally), its row "NAME | CELLS | VERDICT" into $ROWS; the verdict also in CASE_STATUS.
+case_row() {
+  CASE_STATUS=$(pass_unless "$2")
+  tally "$CASE_STATUS"
+  row "$1 | $3 | $CASE_STATUS"
+}
 
 # table "COLUMN | COLUMN | ...": a blank line, then the markdown table of the rows `row` wrote.
 table() {

@@ -25,46 +25,37 @@
 set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/multitarget_e2e.sh BUILD_DIR}
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
+gpu_build "$BUILD"
 HERE=$(cd "$(dirname "$0")" && pwd)
-KC=$BUILD/bin/kerncap
 PY=${TORCH_PY:-python3}
-TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 [ -x "$KC" ] || { echo "missing $KC"; exit 1; }
 gpu_work_dir multitarget
 echo "multitarget suite: work in $WORK"
 MODEL="$HERE/multitarget_model.py"
-ROWS=$WORK/rows.md
-: >"$ROWS"
-passed=0
-failed=0
+VERDICT_STYLE=column VERDICT_WIDTH=13  # verdict: "CASE  PASS  NOTE"
+ERROR_RE='error|fail'                  # first_error
 
-result() {  # result CASE OK NOTE
-  if [ "$2" = 1 ]; then passed=$((passed + 1)); printf '%-13s PASS  %s\n' "$1" "$3"
-  else failed=$((failed + 1)); printf '%-13s FAIL  %s\n' "$1" "$3"; fi
-}
 # index PARENT EXPR: a Python expression over PARENT/targets.json (t = its targets list).
-index() { python3 -c "import json,sys; t=json.load(open(sys.argv[1]+'/targets.json'))['targets']; print($2)" "$1" 2>&1; }
+index() { json_get "$1/targets.json" "(lambda t: $2)(j['targets'])"; }
 
 # validate_dir CASE DIR: footprint (when it can be measured), then validate; adds a row.
 # Sets STRENGTH (strong|weak|FAIL).
 validate_dir() {
   local c=$1 dir=$2 name kname res rc
   name=$(basename "$dir")
-  kname=$("$KC" info --json "$dir" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["kernel"]["demangled"][:60])' 2>/dev/null)
+  kname=$("$KC" info --json "$dir" 2>/dev/null | json_get - 'j["kernel"]["demangled"][:60]')
   run "$c-$name-fp" "$KC" footprint "$dir"
   local fp=$RC
   run "$c-$name-val" "$KC" validate "$dir"
   rc=$RC
-  res=$(grep -h -m1 '^Result:' "$WORK/$c-$name-val.out" "$WORK/$c-$name-val.err" | cut -c1-120)
+  res=$(result_of)
   if [ $rc -eq 0 ] && [[ $res == *PASS* ]]; then
     if [[ $res == *strong* ]]; then STRENGTH=strong; else STRENGTH=weak; fi
     [ $fp -eq 0 ] || STRENGTH="$STRENGTH (no footprint)"
   else
-    STRENGTH="FAIL: rc $rc ${res:-$(grep -h -m1 -iE 'error|fail' "$WORK/$c-$name-val.err" | cut -c1-100)}"
+    STRENGTH="FAIL: rc $rc ${res:-$(first_error)}"
   fi
   row "$c | $name | ${kname:-?} | $STRENGTH | $([[ $STRENGTH == FAIL* ]] && echo FAIL || echo PASS)"
 }
@@ -79,6 +70,21 @@ validate_all() {
   done
 }
 
+# all_captured CASE N NOTE PREFIX: after `run CASE ... extract -o $WORK/CASE`: the extract
+# succeeded with all N targets captured, each validated (NOTE is the PASS line's; PREFIX goes
+# before a failed extract's note); adds a row when the extract failed.
+all_captured() {
+  local c=$1 count=$2 ok_note=$3 prefix=$4 n
+  n=$(index "$WORK/$c" "sum(x['captured'] for x in t)")
+  if [ "$RC" -eq 0 ] && [ "$n" = "$count" ]; then
+    validate_all "$c" "$WORK/$c"
+    if [ "$BAD" -eq 0 ]; then verdict "$c" PASS "$ok_note"; else verdict "$c" FAIL "$BAD of $count failed validation"; fi
+  else
+    verdict "$c" FAIL "${prefix}rc $RC, $n captured: $(grep -m2 -E 'NOT|error' "$WORK/$c.err" | tr '\n' ' ' | cut -c1-200)"
+    row "$c | | | extract failed (rc $RC) | FAIL"
+  fi
+}
+
 FIVE=(--regex --kernel 'layer_norm' --kernel 'nvjet|gemm|xmma|cutlass@1' --kernel 'Gelu'
       --kernel '[Ss]oft[Mm]ax@2' --kernel 'reduce_kernel@1')
 
@@ -88,27 +94,13 @@ if torch_ok; then
 
   if want five; then
     run five "$KC" extract "${FIVE[@]}" -o "$WORK/five" -- "$PY" "$MODEL" 3
-    n=$(index "$WORK/five" "sum(x['captured'] for x in t)")
-    if [ $RC -eq 0 ] && [ "$n" = 5 ]; then
-      validate_all five "$WORK/five"
-      [ $BAD -eq 0 ] && result five 1 "5 captures in one run, all validated" || result five 0 "$BAD of 5 failed validation"
-    else
-      result five 0 "rc $RC, $n captured: $(grep -m2 -E 'NOT|error' "$WORK/five.err" | tr '\n' ' ' | cut -c1-200)"
-      row "five | | | extract failed (rc $RC) | FAIL"
-    fi
+    all_captured five 5 "5 captures in one run, all validated" ""
   fi
 
   if want top3; then
     run profile "$KC" profile -o "$WORK/profile.json" -- "$PY" "$MODEL" 3
     run top3 "$KC" extract --top 3 --from "$WORK/profile.json" -o "$WORK/top3" -- "$PY" "$MODEL" 3
-    n=$(index "$WORK/top3" "sum(x['captured'] for x in t)")
-    if [ $RC -eq 0 ] && [ "$n" = 3 ]; then
-      validate_all top3 "$WORK/top3"
-      [ $BAD -eq 0 ] && result top3 1 "the profile's top 3 captured and validated" || result top3 0 "$BAD of 3 failed validation"
-    else
-      result top3 0 "profile rc? extract rc $RC, $n captured: $(grep -m2 -E 'NOT|error' "$WORK/top3.err" | tr '\n' ' ' | cut -c1-200)"
-      row "top3 | | | extract failed (rc $RC) | FAIL"
-    fi
+    all_captured top3 3 "the profile's top 3 captured and validated" "profile rc? extract "
   fi
 
   if want never; then
@@ -119,7 +111,7 @@ if torch_ok; then
     [ "$(index "$WORK/never" "[x['captured'] for x in t]")" = "[True, False]" ] || ok=0
     validate_all never "$WORK/never"
     [ $BAD -eq 0 ] || ok=0
-    result never $ok "rc $RC: $(grep -m1 "01-no_such_kernel_xyz 'no_such" "$WORK/never.err" | cut -c1-150)"
+    verdict never "$(pass_if $ok)" "rc $RC: $(grep -m1 "01-no_such_kernel_xyz 'no_such" "$WORK/never.err" | cut -c1-150)"
   fi
 
   if want continue; then
@@ -130,7 +122,7 @@ if torch_ok; then
     n=$(index "$WORK/continue" "sum(x['captured'] for x in t)")
     ok=0
     [ $RC -eq 0 ] && [ "$n" = 5 ] && [ -n "$a" ] && [ "$a" = "$b" ] && ok=1
-    result continue $ok "without kerncap: '${a:-none}', with --continue: '${b:-none}', $n captured"
+    verdict continue "$(pass_if $ok)" "without kerncap: '${a:-none}', with --continue: '${b:-none}', $n captured"
     row "continue | (5 targets) | output identical: $([ -n "$a" ] && [ "$a" = "$b" ] && echo yes || echo NO) | - | $([ $ok = 1 ] && echo PASS || echo FAIL)"
   fi
 else
@@ -155,19 +147,16 @@ if want graph_never || want graph_nested; then
       [ "$(index "$WORK/graph_$mode" "[x['captured'] for x in t]")" = "[True, False]" ] || ok=0
       validate_all graph_$mode "$WORK/graph_$mode"
       [ $BAD -eq 0 ] || ok=0
-      result graph_$mode $ok "rc $RC: $(grep -m1 -o "$want_text" "$WORK/graph_$mode.err")"
+      verdict graph_$mode "$(pass_if $ok)" "rc $RC: $(grep -m1 -o "$want_text" "$WORK/graph_$mode.err")"
     done
   else
-    result graph_build 0 "cannot build graph_bad: $(tail -2 "$WORK/graph_bad.build.log")"
+    verdict graph_build FAIL "cannot build graph_bad: $(tail -2 "$WORK/graph_bad.build.log")"
   fi
 fi
 
 {
+  table "case | target dir | captured kernel | validation | verdict"
   echo
-  echo "| case | target dir | captured kernel | validation | verdict |"
-  echo "| --- | --- | --- | --- | --- |"
-  cat "$ROWS"
-  echo
-  echo "$passed passed, $failed failed"
+  summary
 } | tee "$WORK/summary.md"
-[ $failed -eq 0 ]
+[ "$failed" -eq 0 ]

@@ -18,34 +18,19 @@ set -u -o pipefail
 ulimit -c 0
 
 BUILD=${1:?usage: tests/gpu/overhead_e2e.sh BUILD_DIR}
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
+gpu_build "$BUILD"
 APP=$BUILD/bench/profile_overhead_app
 for f in "$KC" "$APP"; do
   [ -x "$f" ] || { echo "missing $f (build it: cmake --build $BUILD)"; exit 1; }
 done
-if [ -n "${OUT:-}" ]; then
-  W=$OUT/overhead-e2e && rm -rf "$W" && mkdir -p "$W"
-else
-  W=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-overhead-e2e.XXXXXX") && trap 'rm -rf "$W"' EXIT
-fi
-PASS=0 FAIL=0
-pass() { PASS=$((PASS + 1)); printf 'PASS  %-40s %s\n' "$1" "${2:-}"; }
-fail() {
-  FAIL=$((FAIL + 1))
-  printf 'FAIL  %-40s %s\n' "$1" "${2:-}"
-  [ -n "${LAST:-}" ] && [ -f "$W/$LAST.err" ] && tail -n 8 "$W/$LAST.err" | sed 's/^/        | /'
-}
-run() {
-  LAST=$1
-  shift
-  timeout -k 5 300 "$@" >"$W/$LAST.out" 2>"$W/$LAST.err"
-  RC=$?
-}
-# verdict NAME PYTHON-EXPR FILE...: PASS when the expression (over j = the JSON files, in order) is true.
-verdict() {
+gpu_work_dir overhead-e2e kept  # WORK: $OUT/overhead-e2e (kept), else a temporary directory
+[ -n "${OUT:-}" ] || trap cleanup EXIT
+# verdict (lib.sh): "PASS  NAME  DETAIL"; a failure shows the last 8 lines of the last command's stderr.
+VERDICT_STYLE=status VERDICT_WIDTH=40 VERDICT_TAIL=8
+# json_check NAME PYTHON-EXPR FILE...: PASS when the expression (over j = the JSON files, in order) is true.
+json_check() {
   local name=$1 expr=$2
   shift 2
   local why
@@ -59,78 +44,73 @@ if not ok:
     print("false")
     sys.exit(1)
 PY
-  ); then pass "$name"; else fail "$name" "$why"; fi
+  ); then verdict "$name" PASS; else verdict "$name" FAIL "$why"; fi
 }
 
 # --- capture mode: in-app records near the target only
-run cap_far "$KC" extract tiny_kernel --dispatch 5000 -o "$W/cap_far" --force -- "$APP" --kernels 6000
-if [ "$RC" = 0 ] && "$KC" info "$W/cap_far" --json >"$W/cap_far.json" 2>"$W/cap_far_info.err"; then
-  verdict "capture far dispatch: window records" \
-    'j[0]["in_app_samples"] >= 256 and 1 <= j[0]["in_app_launches"] <= 1025' "$W/cap_far.json"
+run cap_far "$KC" extract tiny_kernel --dispatch 5000 -o "$WORK/cap_far" --force -- "$APP" --kernels 6000
+if [ "$RC" = 0 ] && "$KC" info "$WORK/cap_far" --json >"$WORK/cap_far.json" 2>"$WORK/cap_far_info.err"; then
+  json_check "capture far dispatch: window records" \
+    'j[0]["in_app_samples"] >= 256 and 1 <= j[0]["in_app_launches"] <= 1025' "$WORK/cap_far.json"
 else
-  fail "capture far dispatch: window records" "extract exit $RC"
+  verdict "capture far dispatch: window records" FAIL "extract exit $RC"
 fi
-run cap_near "$KC" extract tiny_kernel --dispatch 10 -o "$W/cap_near" --force -- "$APP" --kernels 100
-if [ "$RC" = 0 ] && "$KC" info "$W/cap_near" --json >"$W/cap_near.json" 2>"$W/cap_near_info.err"; then
-  verdict "capture near dispatch: every launch" 'j[0]["in_app_launches"] == 11' "$W/cap_near.json"
+run cap_near "$KC" extract tiny_kernel --dispatch 10 -o "$WORK/cap_near" --force -- "$APP" --kernels 100
+if [ "$RC" = 0 ] && "$KC" info "$WORK/cap_near" --json >"$WORK/cap_near.json" 2>"$WORK/cap_near_info.err"; then
+  json_check "capture near dispatch: every launch" 'j[0]["in_app_launches"] == 11' "$WORK/cap_near.json"
 else
-  fail "capture near dispatch: every launch" "extract exit $RC"
+  verdict "capture near dispatch: every launch" FAIL "extract exit $RC"
 fi
 
 # --- profile --sample: exact counts, sampled times
 N=60000
-run exact "$KC" profile --sample 1 --top 3 -o "$W/exact.json" -- "$APP" --kernels $N
-[ "$RC" = 0 ] || fail "exact profile" "exit $RC"
-run sampled "$KC" profile --sample 10 --top 3 -o "$W/sampled.json" -- "$APP" --kernels $N
+run exact "$KC" profile --sample 1 --top 3 -o "$WORK/exact.json" -- "$APP" --kernels $N
+[ "$RC" = 0 ] || verdict "exact profile" FAIL "exit $RC"
+run sampled "$KC" profile --sample 10 --top 3 -o "$WORK/sampled.json" -- "$APP" --kernels $N
 if [ "$RC" = 0 ]; then
-  verdict "sample: calls exact" "kern(j[0])['calls'] == $N == kern(j[1])['calls']" "$W/sampled.json" "$W/exact.json"
-  verdict "sample: dispatch list exact" \
+  json_check "sample: calls exact" "kern(j[0])['calls'] == $N == kern(j[1])['calls']" "$WORK/sampled.json" "$WORK/exact.json"
+  json_check "sample: dispatch list exact" \
     "kern(j[0])['extract']['processes'][0]['dispatch'] == list(range($N)) == kern(j[1])['extract']['processes'][0]['dispatch']" \
-    "$W/sampled.json" "$W/exact.json"
-  verdict "sample: estimated, a sample timed" \
+    "$WORK/sampled.json" "$WORK/exact.json"
+  json_check "sample: estimated, a sample timed" \
     "kern(j[0])['estimated'] and 10000 <= kern(j[0])['samples'] < $N and j[0]['totals']['estimated'] and j[0]['processes'][0]['sample_period'] == 10" \
-    "$W/sampled.json"
-  verdict "sample: average within 25% of exact" \
-    "abs(kern(j[0])['avg_ns'] - kern(j[1])['avg_ns']) <= 0.25 * kern(j[1])['avg_ns']" "$W/sampled.json" "$W/exact.json"
-  if grep -q '~' "$W/sampled.out"; then pass "sample: table marks estimates"; else LAST=sampled fail "sample: table marks estimates"; fi
-  verdict "exact: --sample 1 times every launch" \
-    "kern(j[0])['samples'] == $N and not kern(j[0])['estimated']" "$W/exact.json"
+    "$WORK/sampled.json"
+  json_check "sample: average within 25% of exact" \
+    "abs(kern(j[0])['avg_ns'] - kern(j[1])['avg_ns']) <= 0.25 * kern(j[1])['avg_ns']" "$WORK/sampled.json" "$WORK/exact.json"
+  if grep -q '~' "$WORK/sampled.out"; then verdict "sample: table marks estimates" PASS; else verdict "sample: table marks estimates" FAIL; fi
+  json_check "exact: --sample 1 times every launch" \
+    "kern(j[0])['samples'] == $N and not kern(j[0])['estimated']" "$WORK/exact.json"
 else
-  fail "sampled profile" "exit $RC"
+  verdict "sampled profile" FAIL "exit $RC"
 fi
 # The default is sampled timing with N = 10.
-run default "$KC" profile --top 3 -o "$W/default.json" -- "$APP" --kernels $N
+run default "$KC" profile --top 3 -o "$WORK/default.json" -- "$APP" --kernels $N
 if [ "$RC" = 0 ]; then
-  verdict "default: sampled, one in 10, calls exact" \
+  json_check "default: sampled, one in 10, calls exact" \
     "j[0]['processes'][0]['sample_period'] == 10 and kern(j[0])['estimated'] and kern(j[0])['calls'] == $N" \
-    "$W/default.json"
+    "$WORK/default.json"
 else
-  fail "default profile" "exit $RC"
+  verdict "default profile" FAIL "exit $RC"
 fi
-run small "$KC" profile --sample 10 --top 3 -o "$W/small.json" -- "$APP" --kernels 5000
+run small "$KC" profile --sample 10 --top 3 -o "$WORK/small.json" -- "$APP" --kernels 5000
 if [ "$RC" = 0 ]; then
-  verdict "sample: below the threshold exact" \
-    "kern(j[0])['calls'] == kern(j[0])['samples'] == 5000 and not kern(j[0])['estimated']" "$W/small.json"
+  json_check "sample: below the threshold exact" \
+    "kern(j[0])['calls'] == kern(j[0])['samples'] == 5000 and not kern(j[0])['estimated']" "$WORK/small.json"
 else
-  fail "small sampled profile" "exit $RC"
+  verdict "small sampled profile" FAIL "exit $RC"
 fi
 
 # --- CUPTI variants still see every launch
 for v in kind=kernel device_buffer=32M,pool_limit=1000 per_thread=0 memory=0; do
-  LAST=variant
-  KERNCAP_PROFILE_CUPTI=$v timeout -k 5 300 "$KC" profile --sample 1 --top 3 -o "$W/variant.json" -- "$APP" --kernels 20000 \
-    >"$W/variant.out" 2>"$W/variant.err"
-  RC=$?
+  KERNCAP_PROFILE_CUPTI=$v run variant "$KC" profile --sample 1 --top 3 -o "$WORK/variant.json" -- "$APP" --kernels 20000
   if [ "$RC" = 0 ]; then
-    verdict "KERNCAP_PROFILE_CUPTI=$v" "kern(j[0])['calls'] == 20000" "$W/variant.json"
+    json_check "KERNCAP_PROFILE_CUPTI=$v" "kern(j[0])['calls'] == 20000" "$WORK/variant.json"
   else
-    fail "KERNCAP_PROFILE_CUPTI=$v" "exit $RC"
+    verdict "KERNCAP_PROFILE_CUPTI=$v" FAIL "exit $RC"
   fi
 done
-LAST=none
-KERNCAP_PROFILE_CUPTI=kind=none timeout -k 5 300 "$KC" profile --top 3 -- "$APP" --kernels 1000 >"$W/none.out" 2>"$W/none.err"
-RC=$?
-if [ "$RC" = 2 ] && grep -q 'loop_ms' "$W/none.out"; then pass "KERNCAP_PROFILE_CUPTI=kind=none (no kernels)"; else fail "KERNCAP_PROFILE_CUPTI=kind=none (no kernels)" "exit $RC"; fi
+KERNCAP_PROFILE_CUPTI=kind=none run none "$KC" profile --top 3 -- "$APP" --kernels 1000
+[ "$RC" = 2 ] && grep -q 'loop_ms' "$WORK/none.out"
+check "KERNCAP_PROFILE_CUPTI=kind=none (no kernels)" "exit $RC" $?
 
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ]
+summary

@@ -37,7 +37,6 @@ gpu_build "$BUILD"
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 PY=${TORCH_PY:-python3}
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 for f in "$KC" "$EX/vector_add" "$EX/vector_add.cubin" "$EX/driver_extra_kernel.cubin"; do
   [ -e "$f" ] || { echo "missing $f (build first: cmake --build $BUILD)"; exit 1; }
 done
@@ -92,6 +91,7 @@ PYEOF
 CAP=$WORK/cap
 if ! run extract "$KC" extract vectorAdd -o "$CAP" -- "$EX/vector_add" 100000; then
   serve_verdict setup "extract failed: $(first_error extract)" ""
+  summary
   exit 1
 fi
 run footprint "$KC" footprint "$CAP" || echo "  note: no footprint: $(first_error footprint)"
@@ -122,6 +122,7 @@ for _ in $(seq 1 600); do
 done
 if ! grep -q ' ready (pid ' "$WORK/serve.out"; then
   serve_verdict setup "kerncap serve did not become ready: $(tail -n 3 "$WORK/serve.out" "$WORK/serve.err" | tr '\n' ' ' | cut -c1-200)" ""
+  summary
   exit 1
 fi
 grep -h 'the captured image' "$WORK/serve.out" | head -1

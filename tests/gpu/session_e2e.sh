@@ -24,38 +24,21 @@
 set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/session_e2e.sh BUILD_DIR}
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
+gpu_build "$BUILD"
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-KC=$BUILD/bin/kerncap
-EX=$BUILD/examples
 PY=${TORCH_PY:-python3}
-TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
 MIN_RATE=${SESSION_MIN_RATE:-100}
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 export KERNCAP_REPLAY_LIB=$BUILD/lib/libkerncap_replay.so
 for f in "$KC" "$KERNCAP_REPLAY_LIB" "$EX/vector_add" "$EX/vector_add.cubin" "$EX/vector_add_noop.cubin"; do
   [ -e "$f" ] || { echo "missing $f (build first: cmake --build $BUILD)"; exit 1; }
 done
 gpu_work_dir session
-LOG=$WORK/log.txt
-ROWS=$WORK/rows.md
-: >"$ROWS"
+LOG=$WORK/log.txt LOG_TAIL=40  # run (lib.sh): each command and the last 40 lines of its output there
 echo "evaluation loop suite: work in $WORK"
 
-# kc STEP CMD...: logged_step (lib.sh), the last 40 lines of each output in $LOG.
-kc() { LOG_TAIL=40 logged_step "$@"; }
-
-pass=0
-fail=0
-verdict() {  # verdict NAME KERNEL PROBLEMS RATES
-  local status=PASS
-  [ -z "$3" ] || status="FAIL: ${3%; }"
-  [ "$status" = PASS ] && pass=$((pass + 1)) || fail=$((fail + 1))
-  row "$1 | $2 | $4 | $status"
-}
 rates() { grep -h '^rate:' "$D/$1.out" | sed 's/^rate: //; s/ evaluations\/s/\/s/' | cut -d'(' -f1 | paste -sd';' | cut -c1-120; }
 
 # capture NAME PATTERN [extract flags] -- APP ARGS: extract and footprint into $D/cap.
@@ -66,59 +49,59 @@ capture() {
   mkdir -p "$D"
   CAP=$D/cap
   PROBLEMS=""
-  if ! kc extract "$KC" extract "$pattern" -o "$CAP" "$@"; then
-    verdict "$name" "extract failed: $(first_error extract)" "extract" ""
+  if ! run extract "$KC" extract "$pattern" -o "$CAP" "$@"; then
+    case_row "$name" extract "extract failed: $(first_error extract) | "
     return 1
   fi
   "$KC" info --json "$CAP" >"$D/info.json" 2>>"$LOG"
   KNAME=$(info 'm["kernel"]["demangled"][:48]')
   ARCH=$(info '"sm_{}{}".format(*m["device"]["cc"])')
-  kc footprint "$KC" footprint "$CAP" || echo "  note: no footprint for $name (weak verdicts, no fuzz): $(first_error footprint)"
+  run footprint "$KC" footprint "$CAP" || echo "  note: no footprint for $name (weak verdicts, no fuzz): $(first_error footprint)"
 }
 
-# check STEP ARGS...: session_check.py on $CAP; failing checks become problems.
-check() {
+# session_check STEP ARGS...: session_check.py on $CAP; failing checks become problems.
+session_check() {
   local step=$1 rc
   shift
-  kc "$step" "$PY" "$HERE/session_check.py" "$CAP" "$@"
+  run "$step" "$PY" "$HERE/session_check.py" "$CAP" "$@"
   rc=$?
   grep -h '^\(PASS\|FAIL\|rate:\)' "$D/$step.out"
   if [ $rc -ne 0 ]; then
-    local failed
-    failed=$(grep -h '^FAIL' "$D/$step.out" | cut -d: -f1 | cut -c6- | paste -sd, -)
-    PROBLEMS+="$step rc $rc ${failed:-$(first_error "$step")}; "
+    local which
+    which=$(grep -h '^FAIL' "$D/$step.out" | cut -d: -f1 | cut -c6- | paste -sd, -)
+    PROBLEMS+="$step rc $rc ${which:-$(first_error "$step")}; "
   fi
 }
 
 if want vector_add && capture vector_add vectorAdd -- "$EX/vector_add" 100000; then
   # An image that lacks vectorAdd: driver_extra's kernel (a cubin built with the examples).
-  check loop --same "$EX/vector_add.cubin" --wrong "$EX/vector_add_noop.cubin" \
+  session_check loop --same "$EX/vector_add.cubin" --wrong "$EX/vector_add_noop.cubin" \
     --other-kernel "$EX/driver_extra_kernel.cubin" --fuzz-fails "$EX/vector_add_clamp.cubin" -n 200 --min-rate "$MIN_RATE"
-  kc bench "$PY" "$REPO/bench/variant_rate.py" "$CAP" --image "$EX/vector_add.cubin" -n 200 --kerncap "$KC" ||
+  run bench "$PY" "$REPO/bench/variant_rate.py" "$CAP" --image "$EX/vector_add.cubin" -n 200 --kerncap "$KC" ||
     PROBLEMS+="variant_rate.py: $(first_error bench); "
   sed -n '/^|/p' "$D/bench.out"
-  verdict vector_add "$KNAME" "$PROBLEMS" "$(rates loop)"
+  case_row vector_add "$PROBLEMS" "$KNAME | $(rates loop)"
 fi
 
 if want globals && capture globals polyEval --dispatch 1 -- "$EX/globals"; then
   # A recompiled copy of the module: its own __constant__/__device__ globals.
   if timeout "$TIMEOUT" "$NVCC" -cubin -arch="$ARCH" -O3 -I"$REPO/examples" "$REPO/examples/globals.cu" \
       -o "$D/globals.cubin" 2>>"$LOG"; then
-    check loop --same "$D/globals.cubin" -n 40
+    session_check loop --same "$D/globals.cubin" -n 40
   else
     PROBLEMS+="nvcc could not build globals.cubin; "
   fi
-  verdict globals "$KNAME" "$PROBLEMS" "$(rates loop)"
+  case_row globals "$PROBLEMS" "$KNAME | $(rates loop)"
 fi
 
 if want torch_gemm; then
   if torch_ok; then
     if capture torch_gemm 'nvjet|gemm|xmma|cutlass' --regex --dispatch 3 -- "$PY" "$HERE/torch_loop.py" gemm 5; then
-      check loop -n 50
-      kc bench "$PY" "$REPO/bench/variant_rate.py" "$CAP" -n 100 --kerncap "$KC" ||
+      session_check loop -n 50
+      run bench "$PY" "$REPO/bench/variant_rate.py" "$CAP" -n 100 --kerncap "$KC" ||
         PROBLEMS+="variant_rate.py: $(first_error bench); "
       sed -n '/^|/p' "$D/bench.out"
-      verdict torch_gemm "$KNAME" "$PROBLEMS" "$(rates loop)"
+      case_row torch_gemm "$PROBLEMS" "$KNAME | $(rates loop)"
     fi
   else
     row "torch_gemm | skipped: no $PY with CUDA torch | | SKIP"
@@ -126,11 +109,8 @@ if want torch_gemm; then
 fi
 
 {
+  table "case | kernel | evaluations/s | verdict"
   echo
-  echo "| case | kernel | evaluations/s | verdict |"
-  echo "| --- | --- | --- | --- |"
-  cat "$ROWS"
-  echo
-  echo "$pass passed, $fail failed"
+  summary
 } | tee -a "$LOG"
-[ $fail -eq 0 ]
+[ "$failed" -eq 0 ]

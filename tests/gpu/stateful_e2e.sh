@@ -29,12 +29,11 @@ ulimit -c 0
 BUILD=${1:?usage: tests/gpu/stateful_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 gpu_build "$BUILD"
-TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
 REPLAYS=${KERNCAP_STATEFUL_REPLAYS:-100}
 TORCH_PY=${KERNCAP_PYTHON:-python3}
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 export KERNCAP_REPLAY_LIB=$BUILD/lib/libkerncap_replay.so
 for f in "$KC" "$EX/work_queue" "$EX/cub_reduce" "$KERNCAP_REPLAY_LIB"; do
   [ -e "$f" ] || { echo "missing $f: build kerncap with examples first (cmake --build $BUILD)"; exit 1; }
@@ -82,16 +81,24 @@ checks() {
   fi
 }
 
+# extract_checked CASE TAG DIR PATTERN APP...: extract PATTERN from APP into DIR (step
+# TAG-extract), then `checks TAG DIR`; false, with the case's FAIL row, when the extract fails.
+extract_checked() {
+  local name=$1 tag=$2 dir=$3 pattern=$4
+  shift 4
+  if ! step "$tag-extract" "$KC" extract "$pattern" -o "$dir" -- "$@"; then
+    verdict "$name" FAIL "extract failed: $(first_error)"
+    return 1
+  fi
+  checks "$tag" "$dir"
+}
+
 echo "| case             | res  | notes |"
 echo "|------------------|------|-------|"
 
 # ---- work_queue ---------------------------------------------------------------------------
 DIR=$WORK/work_queue
-if ! want work_queue; then :
-elif ! step wq-extract "$KC" extract take_tiles -o "$DIR" -- "$EX/work_queue"; then
-  verdict work_queue FAIL "extract failed: $(first_error)"
-else
-  checks wq "$DIR"
+if want work_queue && extract_checked work_queue wq "$DIR" take_tiles "$EX/work_queue"; then
   if step wq-no-restore "$KC" replay "$DIR" --no-restore -n 2 --warmup 0; then
     ok=0; note="$note; --no-restore did not fault (the counter is not stateful?)"
   else
@@ -101,12 +108,7 @@ else
 fi
 
 # ---- cub_reduce ---------------------------------------------------------------------------
-DIR=$WORK/cub_reduce
-if ! want cub_reduce; then :
-elif ! step cub-extract "$KC" extract block_sums -o "$DIR" -- "$EX/cub_reduce"; then
-  verdict cub_reduce FAIL "extract failed: $(first_error)"
-else
-  checks cub "$DIR"
+if want cub_reduce && extract_checked cub_reduce cub "$WORK/cub_reduce" block_sums "$EX/cub_reduce"; then
   verdict cub_reduce "$(pass_if $ok)" "$note"
 fi
 
@@ -115,10 +117,7 @@ SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d 
 if ! want cub_onesweep; then :
 elif ! step cubsort-build "$NVCC" -O2 -arch=sm_"$SM" -o "$WORK/onesweep_app" "$HERE/stateful_apps/onesweep.cu"; then
   verdict cub_onesweep FAIL "cannot build tests/gpu/stateful_apps/onesweep.cu: $(first_error | cut -c1-120)"
-elif ! step cubsort-extract "$KC" extract Onesweep -o "$WORK/cub_onesweep" -- "$WORK/onesweep_app"; then
-  verdict cub_onesweep FAIL "extract failed: $(first_error)"
-else
-  checks cubsort "$WORK/cub_onesweep"
+elif extract_checked cub_onesweep cubsort "$WORK/cub_onesweep" Onesweep "$WORK/onesweep_app"; then
   verdict cub_onesweep "$(pass_if $ok)" "$note"
 fi
 

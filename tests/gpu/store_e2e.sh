@@ -15,11 +15,11 @@ set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/store_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 gpu_build "$BUILD"
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-180}
 [ -x "$KC" ] || { echo "missing $KC (build kerncap first)"; exit 1; }
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 gpu_work_dir store
 trap cleanup EXIT
 unset KERNCAP_STORE

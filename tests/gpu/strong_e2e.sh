@@ -25,52 +25,47 @@
 set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/strong_e2e.sh BUILD_DIR}
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
+gpu_build "$BUILD"
 HERE=$(cd "$(dirname "$0")" && pwd)
-KC=$BUILD/bin/kerncap
-EX=$BUILD/examples
 PY=${TORCH_PY:-python3}
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-180}
 PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
 [ -x "$KC" ] || { echo "missing $KC"; exit 1; }
 [ -x "$PTXAS" ] || { echo "missing ptxas (CUDA toolkit)"; exit 1; }
 gpu_work_dir strong
-LOG=$WORK/log.txt
-ROWS=$WORK/rows.md
-: >"$ROWS"
+LOG=$WORK/log.txt LOG_TAIL=6  # run (lib.sh): each command and the last 6 lines of its output there
 echo "strong validation suite: work in $WORK"
 
-# kc STEP CMD...: logged_step (lib.sh).
-kc() { logged_step "$@"; }
-result_of() { grep -h -m1 '^Result:' "$D/$1.out" "$D/$1.err" 2>/dev/null | cut -c1-150; }
-
-pass=0
-fail=0
+# extract_case NAME PATTERN [extract flags] -- APP ARGS: the case's directory D and its capture
+# $D/cap (its `kerncap info --json` in $D/info.json); false, with a FAIL row, when extract fails.
+extract_case() {
+  local name=$1 pattern=$2
+  shift 2
+  D=$WORK/$name
+  mkdir -p "$D"
+  if ! run extract "$KC" extract "$pattern" -o "$D/cap" "$@"; then
+    row "$name | extract failed: $(first_error extract) | | | | | | FAIL"
+    tally FAIL
+    return 1
+  fi
+  "$KC" info --json "$D/cap" >"$D/info.json" 2>>"$LOG"
+  return 0
+}
 
 # strong_case NAME PATTERN [extract flags] -- APP ARGS
 strong_case() {
-  local name=$1 pattern=$2
-  shift 2
-  if [ -n "${KERNCAP_GPU_CASES:-}" ] && [[ " $KERNCAP_GPU_CASES " != *" $name "* ]]; then return; fi
-  D=$WORK/$name
-  mkdir -p "$D"
-  local cap=$D/cap problems="" wrote rc grid g weak noop tail captured esc
-  if ! kc extract "$KC" extract "$pattern" -o "$cap" "$@"; then
-    row "$name | extract failed: $(first_error extract) | | | | | FAIL"
-    fail=$((fail + 1))
-    return
-  fi
-  "$KC" info --json "$cap" >"$D/info.json" 2>>"$LOG"
+  want "$1" && extract_case "$@" || return
+  local name=$1 cap=$D/cap problems="" wrote rc grid g weak noop tail captured esc
   wrote=$(info 'sum(r["size"] for r in m["after"]["runs"])')
   local kname
   kname=$(info 'm["kernel"]["demangled"][:48]')
-  kc footprint "$KC" footprint "$cap" || problems+="footprint: $(first_error footprint); "
+  run footprint "$KC" footprint "$cap" || problems+="footprint: $(first_error footprint); "
   esc=$(grep -ho 'escape_count": *[0-9]*' "$cap/capture/footprint.json" 2>/dev/null | grep -o '[0-9]*$')
   [ "${esc:-0}" = 0 ] || problems+="$esc escaped accesses; "
 
-  kc captured "$KC" validate "$cap"
+  run captured "$KC" validate "$cap"
   rc=$?
   captured=$(result_of captured)
   if [ $rc -ne 0 ] || [[ $captured != *strong* ]]; then problems+="captured image: rc $rc ${captured:-$(first_error captured)}; "; fi
@@ -87,11 +82,11 @@ strong_case() {
     [ $rc -eq 0 ] && "$PTXAS" -arch="$(info '"sm_{}{}".format(*m["device"]["cc"])')" "$D/noop.ptx" -o "$D/noop.cubin" 2>>"$D/noop.err" ||
       problems+="could not build the no-op variant: $(grep -m1 -i 'error\|noop_variant' "$D/noop.err" | cut -c1-160); "
     cat "$D/noop.err" >>"$LOG"
-    kc weak "$KC" validate "$cap" --cubin "$D/noop.cubin" --footprint never
-    weak=$(result_of weak | grep -o '^Result: [A-Z]*' | cut -c9-)
-    kc noop "$KC" validate "$cap" --cubin "$D/noop.cubin"
+    run weak "$KC" validate "$cap" --cubin "$D/noop.cubin" --footprint never
+    weak=$(result_word weak)
+    run noop "$KC" validate "$cap" --cubin "$D/noop.cubin"
     rc=$?
-    noop=$(result_of noop | grep -o '^Result: [A-Z]*' | cut -c9-)
+    noop=$(result_word noop)
     [ $rc -eq 1 ] && [ "$noop" = FAIL ] || problems+="no-op variant: rc $rc ${noop:-$(first_error noop)}; "
   fi
 
@@ -104,41 +99,28 @@ strong_case() {
   if [ -z "$g" ]; then
     tail="n/a (one block)"
   else
-    kc tail "$KC" validate "$cap" --grid "$g"
+    run tail "$KC" validate "$cap" --grid "$g"
     rc=$?
-    tail=$(result_of tail | grep -o '^Result: [A-Z]*' | cut -c9-)
+    tail=$(result_word tail)
     [ $rc -eq 1 ] && [ "$tail" = FAIL ] || problems+="grid $g: rc $rc ${tail:-$(first_error tail)}; "
     tail="$tail (grid $g)"
   fi
-  local status=PASS
-  [ -z "$problems" ] || status="FAIL: ${problems%; }"
-  [ "$status" = PASS ] && pass=$((pass + 1)) || fail=$((fail + 1))
-  row "$name | $kname | $wrote | ${captured:8:60} | $weak | $noop | $tail | $status"
+  case_row "$name" "$problems" "$kname | $wrote | ${captured:8:60} | $weak | $noop | $tail"
 }
 
 # atomic_case NAME PATTERN [extract flags] -- APP ARGS: a kernel with float atomics must PASS
 # as nondeterministic within tolerance (or byte-exact when the replays happened to agree).
 atomic_case() {
-  local name=$1 pattern=$2
-  shift 2
-  if [ -n "${KERNCAP_GPU_CASES:-}" ] && [[ " $KERNCAP_GPU_CASES " != *" $name "* ]]; then return; fi
-  D=$WORK/$name
-  mkdir -p "$D"
-  local cap=$D/cap rc res status
-  if ! kc extract "$KC" extract "$pattern" -o "$cap" "$@"; then
-    row "$name | extract failed: $(first_error extract) | | | | | | FAIL"
-    fail=$((fail + 1))
-    return
-  fi
-  "$KC" info --json "$cap" >"$D/info.json" 2>>"$LOG"
-  kc footprint "$KC" footprint "$cap"
-  kc validate "$KC" validate "$cap"
+  want "$1" && extract_case "$@" || return
+  local name=$1 cap=$D/cap rc res status
+  run footprint "$KC" footprint "$cap"
+  run validate "$KC" validate "$cap"
   rc=$?
   res=$(result_of validate)
   if [ $rc -eq 0 ] && [[ $res == *nondeterministic* ]]; then status=PASS
   elif [ $rc -eq 0 ]; then status="PASS (the two replays agreed this time)"
   else status="FAIL: rc $rc ${res:-$(first_error validate)}"; fi
-  [[ $status == PASS* ]] && pass=$((pass + 1)) || fail=$((fail + 1))
+  tally "$status"
   row "$name | $(info 'm["kernel"]["demangled"][:48]') | $(info 'sum(r["size"] for r in m["after"]["runs"])') | ${res:8:110} | | | | $status"
 }
 
@@ -179,11 +161,8 @@ fi
 atomic_case atomic_norm_d2 sumSquares --dispatch 2 -- "$EX/atomic_norm"
 
 {
+  table "case | kernel | launch wrote (B) | captured image | weak no-op | strong no-op | one block less | verdict"
   echo
-  echo "| case | kernel | launch wrote (B) | captured image | weak no-op | strong no-op | one block less | verdict |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-  cat "$ROWS"
-  echo
-  echo "$pass passed, $fail failed"
+  summary
 } | tee -a "$LOG"
-[ $fail -eq 0 ]
+[ "$failed" -eq 0 ]

@@ -36,13 +36,11 @@ set -u -o pipefail
 ulimit -c 0
 
 BUILD=${1:?usage: tests/gpu/texture_e2e.sh BUILD_DIR}
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
+gpu_build "$BUILD"
 HERE=$(cd "$(dirname "$0")" && pwd)
-KC=$BUILD/bin/kerncap
 TIMEOUT=${KERNCAP_GPU_TIMEOUT:-180}
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 for f in "$KC" "$NVCC"; do [ -x "$f" ] || { echo "missing $f"; exit 1; }; done
 gpu_work_dir texture
 [ -n "${OUT:-}" ] || trap cleanup EXIT
@@ -54,48 +52,32 @@ if ! "$NVCC" -O2 -arch=sm_"$SM" -o "$APP" "$HERE/texture_apps/tex_apps.cu" >"$WO
   echo "cannot build tex_apps:"; tail -5 "$WORK/build.log"; exit 1
 fi
 
-pass=0
-fail=0
-ROWS=$WORK/rows.md
-: >"$ROWS"
-result_of() { grep -h -m1 '^Result:' "$WORK/$1.out" "$WORK/$1.err" 2>/dev/null | cut -c1-110; }
-first_error() { grep -h -m1 -iE 'error|fail|refus|cannot' "$WORK/$1.err" "$WORK/$1.out" 2>/dev/null | cut -c1-200; }
-# mpy CAP EXPR: a Python expression over a capture's manifest (m).
-mpy() {
-  python3 - "$1/capture/manifest.json" "$2" <<'PY' 2>&1
-import json, sys
-m = json.load(open(sys.argv[1]))
-t = m.get("textures", {"arrays": [], "objects": [], "handles": []})
-kinds = {r["id"]: r["kind"] for r in m["regions"]}
-array_after = sum(r["size"] for r in m["after"]["runs"] if kinds.get(r["region"]) == "array")
-print(eval(sys.argv[2]))
-PY
-}
+ERROR_RE='error|fail|refus|cannot'  # first_error
 
 # tex_case NAME KERNEL HANDLES ARRAYS [array_after]: see the header.
 tex_case() {
   local name=$1 kernel=$2 handles=$3 arrays=$4 need_after=${5:-} problems="" cap=$WORK/$1.cap
   want "$name" || return
   run "$name.plain" "$APP" "$name"
-  if [ $RC -ne 0 ]; then row "$name | $kernel | plain run failed rc=$RC: $(first_error "$name.plain") | | | | | FAIL"; fail=$((fail + 1)); return; fi
+  if [ $RC -ne 0 ]; then row "$name | $kernel | plain run failed rc=$RC: $(first_error "$name.plain") | | | | | FAIL"; tally FAIL; return; fi
   run "$name.extract" "$KC" extract "$kernel" --dispatch 1 --continue -o "$cap" -- "$APP" "$name"
   if [ $RC -ne 0 ] && [ "$name" = texsurf ] &&
     grep -q 'both a live texture object and a live surface object' "$WORK/$name.extract.out" "$WORK/$name.extract.err"; then
     row "$name | $kernel | refused: the texture and the surface share a handle value ($(grep -h -m1 'APP texsurf handles' "$WORK/$name.plain.out")) | | | | | PASS (known limit)"
-    pass=$((pass + 1)); return
+    tally PASS; return
   fi
   if [ $RC -ne 0 ] || [ ! -f "$cap/capture/manifest.json" ]; then
-    row "$name | $kernel | extract rc=$RC: $(first_error "$name.extract") | | | | | FAIL"; fail=$((fail + 1)); return
+    row "$name | $kernel | extract rc=$RC: $(first_error "$name.extract") | | | | | FAIL"; tally FAIL; return
   fi
   local out="identical"
   grep '^APP ' "$WORK/$name.plain.out" >"$WORK/$name.plain.app"
   grep '^APP ' "$WORK/$name.extract.out" >"$WORK/$name.kc.app"
   if ! cmp -s "$WORK/$name.plain.app" "$WORK/$name.kc.app"; then out="DIFFERS"; problems+="--continue output differs; "; fi
   local got
-  got=$(mpy "$cap" '"{} handles, {} arrays, {} objects, {} B of arrays in AFTER".format(len(t["handles"]), len(t["arrays"]), len(t["objects"]), array_after)')
-  [ "$(mpy "$cap" "len(t['handles']) == $handles and len(t['arrays']) == $arrays")" = True ] ||
+  got=$(manifest_get "$cap" '"{} handles, {} arrays, {} objects, {} B of arrays in AFTER".format(len(textures["handles"]), len(textures["arrays"]), len(textures["objects"]), after_bytes("array"))')
+  [ "$(manifest_get "$cap" "len(textures['handles']) == $handles and len(textures['arrays']) == $arrays")" = True ] ||
     problems+="expected $handles handles and $arrays arrays, got: $got; "
-  if [ -n "$need_after" ] && [ "$(mpy "$cap" 'array_after > 0')" != True ]; then problems+="no AFTER bytes in the array; "; fi
+  if [ -n "$need_after" ] && [ "$(manifest_get "$cap" 'after_bytes("array") > 0')" != True ]; then problems+="no AFTER bytes in the array; "; fi
   run "$name.validate" "$KC" validate "$cap"
   local weak
   weak=$(result_of "$name.validate")
@@ -110,17 +92,14 @@ tex_case() {
   [[ $strong == *strong* ]] && strength=strong
   # One block less along x: the part of the output that block writes is not written.
   local g tail
-  g=$(mpy "$cap" '",".join(str(v - 1 if i == 0 else v) for i, v in enumerate(m["launch"]["grid"]))')
+  g=$(manifest_get "$cap" '",".join(str(v - 1 if i == 0 else v) for i, v in enumerate(m["launch"]["grid"]))')
   if [[ $g == 0,* ]]; then
-    g=$(mpy "$cap" '",".join(str(v - 1 if i == 1 else v) for i, v in enumerate(m["launch"]["grid"]))')
+    g=$(manifest_get "$cap" '",".join(str(v - 1 if i == 1 else v) for i, v in enumerate(m["launch"]["grid"]))')
   fi
   run "$name.grid" "$KC" validate "$cap" --grid "$g"
-  tail=$(result_of "$name.grid" | grep -o '^Result: [A-Z]*' | cut -c9-)
+  tail=$(result_word "$name.grid")
   [ $RC -eq 1 ] && [ "$tail" = FAIL ] || problems+="grid $g: rc=$RC ${tail:-$(first_error "$name.grid")} (expected FAIL); "
-  local status=PASS
-  [ -z "$problems" ] || status="FAIL: ${problems%; }"
-  [ "$status" = PASS ] && pass=$((pass + 1)) || fail=$((fail + 1))
-  row "$name | $kernel | $got | $out | ${strong:8:90} | $strength | ${tail:-?} (grid $g) | $status"
+  case_row "$name" "$problems" "$kernel | $got | $out | ${strong:8:90} | $strength | ${tail:-?} (grid $g)"
 }
 
 # refused_case NAME KERNEL REGEX: extract fails (non-zero), no capture, its output matches REGEX.
@@ -129,10 +108,11 @@ refused_case() {
   want "$name" || return
   run "$name.extract" "$KC" extract "$kernel" -o "$cap" -- "$APP" alias
   if [ $RC -ne 0 ] && [ ! -f "$cap/capture/manifest.json" ] && grep -qE "$re" "$WORK/$name.extract.out" "$WORK/$name.extract.err"; then
-    status=PASS; pass=$((pass + 1))
+    status=PASS
   else
-    status="FAIL: rc=$RC, expected a refusal matching '$re'"; fail=$((fail + 1))
+    status="FAIL: rc=$RC, expected a refusal matching '$re'"
   fi
+  tally "$status"
   row "$name | $kernel | $(grep -h -m1 -oE 'cannot be captured.{0,120}' "$WORK/$name.extract.out" "$WORK/$name.extract.err" | head -1) | | | | | $status"
 }
 
@@ -148,11 +128,8 @@ tex_case texsurf texToSurf 2 2 array_after
 refused_case refused mipAlias 'both whole and through its level'
 
 {
+  table "case | kernel | captured | --continue output | validate after footprint | PASS strength | one block less | verdict"
   echo
-  echo "| case | kernel | captured | --continue output | validate after footprint | PASS strength | one block less | verdict |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-  cat "$ROWS"
-  echo
-  echo "$pass passed, $fail failed"
+  summary
 } | tee -a "$WORK/log.txt"
-[ $fail -eq 0 ]
+[ "$failed" -eq 0 ]

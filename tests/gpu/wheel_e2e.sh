@@ -25,12 +25,12 @@ set -u -o pipefail
 ulimit -c 0
 
 BUILD=${1:?usage: tests/gpu/wheel_e2e.sh BUILD_DIR [WHEEL]}
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
+gpu_build "$BUILD"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=$(cd "$BUILD" && pwd) || exit 1
 WHEEL=${2:-$(ls -t "$ROOT"/.whl/kerncap-*.whl 2>/dev/null | head -1)}
-APP=$BUILD/examples/vector_add
+APP=$EX/vector_add
 PY=${KERNCAP_PYTHON:-python3}
 for f in "$WHEEL" "$APP"; do
   [ -f "$f" ] || { echo "missing ${f:-the wheel (.whl/kerncap-*.whl)}: pip wheel . --no-deps -w .whl, and build the examples"; exit 1; }
@@ -38,59 +38,56 @@ done
 WHEEL=$(cd "$(dirname "$WHEEL")" && pwd)/$(basename "$WHEEL")
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-wheel.XXXXXX") || exit 1
 trap cleanup EXIT
-passed=0
-failed=0
-skipped=0
-result() {  # result NAME OK NOTE   (OK: 1 pass, 0 fail, s skip)
-  case $2 in
-    1) passed=$((passed + 1)); printf '%-12s PASS  %s\n' "$1" "$3" ;;
-    s) skipped=$((skipped + 1)); printf '%-12s SKIP  %s\n' "$1" "$3" ;;
-    *) failed=$((failed + 1)); printf '%-12s FAIL  %s\n' "$1" "$3"
-       [ -f "$WORK/$1.log" ] && tail -n 15 "$WORK/$1.log" | sed 's/^/    /' ;;
-  esac
-}
-# run NAME CMD...: from an empty folder, with a clean environment; output in $WORK/NAME.log, status in RC.
+LOG=$WORK/log.txt  # step (lib.sh): the command lines there, each step's output alone in $WORK/NAME.log
+VERDICT_STYLE=column VERDICT_WIDTH=12 VERDICT_TAIL=15  # verdict: "NAME  PASS  NOTE", a failure's log tail
+# Every step runs with a clean environment (IN_VENV: no KERNCAP_* variable, PYTHONPATH or
+# LD_LIBRARY_PATH; the venv first on PATH) from an empty folder.
 V=$WORK/venv
 clean_env=(env -u PYTHONPATH -u LD_LIBRARY_PATH)
 while IFS= read -r var; do clean_env+=(-u "$var"); done < <(env | sed -n 's/^\(KERNCAP_[A-Za-z0-9_]*\)=.*/\1/p')
-mkdir -p "$WORK/empty"
-run() { local n=$1; shift; (cd "$WORK/empty" && "${clean_env[@]}" PATH="$V/bin:$PATH" "$@") >"$WORK/$n.log" 2>&1; RC=$?; }
-ok_if() { if [ "$1" = 0 ]; then echo 1; else echo 0; fi; }
+IN_VENV=("${clean_env[@]}" PATH="$V/bin:$PATH")
+mkdir -p "$WORK/empty" && cd "$WORK/empty" || exit 1
 
 echo "wheel: $WHEEL"
 # The venv sees the machine's packages (torch, a pip) but gets kerncap only from the wheel.
-run venv "$PY" -m venv --system-site-packages "$V"
-[ $RC = 0 ] || run venv "$PY" -m venv --without-pip --system-site-packages "$V"
-run install "$V/bin/python" -m pip install --no-deps --no-index --disable-pip-version-check "$WHEEL"
-result install "$(ok_if $RC)" "$(basename "$WHEEL")"
-[ -x "$V/bin/kerncap" ] || { echo "0 passed, 1 failed"; exit 1; }
+step venv "${IN_VENV[@]}" "$PY" -m venv --system-site-packages "$V" ||
+  step venv "${IN_VENV[@]}" "$PY" -m venv --without-pip --system-site-packages "$V"
+step install "${IN_VENV[@]}" "$V/bin/python" -m pip install --no-deps --no-index --disable-pip-version-check "$WHEEL"
+check install "$(basename "$WHEEL")" $RC
+if [ ! -x "$V/bin/kerncap" ]; then
+  [ "$RC" != 0 ] || verdict kerncap FAIL "installing the wheel made no $V/bin/kerncap"
+  summary -S
+  exit 1
+fi
 PKG=$("${clean_env[@]}" "$V/bin/python" -c 'import kerncap, os; print(os.path.dirname(os.path.realpath(kerncap.__file__)))')
 
-run help sh -c 'kerncap --help && kerncap-replay --help'
-result help "$(ok_if $RC)" "$(command -v "$V/bin/kerncap")"
+step help "${IN_VENV[@]}" sh -c 'kerncap --help && kerncap-replay --help'
+check help "$(command -v "$V/bin/kerncap")" $RC
 
-run paths kerncap env --paths
-grep -q "^library  *$PKG/lib/libkerncap.so\$" "$WORK/paths.log"
-result paths "$(ok_if $?)" "$(tr -s ' \n' ' ' <"$WORK/paths.log")"
+step paths "${IN_VENV[@]}" kerncap env --paths
+grep -q "^library  *$PKG/lib/libkerncap.so\$" "$STEP_LOG"
+ok=$?
+check paths "$(tr -s ' \n' ' ' <"$STEP_LOG")" $ok
 
 CAP=$WORK/vadd
-run extract kerncap extract vectorAdd -o "$CAP" -- "$APP"
+step extract "${IN_VENV[@]}" kerncap extract vectorAdd -o "$CAP" -- "$APP"
 [ $RC = 0 ] && [ -f "$CAP/capture/manifest.json" ]
-result extract "$(ok_if $?)" "$CAP"
+check extract "$CAP" $?
 
-run replay kerncap replay "$CAP" --iterations 20 --json
-result replay "$(ok_if $RC)" "$(grep -o '"median_ms": *[0-9.e-]*' "$WORK/replay.log" | head -1)"
+step replay "${IN_VENV[@]}" kerncap replay "$CAP" --iterations 20 --json
+check replay "$(grep -o '"median_ms": *[0-9.e-]*' "$STEP_LOG" | head -1)" $RC
 
-run validate kerncap validate "$CAP"
-[ $RC = 0 ] && grep -q '^Result: PASS' "$WORK/validate.log"
-result validate "$(ok_if $?)" "$(grep '^Result:' "$WORK/validate.log" | head -1)"
+step validate "${IN_VENV[@]}" kerncap validate "$CAP"
+[ $RC = 0 ] && grep -q '^Result: PASS' "$STEP_LOG"
+ok=$?
+check validate "$(result_of)" $ok
 
-run replay_tool kerncap-replay "$CAP" --validate --json -n 10
-res=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["validate"]["result"])' "$WORK/replay_tool.log" 2>/dev/null)
+step replay_tool "${IN_VENV[@]}" kerncap-replay "$CAP" --validate --json -n 10
+res=$(json_get "$STEP_LOG" validate.result)
 [ $RC = 0 ] && [ "$res" = PASS ]
-result replay_tool "$(ok_if $?)" "validate: ${res:-no JSON}"
+check replay_tool "validate: ${res:-no JSON}" $?
 
-run engine "$V/bin/python" - "$CAP" "$PKG" <<'PYEOF'
+step engine "${IN_VENV[@]}" "$V/bin/python" - "$CAP" "$PKG" <<'PYEOF'
 import os, sys
 from kerncap import engine
 cap, pkg = sys.argv[1], sys.argv[2]
@@ -104,17 +101,16 @@ print(lib)
 print(r.get("line") or r["result"])
 sys.exit(0 if r["result"] == "PASS" else 1)
 PYEOF
-result engine "$(ok_if $RC)" "$(tail -1 "$WORK/engine.log")"
+check engine "$(tail -1 "$STEP_LOG")" $RC
 
-run lint kerncap lint "$CAP"
-result lint "$(ok_if $RC)" "$(grep '^Result:' "$WORK/lint.log" | head -1)"
+step lint "${IN_VENV[@]}" kerncap lint "$CAP"
+check lint "$(result_of)" $RC
 
 if [ -f "$PKG/lib/libsanitizer-public.so" ]; then
-  run footprint kerncap footprint "$CAP"
-  result footprint "$(ok_if $RC)" "exit $RC"
+  step footprint "${IN_VENV[@]}" kerncap footprint "$CAP"
+  check footprint "exit $RC" $RC
 else
-  result footprint s "the wheel has no libsanitizer-public.so (built without the Compute Sanitizer API)"
+  verdict footprint SKIP "the wheel has no libsanitizer-public.so (built without the Compute Sanitizer API)"
 fi
 
-if [ "$skipped" -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"; else echo "$passed passed, $failed failed"; fi
-[ "$failed" = 0 ]
+summary -S
