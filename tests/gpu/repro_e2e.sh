@@ -30,16 +30,12 @@ BUILD=${1:?usage: tests/gpu/repro_e2e.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
-APP=$BUILD/examples/multifile_app
+gpu_build "$BUILD"
+APP=$EX/multifile_app
 DB=$BUILD/compile_commands.json
 TREE=$ROOT/examples/multifile
-TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
-ONLY=${KERNCAP_GPU_CASES:-}
 APP_ARGS="--n 1048576 --work 64 --steps 2"
 for f in "$KC" "$APP" "$DB"; do
   [ -e "$f" ] || { echo "missing $f: build kerncap with examples first (cmake --build $BUILD)"; exit 1; }
@@ -48,8 +44,6 @@ command -v make >/dev/null || { echo "make is not installed: the reproducer's Ma
 
 gpu_work_dir repro apart
 trap cleanup EXIT
-ROWS=$WORK/rows.tsv
-: >"$ROWS"
 # The database names the checkout and build directory it was made in; this run may be elsewhere.
 python3 "$HERE/relocate_compile_db.py" "$DB" "$ROOT" "$BUILD" "$WORK/compile_commands.json" || exit 1
 DB=$WORK/compile_commands.json
@@ -58,38 +52,19 @@ DB=$WORK/compile_commands.json
 tree_sum() { find "$TREE" -type f -print0 | sort -z | xargs -0 md5sum | md5sum | cut -c1-32; }
 TREE_SUM=$(tree_sum)
 
-# run_step NAME CMD...: stdout+stderr -> $CASE_DIR/NAME.log (and the case log); sets STEP_LOG.
-run_step() {
-  local name=$1 rc
-  shift
-  STEP_LOG=$CASE_DIR/$name.log
-  printf '\n$ %s\n' "$*" >>"$LOG"
-  timeout -k 5 "$TIMEOUT" "$@" >"$STEP_LOG" 2>&1
-  rc=$?
-  { sed 's/^/  | /' "$STEP_LOG"; echo "  [exit $rc]"; } >>"$LOG"
-  return $rc
-}
-
-# json_get FILE KEY.PATH
-json_get() {
-  python3 - "$1" "$2" <<'PY' 2>/dev/null
-import json, sys
-v = json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."):
-    v = v[int(k)] if isinstance(v, list) else v[k]
-print(v)
-PY
-}
-
+# Each case runs in its own subshell (run_case, lib.sh) with D (its directory) and LOG (its log);
+# its commands go through step (lib.sh): stdout and stderr in $STEP_LOG, both logged.
 median_of() { grep -oE 'median [0-9.]+ ms' "$1" | head -n1 | awk '{print $2}'; }
 
 R_SOURCE=- R_RECOMPILE=- R_VALIDATE=- R_WRONG=- R_FAST=- R_LOOP=- R_FAIL=0 R_NOTE=""
+# tsv_row (lib.sh): the row's columns after the verdict (R_TIME: the case's seconds, run_case)
+CASE_COLUMNS=(R_SOURCE R_RECOMPILE R_VALIDATE R_WRONG R_FAST R_LOOP R_TIME)
 
 # extract_into DIR PATTERN [extra extract flags]: extract + finder; sets EDIT (edit file).
 extract_into() {
   local dir=$1 pattern=$2
   shift 2
-  if ! run_step extract "$KC" extract "$pattern" --cmd "$APP $APP_ARGS" --source-dir "$TREE" -o "$dir" "$@"; then
+  if ! step extract "$KC" extract "$pattern" --cmd "$APP $APP_ARGS" --source-dir "$TREE" -o "$dir" "$@"; then
     bad "extract failed: $(grep -m1 -i error "$STEP_LOG")"
     return 1
   fi
@@ -102,7 +77,7 @@ extract_into() {
 # validate_variant DIR WANT(pass|fail): make validate-variant; checks the exit code and verdict.
 validate_variant() {
   local dir=$1 want=$2 rc
-  run_step "validate-variant-$want" make -C "$dir" validate-variant KERNCAP="$KC"
+  step "validate-variant-$want" make -C "$dir" validate-variant KERNCAP="$KC"
   rc=$?
   if [ "$want" = pass ]; then
     [ $rc -eq 0 ] && grep -Eq '^Result: PASS \(.*byte-exact' "$STEP_LOG" && return 0
@@ -115,29 +90,29 @@ validate_variant() {
 }
 
 # The three edits, on the file holding the kernel (kernel_variant.cu or a mirrored header).
-wrong_edit() { sed -i 's|^\([[:space:]]*\)\(.*// kc:store\)|\1if (i == 1000) r += 1;\n\1\2|' "$1"; }
+off_by_one_edit() { sed -i 's|^\([[:space:]]*\)\(.*// kc:store\)|\1if (i == 1000) r += 1;\n\1\2|' "$1"; }
 fast_edit() { sed -i 's/\(mf::\)\{0,1\}slow_load(in, i, work)\(.*kc:slow\)/in[i]\2/' "$1"; }
 
 # kernel_case PATTERN ELEMENT_BYTES WANT_UNIT: the full loop on one kernel.
 kernel_case() {
-  local pattern=$1 elem=$2 unit=$3 dir=$CASE_DIR/repro t0 base fast off
+  local pattern=$1 elem=$2 unit=$3 dir=$D/repro t0 base fast off
   extract_into "$dir" "$pattern" --compile-commands "$DB" || return
   [ "$R_SOURCE" = found ] || { bad "source not found: $(grep -m1 'source:' "$STEP_LOG")"; return; }
   [ "$(basename "$(json_get "$dir/compile.json" source.translation_unit)")" = "$unit" ] ||
     bad "translation unit $(json_get "$dir/compile.json" source.translation_unit), expected $unit"
-  cp "$dir/$EDIT" "$CASE_DIR/original-edit-file"
+  cp "$dir/$EDIT" "$D/original-edit-file"
 
   t0=$(now)
-  run_step recompile make -C "$dir" recompile KERNCAP="$KC" || { R_RECOMPILE="FAIL"; bad "recompile: $(grep -m1 -i error "$STEP_LOG")"; return; }
+  step recompile make -C "$dir" recompile KERNCAP="$KC" || { R_RECOMPILE="FAIL"; bad "recompile: $(grep -m1 -i error "$STEP_LOG")"; return; }
   R_RECOMPILE="ok $(since "$t0")s"
   validate_variant "$dir" pass && R_VALIDATE=PASS || R_VALIDATE=FAIL
-  run_step run make -C "$dir" run KERNCAP="$KC" ITERATIONS=50
+  step run make -C "$dir" run KERNCAP="$KC" ITERATIONS=50
   base=$(median_of "$STEP_LOG")
 
   # Deliberately wrong: element 1000 of the output is off by one.
-  wrong_edit "$dir/$EDIT"
+  off_by_one_edit "$dir/$EDIT"
   if ! grep -q 'if (i == 1000) r += 1;' "$dir/$EDIT"; then bad "wrong edit not applied to $EDIT"; return; fi
-  run_step recompile-wrong make -C "$dir" recompile KERNCAP="$KC" || { bad "recompile of the wrong edit failed"; return; }
+  step recompile-wrong make -C "$dir" recompile KERNCAP="$KC" || { bad "recompile of the wrong edit failed"; return; }
   if validate_variant "$dir" fail; then
     off=$(grep -m1 -oE '^  region [0-9]+ .*first at byte offset [0-9]+' "$STEP_LOG" | grep -oE '[0-9]+$')
     if [ -n "$off" ] && [ $((off / elem)) -eq 1000 ]; then
@@ -151,17 +126,17 @@ kernel_case() {
   fi
 
   # Faster: the wasteful volatile loads replaced by one load; same result.
-  cp "$CASE_DIR/original-edit-file" "$dir/$EDIT"
+  cp "$D/original-edit-file" "$dir/$EDIT"
   fast_edit "$dir/$EDIT"
   grep -q 'in\[i\];  // kc:slow' "$dir/$EDIT" || { bad "faster edit not applied to $EDIT"; return; }
   t0=$(now)
-  if run_step recompile-fast make -C "$dir" recompile KERNCAP="$KC" && validate_variant "$dir" pass; then
+  if step recompile-fast make -C "$dir" recompile KERNCAP="$KC" && validate_variant "$dir" pass; then
     R_LOOP="$(since "$t0")s"
   else
     bad "faster edit did not recompile and validate"
     return
   fi
-  run_step run-variant make -C "$dir" run-variant KERNCAP="$KC" ITERATIONS=50
+  step run-variant make -C "$dir" run-variant KERNCAP="$KC" ITERATIONS=50
   fast=$(median_of "$STEP_LOG")
   R_FAST="${base:-?} -> ${fast:-?} ms"
   if [ -z "$base" ] || [ -z "$fast" ]; then
@@ -186,7 +161,7 @@ case_shared_lib_stencil() {
 
 # MF_FAST_PATH changes mf_bias; remove it from the database and give it with -D instead.
 case_define_reaches_recompile() {
-  local db=$CASE_DIR/compile_commands.json
+  local db=$D/compile_commands.json
   python3 - "$DB" "$db" <<'PY'
 import json, sys
 entries = json.load(open(sys.argv[1]))
@@ -197,63 +172,63 @@ for e in entries:
         e["arguments"] = [a for a in e["arguments"] if a != "-DMF_FAST_PATH"]
 json.dump(entries, open(sys.argv[2], "w"), indent=1)
 PY
-  extract_into "$CASE_DIR/with" mf_bias --compile-commands "$db" -D MF_FAST_PATH || return
-  run_step recompile-with make -C "$CASE_DIR/with" recompile KERNCAP="$KC" || { bad "recompile with -D failed"; return; }
+  extract_into "$D/with" mf_bias --compile-commands "$db" -D MF_FAST_PATH || return
+  step recompile-with make -C "$D/with" recompile KERNCAP="$KC" || { bad "recompile with -D failed"; return; }
   grep -q -- '-DMF_FAST_PATH' "$STEP_LOG" || bad "-DMF_FAST_PATH not on the recompile command line"
-  validate_variant "$CASE_DIR/with" pass && R_VALIDATE="PASS with -D"
-  extract_into "$CASE_DIR/without" mf_bias --compile-commands "$db" || return
-  run_step recompile-without make -C "$CASE_DIR/without" recompile KERNCAP="$KC" || { bad "recompile without -D failed"; return; }
-  validate_variant "$CASE_DIR/without" fail && R_WRONG="FAIL without -D"
+  validate_variant "$D/with" pass && R_VALIDATE="PASS with -D"
+  extract_into "$D/without" mf_bias --compile-commands "$db" || return
+  step recompile-without make -C "$D/without" recompile KERNCAP="$KC" || { bad "recompile without -D failed"; return; }
+  validate_variant "$D/without" fail && R_WRONG="FAIL without -D"
 }
 
 # validate without --cubin: a fresh optimized.cubin is used, a stale one is not.
 case_validate_autodetect() {
-  local dir=$CASE_DIR/repro
+  local dir=$D/repro
   extract_into "$dir" 'mf::stencil3' --compile-commands "$DB" || return
-  run_step recompile make -C "$dir" recompile KERNCAP="$KC" || { bad "recompile failed"; return; }
-  run_step validate-auto "$KC" validate "$dir"
+  step recompile make -C "$dir" recompile KERNCAP="$KC" || { bad "recompile failed"; return; }
+  step validate-auto "$KC" validate "$dir"
   if [ $? -eq 0 ] && grep -q 'validating the variant' "$STEP_LOG"; then R_VALIDATE="auto: variant"; else bad "fresh optimized.cubin not used: $(head -c 200 "$STEP_LOG")"; fi
   sleep 1.1
   touch "$dir/kernel_variant.cu"
-  run_step validate-stale "$KC" validate "$dir"
+  step validate-stale "$KC" validate "$dir"
   if [ $? -eq 0 ] && grep -q 'older than kernel_variant.cu' "$STEP_LOG" && ! grep -q 'validating the variant' "$STEP_LOG"; then
     R_WRONG="stale: captured"
   else
     bad "stale optimized.cubin handling: $(head -c 200 "$STEP_LOG")"
   fi
-  run_step validate-baseline "$KC" validate "$dir" --baseline
+  step validate-baseline "$KC" validate "$dir" --baseline
   [ $? -eq 0 ] || bad "--baseline validate failed"
 }
 
 # A wrong --source-dir is classified; the reproducer still replays and validates.
 case_wrong_source_dir() {
-  local dir=$CASE_DIR/repro
-  run_step extract "$KC" extract 'mf::stencil3' --cmd "$APP $APP_ARGS" --source-dir "$ROOT/tests/fixtures/source/nosource" -o "$dir"
+  local dir=$D/repro
+  step extract "$KC" extract 'mf::stencil3' --cmd "$APP $APP_ARGS" --source-dir "$ROOT/tests/fixtures/source/nosource" -o "$dir"
   [ $? -eq 0 ] || { bad "extract failed"; return; }
   R_SOURCE=$(grep -m1 -oE 'source: [a-z-]+' "$STEP_LOG" | cut -d' ' -f2)
   [ "$R_SOURCE" = not-in-tree ] || bad "classified as '$R_SOURCE', expected not-in-tree"
-  run_step recompile make -C "$dir" recompile KERNCAP="$KC"
+  step recompile make -C "$dir" recompile KERNCAP="$KC"
   if [ $? -ne 0 ] && grep -q 'recompile is not available' "$STEP_LOG"; then R_RECOMPILE="explained"; else bad "make recompile did not explain"; fi
-  run_step validate make -C "$dir" validate KERNCAP="$KC"
+  step validate make -C "$dir" validate KERNCAP="$KC"
   if [ $? -eq 0 ] && grep -q '^Result: PASS' "$STEP_LOG"; then R_VALIDATE=PASS; else bad "make validate failed"; fi
 }
 
 # The tool targets: sass (cuobjdump), sanitize (compute-sanitizer), ncu.
 case_tool_targets() {
-  local dir=$CASE_DIR/repro
+  local dir=$D/repro
   extract_into "$dir" 'scale_kernel<float, 4>' --compile-commands "$DB" || return
-  run_step recompile make -C "$dir" recompile KERNCAP="$KC" || { bad "recompile failed"; return; }
-  if run_step sass make -C "$dir" sass KERNCAP="$KC" && [ -s "$dir/baseline.sass" ] && [ -s "$dir/variant.sass" ]; then
+  step recompile make -C "$dir" recompile KERNCAP="$KC" || { bad "recompile failed"; return; }
+  if step sass make -C "$dir" sass KERNCAP="$KC" && [ -s "$dir/baseline.sass" ] && [ -s "$dir/variant.sass" ]; then
     note "sass: $(grep -c . "$dir/baseline.sass") / $(grep -c . "$dir/variant.sass") lines"
   else
     bad "make sass: $(tail -n1 "$STEP_LOG")"
   fi
-  if run_step sanitize make -C "$dir" sanitize KERNCAP="$KC"; then
+  if step sanitize make -C "$dir" sanitize KERNCAP="$KC"; then
     note "sanitize: $(grep -m1 -oE 'ERROR SUMMARY: [0-9]+ errors?' "$STEP_LOG")"
   else
     bad "make sanitize: $(grep -m1 -E 'ERROR|error' "$STEP_LOG")"
   fi
-  if run_step ncu make -C "$dir" ncu KERNCAP="$KC"; then
+  if step ncu make -C "$dir" ncu KERNCAP="$KC"; then
     grep -q 'scale_kernel' "$STEP_LOG" && note "ncu: profiled" || bad "ncu printed no kernel section"
   elif grep -q 'ERR_NVGPUCTRPERM' "$STEP_LOG"; then
     note "ncu: no permission for performance counters (ERR_NVGPUCTRPERM)"
@@ -265,19 +240,9 @@ case_tool_targets() {
 # ---- driver ----------------------------------------------------------------------------------
 CASES=(scale_template_header stencil_three_dirs bias_extern_c shared_lib_stencil define_reaches_recompile validate_autodetect
        wrong_source_dir tool_targets)
+T0=$(now)
 for c in "${CASES[@]}"; do
-  [ -n "$ONLY" ] && ! [[ $c =~ $ONLY ]] && continue
-  CASE_DIR=$WORK/$c
-  mkdir -p "$CASE_DIR"
-  LOG=$LOGS/$c.log
-  : >"$LOG"
-  t0=$(now)
-  (
-    R_SOURCE=- R_RECOMPILE=- R_VALIDATE=- R_WRONG=- R_FAST=- R_LOOP=- R_FAIL=0 R_NOTE=""
-    "case_$c"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$([ $R_FAIL = 0 ] && echo PASS || echo FAIL)" \
-      "$R_SOURCE" "$R_RECOMPILE" "$R_VALIDATE" "$R_WRONG" "$R_FAST" "$R_LOOP" "$(since "$t0")s" "$R_NOTE" >>"$ROWS"
-  )
+  want -E "$c" && run_case "$c"
 done
 
 if [ "$(tree_sum)" != "$TREE_SUM" ]; then
@@ -294,8 +259,4 @@ while IFS=$'\t' read -r c res src rec val wrong fast loop t notes; do
   printf '%-28s %-5s %-12s %-12s %-14s %-16s %-22s %-8s %-7s %s\n' "$c" "$res" "$src" "$rec" "$val" "$wrong" "$fast" \
     "$loop" "$t" "$notes"
 done <"$ROWS"
-passed=$(awk -F'\t' '$2 == "PASS"' "$ROWS" | wc -l)
-failed=$(awk -F'\t' '$2 == "FAIL"' "$ROWS" | wc -l)
-echo "logs: $LOGS"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+tsv_summary

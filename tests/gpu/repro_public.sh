@@ -32,14 +32,12 @@
 set -u -o pipefail
 
 BUILD=${1:?usage: tests/gpu/repro_public.sh BUILD_DIR (with HECBENCH_SRC and/or CUDA_SAMPLES set)}
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
+gpu_build "$BUILD"
 HEC=${HECBENCH_SRC:+$(cd "$HECBENCH_SRC" && pwd)}
 CS=${CUDA_SAMPLES:+$(cd "$CUDA_SAMPLES" && pwd)}
 [ -n "$HEC$CS" ] || { echo "set HECBENCH_SRC (HeCBench's src/) and/or CUDA_SAMPLES (cuda-samples' root)"; exit 2; }
-KC=$BUILD/bin/kerncap
-TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
 ONLY=${PUBLIC_KERNELS:-}
 [ -x "$KC" ] || { echo "missing $KC"; exit 1; }
 command -v make >/dev/null || { echo "make is not installed"; exit 1; }
@@ -141,10 +139,10 @@ if [ -n "$CS" ]; then
   done
 fi
 
-# wrong_edit DIR: `return;` as the first statement of the captured kernel's body, in the file
+# return_first_edit DIR: `return;` as the first statement of the captured kernel's body, in the file
 # and at the line compile.json names (the definition's line): the first '{' after it outside
 # parentheses (a default argument such as `DecomposerT decomposer = {}` is not the body).
-wrong_edit() {
+return_first_edit() {
   python3 - "$1" <<'PY'
 import json, os, sys
 d = sys.argv[1]
@@ -167,40 +165,41 @@ PY
 }
 
 printf '%-40s %-6s %-36s %-19s %-10s %-11s %-9s %-11s %s\n' kernel result "source (how)" unit recompile validate-var edit-loop wrong-edit notes
-passed=0 failed=0
-for row in "${KERNELS[@]}"; do
-  IFS='|' read -r name bench pattern dispatch cmd <<<"$row"
+for k in "${KERNELS[@]}"; do
+  IFS='|' read -r name bench pattern dispatch cmd <<<"$k"
   [ -n "$ONLY" ] && ! [[ $name =~ $ONLY ]] && continue
-  dir=$WORK/repro/$name log=$LOGS/${name//[^A-Za-z0-9._-]/_}.log ok=1 src=- unit=- rec=- val=- loop=- wrong=- notes=""
-  : >"$log"
-  step() { printf '\n$ %s\n' "$*" >>"$log"; timeout -k 5 "$TIMEOUT" "$@" >"$WORK/step.out" 2>&1; local rc=$?; cat "$WORK/step.out" >>"$log"; return $rc; }
-  if step "$KC" extract "$pattern" --dispatch "$dispatch" --cmd "$cmd" --source-dir "$WORK/$bench/" \
+  dir=$WORK/repro/$name ok=1 src=- unit=- rec=- val=- loop=- wrong=- notes=""
+  # step (lib.sh): each command's output in D/STEP.log, the command lines and outputs in LOG.
+  D=$WORK/steps/${name//[^A-Za-z0-9._-]/_} LOG=$LOGS/${name//[^A-Za-z0-9._-]/_}.log
+  mkdir -p "$D"
+  : >"$LOG"
+  if step extract "$KC" extract "$pattern" --dispatch "$dispatch" --cmd "$cmd" --source-dir "$WORK/$bench/" \
       --compile-commands "$WORK/$bench/compile_commands.json" -o "$dir"; then
-    src=$(grep -m1 -oE 'source: [a-z-]+' "$WORK/step.out" | cut -d' ' -f2)
-    how=$(grep -oE 'how: (object file symbols|the captured image|the mangled|[0-9]+ definition)' "$WORK/step.out" | tail -n1 | cut -c6-)
+    src=$(grep -m1 -oE 'source: [a-z-]+' "$STEP_LOG" | cut -d' ' -f2)
+    how=$(grep -oE 'how: (object file symbols|the captured image|the mangled|[0-9]+ definition)' "$STEP_LOG" | tail -n1 | cut -c6-)
     src="$src${how:+ ($how)}"
-    [[ $src == found* ]] || notes="$(grep -m1 -E 'source:' "$WORK/step.out" | cut -c1-150)"
+    [[ $src == found* ]] || notes="$(grep -m1 -E 'source:' "$STEP_LOG" | cut -c1-150)"
   else
-    ok=0 src="extract failed" notes="$(grep -m1 'error' "$WORK/step.out" | cut -c1-150)"
+    ok=0 src="extract failed" notes="$(grep -m1 'error' "$STEP_LOG" | cut -c1-150)"
   fi
   if [ $ok = 1 ] && [[ $src == found* ]]; then
-    unit=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recompile"]["unit"])' "$dir/compile.json" 2>/dev/null)
+    unit=$(json_get "$dir/compile.json" recompile.unit)
     t0=$(now)
-    if step make -C "$dir" recompile KERNCAP="$KC"; then rec="ok $(since "$t0")s"; else ok=0 rec=FAIL notes="$(grep -m1 'error' "$WORK/step.out" | cut -c1-150)"; fi
-    if [ $ok = 1 ] && step make -C "$dir" validate-variant KERNCAP="$KC" && grep -Eq '^Result: PASS \(.*byte-exact' "$WORK/step.out"; then
+    if step recompile make -C "$dir" recompile KERNCAP="$KC"; then rec="ok $(since "$t0")s"; else ok=0 rec=FAIL notes="$(grep -m1 'error' "$STEP_LOG" | cut -c1-150)"; fi
+    if [ $ok = 1 ] && step validate-variant make -C "$dir" validate-variant KERNCAP="$KC" && grep -Eq '^Result: PASS \(.*byte-exact' "$STEP_LOG"; then
       val="PASS exact"
-      grep -q '^Result: PASS (strong' "$WORK/step.out" && val="PASS strong"
-      notes="$(grep -m1 -oE '^Result: PASS \([^;]*' "$WORK/step.out" | cut -c15-110)"
+      grep -q '^Result: PASS (strong' "$STEP_LOG" && val="PASS strong"
+      notes="$(grep -m1 -oE '^Result: PASS \([^;]*' "$STEP_LOG" | cut -c15-110)"
     elif [ $ok = 1 ]; then
-      ok=0 val="$(grep -m1 -oE '^Result: [A-Z]+' "$WORK/step.out" | cut -d' ' -f2)"
+      ok=0 val="$(grep -m1 -oE '^Result: [A-Z]+' "$STEP_LOG" | cut -d' ' -f2)"
       val=${val:-error}
-      notes="$(grep -m1 -E '^Result|error' "$WORK/step.out" | cut -c1-150)"
+      notes="$(grep -m1 -E '^Result|error' "$STEP_LOG" | cut -c1-150)"
     fi
     if [ $ok = 1 ]; then
-      edit=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["edit"]["file"])' "$dir/compile.json")
+      edit=$(json_get "$dir/compile.json" edit.file)
       echo "// edit" >>"$dir/$edit"
       t0=$(now)
-      if step make -C "$dir" recompile validate-variant KERNCAP="$KC" && grep -q '^Result: PASS' "$WORK/step.out"; then
+      if step edit-loop make -C "$dir" recompile validate-variant KERNCAP="$KC" && grep -q '^Result: PASS' "$STEP_LOG"; then
         loop="$(since "$t0")s"
       else
         ok=0 loop=FAIL
@@ -211,22 +210,22 @@ for row in "${KERNELS[@]}"; do
       # tell a wrong edit from a right one, and says so: nothing to check here.
       wrong="n/a (weak)"
     elif [ $ok = 1 ]; then
-      if ! wrong_edit "$dir" >>"$log" 2>&1; then
+      if ! return_first_edit "$dir" >>"$LOG" 2>&1; then
         ok=0 wrong="no body"
-      elif step make -C "$dir" recompile validate-variant KERNCAP="$KC"; then
+      elif step wrong-edit make -C "$dir" recompile validate-variant KERNCAP="$KC"; then
         ok=0 wrong="PASSED"  # a kernel that returns at once reproduced the launch: the validation proves nothing
-      elif grep -q '^Result: FAIL' "$WORK/step.out"; then
+      elif grep -q '^Result: FAIL' "$STEP_LOG"; then
         wrong="FAIL ok"
       else
-        ok=0 wrong="error" notes="$(grep -m1 'error' "$WORK/step.out" | cut -c1-150)"
+        ok=0 wrong="error" notes="$(grep -m1 'error' "$STEP_LOG" | cut -c1-150)"
       fi
     fi
   elif [ $ok = 1 ]; then
     ok=0
   fi
-  if [ $ok = 1 ]; then passed=$((passed + 1)); res=PASS; else failed=$((failed + 1)); res=FAIL; fi
+  res=$(pass_if $ok)
+  tally "$res"
   printf '%-40s %-6s %-36s %-19s %-10s %-11s %-9s %-11s %s\n' "$name" "$res" "${src:0:36}" "$unit" "$rec" "$val" "$loop" "$wrong" "$notes"
 done
 echo "logs: $LOGS"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+summary && [ "$passed" -gt 0 ]

@@ -29,91 +29,62 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 APPS=$HERE/triton_apps
 PY=${KERNCAP_PYTHON:-python3}
-TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
-ONLY=${KERNCAP_GPU_CASES:-}
 
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 gpu_required
 if ! "$PY" -c 'import torch, triton, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   echo "SKIPPED: $PY cannot import torch (with CUDA) and triton"
   exit 77
 fi
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
+gpu_build "$BUILD"
 # The engine the Python side (generator, reproducer) loads: this build's, wherever it was carried.
 export KERNCAP_REPLAY_LIB=${KERNCAP_REPLAY_LIB:-$BUILD/lib/libkerncap_replay.so}
 [ -x "$KC" ] || { echo "kerncap is not built: $KC missing"; exit 1; }
 
 gpu_work_dir triton apart
 trap cleanup EXIT
-ROWS=$WORK/rows.tsv
-: >"$ROWS"
 # Triton/Inductor caches of this run only: compiles happen (and are recorded) here.
 export TRITON_CACHE_DIR=$WORK/triton-cache TORCHINDUCTOR_CACHE_DIR=$WORK/inductor-cache
 export PYTHONPATH="$REPO/python${PYTHONPATH:+:$PYTHONPATH}"
 
 SINCE_DECIMALS=1  # since (lib.sh) prints tenths of a second
-
-run_step() {  # run_step NAME CMD...: output to $CASE_DIR/NAME.{out,err}, logged
-  local name=$1 rc
-  shift
-  STEP_OUT=$CASE_DIR/$name.out STEP_ERR=$CASE_DIR/$name.err
-  printf '\n$ %s\n' "$*" >>"$LOG"
-  timeout -k 5 "$TIMEOUT" "$@" >"$STEP_OUT" 2>"$STEP_ERR"
-  rc=$?
-  { sed 's/^/  out| /' "$STEP_OUT" | tail -n 60; sed 's/^/  err| /' "$STEP_ERR" | tail -n 60
-    echo "  [exit $rc]"; } >>"$LOG"
-  return $rc
-}
-jget() {  # jget FILE EXPR: a Python expression over j = the file as JSON, or its last JSON line
-  "$PY" - "$1" "$2" <<'PY' 2>/dev/null
-import json, sys
-text = open(sys.argv[1], errors="replace").read()
-try:
-    j = json.loads(text)
-except ValueError:
-    j = None
-    for line in text.splitlines():
-        if line.startswith("{"):
-            try:
-                j = json.loads(line)
-            except ValueError:
-                pass
-if j is None:
-    sys.exit(1)
-v = eval(sys.argv[2])
-print(f"{v:.4g}" if isinstance(v, float) else v)
-PY
-}
+LOG_TAIL=60                 # run (lib.sh): the last 60 lines of each output in the case's log
+ERROR_RE='error|fail|cannot|not '  # first_error (lib.sh)
+# Each case runs in its own subshell (run_case, lib.sh) with D (its directory) and LOG (its log);
+# its commands go through run (lib.sh): stdout in $STEP_OUT, stderr in $STEP_ERR.
 
 R_EXTRACT=- R_REPRO=- R_EDIT=- R_WRONG=- R_SAME=- R_FAIL=0 R_SKIP=0 R_NOTE=""
-first_error() { cat "$STEP_ERR" "$STEP_OUT" 2>/dev/null | grep -m1 -Ei 'error|fail|cannot|not ' | cut -c1-160; }
+CASE_COLUMNS=(R_EXTRACT R_REPRO R_EDIT R_WRONG R_SAME)  # tsv_row: the row's columns after the verdict
 
 # extract CAP PATTERN [extract flags] -- APP ARGS: capture with the shim on, then generate the
-# reproducer (unless `kerncap extract` already did).
+# reproducer (unless `kerncap extract` already did); kernel_variant.py.orig keeps the unedited
+# kernel.
 extract() {
   local cap=$1 t0 rc
   shift
   t0=$(now)
   PYTHONPATH="$REPO/python/kerncap/triton_shim:$PYTHONPATH" KERNCAP_TRITON_OUT="$cap/triton" \
-    run_step extract "$KC" extract "$1" -o "$cap" "${@:2}"
+    run extract "$KC" extract "$1" -o "$cap" "${@:2}"
   rc=$?
   if [ $rc -ne 0 ] || [ ! -f "$cap/capture/manifest.json" ]; then
     R_EXTRACT="FAIL rc=$rc"
     bad "extract: $(first_error)"
     return 1
   fi
-  cp "$STEP_OUT" "$CASE_DIR/app.out"
+  cp "$STEP_OUT" "$D/app.out"
   if [ ! -f "$cap/reproducer.py" ]; then
-    run_step generate "$PY" -m kerncap.triton_repro "$cap" || { R_EXTRACT="gen FAIL"; bad "triton_repro: $(first_error)"; return 1; }
+    run generate "$PY" -m kerncap.triton_repro "$cap" || { R_EXTRACT="gen FAIL"; bad "triton_repro: $(first_error)"; return 1; }
   fi
   R_EXTRACT="ok $(since "$t0")s"
-  note "$(jget "$cap/triton/launch.json" 'j["kernel"]' 2>/dev/null || echo '?') grid $(jget "$cap/triton/launch.json" 'tuple(j["programs"])')"
+  note "$(json_get "$cap/triton/launch.json" 'j["kernel"]' 2>/dev/null || echo '?') grid $(json_get "$cap/triton/launch.json" 'tuple(j["programs"])')"
+  cp "$cap/kernel_variant.py" "$cap/kernel_variant.py.orig"
+  return 0
 }
 
 # repro CAP NAME: python3 reproducer.py --json; sets REPRO_RC, REPRO_JSON
 repro() {
-  run_step "$2" "$PY" "$1/reproducer.py" --json
+  run "$2" "$PY" "$1/reproducer.py" --json
   REPRO_RC=$?
   REPRO_JSON=$STEP_OUT
 }
@@ -121,23 +92,23 @@ repro() {
 # The standard checks on a fresh capture: reproducer PASS, candidate.cubin validates.
 baseline() {
   local cap=$1 med same
-  if run_step validate_captured "$KC" validate "$cap" && grep -q '^Result: PASS' "$STEP_OUT"; then
+  if run validate_captured "$KC" validate "$cap" && grep -q '^Result: PASS' "$STEP_OUT"; then
     note "validate (captured image) PASS"
   else
     bad "validate (captured image): $(grep -m1 '^Result' "$STEP_OUT" || first_error)"
   fi
   repro "$cap" repro
-  if [ "$REPRO_RC" -ne 0 ] || [ "$(jget "$REPRO_JSON" 'j["result"]')" != PASS ]; then
+  if [ "$REPRO_RC" -ne 0 ] || [ "$(json_get "$REPRO_JSON" 'j["result"]')" != PASS ]; then
     R_REPRO="FAIL rc=$REPRO_RC"
-    bad "reproducer: $(jget "$REPRO_JSON" 'j.get("line")' || first_error)"
+    bad "reproducer: $(json_get "$REPRO_JSON" 'j.get("line")' || first_error)"
     return 1
   fi
-  med=$(jget "$REPRO_JSON" 'j["median_ms"]')
-  R_REPRO="PASS $med ms (captured $(jget "$REPRO_JSON" 'j.get("captured_median_ms", "?")') ms)"
-  same=$(jget "$REPRO_JSON" 'j.get("candidate_identical")')
+  med=$(json_get "$REPRO_JSON" 'j["median_ms"]')
+  R_REPRO="PASS $med ms (captured $(json_get "$REPRO_JSON" 'j.get("captured_median_ms", "?")') ms)"
+  same=$(json_get "$REPRO_JSON" 'j.get("candidate_identical")')
   [ "$same" = True ] && note "candidate.cubin identical to captured" || note "candidate.cubin differs from captured"
-  if [ "$(jget "$REPRO_JSON" 'j.get("same_geometry")')" = True ]; then
-    if run_step validate_candidate "$KC" validate "$cap" --cubin "$cap/candidate.cubin" &&
+  if [ "$(json_get "$REPRO_JSON" 'j.get("same_geometry")')" = True ]; then
+    if run validate_candidate "$KC" validate "$cap" --cubin "$cap/candidate.cubin" &&
       grep -q '^Result: PASS' "$STEP_OUT"; then
       note "validate --cubin candidate PASS"
     else
@@ -200,20 +171,20 @@ config_value() { "$PY" -c "import runpy,sys; print(runpy.run_path(sys.argv[1])['
 # Appends "LABEL R=R" to R_SAME.
 same_verdict() {
   local cap=$1 label=$2 mine theirs rc image prev
-  mine=$(jget "$REPRO_JSON" 'j["result"]')
-  if [ "$(jget "$REPRO_JSON" 'j.get("same_geometry")')" != True ]; then
+  mine=$(json_get "$REPRO_JSON" 'j["result"]')
+  if [ "$(json_get "$REPRO_JSON" 'j.get("same_geometry")')" != True ]; then
     bad "$label: candidate.json changed the launch geometry: kerncap validate cannot run this candidate"
     return 1
   fi
-  run_step "validate_$label" "$KC" validate "$cap" --json
+  run "validate_$label" "$KC" validate "$cap" --json
   rc=$?
-  theirs=$(jget "$STEP_OUT" 'j["result"]')
-  image=$(jget "$STEP_OUT" 'j.get("image")')
+  theirs=$(json_get "$STEP_OUT" 'j["result"]')
+  image=$(json_get "$STEP_OUT" 'j.get("image")')
   prev=${R_SAME#-}
   R_SAME="${prev:+$prev, }$label $mine=$theirs"
   [[ $image == *candidate.cubin ]] || { bad "$label: kerncap validate used $image, not candidate.cubin"; return 1; }
   if [ "$mine" != "$theirs" ] || [ "$rc" != "$REPRO_RC" ]; then
-    bad "$label: reproducer $mine (rc $REPRO_RC) but kerncap validate $theirs (rc $rc): $(jget "$STEP_OUT" 'j.get("line")')"
+    bad "$label: reproducer $mine (rc $REPRO_RC) but kerncap validate $theirs (rc $rc): $(json_get "$STEP_OUT" 'j.get("line")')"
     return 1
   fi
 }
@@ -240,32 +211,32 @@ correct_edit() {
   fresh_variant "$1"
   barrier_edit "$1" >>"$LOG" 2>&1 || { bad "cannot make the barrier edit"; return 1; }
   repro "$1" repro_correct
-  if [ "$REPRO_RC" -ne 0 ] || [ "$(jget "$REPRO_JSON" 'j["result"]')" != PASS ]; then
-    bad "correct (barrier) edit: rc $REPRO_RC $(jget "$REPRO_JSON" 'j.get("line")' || first_error)"
+  if [ "$REPRO_RC" -ne 0 ] || [ "$(json_get "$REPRO_JSON" 'j["result"]')" != PASS ]; then
+    bad "correct (barrier) edit: rc $REPRO_RC $(json_get "$REPRO_JSON" 'j.get("line")' || first_error)"
     return 1
   fi
-  [ "$(jget "$REPRO_JSON" 'j.get("candidate_identical")')" = False ] || note "barrier edit left the cubin identical"
+  [ "$(json_get "$REPRO_JSON" 'j.get("candidate_identical")')" = False ] || note "barrier edit left the cubin identical"
   same_verdict "$1" correct
 }
 
 # good_edit CAP DESCRIPTION: the edited variant must PASS and report a time
 good_edit() {
   repro "$1" repro_edit
-  if [ "$REPRO_RC" -eq 0 ] && [ "$(jget "$REPRO_JSON" 'j["result"]')" = PASS ]; then
-    R_EDIT="PASS $(jget "$REPRO_JSON" 'j["median_ms"]') ms"
-    note "$2: grid $(jget "$REPRO_JSON" 'tuple(j["grid"])')"
+  if [ "$REPRO_RC" -eq 0 ] && [ "$(json_get "$REPRO_JSON" 'j["result"]')" = PASS ]; then
+    R_EDIT="PASS $(json_get "$REPRO_JSON" 'j["median_ms"]') ms"
+    note "$2: grid $(json_get "$REPRO_JSON" 'tuple(j["grid"])')"
   else
     R_EDIT="FAIL rc=$REPRO_RC"
-    bad "$2: $(jget "$REPRO_JSON" 'j.get("line")' || first_error)"
+    bad "$2: $(json_get "$REPRO_JSON" 'j.get("line")' || first_error)"
   fi
 }
-# wrong_edit CAP: must exit 1 with Result FAIL and a non-zero max abs error
-wrong_edit() {
+# wrong_edit_fails CAP: must exit 1 with Result FAIL and a non-zero max abs error
+wrong_edit_fails() {
   repro "$1" repro_wrong
   local res abs rel
-  res=$(jget "$REPRO_JSON" 'j["result"]')
-  abs=$(jget "$REPRO_JSON" 'j.get("max_abs_error")')
-  rel=$(jget "$REPRO_JSON" 'j.get("max_rel_error")')
+  res=$(json_get "$REPRO_JSON" 'j["result"]')
+  abs=$(json_get "$REPRO_JSON" 'j.get("max_abs_error")')
+  rel=$(json_get "$REPRO_JSON" 'j.get("max_rel_error")')
   if [ "$REPRO_RC" -eq 1 ] && [ "$res" = FAIL ] && [ "$abs" != 0 ] && [ -n "$abs" ]; then
     R_WRONG="FAIL (ok) abs $abs rel $rel"
     same_verdict "$1" wrong
@@ -275,12 +246,21 @@ wrong_edit() {
   fi
 }
 fresh_variant() { cp "$1/kernel_variant.py.orig" "$1/kernel_variant.py"; }
+# wrong_variant CAP WHAT EDIT...: the unedited kernel_variant.py changed by the command EDIT...
+# (WHAT says what it does) so that the kernel's results change: the reproducer must FAIL.
+wrong_variant() {
+  local cap=$1 what=$2
+  shift 2
+  fresh_variant "$cap"
+  "$@" >>"$LOG" 2>&1 || { bad "cannot make the $what"; return 1; }
+  wrong_edit_fails "$cap"
+}
 
 # check_best CAP: the configuration pinned in kernel_variant.py == what the application's
 # autotuner chose (its `BEST {...}` line, printed under --continue)
 check_best() {
   local cap=$1 best
-  best=$(grep -m1 '^BEST ' "$CASE_DIR/app.out" | cut -c6-)
+  best=$(grep -m1 '^BEST ' "$D/app.out" | cut -c6-)
   [ -n "$best" ] || { bad "the application printed no BEST line"; return 1; }
   if "$PY" - "$cap" "$best" <<'PY' >>"$LOG" 2>&1; then
 import json, runpy, sys
@@ -295,32 +275,28 @@ sys.exit(0 if got == want else 1)
 PY
     note "pinned config == application's"
   else
-    bad "pinned config != the autotuner's choice (see log; ignore handshake: $(jget "$cap/triton/name_map.json" 'j.get("ignore_handshake")'))"
+    bad "pinned config != the autotuner's choice (see log; ignore handshake: $(json_get "$cap/triton/name_map.json" 'j.get("ignore_handshake")'))"
     return 1
   fi
 }
 
 # ---- cases -----------------------------------------------------------------------------------
 case_triton_vector() {
-  local cap=$CASE_DIR/cap
+  local cap=$D/cap
   extract "$cap" add_kernel --dispatch 1 -- "$PY" "$APPS/vector_add.py" || return
-  cp "$cap/kernel_variant.py" "$cap/kernel_variant.py.orig"
   baseline "$cap" || return
   edit_config "$cap" BLOCK_SIZE 256 >>"$LOG" 2>&1 || { bad "cannot edit BLOCK_SIZE"; return; }
   good_edit "$cap" "BLOCK_SIZE 1024->256"
   local n
-  n=$(jget "$cap/triton/launch.json" '[a["value"] for a in j["args"] if a["name"] == "n_elements"][0]')
-  [ "$(jget "$REPRO_JSON" 'j["grid"][0]')" = "$(((n + 255) / 256))" ] || bad "grid did not follow BLOCK_SIZE (n=$n)"
+  n=$(json_get "$cap/triton/launch.json" '[a["value"] for a in j["args"] if a["name"] == "n_elements"][0]')
+  [ "$(json_get "$REPRO_JSON" 'j["grid"][0]')" = "$(((n + 255) / 256))" ] || bad "grid did not follow BLOCK_SIZE (n=$n)"
   correct_edit "$cap"
-  fresh_variant "$cap"
-  edit_source "$cap" "x + y" "x - y" >>"$LOG" 2>&1 || { bad "cannot make the wrong edit"; return; }
-  wrong_edit "$cap"
+  wrong_variant "$cap" "wrong edit" edit_source "$cap" "x + y" "x - y"
 }
 
 case_triton_matmul() {
-  local cap=$CASE_DIR/cap bk
+  local cap=$D/cap bk
   extract "$cap" matmul_kernel --continue -- "$PY" "$APPS/matmul_autotune.py" || return
-  cp "$cap/kernel_variant.py" "$cap/kernel_variant.py.orig"
   check_best "$cap"
   baseline "$cap" || return
   bk=$(config_value "$cap" BLOCK_SIZE_K)
@@ -328,28 +304,22 @@ case_triton_matmul() {
   edit_config "$cap" BLOCK_SIZE_K $((bk == 32 ? 64 : bk / 2)) >>"$LOG" 2>&1
   good_edit "$cap" "BLOCK_SIZE_K $bk->$((bk == 32 ? 64 : bk / 2))"
   correct_edit "$cap"
-  fresh_variant "$cap"
-  edit_source "$cap" "c = accumulator.to(tl.float16)" "c = (accumulator * 1.01).to(tl.float16)" >>"$LOG" 2>&1 ||
-    { bad "cannot make the wrong edit"; return; }
-  wrong_edit "$cap"
+  wrong_variant "$cap" "wrong edit" edit_source "$cap" "c = accumulator.to(tl.float16)" "c = (accumulator * 1.01).to(tl.float16)"
 }
 
 inductor_case() {  # inductor_case REGEX
-  local cap=$CASE_DIR/cap nw
+  local cap=$D/cap nw
   extract "$cap" "$1" --regex -- "$PY" "$APPS/compiled_model.py" || return
-  cp "$cap/kernel_variant.py" "$cap/kernel_variant.py.orig"
   # The pointwise and reduction cases must capture different kinds of kernel.
-  [[ $(jget "$cap/triton/launch.json" 'j["kernel"]') =~ ^$1 ]] || bad "captured kernel does not start with $1"
+  [[ $(json_get "$cap/triton/launch.json" 'j["kernel"]') =~ ^$1 ]] || bad "captured kernel does not start with $1"
   grep -q 'torchinductor\|inductor-cache' "$cap/kernel_variant.py" && note "source from the Inductor temp dir"
   baseline "$cap" || return
   nw=$(config_value "$cap" num_warps)
   edit_config "$cap" num_warps $((nw >= 8 ? nw / 2 : nw * 2)) >>"$LOG" 2>&1 || { bad "cannot edit num_warps"; return; }
   good_edit "$cap" "num_warps $nw->$((nw >= 8 ? nw / 2 : nw * 2))"
   correct_edit "$cap"
-  fresh_variant "$cap"
   # A wrong edit that fits any Inductor kernel: its first store writes value + 1.
-  wrong_store "$cap" >>"$LOG" 2>&1 || { bad "cannot make the wrong store edit"; return; }
-  wrong_edit "$cap"
+  wrong_variant "$cap" "wrong store edit" wrong_store "$cap"
 }
 case_triton_inductor_pointwise() { inductor_case 'triton_poi_'; }
 case_triton_inductor_reduction() { inductor_case 'triton_(per|red)_'; }
@@ -359,47 +329,41 @@ case_triton_inductor_reduction() { inductor_case 'triton_(per|red)_'; }
 # --dispatch 0 is the model's first call (its launch has the model's size, and the generator
 # finds the compilation whose image was launched).
 case_triton_inductor_max_autotune() {
-  local cap=$CASE_DIR/cap xnumel want grid xblock ignored
+  local cap=$D/cap xnumel want grid xblock ignored
   extract "$cap" 'triton_poi_' --regex --dispatch 0 -- "$PY" "$APPS/autotuned_mlp.py" || return
-  cp "$cap/kernel_variant.py" "$cap/kernel_variant.py.orig"
-  want=$(grep -m1 '^MODEL xnumel ' "$CASE_DIR/app.out" | awk '{print $3}')
-  xnumel=$(jget "$cap/triton/launch.json" '[a["value"] for a in j["args"] if a["name"] == "xnumel"][0]')
+  want=$(grep -m1 '^MODEL xnumel ' "$D/app.out" | awk '{print $3}')
+  xnumel=$(json_get "$cap/triton/launch.json" '[a["value"] for a in j["args"] if a["name"] == "xnumel"][0]')
   [ -n "$want" ] && [ "$xnumel" = "$want" ] || bad "captured xnumel $xnumel, the model's is $want"
-  grid=$(jget "$cap/triton/launch.json" 'j["grid"][0] * j["grid"][1] * j["grid"][2]')
+  grid=$(json_get "$cap/triton/launch.json" 'j["grid"][0] * j["grid"][1] * j["grid"][2]')
   xblock=$(config_value "$cap" XBLOCK)
   if [ -n "$xblock" ] && [ -n "$grid" ] && [ -n "$xnumel" ]; then
     [ "$grid" -eq $(((xnumel + xblock - 1) / xblock)) ] || bad "grid $grid does not cover xnumel $xnumel with XBLOCK $xblock"
   fi
-  ignored=$(jget "$cap/triton/name_map.json" 'sum(v["benchmarks"] for v in (j.get("benchmarks") or {}).values())')
-  note "$ignored benchmark windows ($(jget "$cap/triton/name_map.json" 'len(j.get("benchmarks") or {})') functions)"
-  [ "$(jget "$cap/triton/name_map.json" 'j.get("ignore_handshake")')" = True ] ||
+  ignored=$(json_get "$cap/triton/name_map.json" 'sum(v["benchmarks"] for v in (j.get("benchmarks") or {}).values())')
+  note "$ignored benchmark windows ($(json_get "$cap/triton/name_map.json" 'len(j.get("benchmarks") or {})') functions)"
+  [ "$(json_get "$cap/triton/name_map.json" 'j.get("ignore_handshake")')" = True ] ||
     bad "libkerncap did not offer the ignore handshake: benchmark launches were counted"
   [ "${ignored:-0}" -gt 0 ] || note "no benchmark window recorded (Inductor did not benchmark?)"
   baseline "$cap" || return
   edit_config "$cap" XBLOCK $((xblock >= 512 ? xblock / 2 : xblock * 2)) >>"$LOG" 2>&1 || { bad "cannot edit XBLOCK"; return; }
   good_edit "$cap" "XBLOCK $xblock->$((xblock >= 512 ? xblock / 2 : xblock * 2))"
-  fresh_variant "$cap"
-  wrong_store "$cap" >>"$LOG" 2>&1 || { bad "cannot make the wrong store edit"; return; }
-  wrong_edit "$cap"
+  wrong_variant "$cap" "wrong store edit" wrong_store "$cap"
 }
 
 case_triton_ptr_table() {
-  local cap=$CASE_DIR/cap
+  local cap=$D/cap
   extract "$cap" gather_rows_kernel --dispatch 1 -- "$PY" "$APPS/ptr_table.py" || return
-  cp "$cap/kernel_variant.py" "$cap/kernel_variant.py.orig"
-  "$KC" info "$cap" --json >"$CASE_DIR/info.json" 2>>"$LOG"
-  note "$(jget "$CASE_DIR/info.json" 'len(j["regions"])') regions"
+  "$KC" info "$cap" --json >"$D/info.json" 2>>"$LOG"
+  note "$(json_get "$D/info.json" 'len(j["regions"])') regions"
   baseline "$cap" || return
   edit_config "$cap" BLOCK_N 1024 >>"$LOG" 2>&1 || { bad "cannot edit BLOCK_N"; return; }
   good_edit "$cap" "BLOCK_N 256->1024"
   correct_edit "$cap"
-  fresh_variant "$cap"
-  edit_source "$cap" "x * scale" "x * scale + 1.0" >>"$LOG" 2>&1 || { bad "cannot make the wrong edit"; return; }
-  wrong_edit "$cap"
+  wrong_variant "$cap" "wrong edit" edit_source "$cap" "x * scale" "x * scale + 1.0"
 }
 
 case_triton_liger_dyt() {
-  local cap=$CASE_DIR/cap bn
+  local cap=$D/cap bn
   if ! KERNCAP_LIGER_SRC=${KERNCAP_LIGER_SRC:-} "$PY" -c 'import os, sys
 sys.path.insert(0, os.environ.get("KERNCAP_LIGER_SRC") or ".")
 import liger_kernel.ops.dyt' >>"$LOG" 2>&1; then
@@ -407,16 +371,13 @@ import liger_kernel.ops.dyt' >>"$LOG" 2>&1; then
     return
   fi
   extract "$cap" _dyt_fwd_kernel --continue -- "$PY" "$APPS/liger_dyt.py" || return
-  cp "$cap/kernel_variant.py" "$cap/kernel_variant.py.orig"
   check_best "$cap"
   baseline "$cap" || return
   bn=$(config_value "$cap" BLOCK_N)
   edit_config "$cap" BLOCK_N $((bn == 1024 ? 2048 : 1024)) >>"$LOG" 2>&1 || { bad "cannot edit BLOCK_N"; return; }
   good_edit "$cap" "BLOCK_N $bn->$((bn == 1024 ? 2048 : 1024))"
   correct_edit "$cap"
-  fresh_variant "$cap"
-  edit_source "$cap" "y = tanh_x * gamma" "y = tanh_x * gamma * 1.5" >>"$LOG" 2>&1 || { bad "cannot make the wrong edit"; return; }
-  wrong_edit "$cap"
+  wrong_variant "$cap" "wrong edit" edit_source "$cap" "y = tanh_x * gamma" "y = tanh_x * gamma * 1.5"
 }
 
 # ---- driver ----------------------------------------------------------------------------------
@@ -427,34 +388,14 @@ import liger_kernel.ops.dyt' >>"$LOG" 2>&1; then
 CASES=(triton_vector triton_matmul triton_inductor_pointwise triton_inductor_reduction
        triton_ptr_table triton_liger_dyt)
 [[ ${KERNCAP_GPU_CASES:-} == *max_autotune* ]] && CASES+=(triton_inductor_max_autotune)
-run_case() {
-  local name=$1 t0 result
-  CASE_DIR=$WORK/$name LOG=$LOGS/$name.log
-  mkdir -p "$CASE_DIR"
-  : >"$LOG"
-  t0=$(now)
-  (
-    export KERNCAP_LIGER_SRC=${KERNCAP_LIGER_SRC:-}
-    "case_$name"
-    result=PASS
-    [ "$R_FAIL" = 1 ] && result=FAIL
-    [ "$R_FAIL" = 0 ] && [ "$R_SKIP" = 1 ] && result=SKIP
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$result" "$R_EXTRACT" "$R_REPRO" "$R_EDIT" "$R_WRONG" \
-      "$R_SAME" "$(printf '%s' "$R_NOTE" | tr '\t\n' '  ')" >>"$ROWS"
-  )
-  grep -q "^$name	" "$ROWS" || printf '%s\tFAIL\t-\t-\t-\t-\t-\tcase script died (see log)\n' "$name" >>"$ROWS"
-  result=$(awk -F'\t' -v n="$name" '$1 == n { print $2 }' "$ROWS")
-  echo "[$result] $name ($(since "$t0")s)"
-  [ "$result" = FAIL ] && { echo "---- $name: last lines of $LOG"; tail -n 12 "$LOG" | cut -c1-200; }
-}
+export KERNCAP_LIGER_SRC=${KERNCAP_LIGER_SRC:-}
 
 T0=$(now)
 { echo "kerncap Triton suite, $(date -u +%FT%TZ)"; nvidia-smi -L; "$KC" --version
   "$PY" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'; } >"$LOGS/environment.log" 2>&1
 echo "Triton suite: $(nvidia-smi -L | head -n1); logs in $LOGS"
 for c in "${CASES[@]}"; do
-  [ -n "$ONLY" ] && ! [[ $c =~ $ONLY ]] && continue
-  run_case "$c"
+  want -E "$c" && run_case "$c"
 done
 echo
 awk -F'\t' 'BEGIN { printf "| %-26s | %-6s | %-12s | %-36s | %-16s | %-26s | %-32s | %s\n", "case", "result", "extract", "reproducer (unedited)", "good edit", "wrong edit", "reproducer=validate", "note" }
