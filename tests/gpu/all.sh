@@ -4,10 +4,18 @@
 # $OUT/gpu-summary.md holds one line per suite plus every table. Exit 0 only when all passed;
 # 77 (skipped) without a GPU.
 #
-# KERNCAP_GPU_SUITES="a.sh b.sh" picks suites. KERNCAP_GPU_LANES=N (default 1) runs the
-# single-GPU suites in N parallel lanes, one GPU each (CUDA_VISIBLE_DEVICES), on a machine with
-# N GPUs or more; suites that need several GPUs (multigpu_*) run afterwards with all of them.
-# Timing suites and benchmarks are not in this list: run them alone.
+# The suites are found here, not listed: run.sh and every tests/gpu/*_e2e.sh (each takes
+# BUILD_DIR, prints "N passed, N failed" last, exits 0, 1 or 77), except a suite whose header
+# has the line
+#   # kerncap-gpu-suite: alone
+# (a timing suite that must have the machine to itself: run it by hand, alone). repro_public.sh
+# runs on public code fetched by hand, so it joins only when HECBENCH_SRC or CUDA_SAMPLES is
+# set. Benchmarks (bench/*.sh) are not suites: run them alone.
+#
+# KERNCAP_GPU_SUITES="a.sh b.sh" picks suites instead (any of them, alone ones too).
+# KERNCAP_GPU_LANES=N (default 1) runs the single-GPU suites in N parallel lanes, one GPU each
+# (CUDA_VISIBLE_DEVICES), on a machine with N GPUs or more; suites that need several GPUs
+# (multigpu_*) run afterwards with all of them.
 set -uo pipefail
 BUILD=$(cd "${1:?usage: tests/gpu/all.sh BUILD_DIR}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -16,10 +24,13 @@ OUT=${OUT:-$(mktemp -d)}; export OUT
 SUMMARY=$OUT/gpu-summary.md
 mkdir -p "$OUT/.lines"
 : >"$SUMMARY"
-suites=(run.sh profile_e2e.sh repro_e2e.sh triton_e2e.sh footprint_e2e.sh contracts_e2e.sh cub_e2e.sh baseline_e2e.sh
-        strong_e2e.sh stateful_e2e.sh graph_e2e.sh editloop_e2e.sh store_e2e.sh closure_e2e.sh texture_e2e.sh overhead_e2e.sh
-        multitarget_e2e.sh bigpool_e2e.sh serve_e2e.sh)
-for extra in multigpu_e2e.sh; do [ -x "$HERE/$extra" ] && suites+=("$extra"); done
+suites=(run.sh)
+for f in "$HERE"/*_e2e.sh; do
+  [ -e "$f" ] || continue
+  grep -qx '# kerncap-gpu-suite: alone' "$f" && continue
+  suites+=("${f##*/}")
+done
+[ -n "${HECBENCH_SRC:-}${CUDA_SAMPLES:-}" ] && suites+=(repro_public.sh)
 [ -n "${KERNCAP_GPU_SUITES:-}" ] && read -r -a suites <<<"$KERNCAP_GPU_SUITES"
 gpus=$(nvidia-smi -L | grep -c '^GPU')
 lanes=${KERNCAP_GPU_LANES:-1}
