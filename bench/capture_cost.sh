@@ -19,10 +19,9 @@ set -u -o pipefail
 
 BUILD=${1:?usage: bench/capture_cost.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../tests/gpu/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/gpu/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
+gpu_build "$BUILD"
 PY=${KERNCAP_PYTHON:-python3}
 Z=${CAPTURE_COST_ZEROS_GIB:-8}
 R=${CAPTURE_COST_RANDOM_GIB:-4}
@@ -42,53 +41,41 @@ rm -f "$SCRATCH/dd.bin"
 
 rows=()
 fail=0
-# run NAME SCAN CLOSURE PATTERN -- APP...: extract, validate, print a row.
-run() {
+# capture_case NAME SCAN CLOSURE PATTERN -- APP...: extract, validate, print a row.
+capture_case() {
   local name=$1 scan=$2 closure=$3 pattern=$4
   shift 5
   local out=$SCRATCH/$name-$scan-$closure log=$WORK/$name-scan$scan-$closure.log
-  local t0 t1
-  t0=$(date +%s.%N)
+  local t0 wall
+  t0=$(now)
   KERNCAP_ZSTD_LEVEL=${CAPTURE_COST_ZSTD_LEVEL:-1} KERNCAP_DEVICE_SCAN=$scan timeout 600 "$KC" extract "$pattern" --regex --closure "$closure" -o "$out" -v -- "$@" \
     >"$log" 2>&1
   local rc=$?
-  t1=$(date +%s.%N)
+  wall=$(SINCE_DECIMALS=1 since "$t0")
   if [ $rc -ne 0 ]; then
     echo "FAIL $name scan=$scan: extract exit $rc (log $log)"; tail -5 "$log"; fail=1
     rows+=("| $name | $scan | $closure | extract failed | | | | | | | | |"); return
   fi
   local info secs before stored after disk verdict
   info=$("$KC" info "$out" --json 2>>"$log")
-  secs=$(echo "$info" | "$PY" -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["stats"]["capture_seconds"])')
-  before=$(echo "$info" | "$PY" -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["stats"]["before_bytes"]/2**30))')
-  after=$(echo "$info" | "$PY" -c 'import json,sys; print("%.1f" % (json.load(sys.stdin)["stats"]["after_bytes"]/2**20))')
+  secs=$(json_get - '"%.2f" % j["stats"]["capture_seconds"]' <<<"$info")
+  before=$(json_get - '"%.2f" % (j["stats"]["before_bytes"] / GiB)' <<<"$info")
+  after=$(json_get - '"%.1f" % (j["stats"]["after_bytes"] / MiB)' <<<"$info")
   disk=$(du -sb "$out" | awk '{printf "%.3f", $1/2^30}')
   # Stored vs compressed: the chunks the manifest references, and the distinct ones' files.
   local chunks stored_gib comp_gib
-  chunks=$(echo "$info" | "$PY" -c '
-import json, sys
-m = json.load(sys.stdin)
-seen, stored, comp = set(), 0, 0
-for r in m["regions"]:
-    for h, size, z in r.get("chunks", []):
-        stored += size
-        if h not in seen:
-            seen.add(h); comp += z
-print("%.3f %.3f" % (stored / 2**30, comp / 2**30))')
+  chunks=$(chunk_stats - <<<"$info" | awk '{ printf "%.3f %.3f", $3 / 2^30, $4 / 2^30 }')
   read -r stored_gib comp_gib <<<"$chunks"
   "$KC" validate "$out" >>"$log" 2>&1
   verdict=$(grep -E '^Result:' "$log" | tail -1 | cut -c1-60)
   case "$verdict" in Result:\ PASS*) ;; *) echo "FAIL $name scan=$scan: validate: $verdict"; fail=1 ;; esac
-  local wall
-  wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
   local pruned="" prune_s=""
   if [ "${CAPTURE_COST_PRUNE:-0}" = 1 ] && [ "$scan$closure" = 1reachable ]; then
-    local p0 p1
+    local p0
     "$KC" footprint "$out" -q >>"$log" 2>&1
-    p0=$(date +%s.%N)
+    p0=$(now)
     "$KC" prune "$out" >>"$log" 2>&1 || { echo "FAIL $name: prune failed (log $log)"; fail=1; }
-    p1=$(date +%s.%N)
-    prune_s=$(awk -v a="$p0" -v b="$p1" 'BEGIN { printf "%.1f", b - a }')
+    prune_s=$(SINCE_DECIMALS=1 since "$p0")
     pruned=$(du -sb "$out" | awk '{printf "%.3f", $1/2^30}')
     "$KC" validate "$out" >>"$log" 2>&1
     local pv
@@ -104,11 +91,11 @@ print("%.3f %.3f" % (stored / 2**30, comp / 2**30))')
 CASES=${CAPTURE_COST_CASES:-torch jax}
 if [[ " $CASES " != *" torch "* ]]; then
   :
-elif "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+elif torch_ok; then
   # Default (scan + closure), the scan alone (every region, zeros skipped), neither.
   for sc in "1 reachable" "1 all" "0 all"; do
     set -- $sc
-    run "torch_${Z}z_${R}r" "$1" "$2" 'MulFunctor' -- "$PY" "$HERE/capture_cost_torch.py" "$Z" "$R"
+    capture_case "torch_${Z}z_${R}r" "$1" "$2" 'MulFunctor' -- "$PY" "$HERE/capture_cost_torch.py" "$Z" "$R"
   done
 else
   echo "torch: not importable, PyTorch case skipped"
@@ -116,8 +103,8 @@ fi
 if [[ " $CASES " != *" jax "* ]]; then
   :
 elif "$PY" -c 'import jax' >/dev/null 2>&1; then
-  run jax_prealloc 1 reachable 'multiply|fusion' -- "$PY" "$HERE/capture_cost_jax.py"
-  [ "${CAPTURE_COST_JAX_DENSE:-0}" = 1 ] && run jax_prealloc 0 all 'multiply|fusion' -- "$PY" "$HERE/capture_cost_jax.py"
+  capture_case jax_prealloc 1 reachable 'multiply|fusion' -- "$PY" "$HERE/capture_cost_jax.py"
+  [ "${CAPTURE_COST_JAX_DENSE:-0}" = 1 ] && capture_case jax_prealloc 0 all 'multiply|fusion' -- "$PY" "$HERE/capture_cost_jax.py"
 else
   echo "jax: not importable, JAX case skipped"
 fi

@@ -41,28 +41,13 @@
 set -u -o pipefail
 
 BUILD=${1:?usage: bench/capture_overhead.sh BUILD_DIR}
+# shellcheck source=../tests/gpu/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/gpu/lib.sh"
+# shellcheck source=overhead_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/overhead_lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
-APP=$BUILD/bench/profile_overhead_app
-for f in "$KC" "$APP"; do
-  [ -x "$f" ] || { echo "missing $f (build it: cmake --build $BUILD)"; exit 1; }
-done
-N=${KERNCAP_BENCH_KERNELS:-100000}
-R=${KERNCAP_BENCH_REPEAT:-3}
-PIN=()
-if [ -n "${KERNCAP_BENCH_CPUS:-}" ]; then
-  command -v taskset >/dev/null || { echo "KERNCAP_BENCH_CPUS needs taskset (util-linux)"; exit 1; }
-  PIN=(taskset -c "$KERNCAP_BENCH_CPUS")
-  "${PIN[@]}" true || { echo "KERNCAP_BENCH_CPUS=$KERNCAP_BENCH_CPUS: taskset refuses it"; exit 1; }
-fi
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-bench.XXXXXX") || exit 1
-trap 'rm -rf "$WORK"' EXIT
+gpu_build "$BUILD"
+overhead_setup  # APP, N, R, PIN, WORK (bench/overhead_lib.sh)
 
-loop_ms() { awk '$1 == "loop_ms" { print $2 }' "$1"; }
-loop_cpu_ms() { awk '$1 == "loop_cpu_ms" { print $2 }' "$1"; }
 
 # name | environment | how it runs (extract, profile, direct: the app alone) | extract arguments
 MODES=(

@@ -27,10 +27,9 @@ set -u -o pipefail
 
 BUILD=${1:?usage: bench/capture_targets.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../tests/gpu/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/gpu/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
+gpu_build "$BUILD"
 RS=$BUILD/bench/restore_speed
 PY=${KERNCAP_PYTHON:-python3}
 CASES=${TARGETS_CASES:-jax torch incompressible}
@@ -60,8 +59,6 @@ target() {  # target NAME MEASURED GOAL OK(0/1/-)
   rows+=("| $1 | $2 | $3 | $ok |")
 }
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 <= b + 0) }'; }  # le A B: A <= B
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 gib_of() { du -sb "$1" | awk '{ printf "%.3f", $1 / 2^30 }'; }
 # A human size as kerncap prints it ("59.4 GiB") in bytes.
 to_bytes() {
@@ -69,19 +66,10 @@ to_bytes() {
     else if (u == "GiB") m = 2^30; else if (u == "TiB") m = 2^40; printf "%.0f", s * m }'
 }
 stat_of() {  # stat_of OUT KEY: a field of info --json's stats
-  "$KC" info "$1" --json 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["stats"][sys.argv[1]])' "$2"
+  "$KC" info "$1" --json 2>/dev/null | JSON_FLOAT='' json_get - "stats.$2"
 }
 chunk_gib() {  # chunk_gib OUT: "stored compressed" GiB of the capture's chunks
-  "$KC" info "$1" --json 2>/dev/null | "$PY" -c '
-import json, sys
-m = json.load(sys.stdin)
-seen, stored, comp = set(), 0, 0
-for r in m["regions"]:
-    for h, size, z in r.get("chunks", []):
-        stored += size
-        if h not in seen:
-            seen.add(h); comp += z
-print("%.3f %.3f" % (stored / 2**30, comp / 2**30))'
+  "$KC" info "$1" --json 2>/dev/null | chunk_stats - | awk '{ printf "%.3f %.3f\n", $3 / 2^30, $4 / 2^30 }'
 }
 # Adds the log's "device scan: X in Y s" to the scan totals.
 note_scan() {
@@ -180,7 +168,7 @@ fi
 #    with --closure all (they are stored: zstd on fp32 normals) for the restore of
 #    compressed chunks.
 if [[ " $CASES " == *" torch "* ]]; then
-  if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  if torch_ok; then
     if extract torch24 MulFunctor -- "$PY" "$HERE/capture_cost_torch.py" 16 8; then
       secs=$(stat_of "$SCRATCH/torch24" capture_seconds)
       disk=$(gib_of "$SCRATCH/torch24")

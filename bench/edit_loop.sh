@@ -132,7 +132,7 @@ command -v python3 >/dev/null || input_error "python3 is not installed: reading 
 gpu_required
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-editloop.XXXXXX") || exit 1
-cleanup() { [ "${KEEP:-0}" = 1 ] || rm -rf "$WORK"; }
+[ "${KEEP:-0}" = 1 ] && KERNCAP_GPU_KEEP=1  # cleanup (lib.sh) keeps the scratch directory
 trap cleanup EXIT
 REPRO=$WORK/repro
 

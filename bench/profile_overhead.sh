@@ -44,33 +44,16 @@
 set -u -o pipefail
 
 BUILD=${1:?usage: bench/profile_overhead.sh BUILD_DIR}
+# shellcheck source=../tests/gpu/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/gpu/lib.sh"
+# shellcheck source=overhead_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/overhead_lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
-APP=$BUILD/bench/profile_overhead_app
-for f in "$KC" "$APP"; do
-  [ -x "$f" ] || { echo "missing $f (build it: cmake --build $BUILD; bench/ needs add_subdirectory(bench))"; exit 1; }
-done
-N=${KERNCAP_BENCH_KERNELS:-100000}
-R=${KERNCAP_BENCH_REPEAT:-3}
+gpu_build "$BUILD"
+overhead_setup  # APP, N, R, PIN, WORK (bench/overhead_lib.sh)
 S=${KERNCAP_BENCH_STREAMS:-1}
-PIN=()
-if [ -n "${KERNCAP_BENCH_CPUS:-}" ]; then
-  command -v taskset >/dev/null || { echo "KERNCAP_BENCH_CPUS needs taskset (util-linux)"; exit 1; }
-  PIN=(taskset -c "$KERNCAP_BENCH_CPUS")
-  "${PIN[@]}" true || { echo "KERNCAP_BENCH_CPUS=$KERNCAP_BENCH_CPUS: taskset refuses it"; exit 1; }
-fi
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/kerncap-bench.XXXXXX") || exit 1
-trap 'rm -rf "$WORK"' EXIT
 
 now_ns() { date +%s%N; }
-loop_ms() { awk '$1 == "loop_ms" { print $2 }' "$1"; }
-loop_cpu_ms() { awk '$1 == "loop_cpu_ms" { print $2 }' "$1"; }
-recorded() {
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(k["calls"] for k in d["kernels"] if "tiny_kernel" in k["name"]))' "$1" 2>/dev/null || echo "?"
-}
+recorded() { json_get "$1" 'sum(k["calls"] for k in j["kernels"] if "tiny_kernel" in k["name"])' || echo "?"; }
 
 # name | KERNCAP_PROFILE_CUPTI | whether every launch must be counted in the profile | profile options
 VARIANTS=(

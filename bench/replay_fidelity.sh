@@ -24,11 +24,9 @@ set -u -o pipefail
 BUILD=${1:?usage: bench/replay_fidelity.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
+# shellcheck source=../tests/gpu/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/gpu/lib.sh"
-gpu_required
-BUILD=$(cd "$BUILD" && pwd) || exit 1
-KC=$BUILD/bin/kerncap
-EX=$BUILD/examples
+gpu_build "$BUILD"
 APP=$BUILD/bench/fidelity_app
 N=${KERNCAP_BENCH_ITERATIONS:-200}
 PY=${KERNCAP_PYTHON:-python3}
@@ -42,7 +40,7 @@ else
   trap 'rm -rf "$WORK"' EXIT
 fi
 TORCH=no
-"$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1 && TORCH=yes
+torch_ok && TORCH=yes
 FT="torch:$HERE/fidelity_torch.py"
 
 # group | name | extract pattern and flags | the application (after --)
@@ -81,22 +79,7 @@ CASES=(
   "torch|triton_add|add_kernel --dispatch 10|$FT triton_add"
 )
 
-# json_get FILE EXPR: evaluates EXPR over j = the last JSON object in FILE.
-json_get() {
-  python3 - "$1" "$2" <<'PY' 2>/dev/null
-import json, sys
-text = open(sys.argv[1]).read()
-j = None
-for start in [i for i, c in enumerate(text) if c == "{"]:
-    try:
-        j = json.loads(text[start:])
-        break
-    except ValueError:
-        continue
-print(eval(sys.argv[2], {"j": j}))
-PY
-}
-
+# json_get FILE EXPR (lib.sh): EXPR over j = the JSON object in FILE (the replay's --json output).
 if [ "$EVENTS" = 1 ]; then
   printf '| %-16s | %10s | %6s | %10s | %8s | %10s | %8s | %-16s | %s\n' kernel "in-app µs" n "replay µs" ratio "events µs" "ev/app" method note
   printf '|%s|\n' "------------------|------------|--------|------------|----------|------------|----------|------------------|------"
@@ -104,7 +87,7 @@ else
   printf '| %-16s | %10s | %6s | %10s | %8s | %-16s | %s\n' kernel "in-app µs" n "replay µs" ratio method note
   printf '|%s|\n' "------------------|------------|--------|------------|----------|------------------|------"
 fi
-status=0 within=0 rated=0 rows=0
+status=0 within=0 rated=0 replayed=0
 for c in "${CASES[@]}"; do
   group=${c%%|*}
   c=${c#*|}
@@ -143,7 +126,7 @@ for c in "${CASES[@]}"; do
     status=1
     continue
   fi
-  rows=$((rows + 1))
+  replayed=$((replayed + 1))
   app_us=$(json_get "$WORK/$name.replay.log" "'%.3f' % (j['in_app_median_ms'] * 1e3) if j.get('in_app_median_ms') is not None else '-'")
   n=$(json_get "$WORK/$name.replay.log" "j.get('in_app_samples') if j.get('in_app_samples') is not None else '-'")
   launches=$(json_get "$WORK/$name.replay.log" "j.get('in_app_launches') or 0")
@@ -167,5 +150,5 @@ for c in "${CASES[@]}"; do
     printf '| %-16s | %10s | %6s | %10s | %8s | %-16s | %s\n' "$name" "${app_us:--}" "${n:--}" "$rep_us" "${rep_r:--}" "$method" "$note"
   fi
 done
-echo "$within of $rated within ±5 % (replay median / in-app median; $rows kernels replayed, $((rows - rated)) without a ratio)"
+echo "$within of $rated within ±5 % (replay median / in-app median; $replayed kernels replayed, $((replayed - rated)) without a ratio)"
 exit $status
