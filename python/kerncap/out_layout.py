@@ -3,6 +3,9 @@ definitions (src/format/out_layout.hpp) are the reference; python/tests/test_out
 checks these against them. Standard library only: copied into every Triton reproducer."""
 
 TRITON = "triton"                      # what the Triton shim recorded; launch.json, name_map.json
+TRITON_RECORDS = "records"             # OUT/triton/records/*.jsonl, the shim's records
+TRITON_LAUNCH_PLAN = "launch.json"     # OUT/triton/launch.json, the generator's launch plan
+TRITON_NAME_MAP = "name_map.json"      # OUT/triton/name_map.json
 KERNEL_VARIANT_PY = "kernel_variant.py"
 REPRODUCER_PY = "reproducer.py"
 REPRO_RUNTIME = "kerncap_repro"        # the reproducer's runtime package (and engine library)

@@ -64,7 +64,7 @@ class Run:
         self.out, self.opts = out, opts
         self.say = (lambda *a: print(*a, file=sys.stderr)) if opts.json else print
         self.m = capture.load(out)
-        with open(os.path.join(out, L.TRITON, "launch.json")) as f:
+        with open(os.path.join(out, L.TRITON, L.TRITON_LAUNCH_PLAN)) as f:
             self.plan = tlaunch.plan_from_json(json.load(f))
         self.result: Dict[str, Any] = {"kernel": self.plan.kernel}
         self.session: Optional[engine.Session] = None
@@ -311,7 +311,7 @@ def add_app_paths(out: str, say) -> None:
     """The application's sys.path (from name_map.json), so that the variant's imports of the
     application's own packages resolve as they did there."""
     try:
-        with open(os.path.join(out, L.TRITON, "name_map.json")) as f:
+        with open(os.path.join(out, L.TRITON, L.TRITON_NAME_MAP)) as f:
             pp = json.load(f).get("python_path") or {}
     except (OSError, ValueError):
         return

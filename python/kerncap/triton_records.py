@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from . import capture
+from . import capture, out_layout as L
 
 MAP_FORMAT = "kerncap-triton-map"
 MAP_VERSION = 1
@@ -50,7 +50,7 @@ class Records:
 
 def load(triton_dir: str) -> Records:
     r = Records()
-    for path in sorted(glob.glob(os.path.join(triton_dir, "records", "*.jsonl"))):
+    for path in sorted(glob.glob(os.path.join(triton_dir, L.TRITON_RECORDS, "*.jsonl"))):
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 try:

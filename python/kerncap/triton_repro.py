@@ -250,13 +250,13 @@ def generate(out: str, quiet: bool = False) -> dict:
     autotune = triton_records.autotune_for(records, found.record) if found else None
     nm = triton_records.name_map(records, m, sha, found, autotune)
     os.makedirs(tdir, exist_ok=True)
-    with open(os.path.join(tdir, "name_map.json"), "w") as f:
+    with open(os.path.join(tdir, L.TRITON_NAME_MAP), "w") as f:
         json.dump(nm, f, indent=2)
     if err is not None:
         raise err
     rec = found.record
     plan = tlaunch.build_plan(rec, m.slots, m.params(), m.grid, m.block)
-    with open(os.path.join(tdir, "launch.json"), "w") as f:
+    with open(os.path.join(tdir, L.TRITON_LAUNCH_PLAN), "w") as f:
         json.dump(plan.to_json(), f, indent=2)
     moved = _write_compare_spec(out, tlaunch.compare_spec(plan, [(r.base, r.size) for r in m.memory()]))
     fn = rec.get("fn", {})
@@ -281,7 +281,7 @@ def generate(out: str, quiet: bool = False) -> dict:
                "warnings": found.warnings + plan.notes + ([moved] if moved else []),
                "autotuned": autotune is not None, "config": {**plan.constexprs(), **plan.options},
                "programs": list(plan.programs), "kernel_variant": os.path.join(out, L.KERNEL_VARIANT_PY),
-               "reproducer": os.path.join(out, L.REPRODUCER_PY), "name_map": os.path.join(tdir, "name_map.json"),
+               "reproducer": os.path.join(out, L.REPRODUCER_PY), "name_map": os.path.join(tdir, L.TRITON_NAME_MAP),
                "compare": os.path.join(out, L.COMPARE_SPEC)}
     if not quiet:
         print(f"Triton kernel {rec['name']} ({fn.get('file')}:{fn.get('line')}), matched by {found.how}")

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "format/out_layout.hpp"
 #include "cli/document_versions.hpp"
 #include "cli/replay_options.hpp"
 #include "cli/serve_route.hpp"
@@ -63,7 +64,7 @@ void catch_signals() {
 // the manifest (a new capture), the footprint (strength) and OUT/compare.json (the default spec).
 std::vector<fs::path> watched(const fs::path& capture_dir) {
   return {capture_dir / format::kManifestName, capture_dir / format::kFootprintJson,
-          capture_dir.parent_path() / "compare.json"};
+          capture_dir.parent_path() / format::out::kCompareSpec};
 }
 
 void stop_server(const std::string& dir) {
@@ -181,7 +182,7 @@ void run_serve(const ServeArgs& a, int& exit_code) {
   info.strong = es.strong();
   info.footprint = a.footprint;
   info.device_line = replay::device_line(s);
-  info.compare_json = (capture_dir.parent_path() / "compare.json").string();
+  info.compare_json = (capture_dir.parent_path() / format::out::kCompareSpec).string();
   const replay::PlacementStats p = s.address_space().stats();
   info.placement = placement_json(p);
   info.kerncap = KERNCAP_VERSION;

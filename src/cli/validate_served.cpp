@@ -1,4 +1,5 @@
 #include "cli/validate_served.hpp"
+#include "format/out_layout.hpp"
 
 #include <unistd.h>
 
@@ -77,7 +78,7 @@ bool validate_served(const ReplayCommon& c, const format::Capture& cap, const Va
   } catch (const nlohmann::json::exception& e) {
     return note(pid, fmt::format("its evaluation is incomplete: {}", e.what()));
   }
-  const std::string own_compare = (cap.dir.parent_path() / "compare.json").string();
+  const std::string own_compare = (cap.dir.parent_path() / format::out::kCompareSpec).string();
   out.verdict["spec"] = spec_source_here(out.verdict.value("spec", "default"), info, own_compare);
   std::fprintf(stderr, "kerncap: evaluated by kerncap serve (pid %d)\n", pid);
   out.served_by = pid;

@@ -49,6 +49,10 @@ inline constexpr std::string_view kEventsSuffix = ".jsonl";
 inline constexpr std::string_view kImageDump = "images";
 inline constexpr std::string_view kTriton = "triton";
 inline constexpr std::string_view kTritonRecords = "records";
+// Written by the Triton generator (python/kerncap/triton_repro.py) into OUT/triton/, read by
+// the reproducer's runtime: the launch plan and the kernel-name map.
+inline constexpr std::string_view kTritonLaunchPlan = "launch.json";
+inline constexpr std::string_view kTritonNameMap = "name_map.json";
 inline constexpr std::string_view kKernelVariantPy = "kernel_variant.py";
 inline constexpr std::string_view kReproducerPy = "reproducer.py";
 inline constexpr std::string_view kReproRuntime = "kerncap_repro";

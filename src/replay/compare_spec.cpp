@@ -1,4 +1,5 @@
 #include "replay/compare_spec.hpp"
+#include "format/out_layout.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -110,7 +111,7 @@ CompareSpec parse_spec(const nlohmann::json& j, const format::Manifest& m, const
 }
 
 CompareSpec default_spec(const fs::path& capture_dir, const format::Manifest& m, const ToleranceTable& table) {
-  const fs::path file = capture_dir.parent_path() / "compare.json";
+  const fs::path file = capture_dir.parent_path() / format::out::kCompareSpec;
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return CompareSpec{.source = "default"};
   if (fs::file_size(file, ec) > (64u << 20)) input_error(fmt::format("{} is larger than 64 MiB", file.string()));
