@@ -439,6 +439,13 @@ class Session:
         "min_ms", "max_ms", "mean_ms", "stddev_ms", "times_ms", ...}."""
         opts = _opts({"warmup": warmup, "iterations": iterations, "restore_each": restore_each,
                       "restore": restore, "cache": cache, "timer": timer})
+        return self._with_launch(launch, lambda cb, out: self._lib.lib.kc_time(self._handle(), cb, None, opts, out),
+                                 "kc_time")
+
+    def _with_launch(self, launch: Optional[Callable[[int], None]], call: Callable[[Any, Any], int],
+                     function: str) -> Dict[str, Any]:
+        """call(callback, out) with `launch` as a kc_launch_fn (None: no callback); an exception
+        launch raises stops the call and is raised here (never unwound through C frames)."""
         failures: List[BaseException] = []
         cb = None
         if launch is not None:
@@ -446,17 +453,16 @@ class Session:
                 try:
                     launch(int(stream))
                     return 0
-                except BaseException as e:  # never unwind through C frames
+                except BaseException as e:
                     failures.append(e)
                     return 1
             cb = LaunchFn(trampoline)
         out = _vp()
-        rc = self._lib.lib.kc_time(self._handle(), ctypes.cast(cb, _vp) if cb else None, None, opts,
-                                   ctypes.byref(out))
+        rc = call(ctypes.cast(cb, _vp) if cb else None, ctypes.byref(out))
         if failures:
             self._lib.take_json(out)
             raise failures[0]
-        self._lib.check(rc, "kc_time")
+        self._lib.check(rc, function)
         return self._lib.take_json(out)
 
     def compare(self, spec: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -551,23 +557,9 @@ class Session:
             raise EngineError(f"evaluate_launch: unknown option(s) {', '.join(unknown)}", E_INPUT)
         opts = _opts({"time": time, "spec": spec, "warmup": warmup, "iterations": iterations, "restore": restore,
                       "cache": cache, "timer": timer, **judge})
-        failures: List[BaseException] = []
-
-        def trampoline(_user, stream):
-            try:
-                launch(int(stream))
-                return 0
-            except BaseException as e:  # never unwind through C frames
-                failures.append(e)
-                return 1
-        cb = LaunchFn(trampoline)
-        out = _vp()
-        rc = self._lib.lib.kc_evaluate_launch(self._handle(), ctypes.cast(cb, _vp), None, opts, ctypes.byref(out))
-        if failures:
-            self._lib.take_json(out)
-            raise failures[0]
-        self._lib.check(rc, "kc_evaluate_launch")
-        doc = self._lib.take_json(out)
+        doc = self._with_launch(
+            launch, lambda cb, out: self._lib.lib.kc_evaluate_launch(self._handle(), cb, None, opts, out),
+            "kc_evaluate_launch")
         if doc.get("context_lost"):  # the caller's kernel cannot move to another process
             global _CONTEXT_LOST
             self._lost = _CONTEXT_LOST = str(doc.get("fault") or "a fault")
