@@ -111,7 +111,8 @@ std::string KernelName::qualified() const {
 KernelName parse_kernel_name(std::string_view mangled, std::string_view demangled) {
   KernelName k;
   k.mangled = std::string(mangled);
-  k.demangled = demangled.empty() ? demangle(mangled) : std::string(demangled);
+  // A capture made before kerncap knew nvcc's static prefix recorded such a name undemangled.
+  k.demangled = demangled.empty() || demangled == mangled ? demangle(mangled) : std::string(demangled);
   // Without a mangled name, a demangled one still says it is C++ by its parameter list.
   k.cxx = mangled.empty() ? k.demangled.ends_with(")")
                           : is_mangled(mangled) && k.demangled != k.mangled;

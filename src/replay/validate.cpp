@@ -291,6 +291,11 @@ std::string Verdict::line() const {
                        "could be poisoned, and the application's launch left every byte as it was: a replay that "
                        "skips those writes would pass too; {}, {} of {} regions identical)",
                        nondet, human_bytes(footprint_written), footprint_regions, how, exact(), regions.size());
+  if (strong && footprint_written == 0)
+    return fmt::format("Result: PASS ({}weak: the footprint saw this kernel write no global memory (writes through "
+                       "surfaces or into CUDA arrays are not instrumented), so nothing could be poisoned and \"strong\" "
+                       "would prove nothing; {}, {} of {} regions identical)",
+                       nondet, how, exact(), regions.size());
   if (strong)
     return fmt::format("Result: PASS ({}strong: {} written by the replay verified in {} region(s), {} of it poisoned "
                        "first; {}, {} of {} regions identical)",
@@ -349,6 +354,7 @@ nlohmann::json Verdict::to_json() const {
           {"written_bytes", written()},
           {"strength", !fault.empty() ? "none: the candidate faulted"
                        : unproven()  ? "none: the launch changed no byte and the kernel reads every byte it writes"
+                       : strong && footprint_written == 0 ? "weak-footprint-saw-no-write"
                        : strong    ? "strong"
                        : written() ? "weak-no-footprint"
                                    : "none: the launch changed no byte"},

@@ -22,6 +22,19 @@ TEST(NamesDemangle, DemanglesCxxAndPassesOthersThrough) {
   EXPECT_FALSE(is_mangled("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT"));
 }
 
+// nvcc's device name for a file-static kernel: an Itanium name behind a prefix (seen on a
+// kernel launched from a CUDA graph); its types must be read as any C++ kernel's.
+TEST(NamesDemangle, StaticPrefixedNamesDemangle) {
+  const char* name = "__nv_static_51__9d2c1e44_14_graph_apps_cu_6f1a2b3c__Z13accumulateRowPdPKdi";
+  EXPECT_EQ(itanium_part(name), "_Z13accumulateRowPdPKdi");
+  EXPECT_TRUE(is_mangled(name));
+  EXPECT_EQ(demangle(name), "accumulateRow(double*, double const*, int)");
+  // A prefix with nothing that demangles after it stays as it is.
+  EXPECT_EQ(demangle("__nv_static_51__9d2c__Zgarbage"), "__nv_static_51__9d2c__Zgarbage");
+  EXPECT_FALSE(is_mangled("__nv_static_51__9d2c__Zgarbage"));
+  EXPECT_EQ(itanium_part("kernel_nv_static"), "");
+}
+
 TEST(NamesDemangle, FunctionNameDropsReturnTypeTemplatesAndParameters) {
   EXPECT_EQ(function_name("square(float*, int)"), "square");
   EXPECT_EQ(function_name(demangle(kAtenAdd)), "at::native::vectorized_elementwise_kernel");

@@ -86,6 +86,20 @@ TEST(Signature, PointersTypeTheirRegionsFromWhereTheyPoint) {
   EXPECT_DOUBLE_EQ(spans[1].tol.rtol, compare::default_tolerance(DType::F32).rtol);
 }
 
+// A file-static kernel's device name carries nvcc's prefix; a capture made before kerncap
+// knew it recorded the name undemangled. Both type their regions as any C++ kernel.
+TEST(Signature, StaticPrefixedNamesTypeTheirRegions) {
+  std::vector<uint8_t> params;
+  auto m = saxpy(params);
+  m.mangled_name = "__nv_static_43__17a6f8c2_12_saxpy_cu_e6b6d8e5__Z5saxpyPKfPfif";
+  m.demangled_name = m.mangled_name;
+  auto spans = signature_spans(m, params);
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].dtype, DType::F32);
+  m.demangled_name = "saxpy(float const*, float*, int, float)";
+  EXPECT_EQ(signature_spans(m, params).size(), 2u);
+}
+
 TEST(Signature, NothingWhenTheSignatureDoesNotFitTheSlots) {
   std::vector<uint8_t> params;
   auto m = saxpy(params);

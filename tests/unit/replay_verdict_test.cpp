@@ -54,6 +54,33 @@ TEST(VerdictLine, AFootprintThatPoisonsNothingOverUnchangedBytesProvesNothing) {
   EXPECT_EQ(v.line().rfind("Result: PASS (strong:", 0), 0u) << v.line();
 }
 
+// A kernel that writes only through a surface into a CUDA array: the footprint (global
+// accesses) saw no write, nothing was poisoned; "strong" with 0 B proven never appears.
+TEST(VerdictLine, AFootprintThatSawNoWriteIsNotStrong) {
+  Verdict v;
+  v.regions = {region(0, 4096, 0), region(1, 0, 0)};
+  v.strong = true;
+  v.footprint_written = 0;
+  v.footprint_regions = 0;
+  v.poisoned = 0;
+  EXPECT_TRUE(v.pass());
+  EXPECT_EQ(v.line().rfind("Result: PASS (weak: the footprint saw this kernel write no global memory", 0), 0u)
+      << v.line();
+  EXPECT_EQ(v.line().find("strong:"), std::string::npos) << v.line();
+  EXPECT_EQ(v.to_json()["strength"], "weak-footprint-saw-no-write");
+}
+
+// A candidate that faulted: FAIL naming the fault, whatever its regions say.
+TEST(VerdictLine, AFaultIsAFailNamingIt) {
+  Verdict v;
+  v.fault = "the replayed kernel failed: CUDA_ERROR_ILLEGAL_ADDRESS";
+  EXPECT_FALSE(v.pass());
+  EXPECT_EQ(v.line(), "Result: FAIL (the candidate faulted: the replayed kernel failed: CUDA_ERROR_ILLEGAL_ADDRESS)");
+  EXPECT_EQ(v.to_json()["strength"], "none: the candidate faulted");
+  EXPECT_EQ(v.to_json()["fault"], v.fault);
+  EXPECT_EQ(Verdict{}.to_json()["fault"], nullptr);
+}
+
 TEST(VerdictLine, APassOverWrittenBytesSaysHowMuch) {
   Verdict v;
   v.regions = {region(0, 1024, 0), region(1, 0, 0)};
