@@ -98,6 +98,20 @@ TEST(VerdictLine, NondeterministicKernelsSaySoWithTheError) {
   EXPECT_EQ(v.line().rfind("Result: FAIL (nondeterministic kernel", 0), 0u) << v.line();
 }
 
+// A nondeterministic kernel whose FAIL comes from a region the two replays agreed on (compared
+// exactly): the line names that region and how it was compared, and the error it states is
+// the tolerant regions', not a "max abs error 0" next to a FAIL.
+TEST(VerdictLine, ANondeterministicFailNamesEachFailingRegionAndHow) {
+  Verdict v;
+  v.regions = {region(0, 1024, 0, 0.25), region(1, 8, 1)};
+  v.nondeterministic = {0};
+  const std::string line = v.line();
+  EXPECT_EQ(line.rfind("Result: FAIL (nondeterministic kernel", 0), 0u) << line;
+  EXPECT_NE(line.find("max abs error 0.25"), std::string::npos) << line;
+  EXPECT_NE(line.find("region 1 (the two replays agreed here: compared as the spec says)"), std::string::npos) << line;
+  EXPECT_EQ(line.find("region 0 ("), std::string::npos) << line;  // it passed
+}
+
 compare::Result result(compare::DType t, uint64_t bytes, uint64_t bad, std::optional<uint64_t> first = {}) {
   compare::Result r;
   r.dtype = t;
