@@ -14,6 +14,7 @@
 #include "common/error.hpp"
 #include "footprint/footprint.hpp"
 #include "format/capture_dir.hpp"
+#include "format/chunk_store.hpp"
 
 extern char** environ;
 
@@ -35,6 +36,12 @@ int measure_in_child(const std::string& dir) {
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return -1;
   std::vector<std::string> args = {self.string(), "footprint", dir, "--quiet", "--no-timing"};
+  // The shared chunk store this process was given (--store): the child reads BEFORE from it
+  // too (else it found no chunks and the validation stayed weak).
+  if (const auto store = format::default_store()) {
+    args.push_back("--store");
+    args.push_back(store->string());
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
