@@ -88,7 +88,13 @@ std::string only_in_images(const Target& t, const format::events::Log& log, cons
 
 std::string diagnose(const Target& t, const format::events::Log& log, const AppExit& app) {
   std::string app_state = fmt::format("the application {}", app.describe());
-  if (!app.exited && app.code) app_state += " before the target launch";
+  // Killed: before the target launch, or after it while the capture was being written (the
+  // library reported the match; no complete capture followed).
+  if (!app.exited && app.code)
+    app_state += log.matches.count(t.dispatch) && !log.captured
+                      ? " after the target launch was reached, while its capture (BEFORE, the launch, AFTER) was "
+                        "being written; nothing incomplete was kept"
+                      : " before the target launch";
   if (!log.errors.empty()) {
     std::string msg = fmt::format("the capture failed inside the application: {}", log.errors.front());
     for (size_t i = 1; i < log.errors.size(); ++i) msg += "\n  also: " + log.errors[i];

@@ -87,7 +87,15 @@ TEST(ExtractDiagnose, TargetReachedButTheApplicationCrashed) {
   EXPECT_TRUE(m.starts_with("the target launch of 'vectorAdd' was reached but the capture did not complete: the "
                             "application was killed by signal 11"))
       << m;
-  EXPECT_TRUE(m.ends_with("before the target launch")) << m;
+  // It was killed after the target launch was reached, while the capture was being written
+  // (issue 33: the message said "before the target launch", contradicting itself).
+  EXPECT_NE(m.find("after the target launch was reached, while its capture"), std::string::npos) << m;
+  EXPECT_EQ(m.find("before the target launch"), std::string::npos) << m;
+  // Killed with no match yet: before the target launch.
+  auto early = log_of({events::start("capture"), events::seen("_Z9vectorAddPf", "vectorAdd(float*)", true)});
+  m = diagnose(Target{"vectorAdd", 3}, early, killed(9));
+  EXPECT_NE(m.find("killed by signal 9"), std::string::npos) << m;
+  EXPECT_NE(m.find("before the target launch"), std::string::npos) << m;
 }
 
 TEST(ExtractDiagnose, ErrorsFromTheLibraryComeFirst) {
