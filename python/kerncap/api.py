@@ -50,6 +50,7 @@ KNOWN_FORMATS: Dict[str, tuple] = {
     "kerncap-footprint": ("format_version", 1),
     "kerncap-capture": ("format_version", 4),
     "kerncap-serve-status": ("version", 1),
+    "kerncap-verdict": ("version", 1),
 }
 
 

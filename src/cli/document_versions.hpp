@@ -8,6 +8,7 @@
 #include "format/manifest.hpp"
 #include "lint/baseline.hpp"
 #include "profile/report_json.hpp"
+#include "replay/judge.hpp"
 
 namespace kerncap::cli {
 
@@ -22,7 +23,8 @@ inline nlohmann::json document_versions() {
           {profile::kReportFormat, doc("version", profile::kReportVersion)},
           {"kerncap-baseline", doc("version", lint::kBaselineVersion)},
           {"kerncap-locate", doc("version", kLocateVersion)},
-          {"kerncap-serve-status", doc("version", kServeStatusVersion)}};
+          {"kerncap-serve-status", doc("version", kServeStatusVersion)},
+          {replay::kVerdictFormat, doc("version", replay::kVerdictVersion)}};
 }
 
 }  // namespace kerncap::cli

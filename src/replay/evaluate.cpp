@@ -41,6 +41,8 @@ EvaluateOptions evaluate_options_from_json(const nlohmann::json& o, const format
 
 nlohmann::json Evaluation::to_json() const {
   nlohmann::json j = verdict.to_json();
+  j["format"] = kVerdictFormat;
+  j["version"] = kVerdictVersion;
   j["policy"] = policy.to_json();
   j["kernel"] = kernel;
   j["image"] = image;

@@ -36,6 +36,11 @@
 
 namespace kerncap::replay {
 
+// The verdict document every entry point prints (Evaluation::to_json): its name and version.
+// Bump the version when a field changes meaning; adding a field does not need it.
+inline constexpr const char* kVerdictFormat = "kerncap-verdict";
+inline constexpr int kVerdictVersion = 1;
+
 // What a caller may say about the judging. JSON keys (kc_evaluate's options, the serve
 // protocol) in brackets; all optional.
 struct JudgeOverrides {
