@@ -56,7 +56,7 @@ capture_case() {
     echo "FAIL $name scan=$scan: extract exit $rc (log $log)"; tail -5 "$log"; fail=1
     rows+=("| $name | $scan | $closure | extract failed | | | | | | | | |"); return
   fi
-  local info secs before stored after disk verdict
+  local info secs before after disk verdict
   info=$("$KC" info "$out" --json 2>>"$log")
   secs=$(json_get - '"%.2f" % j["stats"]["capture_seconds"]' <<<"$info")
   before=$(json_get - '"%.2f" % (j["stats"]["before_bytes"] / GiB)' <<<"$info")

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034  # APP, N, R, PIN: read by the benchmarks
 # Shared by bench/profile_overhead.sh and bench/capture_overhead.sh (sourced after
 # tests/gpu/lib.sh, which defines median).
 

@@ -23,7 +23,6 @@ set -u -o pipefail
 
 BUILD=${1:?usage: bench/replay_fidelity.sh BUILD_DIR}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/.." && pwd)
 # shellcheck source=../tests/gpu/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/gpu/lib.sh"
 gpu_build "$BUILD"

@@ -91,26 +91,26 @@ step extract "$KC" extract vectorAdd -o "$CAP" -- "$APP"
 
 step lint_captured "$KC" lint "$CAP" --no-sass
 ok=0; [ $RC = 0 ] && grep -q '^Result: PASS' "$WORK/lint_captured.log" && ok=1
-verdict lint_captured "$(pass_if $ok)" "$(grep ' registers ' "$WORK/lint_captured.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
+verdict lint_captured "$(pass_if "$ok")" "$(grep ' registers ' "$WORK/lint_captured.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
 
 step lint_limit "$KC" lint "$CAP" --no-sass --cubin "$WORK/slow.cubin" --max-registers 32
 ok=0; [ $RC = 1 ] && grep -q 'FAIL  registers' "$WORK/lint_limit.log" && ok=1
-verdict lint_limit "$(pass_if $ok)" "exit $RC: $(grep ' registers ' "$WORK/lint_limit.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
+verdict lint_limit "$(pass_if "$ok")" "exit $RC: $(grep ' registers ' "$WORK/lint_limit.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
 
 step save "$KC" baseline save base "$CAP" --captured -n 100
 ok=0; [ $RC = 0 ] && [ -f "$CAP/baselines/base.json" ] && ok=1
-verdict save "$(pass_if $ok)" "$(head -1 "$WORK/save.log")"
+verdict save "$(pass_if "$ok")" "$(head -1 "$WORK/save.log")"
 
 step diff_same "$KC" diff "$CAP" --baseline base --captured -n 100 --fail-on-regression
 ok=0; [ $RC = 0 ] && grep -q 'Result: NO REGRESSION' "$WORK/diff_same.log" && ok=1
-verdict diff_same "$(pass_if $ok)" "exit $RC: $(grep 'time (median)' "$WORK/diff_same.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
+verdict diff_same "$(pass_if "$ok")" "exit $RC: $(grep 'time (median)' "$WORK/diff_same.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
 
 step diff_slow "$KC" diff "$CAP" --baseline base --cubin "$WORK/slow.cubin" -n 100 --fail-on-regression
 ok=0
 [ $RC = 1 ] && grep -q 'Result: REGRESSION' "$WORK/diff_slow.log" &&
   grep -E '^  registers .*WORSE' "$WORK/diff_slow.log" >/dev/null &&
   grep -E '^  time \(median\) .*WORSE' "$WORK/diff_slow.log" >/dev/null && ok=1
-verdict diff_slow "$(pass_if $ok)" "exit $RC: $(grep -E 'time \(median\)|^  registers' "$WORK/diff_slow.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
+verdict diff_slow "$(pass_if "$ok")" "exit $RC: $(grep -E 'time \(median\)|^  registers' "$WORK/diff_slow.log" | tr -s ' \n' ' ' | sed 's/ *$//')"
 
 step save_slow "$KC" baseline save slow "$CAP" --cubin "$WORK/slow.cubin" -n 100
 step diff_faster "$KC" diff "$CAP" --baseline slow --captured -n 100 --fail-on-regression --json
@@ -120,11 +120,11 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 t = [r for r in d["rows"] if r["metric"] == "time (median)"][0]
 sys.exit(0 if t["change"] == "better" and d["speedup"] > 1 and not d["regression"] else 1)' "$WORK/diff_faster.log" && ok=1
-verdict diff_faster "$(pass_if $ok)" "exit $RC: $(json_get "$WORK/diff_faster.log" '"speed-up {}".format(round(j["speedup"], 2))')"
+verdict diff_faster "$(pass_if "$ok")" "exit $RC: $(json_get "$WORK/diff_faster.log" '"speed-up {}".format(round(j["speedup"], 2))')"
 
 step inv_default "$KC" validate "$CAP" --baseline --footprint never --invariant no_nan,no_inf,non_negative,must_write
 ok=0; [ $RC = 0 ] && grep -q '^Invariants: PASS' "$WORK/inv_default.log" && grep -q '^Result: PASS' "$WORK/inv_default.log" && ok=1
-verdict inv_default "$(pass_if $ok)" "exit $RC: $(grep '^Invariants' "$WORK/inv_default.log")"
+verdict inv_default "$(pass_if "$ok")" "exit $RC: $(grep '^Invariants' "$WORK/inv_default.log")"
 
 SUB=$WORK/sub_out
 step extract_sub "$KC" extract subtract -o "$SUB" -- "$WORK/sub"
@@ -134,16 +134,16 @@ ok=0
 # a - b < 0 where i % 100 < 50: 2050 of the 4096 outputs, the first at element 0.
 [ $RC = 1 ] && grep -q 'invariant violated: non_negative: region .*(fp32 at +0x.*): 2050 negative' "$WORK/inv_negative.log" &&
   grep -q '^Result: FAIL (1 invariant violation' "$WORK/inv_negative.log" && ok=1
-verdict inv_negative "$(pass_if $ok)" "exit $RC: $(grep 'invariant violated' "$WORK/inv_negative.log" | head -1 | tr -s ' \n' ' ' | sed 's/ *$//')"
+verdict inv_negative "$(pass_if "$ok")" "exit $RC: $(grep 'invariant violated' "$WORK/inv_negative.log" | head -1 | tr -s ' \n' ' ' | sed 's/ *$//')"
 
 step inv_must_write "$KC" validate "$CAP" --cubin "$WORK/noop.cubin" --invariant must_write --no-determinism-check
 ok=0
 [ $RC = 1 ] && grep -q 'invariant violated: must_write: region .*the replay changed none' "$WORK/inv_must_write.log" && ok=1
-verdict inv_must_write "$(pass_if $ok)" "exit $RC: $(grep 'invariant violated' "$WORK/inv_must_write.log" | head -1 | tr -s ' \n' ' ' | sed 's/ *$//')"
+verdict inv_must_write "$(pass_if "$ok")" "exit $RC: $(grep 'invariant violated' "$WORK/inv_must_write.log" | head -1 | tr -s ' \n' ' ' | sed 's/ *$//')"
 
 step min_speedup "$KC" validate "$CAP" --cubin "$WORK/slow.cubin" --footprint never --min-speedup 1.5
 ok=0; [ $RC = 1 ] && grep -q '^Speed-up: FAIL' "$WORK/min_speedup.log" && grep -q '^Result: FAIL (speed-up' "$WORK/min_speedup.log" && ok=1
-verdict min_speedup "$(pass_if $ok)" "exit $RC: $(grep '^Speed-up' "$WORK/min_speedup.log")"
+verdict min_speedup "$(pass_if "$ok")" "exit $RC: $(grep '^Speed-up' "$WORK/min_speedup.log")"
 
 step save_fuzz "$KC" baseline save fuzzed "$CAP" --captured -n 20 --fuzz 3
 if [ $RC = 2 ] && grep -q 'needs the launch.s footprint' "$WORK/save_fuzz.log"; then
@@ -154,7 +154,7 @@ else
 import json, sys
 f = json.load(open(sys.argv[1]))["fuzz"]
 sys.exit(0 if f and f["pass"] and f["trials"] == 3 and f["seed"] == 1 else 1)' "$CAP/baselines/fuzzed.json" && ok=1
-  verdict save_fuzz "$(pass_if $ok)" "exit $RC: $(head -1 "$WORK/save_fuzz.log")"
+  verdict save_fuzz "$(pass_if "$ok")" "exit $RC: $(head -1 "$WORK/save_fuzz.log")"
 fi
 
 [ "$failed" = 0 ] || echo "logs: $WORK (kept)"

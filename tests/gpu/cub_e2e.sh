@@ -75,7 +75,7 @@ if step recompile make -C "$DIR" recompile KERNCAP="$KC"; then
 else
   ok=0; note="$note; recompile: $(first_error)"
 fi
-verdict cub_unedited "$(pass_if $ok)" "$note"
+verdict cub_unedited "$(pass_if "$ok")" "$note"
 
 # Edits that change results (wrong_edit_case, lib.sh): validate-variant must FAIL.
 wrong_edit_case cub_wrong_output "$DIR" "$EDIT" "$WORK/original.cu" \

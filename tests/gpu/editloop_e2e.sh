@@ -123,7 +123,7 @@ cuda_case() {
   else
     ok=0; note="$note; recompile: $(first_error)"
   fi
-  verdict "$name" "$(pass_if $ok)" "$note"
+  verdict "$name" "$(pass_if "$ok")" "$note"
   # Edits that change results (wrong_edit_case, lib.sh): validate-variant must FAIL.
   wrong_edit_case "${name}_wrong" "$dir" "$edit" "$WORK/$name.original.cu" "$store_sed" "an output off by one"
   [ -n "$counter_sed" ] &&
@@ -189,7 +189,7 @@ inductor_case() {
   else
     ok=0; note="$note; reproducer: $(grep -m1 -E 'FAIL' "$STEP_LOG" || first_error)"
   fi
-  verdict "$label" "$(pass_if $ok)" "$note"
+  verdict "$label" "$(pass_if "$ok")" "$note"
 }
 
 # inductor_maxautotune_cg (mode="max-autotune", CUDA graphs on) runs only when KERNCAP_GPU_CASES

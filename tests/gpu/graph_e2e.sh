@@ -84,7 +84,7 @@ continue_case() {
   v=$(manifest_get "$WORK/$name.cap" "$check")
   [ "$v" = True ] || { ok=0; NOTE="$NOTE; NOT $check -> ${v:0:120}"; }
   validate "$name.validate" "$WORK/$name.cap" || ok=0
-  verdict "$name" "$(pass_if $ok)" "$NOTE"
+  verdict "$name" "$(pass_if "$ok")" "$NOTE"
 }
 
 # bad_case NAME PATTERN REGEX -- APP ARGS: extract fails cleanly, its output matches REGEX.
@@ -98,7 +98,7 @@ bad_case() {
   if ! cat "$WORK/$name.out" "$WORK/$name.err" | grep -Eqi -- "$re"; then
     ok=0; NOTE="$NOTE; message does not match /$re/"; fi
   NOTE="$NOTE; says: $(grep -h -m1 -Ei -- "$re" "$WORK/$name.err" "$WORK/$name.out" | cut -c1-150)"
-  verdict "$name" "$(pass_if $ok)" "$NOTE"
+  verdict "$name" "$(pass_if "$ok")" "$NOTE"
 }
 
 CHAIN=$WORK/graph_chain
@@ -114,7 +114,7 @@ if want chain_strong; then
       [ $RC -eq 0 ] || { ok=0; NOTE="footprint rc=$RC: $(first_error chain_strong.fp)"; }
       validate chain_strong "$WORK/chain_mid.cap" || ok=0
       grep -q 'strong' "$WORK/chain_strong.out" || NOTE="$NOTE (not strong)"
-      verdict chain_strong "$(pass_if $ok)" "$NOTE"
+      verdict chain_strong "$(pass_if "$ok")" "$NOTE"
     fi
   else
     NOTE="no chain_mid capture"; verdict chain_strong FAIL "$NOTE"
@@ -127,7 +127,7 @@ if want chain_first; then
   [ $RC -eq 0 ] && [ -f "$WORK/chain_first.cap/capture/manifest.json" ] || { ok=0; NOTE="extract rc=$RC: $(first_error chain_first)"; }
   if grep -q '^APP acc 0' "$WORK/chain_first.out"; then ok=0; NOTE="$NOTE; the application ran on without --continue"; else NOTE="app stopped"; fi
   [ $ok = 1 ] && { validate chain_first.validate "$WORK/chain_first.cap" || ok=0; }
-  verdict chain_first "$(pass_if $ok)" "$NOTE"
+  verdict chain_first "$(pass_if "$ok")" "$NOTE"
 fi
 want chain_last && continue_case chain_last gTail 2 'm["kernel"]["dispatch"] == 2' -- "$CHAIN"
 want update && continue_case update uAxpy 2 'param(2, "<f") == 3.0' -- "$WORK/graph_update"

@@ -111,7 +111,7 @@ if torch_ok; then
     [ "$(index "$WORK/never" "[x['captured'] for x in t]")" = "[True, False]" ] || ok=0
     validate_all never "$WORK/never"
     [ $BAD -eq 0 ] || ok=0
-    verdict never "$(pass_if $ok)" "rc $RC: $(grep -m1 "01-no_such_kernel_xyz 'no_such" "$WORK/never.err" | cut -c1-150)"
+    verdict never "$(pass_if "$ok")" "rc $RC: $(grep -m1 "01-no_such_kernel_xyz 'no_such" "$WORK/never.err" | cut -c1-150)"
   fi
 
   if want continue; then
@@ -122,7 +122,7 @@ if torch_ok; then
     n=$(index "$WORK/continue" "sum(x['captured'] for x in t)")
     ok=0
     [ $RC -eq 0 ] && [ "$n" = 5 ] && [ -n "$a" ] && [ "$a" = "$b" ] && ok=1
-    verdict continue "$(pass_if $ok)" "without kerncap: '${a:-none}', with --continue: '${b:-none}', $n captured"
+    verdict continue "$(pass_if "$ok")" "without kerncap: '${a:-none}', with --continue: '${b:-none}', $n captured"
     row "continue | (5 targets) | output identical: $([ -n "$a" ] && [ "$a" = "$b" ] && echo yes || echo NO) | - | $([ $ok = 1 ] && echo PASS || echo FAIL)"
   fi
 else
@@ -147,7 +147,7 @@ if want graph_never || want graph_nested; then
       [ "$(index "$WORK/graph_$mode" "[x['captured'] for x in t]")" = "[True, False]" ] || ok=0
       validate_all graph_$mode "$WORK/graph_$mode"
       [ $BAD -eq 0 ] || ok=0
-      verdict graph_$mode "$(pass_if $ok)" "rc $RC: $(grep -m1 -o "$want_text" "$WORK/graph_$mode.err")"
+      verdict graph_$mode "$(pass_if "$ok")" "rc $RC: $(grep -m1 -o "$want_text" "$WORK/graph_$mode.err")"
     done
   else
     verdict graph_build FAIL "cannot build graph_bad: $(tail -2 "$WORK/graph_bad.build.log")"

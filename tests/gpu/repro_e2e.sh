@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2034  # R_*: a case's row columns, read through CASE_COLUMNS (lib.sh tsv_row)
 # Reproducer end-to-end suite on our multi-file fixture project
 # (examples/multifile, built by the kerncap build with its compile_commands.json):
 #   for three kernels (a templated kernel in a header, a .cu kernel over three include

@@ -223,7 +223,7 @@ for k in "${KERNELS[@]}"; do
   elif [ $ok = 1 ]; then
     ok=0
   fi
-  res=$(pass_if $ok)
+  res=$(pass_if "$ok")
   tally "$res"
   printf '%-40s %-6s %-36s %-19s %-10s %-11s %-9s %-11s %s\n' "$name" "$res" "${src:0:36}" "$unit" "$rec" "$val" "$loop" "$wrong" "$notes"
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2034  # R_*: a case's row columns, read through CASE_COLUMNS (lib.sh tsv_row)
 # GPU end-to-end suite: extract, replay and validate our own example
 # applications (examples/) and PyTorch ops on a real GPU, plus forced relocation, repeated
 # replays, --continue and the error cases. Prints one table row per case and ends with the

@@ -104,12 +104,12 @@ if want work_queue && extract_checked work_queue wq "$DIR" take_tiles "$EX/work_
   else
     note="$note; --no-restore faults as expected"
   fi
-  verdict work_queue "$(pass_if $ok)" "$note"
+  verdict work_queue "$(pass_if "$ok")" "$note"
 fi
 
 # ---- cub_reduce ---------------------------------------------------------------------------
 if want cub_reduce && extract_checked cub_reduce cub "$WORK/cub_reduce" block_sums "$EX/cub_reduce"; then
-  verdict cub_reduce "$(pass_if $ok)" "$note"
+  verdict cub_reduce "$(pass_if "$ok")" "$note"
 fi
 
 # ---- cub onesweep (our own program) ---------------------------------------------------------
@@ -118,7 +118,7 @@ if ! want cub_onesweep; then :
 elif ! step cubsort-build "$NVCC" -O2 -arch=sm_"$SM" -o "$WORK/onesweep_app" "$HERE/stateful_apps/onesweep.cu"; then
   verdict cub_onesweep FAIL "cannot build tests/gpu/stateful_apps/onesweep.cu: $(first_error | cut -c1-120)"
 elif extract_checked cub_onesweep cubsort "$WORK/cub_onesweep" Onesweep "$WORK/onesweep_app"; then
-  verdict cub_onesweep "$(pass_if $ok)" "$note"
+  verdict cub_onesweep "$(pass_if "$ok")" "$note"
 fi
 
 # ---- torch onesweep -----------------------------------------------------------------------
@@ -136,7 +136,7 @@ else
     fi
   else
     checks os "$DIR"
-    verdict torch_onesweep "$(pass_if $ok)" "$note"
+    verdict torch_onesweep "$(pass_if "$ok")" "$note"
   fi
 fi
 

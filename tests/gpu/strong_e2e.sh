@@ -57,7 +57,7 @@ extract_case() {
 # strong_case NAME PATTERN [extract flags] -- APP ARGS
 strong_case() {
   want "$1" && extract_case "$@" || return
-  local name=$1 cap=$D/cap problems="" wrote rc grid g weak noop tail captured esc
+  local name=$1 cap=$D/cap problems="" wrote rc g weak noop tail captured esc
   wrote=$(info 'sum(r["size"] for r in m["after"]["runs"])')
   local kname
   kname=$(info 'm["kernel"]["demangled"][:48]')
@@ -90,7 +90,6 @@ strong_case() {
     [ $rc -eq 1 ] && [ "$noop" = FAIL ] || problems+="no-op variant: rc $rc ${noop:-$(first_error noop)}; "
   fi
 
-  grid=$(info '",".join(map(str, m["launch"]["grid"]))')
   # One block less along the first dimension that has more than one (one cluster less for
   # cluster launches: the grid must stay a multiple of the cluster).
   g=$(info "(lambda g, c: next((','.join(str(v - c[i] if j == i else v) for j, v in enumerate(g))

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2034  # R_*: a case's row columns, read through CASE_COLUMNS (lib.sh tsv_row)
 # Triton end-to-end suite: capture Triton kernels from Python applications
 # with the compile-metadata shim, generate kernel_variant.py + reproducer.py, and check that
 #   - the reproducer PASSes on the unedited variant (and its candidate.cubin passes
