@@ -163,7 +163,7 @@ P=""
 v judged_flags --cubin "$SAME" --no-determinism-check --invariant no_nan --exact
 [ $RC = 0 ] || P+="exit $RC; "
 served judged_flags || P+="not served; "
-serve_verdict judged_flags "$P" "$(grep -h -m1 '^Result' "$D/judged_flags.out" | cut -c1-60)"
+serve_verdict judged_flags "$P" "$(grep -h -m1 '^Result' "$WORK/judged_flags.out" | cut -c1-60)"
 
 P=""
 v in_process --cubin "$SAME" --no-relocate
