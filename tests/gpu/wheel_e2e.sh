@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# kerncap-gpu-suite: alone
+# (all.sh leaves it out: it needs a wheel built first, `pip wheel . -w dist`, and exits 1 without one)
 # The wheel end to end (GPU): `pip wheel .` output installed offline into a fresh venv, then one
 # capture, replay and validation with nothing but what the wheel installed:
 #   install       python3 -m venv --system-site-packages; pip install --no-deps --no-index WHEEL
