@@ -135,9 +135,11 @@ if want strong; then
   check strong "$(work_line strong); poisoned $(field strong 'j["poisoned_bytes"] / MiB') MiB" $ok
 fi
 
-# stray: one byte written into the zeros, found by the device and reported exactly.
+# stray: one byte written into the zeros, found by the device and reported exactly. --exact:
+# the one judge compares a variant's typed (fp32) regions within tolerance by default, which
+# reports whole elements; this case checks the byte-exact path (one differing byte, its offset).
 if want stray; then
-  validate_json stray --footprint never --cubin "$STRAY" --no-determinism-check
+  validate_json stray --footprint never --cubin "$STRAY" --no-determinism-check --exact
   ok=1
   [ $RC = 1 ] && [ "$(field stray 'j["result"]')" = FAIL ] &&
     [ "$(field stray 'sum(r["differing_bytes"] for r in j["regions"])')" = 1 ] &&
