@@ -12,6 +12,8 @@
 #   torch_mul     ATen's MulFunctor kernel (torch_loop.py mul)     } the captured image, noop
 #   torch_gemm    the cuBLAS GEMM behind a @ b (torch_loop.py gemm) } (PTX with its name and
 #   triton_add    a @triton.jit kernel (triton_apps/vector_add.py)  } parameters), fault, captured
+#                 again; triton_add also edits of its own source compiled by Triton through its
+#                 reproducer: wrong (+1), one NaN, x1.0001 (inside the kerncap.toml's tolerance)
 # judge_check.py judges each candidate through `kerncap validate --server off`, a `kerncap
 # serve`, `kerncap-replay --validate`, Python's Session.evaluate and evaluate_all, and the C
 # ABI, and checks that the normalised documents are identical, that each candidate gets its
@@ -143,7 +145,28 @@ if "$PY" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
      PYTHONPATH="$REPO/python/kerncap/triton_shim:$PYTHONPATH" KERNCAP_TRITON_OUT="$WORK/triton_add/triton" \
        capture triton_add add_kernel --dispatch 1 -- "$PY" "$HERE/triton_apps/vector_add.py"; then
     if generic triton_add; then
-      judge triton_add "${GEN[@]}"
+      # Edits of the kernel's own source, compiled by Triton through the reproducer (it writes
+      # OUT/candidate.cubin before judging): wrong (+1), one NaN, and a relative change of 1e-4
+      # (outside fp32's default tolerance, inside the kerncap.toml's 1e-3).
+      T=$WORK/triton_add
+      EDITS=()
+      if [ -f "$T/kernel_variant.py" ] && cp "$T/kernel_variant.py" "$T/kernel_variant.py.orig"; then
+        for e in "wrong|x + y + 1.0|FAIL" "nan|tl.where(offsets == 0, float('nan'), x + y)|FAIL" "ulp|(x + y) * 1.0001|PASS"; do
+          IFS='|' read -r ename expr want <<<"$e"
+          sed "s/tl.store(out_ptr + offsets, x + y, mask=mask)/tl.store(out_ptr + offsets, $expr, mask=mask)/" \
+            "$T/kernel_variant.py.orig" >"$T/kernel_variant.py"
+          rm -f "$T/candidate.cubin"
+          timeout "$TIMEOUT" "$PY" "$T/reproducer.py" --json >"$WORK/triton_add.$ename.repro.json" 2>&1
+          if grep -qF "$expr" "$T/kernel_variant.py" && [ -f "$T/candidate.cubin" ]; then
+            cp "$T/candidate.cubin" "$WORK/triton_add.$ename.cubin"
+            EDITS+=(--candidate "$ename=$WORK/triton_add.$ename.cubin:$want")
+          else
+            note_row triton_add "the $ename edit did not build a candidate (see triton_add.$ename.repro.json)"
+          fi
+        done
+        cp "$T/kernel_variant.py.orig" "$T/kernel_variant.py"
+      fi
+      judge triton_add "${GEN[@]:0:2}" "${EDITS[@]}" "${GEN[@]:2}"
       # The seventh entry point: the Triton reproducer (kc_evaluate_launch) on the unedited kernel.
       if [ -f "$WORK/triton_add/reproducer.py" ]; then
         timeout "$TIMEOUT" "$PY" "$WORK/triton_add/reproducer.py" --json >"$WORK/triton_add.repro.json" \
