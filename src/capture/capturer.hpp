@@ -18,7 +18,7 @@
 #include "capture/seams.hpp"
 #include "capture/snapshot.hpp"
 #include "capture/texture_plan.hpp"
-#include "format/capture_writer.hpp"
+#include "storage/capture_writer.hpp"
 #include "format/manifest.hpp"
 
 namespace kerncap::capture {

@@ -4,7 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
-#include "format/prune.hpp"
+#include "storage/prune.hpp"
 
 namespace kerncap::cli {
 

@@ -11,7 +11,7 @@
 #include "extract/environment.hpp"
 #include "extract/triton_step.hpp"
 #include "format/kerncap_toml.hpp"
-#include "format/capture_writer.hpp"
+#include "storage/capture_writer.hpp"
 #include "format/chunk_store.hpp"
 #include "format/events.hpp"
 #include "format/out_layout.hpp"

@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "common/error.hpp"
-#include "format/capture_writer.hpp"
-#include "format/disk_space.hpp"
+#include "storage/capture_writer.hpp"
+#include "storage/disk_space.hpp"
 #include "format/out_layout.hpp"
 #include "scratch_capture.hpp"
 

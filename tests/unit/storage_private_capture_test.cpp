@@ -4,7 +4,7 @@
 
 #include <sys/stat.h>
 
-#include "format/capture_writer.hpp"
+#include "storage/capture_writer.hpp"
 #include "scratch_capture.hpp"
 
 namespace kerncap::format {

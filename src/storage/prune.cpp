@@ -1,4 +1,4 @@
-#include "format/prune.hpp"
+#include "storage/prune.hpp"
 
 #include <sys/stat.h>
 #include <xxhash.h>

@@ -1,4 +1,4 @@
-#include "format/capture_writer.hpp"
+#include "storage/capture_writer.hpp"
 
 #include <fmt/format.h>
 

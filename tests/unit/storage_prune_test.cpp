@@ -7,7 +7,7 @@
 #include "common/error.hpp"
 #include "format/capture_dir.hpp"
 #include "format/footprint.hpp"
-#include "format/prune.hpp"
+#include "storage/prune.hpp"
 #include "format/region_bytes.hpp"
 
 namespace kerncap::format {

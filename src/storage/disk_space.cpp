@@ -1,4 +1,4 @@
-#include "format/disk_space.hpp"
+#include "storage/disk_space.hpp"
 
 #include <sys/statvfs.h>
 

@@ -10,7 +10,7 @@
 #include <atomic>
 
 #include "scratch_capture.hpp"
-#include "format/capture_writer.hpp"
+#include "storage/capture_writer.hpp"
 #include "format/out_layout.hpp"
 
 namespace kerncap::format {
