@@ -282,6 +282,17 @@ class ValidateResult:
     speedup: Optional[SpeedupResult] = None
     kerncap_toml: Optional[str] = None
     served_by: Optional[Dict[str, Any]] = None  # {"pid": N} when a `kerncap serve` evaluated it
+    # The one judge's document (src/replay/judge.hpp): its name and version, what judged it
+    # (where each rule came from), the fault of a candidate that faulted, and whether that
+    # fault cost the evaluating process its CUDA context.
+    format: str = ""  # "kerncap-verdict"
+    version: int = 0
+    policy: Dict[str, Any] = field(default_factory=dict)
+    fault: Optional[str] = None
+    recovered: bool = False
+    context_lost: bool = False
+    speedup_note: Optional[str] = None  # why a kerncap.toml min_speedup was not checked
+    pruned: Optional[str] = None  # the note of a pruned capture
     raw: Dict[str, Any] = _raw()
 
     @property

@@ -48,3 +48,15 @@ def test_lint_has_a_field_for_every_key(kerncap_bin, tmp_path):
     assert not li.passed and li.line == "Result: FAIL" and li.resources is not None and li.resources.registers == 32
     assert set(li.raw["resources"]) <= json_keys(results.LintResources)
     assert any(c.name == "registers" and c.status == "fail" for c in li.checks)
+
+
+def test_validate_result_has_a_field_for_every_key_of_the_verdict_document(kerncap_bin):
+    """`kerncap env --json` lists every key validate --json can print (the one judge's verdict
+    document, src/cli/validate_output.cpp): ValidateResult names each of them, and no other."""
+    import json
+    import subprocess
+    out = subprocess.run([kerncap_bin, "env", "--json"], check=True, capture_output=True, text=True).stdout
+    keys = set(json.loads(out)["documents"]["kerncap-verdict"]["keys"])
+    fields = json_keys(results.ValidateResult)
+    assert keys - fields == set(), f"keys without a field in ValidateResult: {sorted(keys - fields)}"
+    assert fields - keys == set(), f"ValidateResult fields no document has: {sorted(fields - keys)}"

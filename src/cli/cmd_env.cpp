@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/document_versions.hpp"
+#include "cli/validate_output.hpp"
 #include "extract/environment.hpp"
 #include "extract/launcher.hpp"
 #include "extract/triton_step.hpp"
@@ -48,6 +49,9 @@ void add_env(CLI::App& app, int& exit_code) {
     else if (*json) {
       nlohmann::json doc = format::env_json();
       doc["documents"] = document_versions();
+      // The keys validate --json can print, so that readers in other languages are checked
+      // against the writer (python/tests/test_results_fields.py).
+      doc["documents"][replay::kVerdictFormat]["keys"] = validate_document_keys();
       std::cout << doc.dump(1) << '\n';
     }
     else if (*markdown) std::cout << format::env_markdown();

@@ -7,30 +7,50 @@
 
 #include "cli/replay_options.hpp"
 #include "common/hex.hpp"
+#include "replay/evaluate.hpp"
 
 namespace kerncap::cli {
 using nlohmann::json;
 
+json validate_document(const ValidateOutput& o, const std::string& pruned, const std::optional<std::string>& toml) {
+  json j = o.verdict;
+  j["kernel"] = o.kernel;
+  j["image"] = o.image;
+  j["device"] = o.device;
+  j["relocated_regions"] = o.placement.runs_relocated;
+  j["rewritten_words"] = o.rewritten_words;
+  // Where the restore's time went (the comparison's: "compare_work").
+  j["restore_work"] = o.restore_work;
+  j["determinism_checked"] = o.determinism_checked;
+  if (!pruned.empty()) j["pruned"] = pruned;
+  if (o.fuzz) j["fuzz"] = *o.fuzz;
+  if (o.speedup) j["speedup"] = *o.speedup;
+  if (toml) j["kerncap_toml"] = *toml;
+  if (o.served_by) j["served_by"] = {{"pid", o.served_by}};
+  j["result"] = o.pass ? "PASS" : "FAIL";
+  j["line"] = o.line;
+  return j;
+}
+
+std::vector<std::string> validate_document_keys() {
+  // An evaluation with every optional part present: each key validate --json can print.
+  replay::Evaluation e;
+  e.fuzz.emplace();
+  e.speedup.emplace();
+  e.verdict.invariants.emplace();
+  e.speedup_note = "-";
+  ValidateOutput o = output_from_evaluation(e.to_json(), "", placement_json({}));
+  o.served_by = 1;
+  const json doc = validate_document(o, "-", std::string("-"));
+  std::vector<std::string> keys;
+  for (auto it = doc.begin(); it != doc.end(); ++it) keys.push_back(it.key());
+  return keys;
+}
+
 void print_validate(const ValidateOutput& o, const format::Capture& cap, bool as_json,
                     const std::optional<std::string>& toml) {
   if (as_json) {
-    json j = o.verdict;
-    j["kernel"] = o.kernel;
-    j["image"] = o.image;
-    j["device"] = o.device;
-    j["relocated_regions"] = o.placement.runs_relocated;
-    j["rewritten_words"] = o.rewritten_words;
-    // Where the restore's time went (the comparison's: "compare_work").
-    j["restore_work"] = o.restore_work;
-    j["determinism_checked"] = o.determinism_checked;
-    if (const std::string n = pruned_note(cap); !n.empty()) j["pruned"] = n;
-    if (o.fuzz) j["fuzz"] = *o.fuzz;
-    if (o.speedup) j["speedup"] = *o.speedup;
-    if (toml) j["kerncap_toml"] = *toml;
-    if (o.served_by) j["served_by"] = {{"pid", o.served_by}};
-    j["result"] = o.pass ? "PASS" : "FAIL";
-    j["line"] = o.line;
-    std::cout << j.dump(2) << std::endl;
+    std::cout << validate_document(o, pruned_note(cap), toml).dump(2) << std::endl;
     return;
   }
   const json& v = o.verdict;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,14 @@ struct ValidateOutput {
   bool pass = false;
   int served_by = 0;  // the pid of the `kerncap serve` that evaluated it; 0: this process
 };
+
+// validate --json's document: the verdict document plus the printer's keys; `pruned`: the
+// pruned note ("" when none), `toml`: the kerncap.toml path when one was read.
+nlohmann::json validate_document(const ValidateOutput& o, const std::string& pruned,
+                                 const std::optional<std::string>& toml);
+// Every key validate --json can print (`kerncap env --json` lists them under the verdict
+// document, so Python's ValidateResult is checked against this list).
+std::vector<std::string> validate_document_keys();
 
 // Prints `o` as validate does: JSON (with `toml`, the kerncap.toml path, when one was read)
 // or text, with the pruned note of `dir`.
