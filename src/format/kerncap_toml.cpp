@@ -14,6 +14,7 @@
 
 #include "common/error.hpp"
 #include "format/capture_dir.hpp"
+#include "format/safe_file.hpp"
 
 namespace kerncap::format {
 
@@ -171,12 +172,13 @@ std::optional<KerncapConfig> load_kerncap_toml(const fs::path& out_dir) {
   if (dir.filename() == format::kCaptureDirName) dir = dir.parent_path();
   const fs::path p = dir / kKerncapTomlName;
   std::error_code ec;
-  if (!fs::exists(p, ec)) return std::nullopt;
-  std::ifstream in(p, std::ios::binary);
-  if (!in) input_error(fmt::format("cannot read {}", p.string()));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_kerncap_toml(ss.str(), p.string());
+  if (!fs::exists(fs::symlink_status(p, ec))) return std::nullopt;
+  // Untrusted input (reproducers are shared), and every evaluation of the judge reads it: a
+  // regular file inside OUT only (no link followed out of it, no FIFO to block on, no device
+  // to read forever, no directory silently taken for "no rules"), and bounded.
+  const format::ReadOnlyFile f = format::ReadOnlyFile::open_in(dir, std::string(kKerncapTomlName), "kerncap.toml");
+  const std::vector<uint8_t> bytes = f.read_all(kMaxKerncapTomlBytes);
+  return parse_kerncap_toml(std::string(bytes.begin(), bytes.end()), p.string());
 }
 
 std::string default_kerncap_toml() {

@@ -20,6 +20,8 @@
 namespace kerncap::format {
 
 inline constexpr const char* kKerncapTomlName = "kerncap.toml";
+// The most bytes a kerncap.toml may have (the default file is about 2 KiB).
+inline constexpr uint64_t kMaxKerncapTomlBytes = 1 << 20;
 
 struct Invariants {
   bool no_nan = false;
@@ -51,6 +53,8 @@ struct KerncapConfig {
 // Error(Input) "OUT/kerncap.toml:12: [artifact_checks] max_registers: expected an integer".
 KerncapConfig parse_kerncap_toml(std::string_view text, const std::string& source);
 // OUT/kerncap.toml (OUT may be given as OUT/capture); nullopt when the file is absent.
+// Error(Input) for anything but a regular file of at most kMaxKerncapTomlBytes in OUT (a
+// symbolic link, a FIFO, a device, a directory).
 std::optional<KerncapConfig> load_kerncap_toml(const std::filesystem::path& out_dir);
 // The file extract writes: every key, commented, with kerncap's defaults.
 std::string default_kerncap_toml();

@@ -2,6 +2,8 @@
 // kerncap's defaults; every malformed input is refused with the key and its line.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 
 #include "common/error.hpp"
@@ -150,6 +152,43 @@ TEST(KerncapToml, InvalidTomlGivesLineAndColumn) {
   EXPECT_NE(e.find("OUT/kerncap.toml:2:"), std::string::npos) << e;
   EXPECT_NE(e.find("not valid TOML"), std::string::npos) << e;
   EXPECT_NE(refusal("[invariants]\nno_nan = true\nno_nan = false\n").find(":3:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kerncap::format
+
+namespace kerncap::format {
+namespace {
+
+// Every evaluation of the judge reads OUT/kerncap.toml, and reproducers are shared: anything
+// but a regular file inside OUT is refused with an input error, never followed, blocked on or
+// read without end (issue 38's fuzz run: a FIFO blocked validate, a link to /dev/zero read on,
+// a directory was silently taken for "no rules").
+TEST(KerncapToml, OnlyARegularBoundedFileInOutIsRead) {
+  lint::testing::TempDir out;
+  const fs::path toml = out.path() / kKerncapTomlName;
+  auto refused = [&] {
+    try {
+      load_kerncap_toml(out.path());
+    } catch (const Error& e) {
+      return e.kind() == ErrorKind::Input;
+    }
+    return false;
+  };
+  fs::create_directory(toml);
+  EXPECT_TRUE(refused());  // a directory
+  fs::remove(toml);
+  ASSERT_EQ(::mkfifo(toml.c_str(), 0600), 0);
+  EXPECT_TRUE(refused());  // a FIFO: refused at once, not read
+  fs::remove(toml);
+  fs::create_symlink("/dev/zero", toml);
+  EXPECT_TRUE(refused());  // a link out of OUT
+  fs::remove(toml);
+  std::ofstream(toml) << "# " << std::string(kMaxKerncapTomlBytes, 'x') << "\n";
+  EXPECT_TRUE(refused());  // too large
+  std::ofstream(toml, std::ios::trunc) << "[invariants]\nno_nan = true\n";
+  ASSERT_TRUE(load_kerncap_toml(out.path()));
+  EXPECT_TRUE(load_kerncap_toml(out.path())->invariants.no_nan);
 }
 
 }  // namespace
