@@ -31,8 +31,12 @@ std::string_view itanium_part(std::string_view name) {
   if (name.starts_with("_Z")) return name;
   if (!name.starts_with(kStaticPrefix)) return {};
   // The prefix's parts (a counter, hashes, the file name) are letters, digits and single
-  // underscores; the Itanium name follows the first "__Z" that demangles.
-  for (size_t p = name.find("__Z", kStaticPrefix.size()); p != std::string_view::npos; p = name.find("__Z", p + 1))
+  // underscores; the Itanium name follows the first "__Z" that demangles. Names come from
+  // captures (untrusted): a few candidates at most, so a name full of "__Z" costs no more than
+  // a few demanglings.
+  int tries = 0;
+  for (size_t p = name.find("__Z", kStaticPrefix.size()); p != std::string_view::npos && tries++ < 4;
+       p = name.find("__Z", p + 1))
     if (cxa_demangle(name.substr(p + 1))) return name.substr(p + 1);
   return {};
 }

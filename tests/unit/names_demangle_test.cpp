@@ -33,6 +33,10 @@ TEST(NamesDemangle, StaticPrefixedNamesDemangle) {
   EXPECT_EQ(demangle("__nv_static_51__9d2c__Zgarbage"), "__nv_static_51__9d2c__Zgarbage");
   EXPECT_FALSE(is_mangled("__nv_static_51__9d2c__Zgarbage"));
   EXPECT_EQ(itanium_part("kernel_nv_static"), "");
+  // A name from an untrusted capture full of "__Z": a few candidates, then given up.
+  std::string hostile = "__nv_static_1";
+  for (int i = 0; i < 20000; ++i) hostile += "__Zx";
+  EXPECT_EQ(demangle(hostile), hostile);
 }
 
 TEST(NamesDemangle, FunctionNameDropsReturnTypeTemplatesAndParameters) {
