@@ -173,10 +173,12 @@ KC_API int kc_compare(kc_session* s, const char* spec_json, char** json_out);
  * "image_hash", "captured_image", "loaded" (a module was loaded for it), "memory"
  * ("written": the changed bytes were put back; "full": restored from the capture),
  * "recovered", "seconds". A FAIL is KC_OK with "result": "FAIL". A variant that faults is a
- * FAIL too, with "fault" naming the CUDA error: where the fault left the context unusable
- * (CUDA's sticky errors) the device's primary context is reset and the capture opened again
- * ("recovered": true), so the next call is judged normally; everything else of that context
- * in this process (torch's memory, for one) is gone with it. */
+ * FAIL too, with "fault" naming the CUDA error. Where the fault left the context unusable
+ * (CUDA's sticky errors) the device's primary context is reset (everything of that context in
+ * this process, torch's memory for one, is gone with it) and the capture opened again where
+ * the driver allows ("recovered": true). Measured on the H200's driver it does not: the
+ * answer says "context_lost": true, the session is closed, and further calls fail; continue
+ * in a new process (Python's Session does so in a `kerncap serve` child by itself). */
 KC_API int kc_evaluate(kc_session* s, const char* image_path, const char* options_json, char** json_out);
 /* The same for an image held in memory (`size` bytes at `image`); `description` names it in
  * messages and in the result's "image" (NULL: "image bytes"). */
