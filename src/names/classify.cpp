@@ -7,6 +7,8 @@
 #include "names/classify.hpp"
 
 #include <optional>
+#include <algorithm>
+#include <cctype>
 #include <regex>
 #include <vector>
 
@@ -132,9 +134,17 @@ const std::vector<std::pair<std::regex, Category>>& category_rules() {
 bool looks_like_triton(std::string_view mangled, std::string_view base) {
   if (is_mangled(mangled)) return false;
   if (base.starts_with("triton_")) return true;
-  static const std::regex ident(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
-  return std::regex_match(base.begin(), base.end(), ident);
+  // A plain identifier, checked by hand: std::regex matching recurses once per character, and a
+  // 64 KiB name from an untrusted capture overflowed the stack (issue 38's fuzz run).
+  if (base.empty() || !(std::isalpha(static_cast<unsigned char>(base[0])) || base[0] == '_')) return false;
+  return std::all_of(base.begin(), base.end(),
+                     [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
 }
+
+// The part of a name the classifier's regular expressions look at: libstdc++'s matcher recurses
+// per character, so an untrusted name is cut to a length no real kernel name (CUTLASS's are a
+// few KiB) comes near; what tells a library apart is at its start.
+constexpr size_t kClassifyBytes = 8192;
 
 // Categories a kind implies whatever the name says (cuBLAS only does GEMM-like work).
 std::optional<Category> forced_category(Kind k) {
@@ -159,8 +169,8 @@ Category fallback_category(Kind k) {
 }  // namespace
 
 Classification classify(std::string_view mangled, std::string_view demangled) {
-  const std::string base = function_name(demangled);
-  const std::string full(demangled);
+  const std::string base = function_name(demangled.substr(0, kClassifyBytes));
+  const std::string full(demangled.substr(0, kClassifyBytes));
   Classification c;
   bool kind_found = false;
   for (const auto& r : kind_rules()) {

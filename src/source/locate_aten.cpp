@@ -25,6 +25,8 @@ std::vector<std::string> functors(const LocateRule& rule, const std::string& dem
   std::vector<std::string> out;
   if (!rule.functors_re) return out;
   for (auto w : identifiers(demangled)) {
+    // No functor name is this long; std::regex recurses per character (untrusted names).
+    if (w.size() > 1024) continue;
     const std::string s(w);
     if (!std::regex_search(s, *rule.functors_re)) continue;
     if (std::find(rule.wrappers.begin(), rule.wrappers.end(), s) != rule.wrappers.end()) continue;
