@@ -178,6 +178,18 @@ PrunePlan plan_prune(const Manifest& m, const Footprint& f) {
 }
 
 PruneResult prune_capture(const std::filesystem::path& dir_in, bool dry_run) {
+  // Prune rewrites a capture in place and unlinks chunk files: never through a symbolic link,
+  // which may lead to another capture (issue 38's fuzz run: `OUT/capture` linked to another
+  // capture had that one's manifest rewritten and 36 of its chunks unlinked).
+  {
+    const std::filesystem::path named =
+        dir_in.filename() == kCaptureDirName ? dir_in : dir_in / kCaptureDirName;
+    std::error_code ec;
+    if (std::filesystem::is_symlink(named, ec))
+      input_error(fmt::format("{} is a symbolic link (to {}): prune rewrites a capture in place and does not follow "
+                              "links; run it on the capture's own directory",
+                              named.string(), std::filesystem::read_symlink(named, ec).string()));
+  }
   const Capture c = open_capture(dir_in);
   if (!footprint_exists(c.dir))
     input_error(fmt::format("{} has no footprint, so kerncap cannot tell which bytes the launch never touches: "

@@ -64,6 +64,28 @@ TEST_F(PruneTest, RefusesWithoutAFootprint) {
   }
 }
 
+// OUT/capture as a symbolic link to another capture: prune refuses, and that capture keeps its
+// manifest and every chunk (issue 38's fuzz run found the other capture rewritten).
+TEST_F(PruneTest, RefusesACaptureReachedThroughASymbolicLink) {
+  const Manifest m = kerncap::testing::write_chunked_capture(out_, data(), {}, uint64_t{64} << 10);
+  write_footprint(dir(), footprint(m));
+  const size_t files_before = chunk_files();
+  const fs::path other = out_.parent_path() / (out_.filename().string() + "-linked");
+  fs::create_directories(other);
+  fs::create_directory_symlink(dir(), other / kCaptureDirName);
+  for (const fs::path& target : {other, other / kCaptureDirName}) {
+    try {
+      prune_capture(target, false);
+      ADD_FAILURE() << "pruned through a link: " << target;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Input);
+      EXPECT_NE(std::string(e.what()).find("symbolic link"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(chunk_files(), files_before);
+  fs::remove_all(other);
+}
+
 TEST_F(PruneTest, DropsUntouchedBytesAndKeepsTouchedOnesExact) {
   const auto d = data();
   const Manifest m = kerncap::testing::write_chunked_capture(out_, d, {}, uint64_t{64} << 10);  // 16 chunks
