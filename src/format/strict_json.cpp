@@ -1,6 +1,9 @@
 #include "format/strict_json.hpp"
 
 #include <cmath>
+#include <string>
+#include <unordered_set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -12,6 +15,9 @@ namespace {
 
 // Thrown out of the parser callback; caught in parse_bounded_json only.
 struct TooDeep {};
+struct DuplicateKey {
+  std::string key;
+};
 
 }  // namespace
 
@@ -36,17 +42,27 @@ const char* json_type_name(const nlohmann::json& j) {
 nlohmann::json parse_bounded_json(std::string_view text, const JsonDoc& doc) {
   if (text.size() > kMaxJsonBytes)
     doc.fail(fmt::format("{} bytes, more than the {} a document of this kind may have", text.size(), kMaxJsonBytes));
-  const nlohmann::json::parser_callback_t limit = [](int depth, nlohmann::json::parse_event_t ev, nlohmann::json&) {
+  // The keys of each object being parsed: a key given twice is refused, not read as its last
+  // value (two readers could then read two different documents from one file).
+  std::vector<std::unordered_set<std::string>> keys;
+  const nlohmann::json::parser_callback_t limit = [&keys](int depth, nlohmann::json::parse_event_t ev,
+                                                          nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
     // depth counts the containers around the one that starts.
-    if ((ev == nlohmann::json::parse_event_t::object_start || ev == nlohmann::json::parse_event_t::array_start) &&
-        depth >= kMaxJsonDepth)
-      throw TooDeep{};
+    if ((ev == E::object_start || ev == E::array_start) && depth >= kMaxJsonDepth) throw TooDeep{};
+    if (ev == E::object_start) keys.emplace_back();
+    if (ev == E::object_end && !keys.empty()) keys.pop_back();
+    if (ev == E::key && !keys.empty() && parsed.is_string() &&
+        !keys.back().insert(parsed.get_ref<const std::string&>()).second)
+      throw DuplicateKey{parsed.get<std::string>()};
     return true;
   };
   try {
     return nlohmann::json::parse(text, limit);
   } catch (const TooDeep&) {
     doc.fail(fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth));
+  } catch (const DuplicateKey& d) {
+    doc.fail(fmt::format("the key \"{}\" appears twice in one object (ambiguous: refused)", d.key.substr(0, 80)));
   } catch (const nlohmann::json::exception& e) {
     doc.fail(fmt::format("not valid JSON ({})", e.what()));
   }

@@ -89,6 +89,24 @@ TEST_F(UntrustedReadTest, DeeplyNestedJsonRefusedWithoutRecursion) {
   }
 }
 
+// A key given twice in one object was read as its last value (issue 38's fuzz run:
+// kernel.demangled, launch.api, regions[i].device, params.slots[i].size ...): refused, since two
+// parsers could read two different captures from one file. The same key in two objects is fine.
+TEST_F(UntrustedReadTest, DuplicatedKeysAreRefused) {
+  std::string text = manifest().dump();
+  const size_t at = text.find("\"kernel\":{");
+  ASSERT_NE(at, std::string::npos) << text.substr(0, 300);
+  text.insert(at + 10, "\"demangled\":\"other(int)\",");
+  put_text(text);
+  const std::string why = refusal();
+  EXPECT_NE(why.find("the key \"demangled\" appears twice"), std::string::npos) << why;
+  // Top level too.
+  text = manifest().dump();
+  text.insert(1, "\"kernel\":{},");
+  put_text(text);
+  EXPECT_NE(refusal().find("appears twice"), std::string::npos);
+}
+
 TEST_F(UntrustedReadTest, NestingWithinTheLimitIsAccepted) {
   json j = manifest();
   json deep = json::object();
