@@ -263,24 +263,6 @@ void check_variant(Session& v, const Trials& t, RecordedOutputs& recorded, FuzzR
 
 }  // namespace
 
-FuzzReport fuzz(const Options& captured, const Options& variant, const format::Footprint& f, uint64_t trials,
-                uint64_t seed) {
-  FuzzReport rep;
-  rep.seed = seed;
-  rep.trials = trials;
-  TempDir tmp;
-  RecordedOutputs outputs(tmp.file());
-  std::optional<Trials> t;
-  {
-    Session s(captured);
-    t.emplace(plan_trials(s, f, trials, seed, rep));
-    record_captured(s, *t, outputs);
-  }
-  Session v(variant);
-  check_variant(v, *t, outputs, rep);
-  return rep;
-}
-
 FuzzReport fuzz_in_session(Session& s, const format::Footprint& f, uint64_t trials, uint64_t seed) {
   FuzzReport rep;
   rep.seed = seed;

@@ -55,12 +55,7 @@ struct FuzzReport {
   nlohmann::json to_json() const;
 };
 
-// Runs `trials` trials: the captured image (session options without cubin) then the variant
-// (`variant`), each restored with the same fuzzed inputs. Outputs of the captured image are
-// kept in a temporary file beside the capture, never whole in RAM.
-FuzzReport fuzz(const Options& captured, const Options& variant, const format::Footprint& f, uint64_t trials,
-                uint64_t seed);
-// The same trials in one open session: the captured image, then the image the session runs
+// The fuzz trials (the judge's `fuzz`), in one open session: the captured image, then the image the session runs
 // now (the captured one again when no variant is active). Leaves the session running that
 // image with its own restore filter, its memory as the last trial left it (restore next).
 FuzzReport fuzz_in_session(Session& s, const format::Footprint& f, uint64_t trials, uint64_t seed);

@@ -36,17 +36,4 @@ nlohmann::json SpeedupCheck::to_json() const {
           {"variant_stddev_ms", variant.stddev}};
 }
 
-SpeedupCheck measure_speedup(const Options& captured, const Options& variant, const TimingOptions& timing,
-                             double min_speedup) {
-  check(timing);
-  auto time_one = [&](const Options& o) {
-    Session s(o);  // one session at a time: both images run at the captured addresses
-    s.restore();
-    return time_launches(s, timing).stats;
-  };
-  const Stats c = time_one(captured);
-  const Stats v = time_one(variant);
-  return judge_speedup(c, v, min_speedup);
-}
-
 }  // namespace kerncap::replay

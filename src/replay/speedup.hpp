@@ -1,8 +1,7 @@
 #pragma once
 // A variant's speed-up over the captured image (`validate --min-speedup X`, OUT/kerncap.toml
-// [timing] min_speedup): both images replayed and timed with the one timing implementation
-// (src/replay/timing.cpp), one after the other, each in its own session; speed-up = captured
-// median / variant median.
+// [timing] min_speedup): the judge times both in its session, interleaved
+// (Evaluator::measure_speedup_here); speed-up = captured median / variant median.
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -24,9 +23,5 @@ struct SpeedupCheck {
 
 // Pure: the verdict from two timings. Throws Error(Usage) when min_speedup is not > 0.
 SpeedupCheck judge_speedup(const Stats& captured, const Stats& variant, double min_speedup);
-
-// Times `captured` (options without cubin) and `variant` (with it), restoring once before each.
-SpeedupCheck measure_speedup(const Options& captured, const Options& variant, const TimingOptions& timing,
-                             double min_speedup);
 
 }  // namespace kerncap::replay
