@@ -225,6 +225,10 @@ _CONTEXT_LOST: Optional[str] = None
 FOOTPRINT_JSON = "footprint.json"
 
 
+# The serve protocol's version (src/serve/protocol.hpp kServeVersion; test_judge_keys.py checks it).
+SERVE_PROTOCOL = 1
+
+
 class _ServeChild:
     """The judge in a `kerncap serve` child process: where a Session goes on once a candidate's
     fault left this process's CUDA context unusable (CUDA's sticky errors: a primary-context
@@ -281,12 +285,12 @@ class _ServeChild:
             resp = json.loads(bytes(buf))
         except ValueError:
             raise EngineError(f"the kerncap serve child answered no JSON ({len(buf)} bytes)", E_DEVICE) from None
-        if not isinstance(resp, dict) or resp.get("kerncap_serve") != 1:
+        if not isinstance(resp, dict) or resp.get("kerncap_serve") != SERVE_PROTOCOL:
             raise EngineError("the kerncap serve child speaks another protocol version", E_INTERNAL)
         return resp
 
     def evaluate(self, cubin: Optional[str], image: Optional[str], options: Dict[str, Any]) -> Dict[str, Any]:
-        request: Dict[str, Any] = {"kerncap_serve": 1, "op": "evaluate", "options": options}
+        request: Dict[str, Any] = {"kerncap_serve": SERVE_PROTOCOL, "op": "evaluate", "options": options}
         if cubin is not None:
             request["cubin"] = os.path.abspath(cubin)
             request["image"] = image or cubin

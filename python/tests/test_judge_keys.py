@@ -35,3 +35,11 @@ def test_the_footprint_file_name_is_the_cpp_one():
         pytest.skip("src/format/footprint.hpp is not in this tree")
     names = dict(re.findall(r'constexpr const char\* (k\w+) = "([^"]*)"', open(hpp).read()))
     assert names["kFootprintJson"] == engine.FOOTPRINT_JSON
+
+
+def test_the_serve_protocol_version_is_the_cpp_one():
+    hpp = os.path.join(os.path.dirname(HPP), "..", "serve", "protocol.hpp")
+    if not os.path.isfile(hpp):
+        pytest.skip("src/serve/protocol.hpp is not in this tree")
+    m = re.search(r"constexpr int kServeVersion = (\d+);", open(hpp).read())
+    assert m and int(m.group(1)) == engine.SERVE_PROTOCOL
