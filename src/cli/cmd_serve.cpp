@@ -252,8 +252,10 @@ void add_serve(CLI::App& app, int& exit_code) {
       "that the captured image PASSes (else exit 1), then listens until --idle-timeout passes without a\n"
       "request, Ctrl-C, or `kerncap serve --stop DIR` (`--status` says whether one runs). While it runs, `kerncap validate DIR [--cubin V]` of\n"
       "the same user hands the evaluation to it (no driver start, no restore from the capture files) and\n"
-      "prints the same verdict, saying `evaluated by kerncap serve (pid N)`; validations it cannot answer\n"
-      "exactly (--grid/--block, invariants, --tolerance, a speed-up, ...) run in their own process and say why.\n"
+      "prints the same verdict (the one judge: every judging flag and OUT/kerncap.toml are honoured), saying\n"
+      "`evaluated by kerncap serve (pid N)`; validations that open a session otherwise (another device or\n"
+      "strength, --grid/--block, --no-relocate, --verify) run in their own process and say why. A candidate\n"
+      "whose fault costs this process its CUDA context is answered, then the server starts itself again.\n"
       "`make serve` in a reproducer runs it. The socket is an abstract Unix socket named from the user and\n"
       "the directory: nothing is written into DIR; only processes of the same user are answered. See\n"
       "docs/engine.md (kerncap serve) and docs/contracts.md (the protocol).");
