@@ -152,6 +152,37 @@ int main(int argc, char** argv) {
     float *a = device_floats(size_t(n) * n, 11), *b = device_floats(size_t(n) * n, 12), *c = device_floats(size_t(n) * n, 13);
     for (int r = 0; r < repeat; ++r) matmul<<<dim3(n / 16, n / 16), dim3(16, 16)>>>(n, a, b, c);
     result = c, result_bytes = size_t(n) * n * sizeof(float);
+  } else if (mode == "zero_copy" || mode == "host_registered") {
+    // saxpy whose x and y are host memory the device reads over the bus: pinned and mapped
+    // (cudaHostAlloc) or pageable memory pinned afterwards (cudaHostRegister).
+    const int n = 1 << 20;
+    const size_t bytes = size_t(n) * sizeof(float);
+    float* h[2] = {};
+    for (int k = 0; k < 2; ++k) {
+      if (mode == "zero_copy") {
+        CK(cudaHostAlloc(&h[k], bytes, cudaHostAllocMapped));
+      } else {
+        h[k] = static_cast<float*>(std::aligned_alloc(4096, bytes));
+        CK(cudaHostRegister(h[k], bytes, cudaHostRegisterMapped));
+      }
+      for (int i = 0; i < n; ++i) h[k][i] = float((i * 7 + k) % 101) / 101.0f;
+    }
+    float *x = nullptr, *y = nullptr;
+    CK(cudaHostGetDevicePointer(&x, h[0], 0));
+    CK(cudaHostGetDevicePointer(&y, h[1], 0));
+    for (int r = 0; r < repeat; ++r) saxpy<<<(n + 255) / 256, 256>>>(n, 0.5f, x, y);
+    result = y, result_bytes = bytes;
+  } else if (mode == "pool_big") {
+    // saxpy over 128 MiB buffers from the stream-ordered pool (cudaMallocAsync).
+    const int n = 1 << 25;
+    const size_t bytes = size_t(n) * sizeof(float);
+    float *x = nullptr, *y = nullptr;
+    CK(cudaMallocAsync(&x, bytes, 0));
+    CK(cudaMallocAsync(&y, bytes, 0));
+    CK(cudaMemsetAsync(x, 0, bytes, 0));
+    CK(cudaMemsetAsync(y, 0, bytes, 0));
+    for (int r = 0; r < repeat; ++r) saxpy<<<(n + 255) / 256, 256>>>(n, 0.5f, x, y);
+    result = y, result_bytes = bytes;
   } else {
     std::fprintf(stderr, "fidelity_app: unknown mode %s\n", mode.c_str());
     return 2;

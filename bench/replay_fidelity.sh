@@ -10,11 +10,12 @@
 # Ends with "N of M within ±5 %" over the rows with a ratio.
 #
 #   bench/replay_fidelity.sh BUILD_DIR
-# Cases (30): our examples (examples/), bench/fidelity_app.cu (kernels in loops, several of
-# 3-10 µs), PyTorch/cuBLAS/cuDNN/CUB kernels and a Triton kernel (bench/fidelity_torch.py).
+# Cases (33): our examples (examples/), bench/fidelity_app.cu (kernels in loops, several of
+# 3-10 µs; and the memory group: saxpy over mapped host memory, registered host memory and
+# 128 MiB stream-ordered pool buffers), PyTorch/cuBLAS/cuDNN/CUB kernels and a Triton kernel (bench/fidelity_torch.py).
 # Environment: KERNCAP_BENCH_ITERATIONS (replay -n, default 200), KERNCAP_PYTHON (python with
 # torch for the PyTorch cases, default python3; they are skipped without it),
-# KERNCAP_BENCH_GROUP (examples|apps|torch|all, default all: one group fits a 10-minute slot),
+# KERNCAP_BENCH_GROUP (examples|apps|memory|torch|all, default all: one group fits a 10-minute slot),
 # KERNCAP_BENCH_CASES (space-separated case names, default all), KERNCAP_BENCH_EVENTS=1 (also
 # replay with plain events around each launch, the old method: one more column), OUT (keeps
 # the work directory and logs under $OUT/fidelity).
@@ -66,6 +67,9 @@ CASES=(
   "apps|histogram|histogram --dispatch 10|$APP histogram"
   "apps|rowsum|rowsum --dispatch 10|$APP rowsum"
   "apps|matmul|matmul --dispatch 10|$APP matmul"
+  "memory|zero_copy|saxpy --dispatch 10|$APP zero_copy"
+  "memory|host_registered|saxpy --dispatch 10|$APP host_registered"
+  "memory|pool_big|saxpy --dispatch 10|$APP pool_big"
   "torch|torch_add_small|CUDAFunctor_add --dispatch 10|$FT add_small"
   "torch|torch_mul_large|MulFunctor --dispatch 10|$FT mul_large"
   "torch|torch_sum_rows|reduce_kernel --dispatch 10|$FT sum_rows"

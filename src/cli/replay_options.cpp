@@ -113,10 +113,14 @@ ReplayCommon with_fresh_variant(const ReplayCommon& c, const char* verb) {
 }
 
 std::string placement_line(const replay::PlacementStats& st, uint64_t rewritten) {
+  std::string host;
+  if (st.host_bytes) host += fmt::format(" ({} in pinned host memory, as the application had it)", human_bytes(st.host_bytes));
+  if (st.host_as_device_bytes)
+    host += fmt::format(" ({} of the application's host memory as device memory)", human_bytes(st.host_as_device_bytes));
   return fmt::format("placement: {} of {} 32 MiB blocks at their addresses, {} ranges re-reserved alone, {} relocated; "
-                     "{} mapped; {} pointer words rewritten",
+                     "{} mapped{}; {} pointer words rewritten",
                      st.blocks_at_hint, st.blocks, st.runs_fallback, st.runs_relocated, human_bytes(st.mapped_bytes),
-                     rewritten);
+                     host, rewritten);
 }
 
 }  // namespace kerncap::cli

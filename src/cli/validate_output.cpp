@@ -81,7 +81,8 @@ void print_validate(const ValidateOutput& o, const format::Capture& cap, bool as
 
 json placement_json(const replay::PlacementStats& p) {
   return {{"blocks", p.blocks}, {"blocks_at_hint", p.blocks_at_hint}, {"runs_fallback", p.runs_fallback},
-          {"runs_relocated", p.runs_relocated}, {"mapped_bytes", p.mapped_bytes}};
+          {"runs_relocated", p.runs_relocated}, {"mapped_bytes", p.mapped_bytes}, {"host_bytes", p.host_bytes},
+          {"host_as_device_bytes", p.host_as_device_bytes}};
 }
 
 ValidateOutput output_from_evaluation(const json& e, const std::string& device_line, const json& placement) {
@@ -103,6 +104,8 @@ ValidateOutput output_from_evaluation(const json& e, const std::string& device_l
   o.placement.runs_fallback = placement.at("runs_fallback").get<uint32_t>();
   o.placement.runs_relocated = placement.at("runs_relocated").get<uint32_t>();
   o.placement.mapped_bytes = placement.at("mapped_bytes").get<uint64_t>();
+  o.placement.host_bytes = placement.at("host_bytes").get<uint64_t>();
+  o.placement.host_as_device_bytes = placement.at("host_as_device_bytes").get<uint64_t>();
   o.rewritten_words = e.at("rewritten_words").get<uint64_t>();
   o.restore_work = e.at("restore_work");
   o.determinism_checked = e.at("determinism_checked").get<bool>();

@@ -1,5 +1,7 @@
 #include "replay/address_space.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/driver.hpp"
@@ -16,6 +18,34 @@ CUmemAllocationProp device_prop(CUdevice dev) {
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = dev;
   return prop;
+}
+
+// Pinned host memory the device reaches over the bus, as cudaHostAlloc(Mapped) memory is.
+CUmemAllocationProp host_prop() {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_HOST;  // id ignored
+  return prop;
+}
+
+// Whether `dev` maps host-located physical memory through cuMemCreate/cuMemMap (CUDA 12.2+
+// drivers), at a granularity that divides `piece_align` (pieces are aligned to the device's).
+bool maps_host_memory(CUdevice dev, uint64_t piece_align) {
+  int supported = 0;
+  if (KC_CU_TRY(cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev)) !=
+          CUDA_SUCCESS ||
+      !supported)
+    return false;
+  CUmemAllocationProp prop = host_prop();
+  size_t g = 0;
+  return KC_CU_TRY(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)) == CUDA_SUCCESS && g &&
+         piece_align % g == 0;
+}
+
+bool overlaps_host(const Span& s, const std::vector<Span>& regions, const std::vector<bool>& host) {
+  for (size_t i = 0; i < regions.size() && i < host.size(); ++i)
+    if (host[i] && regions[i].begin < s.end && s.begin < regions[i].end) return true;
+  return false;
 }
 
 }  // namespace
@@ -72,21 +102,22 @@ void AddressSpace::occupy_for_test(const Span& region) {
   log::warn("test: could not occupy the span of region at {}; no collision forced", hex_addr(region.begin));
 }
 
-void AddressSpace::reserve(const std::vector<Span>& regions) {
+void AddressSpace::reserve(const std::vector<Span>& regions, const std::vector<bool>& host) {
   addresses_.assign(regions.size(), 0);
   for (size_t i = 0; i < regions.size(); ++i) addresses_[i] = regions[i].begin;
   for (const Block& b : plan_blocks(regions, kBlockAlign, granularity_)) {
     ++stats_.blocks;
     if (try_reserve(b.span.size(), b.span.begin, false)) {
       ++stats_.blocks_at_hint;
-      for (const auto& p : b.pieces) to_map_.push_back(p);
+      for (const auto& p : b.pieces) to_map_.push_back({p, overlaps_host(p, regions, host)});
       continue;
     }
     // The block is (partly) taken: bring back each run of pieces on its own.
     for (const Span& run : b.pieces) {
       ++stats_.runs_fallback;
+      const bool on_host = overlaps_host(run, regions, host);
       if (try_reserve(run.size(), run.begin, false)) {
-        to_map_.push_back(run);
+        to_map_.push_back({run, on_host});
         continue;
       }
       if (!allow_relocate_)
@@ -97,7 +128,7 @@ void AddressSpace::reserve(const std::vector<Span>& regions) {
       uint64_t at = *try_reserve(run.size(), run.begin, true);
       ++stats_.runs_relocated;
       relocations_.add({run.begin, run.end, at, false});
-      to_map_.push_back({at, at + run.size()});
+      to_map_.push_back({{at, at + run.size()}, on_host});
       log::info("relocated {}..{} to {}", hex_addr(run.begin), hex_addr(run.end), hex_addr(at));
     }
   }
@@ -105,11 +136,16 @@ void AddressSpace::reserve(const std::vector<Span>& regions) {
 }
 
 void AddressSpace::map() {
-  CUmemAllocationProp prop = device_prop(dev_);
+  const CUmemAllocationProp on_device = device_prop(dev_);
+  const bool host_ok = std::any_of(to_map_.begin(), to_map_.end(), [](const ToMap& t) { return t.host; }) &&
+                       maps_host_memory(dev_, granularity_);
   CUmemAccessDesc access{};
-  access.location = prop.location;
+  access.location = on_device.location;  // the device reaches every piece, wherever it lives
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  for (const Span& s : to_map_) {
+  for (const ToMap& t : to_map_) {
+    const Span& s = t.span;
+    const bool host = t.host && host_ok;
+    const CUmemAllocationProp prop = host ? host_prop() : on_device;
     Mapping m{s.begin, s.size(), 0};
     KC_CU(cuMemCreate(&m.handle, m.size, &prop, 0));
     CUresult r = KC_CU_TRY(cuMemMap(m.addr, m.size, 0, m.handle, 0));
@@ -120,7 +156,18 @@ void AddressSpace::map() {
     mappings_.push_back(m);
     KC_CU(cuMemSetAccess(m.addr, m.size, &access, 1));
     stats_.mapped_bytes += m.size;
+    if (host) stats_.host_bytes += m.size;
+    else if (t.host) stats_.host_as_device_bytes += m.size;
   }
+  if (stats_.host_bytes)
+    log::info("{} of host memory the application mapped for the device replayed in pinned host memory at its "
+              "addresses",
+              human_bytes(stats_.host_bytes));
+  if (stats_.host_as_device_bytes)
+    log::warn("{} of host memory the application mapped for the device is replayed in device memory (this "
+              "device or driver cannot map host memory at a chosen address): the kernel reads it far faster "
+              "than the application did, so its time is not the application's",
+              human_bytes(stats_.host_as_device_bytes));
 }
 
 }  // namespace kerncap::replay

@@ -18,6 +18,11 @@ struct PlacementStats {
   uint32_t runs_fallback = 0;               // piece runs reserved one by one after a block missed
   uint32_t runs_relocated = 0;              // piece runs that had to move
   uint64_t mapped_bytes = 0;
+  // Of regions the application had in host memory mapped for the device (cudaHostAlloc
+  // Mapped, cudaHostRegister): bytes mapped in pinned host memory at their addresses, and
+  // bytes that had to be device memory (the device cannot map host memory through the
+  // VMM API), which the kernel reads far faster than the application did.
+  uint64_t host_bytes = 0, host_as_device_bytes = 0;
 };
 
 class AddressSpace {
@@ -30,8 +35,9 @@ class AddressSpace {
   // Test hook: occupy the span of `region` first so that it collides.
   void occupy_for_test(const Span& region);
   // Phase 1, right after cuInit. Throws Error(Device) when a span cannot come back and
-  // relocation is forbidden.
-  void reserve(const std::vector<Span>& regions);
+  // relocation is forbidden. host[i]: region i was host memory mapped for the device in the
+  // application; its pieces get pinned host memory (where the device supports it).
+  void reserve(const std::vector<Span>& regions, const std::vector<bool>& host = {});
   // Phase 2, with the context current: create, map and enable access on needed pieces.
   void map();
 
@@ -54,7 +60,11 @@ class AddressSpace {
   uint64_t granularity_ = kPieceAlign;
   std::vector<Reservation> reservations_;
   std::vector<Reservation> occupiers_;
-  std::vector<Span> to_map_;  // where physical memory goes (new addresses)
+  struct ToMap {
+    Span span;          // where physical memory goes (new address)
+    bool host = false;  // pinned host memory rather than device memory
+  };
+  std::vector<ToMap> to_map_;
   std::vector<Mapping> mappings_;
   std::vector<uint64_t> addresses_;
   RelocationMap relocations_;

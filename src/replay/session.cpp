@@ -79,13 +79,24 @@ void Session::open(const Options& options) {
   log::debug("{}", peer_note(m, device_.ordinal));  // the commands print it (replay, validate)
 
   std::vector<Span> fixed;  // regions that must come back at their address (not globals)
+  std::vector<bool> on_host;  // ... in host memory mapped for the device, as in the application
   std::vector<size_t> fixed_index;
+  uint64_t managed = 0;
   for (size_t i = 0; i < m.regions.size(); ++i) {
+    const MemKind k = m.regions[i].kind;
     // Globals live where the module puts them, arrays' contents where cuMemAlloc does.
-    if (m.regions[i].kind == MemKind::Global || m.regions[i].kind == MemKind::Array) continue;
+    if (k == MemKind::Global || k == MemKind::Array) continue;
     fixed.push_back({m.regions[i].base, m.regions[i].base + m.regions[i].size});
+    on_host.push_back(k == MemKind::HostMapped || k == MemKind::HostRegistered);
     fixed_index.push_back(i);
+    if (k == MemKind::Managed) managed += m.regions[i].size;
   }
+  // Managed memory cannot be allocated at a chosen address: it comes back as device memory,
+  // where a prefetch to this device would have put it.
+  if (managed)
+    log::info("{} of managed memory replayed as memory of this device (as if prefetched to it): page migration "
+              "the application's launch may have paid is not reproduced",
+              human_bytes(managed));
   space_ = std::make_unique<AddressSpace>(dev_, options.allow_relocate);
   if (options.collide_region) {
     const format::Region* r = m.find_region(*options.collide_region);
@@ -93,7 +104,7 @@ void Session::open(const Options& options) {
       usage_error(fmt::format("--collide {}: no such (non-global) region in the capture", *options.collide_region));
     space_->occupy_for_test({r->base, r->base + r->size});
   }
-  space_->reserve(fixed);
+  space_->reserve(fixed, on_host);
 
   // 2. Context, physical memory, our own buffers.
   KC_CU(cuDevicePrimaryCtxRetain(&ctx_, dev_));

@@ -9,10 +9,14 @@
 #                 (a store to address 8), then correct again
 #   atomic        examples/atomic_norm (sumSquares, float atomics: nondeterministic): the captured
 #                 image, a recompiled one, noop, fault, the captured image again
-#   torch_mul     ATen's MulFunctor kernel (torch_loop.py mul)     } the captured image, noop
-#   torch_gemm    the cuBLAS GEMM behind a @ b (torch_loop.py gemm) } (PTX with its name and
-#   triton_add    a @triton.jit kernel (triton_apps/vector_add.py)  } parameters), fault, captured
-#                 again; triton_add also edits of its own source compiled by Triton through its
+#   torch_mul     ATen's MulFunctor kernel (torch_loop.py mul)          } the captured image, noop
+#   torch_gemm    cuBLAS's GEMM behind matmul(out=) (torch_loop.py      } (PTX with its name and
+#                 gemm_out)                                             } parameters), fault,
+#   triton_add    a @triton.jit kernel (triton_apps/vector_add.py)      } captured again;
+#                 the torch kernels also hand-written replacements (closed_candidates.py): correct,
+#                 wrong (+1), one NaN, a change inside the kerncap.toml's tolerance (fp16 =
+#                 { atol = 0.25, rtol = 1e-2 } for the GEMM's output), typed by OUT/compare.json;
+#                 triton_add also edits of its own source compiled by Triton through its
 #                 reproducer: wrong (+1), one NaN, x1.0001 (inside the kerncap.toml's tolerance)
 # judge_check.py judges each candidate through `kerncap validate --server off`, a `kerncap
 # serve`, `kerncap-replay --validate`, Python's Session.evaluate and evaluate_all, and the C
@@ -70,7 +74,8 @@ capture() {
     note_row "$name" "footprint failed: $(grep -m1 -i error "$WORK/$name.footprint.log")"
     return 1
   fi
-  printf '[tolerances]\nfp32 = { atol = 1e-3, rtol = 1e-3 }\n[invariants]\nno_nan = true\n' >"$D/kerncap.toml"
+  printf '[tolerances]\nfp32 = { atol = 1e-3, rtol = 1e-3 }\nfp16 = { atol = 0.25, rtol = 1e-2 }\n[invariants]\nno_nan = true\n' \
+    >"$D/kerncap.toml"
 }
 
 # generic NAME: the captured image, a no-op and a faulting PTX variant (any kernel: only its
@@ -131,15 +136,28 @@ fi
 
 if "$PY" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   # torch_case NAME MODE PATTERN [extract flags]
+  # Closed-source kernels: besides the generic candidates, hand-written replacements of the
+  # operation at the operands' addresses (closed_candidates.py): correct, wrong, one NaN and a
+  # change inside the kerncap.toml's tolerance. The output span is typed by OUT/compare.json
+  # (the kernels' signatures carry no element types), which every entry point reads.
   torch_case() {
-    local name=$1 mode=$2
+    local name=$1 mode=$2 c cands=()
     shift 2
     want "$name" || return 0
-    capture "$name" "$@" --dispatch 3 -- "$PY" "$HERE/torch_loop.py" "$mode" 5 || return 0
-    if generic "$name"; then judge "$name" "${GEN[@]}"; else note_row "$name" "the candidates could not be built"; fi
+    KC_LOOP_TENSORS=$WORK/$name.tensors.json capture "$name" "$@" --dispatch 3 -- "$PY" "$HERE/torch_loop.py" "$mode" 5 ||
+      return 0
+    generic "$name" || { note_row "$name" "the generic candidates could not be built"; return 0; }
+    if ! "$PY" "$HERE/closed_candidates.py" "$WORK/$name.info.json" "$WORK/$name.tensors.json" "$WORK/$name.closed" "$SM" \
+         --nvcc "$NVCC" --ptxas "$PTXAS" >"$WORK/$name.closed.list" 2>"$WORK/$name.closed.log"; then
+      note_row "$name" "closed_candidates.py failed: $(tail -1 "$WORK/$name.closed.log")"
+      return 0
+    fi
+    cp "$WORK/$name.closed/compare.json" "$WORK/$name/compare.json"
+    while read -r c; do cands+=(--candidate "$c"); done <"$WORK/$name.closed.list"
+    judge "$name" "${GEN[@]:0:2}" "${cands[@]}" "${GEN[@]:2}"
   }
   torch_case torch_mul mul MulFunctor
-  torch_case torch_gemm gemm 'nvjet|gemm|xmma|cutlass' --regex
+  torch_case torch_gemm gemm_out 'nvjet|gemm|xmma|cutlass' --regex
   # Triton: the compile shim records what the reproducer needs (as triton_e2e.sh extracts).
   if want triton_add &&
      PYTHONPATH="$REPO/python/kerncap/triton_shim:$PYTHONPATH" KERNCAP_TRITON_OUT="$WORK/triton_add/triton" \

@@ -7,7 +7,8 @@ kernel's (mangled) name and the same parameter layout, whose body only returns.
 
 Such a variant is what a broken edit looks like to validation (it writes nothing). Any
 kernel can be given one, whatever its source language (CUDA C++, cuBLAS, Triton), because
-only its name and the parameter buffer's layout matter to the launch.
+only its name and the parameter buffer's layout matter to the launch. closed_candidates.py
+uses entry_ptx() to give hand-written replacements the same entry.
 """
 import json
 import sys
@@ -35,23 +36,33 @@ def param_decls(params):
     return decls
 
 
+def header(m):
+    """The PTX entry line for the captured kernel: its name, then its parameter declarations."""
+    return f".visible .entry {m['kernel']['mangled']}(\n" + ",\n".join(param_decls(m["params"])) + "\n)"
+
+
+def entry_ptx(m, body_ptx):
+    """body_ptx (nvcc -ptx of an `extern "C" __global__ void kc_body()` that ignores its
+    parameters) with its entry given the captured name and parameter layout."""
+    line = ".visible .entry kc_body()"
+    if body_ptx.count(line) != 1:
+        sys.exit(f"noop_variant: the body PTX must hold exactly one '{line}'")
+    return body_ptx.replace(line, header(m))
+
+
 def main():
     m = json.load(sys.stdin)
-    dev = m["device"]
-    name = m["kernel"]["mangled"]
-    arch = "sm_{}{}".format(*dev["cc"])
-    decls = param_decls(m["params"])
+    arch = "sm_{}{}".format(*m["device"]["cc"])
     print(".version 8.1")  # 8.1: parameter space beyond 4352 B (cuDNN, CUTLASS kernels), up to 32764 B
     print(f".target {arch}")
     print(".address_size 64")
-    print(f".visible .entry {name}(")
-    print(",\n".join(decls))
+    print(header(m))
     if "--fault" in sys.argv[1:]:  # an illegal address: what a candidate with a bad index does
-        print(")\n{\n  .reg .b64 %rd<2>;\n  .reg .b32 %r<2>;\n  .reg .pred %p<2>;\n"
+        print("{\n  .reg .b64 %rd<2>;\n  .reg .b32 %r<2>;\n  .reg .pred %p<2>;\n"
               "  mov.u32 %r1, %tid.x;\n  setp.ne.u32 %p1, %r1, 0;\n  @%p1 bra DONE;\n"
               "  mov.u64 %rd1, 8;\n  st.volatile.global.u32 [%rd1], %r1;\nDONE:\n  ret;\n}")
     else:
-        print(")\n{\n  ret;\n}")
+        print("{\n  ret;\n}")
 
 
 if __name__ == "__main__":

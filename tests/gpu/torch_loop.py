@@ -4,8 +4,14 @@ ITERS times, like a benchmark loop or repeated decoding steps. From the second i
 each launch rewrites the bytes its output already holds, so validation that only compares
 with the application's result cannot tell the kernel from a launch that does nothing.
 
-    torch_loop.py MODE [ITERS]     MODE: softmax layer_norm gemm mul sum index_add
+    torch_loop.py MODE [ITERS]     MODE: softmax layer_norm gemm gemm_out mul sum index_add
+
+KC_LOOP_TENSORS=FILE writes the operands' addresses, shapes and dtypes as JSON (for modes
+whose operands are fixed: mul, gemm_out): what a hand-written replacement of the kernel needs,
+since a replay runs at the application's addresses (tests/gpu/closed_candidates.py).
 """
+import json
+import os
 import hashlib
 import sys
 
@@ -15,6 +21,9 @@ import torch
 def randn(shape, dtype, seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
     return torch.randn(shape, generator=g, device="cuda", dtype=dtype)
+
+
+TENSORS = {}  # name -> tensor, for KC_LOOP_TENSORS
 
 
 def make(mode):
@@ -29,9 +38,15 @@ def make(mode):
     if mode == "gemm":
         a, b = randn((1024, 1024), torch.float16, 5), randn((1024, 1024), torch.float16, 6)
         return lambda: a @ b
+    if mode == "gemm_out":  # the same GEMM into one preallocated output (fixed addresses)
+        a, b = randn((1024, 1024), torch.float16, 5), randn((1024, 1024), torch.float16, 6)
+        out = torch.empty((1024, 1024), device="cuda", dtype=torch.float16)
+        TENSORS.update(a=a, b=b, out=out)
+        return lambda: torch.matmul(a, b, out=out)
     if mode == "mul":
         a, b = randn((1 << 22,), torch.float32, 7), randn((1 << 22,), torch.float32, 8)
         out = torch.empty_like(a)
+        TENSORS.update(a=a, b=b, out=out)
         return lambda: torch.mul(a, b, out=out)
     if mode == "sum":
         x = randn((2048, 4096), torch.float32, 9)
@@ -55,6 +70,11 @@ def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "softmax"
     iters = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     op = make(mode)
+    if os.environ.get("KC_LOOP_TENSORS"):
+        with open(os.environ["KC_LOOP_TENSORS"], "w") as f:
+            json.dump({"mode": mode, "tensors": {n: {"ptr": t.data_ptr(), "shape": list(t.shape),
+                                                     "dtype": str(t.dtype).removeprefix("torch.")}
+                                                 for n, t in TENSORS.items()}}, f)
     for _ in range(iters):
         y = op()
     torch.cuda.synchronize()
