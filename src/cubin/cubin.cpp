@@ -86,6 +86,7 @@ void read_kernel_info(const Elf& elf, KernelInfo& k) {
         break;
       case eiattr::kParamCbank:
         if (a.format == kEifmtSval) {
+          k.param_cbank_offset = sval_u16(a, 4, where);
           cbank_size = sval_u16(a, 6, where);
           have_cbank = true;
         }

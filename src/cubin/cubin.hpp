@@ -27,6 +27,9 @@ struct KernelInfo {
   std::string name;              // mangled, as in the symbol table
   std::vector<ParamInfo> params; // from .nv.info.<name> EIATTR_KPARAM_INFO(_V2), sorted by ordinal
   uint32_t param_bytes = 0;      // EIATTR_PARAM_CBANK size, or end of the last parameter
+  // Where the parameters start in constant bank 0 (EIATTR_PARAM_CBANK: 0x210 on sm_90), so
+  // that code reading c[0x0][0x218] reads the parameter at offset 8; 0 when absent.
+  uint32_t param_cbank_offset = 0;
   int registers = -1;            // EIATTR_REGCOUNT (in .nv.info) or -1 when absent
   // The kernel's own static __shared__ bytes (what ptxas -v prints as "smem"). On sm_90+
   // a linked cubin's .nv.shared.<name> also holds the 1 KiB the system reserves at the

@@ -39,7 +39,8 @@ SassFunctions parse_sass(std::string_view text) {
     if (nl == std::string_view::npos) nl = text.size();
     const std::string_view line = trim(text.substr(pos, nl - pos));
     pos = nl + 1;
-    if (starts_with(line, ".section")) {
+    // ".section NAME" (not ".sectioninfo", which -rdc and older SMs print inside a function).
+    if (starts_with(line, ".section") && line.size() > 8 && std::isspace(static_cast<unsigned char>(line[8]))) {
       const std::string_view rest = trim(line.substr(8));
       cur = nullptr;
       if (starts_with(rest, ".text.")) {

@@ -94,6 +94,7 @@ CompareSpec parse_spec(const nlohmann::json& j, const format::Manifest& m, const
         t.size = s["size"].get<uint64_t>();
         t.dtype = dtype_of(s, where);
         t.tol = resolve_tolerance(t.dtype, number_or_null(s, "atol", where), number_or_null(s, "rtol", where), table);
+        t.source = source;
         const bool inside = std::any_of(m.regions.begin(), m.regions.end(), [&](const format::Region& r) {
           return t.size <= r.size && t.base >= r.base && t.base - r.base <= r.size - t.size;
         });
@@ -123,17 +124,18 @@ CompareSpec default_spec(const fs::path& capture_dir, const format::Manifest& m,
 
 std::vector<Piece> pieces_of(const format::Region& r, const CompareSpec& spec) {
   std::vector<Piece> out;
+  const std::string own = spec.dtype == compare::DType::Bytes ? "" : spec.source;
   uint64_t at = 0;
   for (const auto& s : spec.spans) {
     if (s.base + s.size <= r.base || s.base >= r.base + r.size) continue;
     uint64_t b = std::max(s.base, r.base) - r.base, e = std::min(s.base + s.size, r.base + r.size) - r.base;
     if (e <= at) continue;  // overlapped by an earlier span: the first one wins
     b = std::max(b, at);
-    if (b > at) out.push_back({at, b, spec.dtype, spec.tol});
-    out.push_back({b, e, s.dtype, s.tol});
+    if (b > at) out.push_back({at, b, spec.dtype, spec.tol, own});
+    out.push_back({b, e, s.dtype, s.tol, s.source});
     at = e;
   }
-  if (at < r.size) out.push_back({at, r.size, spec.dtype, spec.tol});
+  if (at < r.size) out.push_back({at, r.size, spec.dtype, spec.tol, own});
   return out;
 }
 
@@ -185,7 +187,7 @@ CompareSpec with_region_tolerances(const CompareSpec& spec, const std::vector<Re
     if (r == m.regions.end()) usage_error(fmt::format("--tolerance: the capture has no region {}", o.region));
     std::vector<TypedSpan> inside;
     if (o.dtype) {
-      inside.push_back({r->base, r->size, *o.dtype, resolve_tolerance(*o.dtype, o.atol, o.rtol, table)});
+      inside.push_back({r->base, r->size, *o.dtype, resolve_tolerance(*o.dtype, o.atol, o.rtol, table), "--tolerance"});
     } else {
       // Each typed piece keeps its type (spans, or the forced dtype between them); bytes
       // compare exactly and stay as they are.
@@ -194,7 +196,7 @@ CompareSpec with_region_tolerances(const CompareSpec& spec, const std::vector<Re
         compare::Tolerance t = p.tol;
         if (o.atol) t.atol = *o.atol;
         if (o.rtol) t.rtol = *o.rtol;
-        inside.push_back({r->base + p.begin, p.end - p.begin, p.dtype, t});
+        inside.push_back({r->base + p.begin, p.end - p.begin, p.dtype, t, p.source});
       }
       if (inside.empty())
         usage_error(fmt::format("--tolerance {}:...: region {} is compared as bytes (exactly); give its element type "

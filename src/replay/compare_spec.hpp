@@ -22,6 +22,10 @@ struct TypedSpan {
   uint64_t base = 0, size = 0;  // captured addresses
   compare::DType dtype = compare::DType::Bytes;
   compare::Tolerance tol;
+  // Where the element type came from, named in the verdict: "signature" (signature.hpp),
+  // "sass" (sass_regions.hpp), the spec's source (the compare.json path, "command line",
+  // the judge option "spec"), "--tolerance".
+  std::string source;
 };
 
 struct CompareSpec {
@@ -76,6 +80,7 @@ struct Piece {
   uint64_t begin = 0, end = 0;  // region-relative
   compare::DType dtype = compare::DType::Bytes;
   compare::Tolerance tol;
+  std::string source;  // the span's, the spec's for its own dtype between spans, "" for bytes
 };
 std::vector<Piece> pieces_of(const format::Region& r, const CompareSpec& spec);
 

@@ -109,7 +109,7 @@ std::vector<TypedSpan> signature_spans(const format::Manifest& m, const std::vec
     if (r == m.regions.end()) continue;
     uint64_t end = r->base + r->size;
     if (k + 1 < ptrs.size() && ptrs[k + 1].address < end) end = ptrs[k + 1].address;
-    if (end > a) spans.push_back({a, end - a, ptrs[k].dtype, compare::default_tolerance(ptrs[k].dtype)});
+    if (end > a) spans.push_back({a, end - a, ptrs[k].dtype, compare::default_tolerance(ptrs[k].dtype), "signature"});
   }
   return spans;
 }

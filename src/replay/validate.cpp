@@ -156,10 +156,10 @@ CompareSpec invariant_typing(const CompareSpec& spec, const std::vector<TypedSpa
     const uint64_t end = t.base + t.size;
     for (const TypedSpan& s : spec.spans) {
       if (s.base + s.size <= at || s.base >= end) continue;
-      if (s.base > at) out.spans.push_back({at, s.base - at, t.dtype, t.tol});
+      if (s.base > at) out.spans.push_back({at, s.base - at, t.dtype, t.tol, t.source});
       at = std::max(at, s.base + s.size);
     }
-    if (at < end) out.spans.push_back({at, end - at, t.dtype, t.tol});
+    if (at < end) out.spans.push_back({at, end - at, t.dtype, t.tol, t.source});
   }
   std::stable_sort(out.spans.begin(), out.spans.end(), [](auto& a, auto& b) { return a.base < b.base; });
   return out;

@@ -71,6 +71,16 @@ TEST(LintSass, ParsesNvdisasmSections) {
   EXPECT_EQ(code[9].base, "BRA");
 }
 
+// nvdisasm prints ".sectioninfo" after a function's ".section" (relocatable cubins, sm_80):
+// the instructions that follow are still the function's.
+TEST(LintSass, SectionInfoDoesNotEndAFunction) {
+  const SassFunctions fns = parse_sass(
+      "\t.section\t.text.k,\"ax\",@progbits\n\t.sectioninfo\t@\"SHI_REGISTERS=10\"\n"
+      "        /*0000*/                   MOV R1, c[0x0][0x28] ;\n");
+  ASSERT_EQ(fns.count("k"), 1u);
+  EXPECT_EQ(fns.at("k").size(), 1u);
+}
+
 TEST(LintSass, ParsesCuobjdumpFunctions) {
   const SassFunctions f = parse_sass(kCuobjdump);
   ASSERT_EQ(f.count("k_smem"), 1u);
