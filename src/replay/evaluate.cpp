@@ -1,5 +1,6 @@
 #include "replay/evaluate.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "common/log.hpp"
 #include "replay/determinism.hpp"
 #include "replay/judge.hpp"
+#include "replay/sass_regions.hpp"
 #include "replay/signature.hpp"
 #include "replay/state_reset.hpp"
 
@@ -95,15 +97,42 @@ void Evaluator::full_restore() {
   reset_ = std::make_unique<StateReset>(s_);
 }
 
+const std::vector<TypedSpan>& Evaluator::types() {
+  if (types_) return *types_;
+  const format::Capture& cap = s_.capture();
+  types_ = signature_;
+  const auto t0 = std::chrono::steady_clock::now();
+  const KernelSass sass = read_kernel_sass(cap);
+  if (!sass.facts) {
+    log::info("no element types from SASS: {}", sass.why);
+    return *types_;
+  }
+  float_atomics_ = describe_float_atomics(*sass.facts);
+  const std::vector<TypedSpan> more =
+      sass_spans(*sass.facts, cap.manifest, cap.read(cap.manifest.params_file, "parameter bytes"),
+                 written_extents(cap.manifest, footprint_ ? &*footprint_ : nullptr), signature_);
+  types_->insert(types_->end(), more.begin(), more.end());
+  std::sort(types_->begin(), types_->end(), [](const TypedSpan& a, const TypedSpan& b) { return a.base < b.base; });
+  log::info("SASS ({}, {:.2f} s): {} region span(s) typed{}", sass.disassembler,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), more.size(),
+            float_atomics_.empty() ? "" : fmt::format("; float atomics ({}): nondeterministic by construction",
+                                                      float_atomics_));
+  return *types_;
+}
+
 void Evaluator::measure_determinism(const JudgePolicy& p) {
   const Session::Which was = s_.active();
   s_.use(Session::Which::Captured);
-  nondeterministic_ = nondeterministic_regions(s_);
+  const std::vector<uint32_t> differing = nondeterministic_regions(s_);
+  const auto& m = s_.capture().manifest;
+  const std::vector<TypedSpan>& typed_spans = types();
+  std::vector<uint32_t> written;
+  for (const auto& [id, extent] : written_extents(m, footprint_ ? &*footprint_ : nullptr)) written.push_back(id);
+  nondeterministic_ = nondeterministic_ids(differing, !float_atomics_.empty(), typed_spans, written, m);
+  cause_ = nondeterministic_cause(float_atomics_, differing.size());
   if (!nondeterministic_.empty()) {
-    const auto& m = s_.capture().manifest;
-    const CompareSpec typed =
-        tolerant_spec(first_spec(p, s_.capture(), signature_, false), with_table(signature_, p.tolerances),
-                      nondeterministic_, m);
+    const CompareSpec typed = tolerant_spec(first_spec(p, s_.capture(), typed_spans, false),
+                                            with_table(typed_spans, p.tolerances), nondeterministic_, m);
     spread_ = replay_spread(s_, typed, nondeterministic_);
   }
   s_.use(was);
@@ -128,7 +157,7 @@ Verdict Evaluator::compare(const CompareSpec& spec, const JudgePolicy& p) {
   if (p.invariants.any()) {
     inv.emplace();
     inv->checks = p.invariants;
-    if (p.invariants.values()) inv->typing = invariant_typing(spec, with_table(signature_, p.tolerances));
+    if (p.invariants.values()) inv->typing = invariant_typing(spec, with_table(types(), p.tolerances));
   }
   Verdict v = compare_with_after(s_, spec, inv ? &*inv : nullptr);
   if (poison_) mark_strong(v, *poison_);
@@ -215,7 +244,9 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
 
   // 3. Launch and compare with the first spec; on a mismatch, the captured kernel's own
   // spread decides whether the same bytes pass within its tolerance.
-  const CompareSpec first = first_spec(p, cap, signature_, !e.captured_image);
+  // A variant's typed regions compare within tolerance: the SASS's types too (the captured
+  // image's code, read once); the captured image's own replay needs none.
+  const CompareSpec first = first_spec(p, cap, e.captured_image ? signature_ : types(), !e.captured_image);
   launch(caller);
   e.verdict = compare(first, p);
   if (!p.forced && p.check_determinism && e.verdict.failing() > 0) {
@@ -227,7 +258,7 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
       relaunch = true;  // the measurement replayed the captured image over this launch's result
     }
     if (!nondeterministic_.empty()) {
-      const CompareSpec tolerant = nondeterministic_spec(p, first, signature_, nondeterministic_, spread_, m);
+      const CompareSpec tolerant = nondeterministic_spec(p, first, types(), nondeterministic_, spread_, m);
       if (relaunch) {
         full_restore();
         e.memory = "full";
@@ -236,6 +267,7 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
       }
       e.verdict = compare(tolerant, p);
       e.verdict.nondeterministic = nondeterministic_;
+      e.verdict.nondeterministic_cause = cause_;
     }
   }
   e.determinism_checked = determinism_known_;

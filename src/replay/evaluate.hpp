@@ -16,8 +16,11 @@
 //      within tolerance), invariants and strength (the session's poison); when that fails
 //      (and the policy lets it), whether the captured kernel is deterministic is measured
 //      once per session (two pairs of replays of the captured image); where it is not, the
-//      same memory is compared again within the signature's types widened by the kernel's own
-//      spread — so a session that measured it earlier answers as a fresh process does;
+//      same memory is compared again within the element types (signature, else SASS) widened
+//      by the kernel's own spread — so a session that measured it earlier answers as a fresh
+//      process does. A kernel whose SASS adds floats atomically is nondeterministic by
+//      construction: every float region it writes is compared so, not only those two
+//      replays happened to disagree on (judge.hpp nondeterministic_ids);
 //   4. optionally time, fuzz against the captured image (fuzz_in_session) and time the
 //      captured image against the variant, interleaved, for a minimum speed-up;
 //   5. the variant's module stays loaded for the next evaluation of the same image, or is
@@ -132,10 +135,18 @@ class Evaluator {
   // variant, captured, variant).
   SpeedupCheck measure_speedup_here(const TimingOptions& t, double min_speedup, bool& full, const LaunchFn& caller);
 
+  // The element types of the captured regions: the signature's, then the SASS's for written
+  // regions the signature leaves untyped (sass_regions.hpp). Read on first use (the SASS is
+  // disassembled then), which a launch that matches byte for byte never needs.
+  const std::vector<TypedSpan>& types();
+
   Session& s_;
   const PoisonPlan* poison_;
   std::optional<format::Footprint> footprint_;
   std::vector<TypedSpan> signature_;  // the kernel's pointer parameters, typed
+  std::optional<std::vector<TypedSpan>> types_;  // types(), once read
+  std::string float_atomics_;  // the float atomics its SASS performs ("" none, or unread)
+  std::string cause_;          // why the kernel is nondeterministic (the verdict's line)
   std::unique_ptr<StateReset> reset_;
   uint64_t generation_ = 0;  // the session's generation when memory was last as reset_ knows it
   bool need_full_ = true;

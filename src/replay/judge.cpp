@@ -1,5 +1,6 @@
 #include "replay/judge.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -33,6 +34,22 @@ std::optional<CompareSpec> spec_from_flags(const JudgeOverrides& o, const Tolera
   spec.tol = resolve_tolerance(*dtype, o.atol, o.rtol, table);
   spec.source = "command line";
   return spec;
+}
+
+// "signature types", "sass types", "signature and sass types": where the spans a spec gained
+// took their element types from, for its source line.
+std::string types_from(const std::vector<TypedSpan>& before, const std::vector<TypedSpan>& after) {
+  std::vector<std::string> from;
+  for (const TypedSpan& t : after) {
+    const bool old = std::any_of(before.begin(), before.end(), [&](const TypedSpan& b) {
+      return b.base == t.base && b.size == t.size && b.source == t.source;
+    });
+    if (!old && !t.source.empty() && std::find(from.begin(), from.end(), t.source) == from.end()) from.push_back(t.source);
+  }
+  if (from.empty()) return "signature types";
+  std::string s;
+  for (size_t i = 0; i < from.size(); ++i) s += (i == 0 ? "" : i + 1 == from.size() ? " and " : ", ") + from[i];
+  return s + " types";
 }
 
 std::vector<uint32_t> all_region_ids(const format::Manifest& m) {
@@ -170,8 +187,11 @@ CompareSpec first_spec(const JudgePolicy& p, const format::Capture& cap, const s
   if (variant && !p.exact) {
     const std::string base = spec.source;
     const size_t before = spec.spans.size();
+    const std::vector<TypedSpan> had = spec.spans;
     spec = tolerant_spec(spec, with_table(signature, p.tolerances), all_region_ids(cap.manifest), cap.manifest);
-    spec.source = spec.spans.size() == before ? base : base + " + signature types (a variant, within tolerance)";
+    spec.source = spec.spans.size() == before
+                      ? base
+                      : fmt::format("{} + {} (a variant, within tolerance)", base, types_from(had, spec.spans));
   }
   return with_region_tolerances(spec, p.region_tolerances, cap.manifest, p.tolerances);
 }
@@ -180,8 +200,35 @@ CompareSpec nondeterministic_spec(const JudgePolicy& p, const CompareSpec& first
                                   const std::vector<uint32_t>& ids, const std::map<uint32_t, double>& spread,
                                   const format::Manifest& m) {
   CompareSpec spec = tolerant_spec(first, with_table(signature, p.tolerances), ids, m);
+  spec.source = fmt::format("{} + {} (nondeterministic kernel)", first.source, types_from(first.spans, spec.spans));
   spec = widen_by_spread(spec, spread, m);
   return with_region_tolerances(spec, p.region_tolerances, m, p.tolerances);
+}
+
+std::vector<uint32_t> nondeterministic_ids(const std::vector<uint32_t>& differing, bool float_atomics,
+                                           const std::vector<TypedSpan>& types, const std::vector<uint32_t>& written,
+                                           const format::Manifest& m) {
+  std::vector<uint32_t> ids;
+  for (const auto& r : m.regions) {
+    bool in = std::find(differing.begin(), differing.end(), r.id) != differing.end();
+    if (!in && float_atomics && std::find(written.begin(), written.end(), r.id) != written.end())
+      in = std::any_of(types.begin(), types.end(), [&](const TypedSpan& t) {
+        return compare::is_float(t.dtype) && t.base < r.base + r.size && t.base + t.size > r.base;
+      });
+    if (in) ids.push_back(r.id);
+  }
+  return ids;
+}
+
+std::string nondeterministic_cause(const std::string& float_atomics, size_t differing) {
+  std::string cause;
+  if (!float_atomics.empty()) cause = fmt::format("float atomics in its code ({})", float_atomics);
+  if (differing)
+    cause += fmt::format("{}two replays of the captured image differ in {} region(s)", cause.empty() ? "" : "; ",
+                         differing);
+  else if (!cause.empty())
+    cause += ", though two replays of the captured image agreed";
+  return cause;
 }
 
 }  // namespace kerncap::replay

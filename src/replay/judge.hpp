@@ -17,7 +17,7 @@
 //     determinism check follows a failure (the caller chose the tolerance);
 //   - otherwise OUT/compare.json or byte-exact, with kerncap.toml's [tolerances];
 //   - for a VARIANT (another image than the captured one) every region the kernel's
-//     signature types is compared within its dtype's tolerance, not byte for byte: another
+//     signature (else its SASS) types is compared within its dtype's tolerance, not byte for byte: another
 //     reduction order, FMA contraction or tensor cores change low bits, and that is the edit
 //     a kernel engineer makes. `exact` (--exact) asks for bytes. The captured image's own
 //     replay stays byte-exact: that is the evidence that the replay reproduces the launch;
@@ -87,18 +87,32 @@ JudgePolicy load_policy(const JudgeOverrides& o, const format::Capture& cap);
 // OUT/kerncap.toml of a capture (OUT/capture's parent), whether or not it exists.
 std::filesystem::path kerncap_toml_path(const format::Capture& cap);
 
-// The spec the first comparison uses (see the top of this file). `signature`: the kernel's
-// pointer parameters as typed spans (signature_spans); `variant`: the image is not the
-// captured one.
+// The spec the first comparison uses (see the top of this file). `signature`: the captured
+// regions' element types as typed spans — the kernel's pointer parameters (signature_spans),
+// then, for written regions those leave untyped, its SASS (sass_regions.hpp: extern "C"
+// kernels, JIT and closed-library code); `variant`: the image is not the captured one.
 CompareSpec first_spec(const JudgePolicy& p, const format::Capture& cap, const std::vector<TypedSpan>& signature,
                        bool variant);
 
 // After the captured kernel was found nondeterministic in regions `ids`, spreading by
-// `spread` (replay_spread): `first` plus the signature's types in those regions, widened by
-// the spread, the user's region tolerances applied last.
+// `spread` (replay_spread): `first` plus the element types (`signature`, as for first_spec) in
+// those regions, widened by the spread, the user's region tolerances applied last. Its source
+// names where the types came from ("... + signature and sass types (nondeterministic kernel)").
 CompareSpec nondeterministic_spec(const JudgePolicy& p, const CompareSpec& first, const std::vector<TypedSpan>& signature,
                                   const std::vector<uint32_t>& ids, const std::map<uint32_t, double>& spread,
                                   const format::Manifest& m);
+
+// The regions a nondeterministic kernel is compared within tolerance in: those two replays of
+// the captured image disagreed on (`differing`) and, when its code adds floats atomically
+// (`float_atomics`, from its SASS), every region it writes (`written`) that `types` types as
+// floats — each of them depends on the order of its threads, whether or not two replays
+// happened to agree there. Sorted, in manifest order.
+std::vector<uint32_t> nondeterministic_ids(const std::vector<uint32_t>& differing, bool float_atomics,
+                                           const std::vector<TypedSpan>& types, const std::vector<uint32_t>& written,
+                                           const format::Manifest& m);
+// The verdict's reason for them: "float atomics in its code (REDG.E.ADD.F64...); two replays of
+// the captured image differ in N region(s)" (either part alone when the other is not there).
+std::string nondeterministic_cause(const std::string& float_atomics, size_t differing);
 
 // The signature's spans with the policy's per-dtype tolerances.
 std::vector<TypedSpan> with_table(std::vector<TypedSpan> signature, const ToleranceTable& table);

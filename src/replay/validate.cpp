@@ -253,33 +253,80 @@ uint64_t Verdict::written() const {
   return n;
 }
 
+namespace {
+
+// How a region was compared, for a nondeterministic kernel's line: its typed pieces (type, where
+// the type came from, tolerance), or bytes exactly and why.
+std::string compared_how(const RegionVerdict& r, bool nondeterministic) {
+  std::string typed;
+  size_t kinds = 0;
+  for (const PieceVerdict& p : r.pieces) {
+    if (p.piece.dtype == compare::DType::Bytes) continue;
+    const std::string one = fmt::format("{} from {} within atol {:.3g}, rtol {:.3g}", compare::to_string(p.piece.dtype),
+                                        p.piece.source.empty() ? "the spec" : p.piece.source, p.piece.tol.atol,
+                                        p.piece.tol.rtol);
+    if (typed.empty()) typed = one;
+    if (one != typed) ++kinds;
+  }
+  const std::string why = nondeterministic ? "nondeterministic" : "the two replays agreed here";
+  if (typed.empty())
+    return fmt::format("{}; compared exactly as bytes{}", why,
+                       nondeterministic ? ": no element type known (no signature types, none from SASS)" : "");
+  return fmt::format("{}; {}{}", why, typed, kinds ? fmt::format(" and {} more typed piece(s)", kinds) : "");
+}
+
+bool has_float_piece(const RegionVerdict& r) {
+  return std::any_of(r.pieces.begin(), r.pieces.end(),
+                     [](const PieceVerdict& p) { return compare::is_float(p.piece.dtype); });
+}
+
+}  // namespace
+
 std::string Verdict::line() const {
   if (!fault.empty()) return fmt::format("Result: FAIL (the candidate faulted: {})", fault);
-  uint64_t written_regions = 0;
+  uint64_t written_regions = 0, typed = 0, untyped = 0;
   double worst_abs = 0, worst_rel = 0;
   auto in_nondet = [&](uint32_t id) {
     return std::find(nondeterministic.begin(), nondeterministic.end(), id) != nondeterministic.end();
   };
   for (const auto& r : regions) {
     if (r.written) ++written_regions;
-    // The error the tolerance allowed: of the regions compared within it (all when none were).
+    // The error the tolerance allowed: of the nondeterministic regions compared as floats (all
+    // regions when none were found nondeterministic). A region compared as bytes has no error
+    // to state: a FAIL never reads "max abs error 0".
     if (!nondeterministic.empty() && !in_nondet(r.id)) continue;
+    if (!nondeterministic.empty() && !has_float_piece(r)) {
+      ++untyped;
+      continue;
+    }
+    ++typed;
     worst_abs = std::max(worst_abs, r.result.max_abs_error);
     worst_rel = std::max(worst_rel, r.result.max_rel_error);
   }
   std::string nondet;
-  if (!nondeterministic.empty())
-    nondet = fmt::format("nondeterministic kernel: two replays of the captured image differ in {} region(s), "
-                         "compared within their element types' tolerance (max abs error {:.3g}, max rel error "
-                         "{:.3g}); ",
-                         nondeterministic.size(), worst_abs, worst_rel);
+  if (!nondeterministic.empty()) {
+    const std::string cause =
+        nondeterministic_cause.empty()
+            ? fmt::format("two replays of the captured image differ in {} region(s)", nondeterministic.size())
+            : nondeterministic_cause;
+    std::string how;
+    if (typed)
+      how = fmt::format("{} region(s) compared within their element types' tolerance (max abs error {:.3g}, max rel "
+                        "error {:.3g})",
+                        typed, worst_abs, worst_rel);
+    if (untyped)
+      how += fmt::format("{}{} region(s) compared exactly as bytes: no element type known for them (no signature "
+                         "types, none from SASS)",
+                         how.empty() ? "" : ", ", untyped);
+    nondet = fmt::format("nondeterministic kernel ({}): {}; ", cause, how);
+  }
   const uint64_t violations = invariants ? invariants->violations.size() : 0;
   if (closure_gaps)
     nondet += fmt::format("closure gap: the launch changed {} region(s) no parameter points into, whose BEFORE bytes "
                           "the capture lacks (extract with --closure all); ",
                           closure_gaps);
-  // A nondeterministic kernel's FAIL names what was compared and how, region by region: a
-  // region the two replays agreed on stayed exact, and its error is not the tolerance's.
+  // A nondeterministic kernel's FAIL names what was compared and how, region by region: its
+  // type, where the type came from and the tolerance, or bytes exactly and why.
   if (failing() && !nondeterministic.empty()) {
     std::string which;
     int listed = 0;
@@ -289,10 +336,7 @@ std::string Verdict::line() const {
         which += "; ...";
         break;
       }
-      which += fmt::format("; region {} {}: {}", r.id,
-                           in_nondet(r.id) ? "(nondeterministic, within its tolerance)"
-                                           : "(the two replays agreed here: compared as the spec says)",
-                           r.summary());
+      which += fmt::format("; region {} ({}): {}", r.id, compared_how(r, in_nondet(r.id)), r.summary());
     }
     nondet += fmt::format("failing{}; ", which);
   }
@@ -363,7 +407,11 @@ nlohmann::json Verdict::to_json() const {
                            {"max_rel_error", p.result.max_rel_error},
                            {"nan_expected", p.result.nan_expected},
                            {"nan_actual", p.result.nan_actual},
-                           {"summary", compare::summary(p.result)}};
+                           {"summary", compare::summary(p.result)},
+                           // Where the element type came from: "signature", "sass", the spec's source
+                           // (compare.json's path, "command line", ...), "--tolerance"; null for bytes.
+                           {"type_source", p.piece.source.empty() ? nlohmann::json(nullptr)
+                                                                  : nlohmann::json(p.piece.source)}};
       if (p.result.first_bad_offset) pj["first_bad_offset"] = *p.result.first_bad_offset;
       pieces.push_back(std::move(pj));
     }
@@ -386,6 +434,8 @@ nlohmann::json Verdict::to_json() const {
                             {"seconds", compare_s}}},
           {"poisoned_bytes", poisoned},
           {"nondeterministic_regions", nondeterministic},
+          {"nondeterministic_cause", nondeterministic.empty() ? nlohmann::json(nullptr)
+                                                              : nlohmann::json(nondeterministic_cause)},
           {"fault", fault.empty() ? nlohmann::json(nullptr) : nlohmann::json(fault)}};
   if (invariants) out["invariants"] = replay::to_json(*invariants);
   return out;

@@ -39,6 +39,9 @@ struct Verdict {
   // Regions where two replays of the captured image differed (the kernel is
   // nondeterministic there and was compared with tolerances); set by the caller.
   std::vector<uint32_t> nondeterministic;
+  // Why the kernel was judged nondeterministic, for the line ("float atomics in its code
+  // (REDG.E.ADD.F64...); two replays ... differ in 1 region(s)"); "" reads as the two replays'.
+  std::string nondeterministic_cause;
   uint64_t written() const;  // bytes the application's launch changed, all regions
   // Strong validation (a footprint existed): the bytes the kernel writes, over how many
   // regions, and how many of them were poisoned before the replay.

@@ -199,6 +199,44 @@ TEST(Judge, TheNondeterministicSpecIsWidenedByTheSpread) {
   EXPECT_GE(s.spans[0].tol.atol, 0.5 * kSpreadFactor);
 }
 
+// Types from SASS (an extern "C" kernel: no signature) are used like the signature's, and the
+// spec's source says where they came from.
+TEST(Judge, SassTypesServeAsTheSignaturesAndSaySo) {
+  const JudgePolicy p = resolve({});
+  const std::vector<TypedSpan> sass = {{0x8000, 0x40, DType::F64, compare::default_tolerance(DType::F64), "sass"}};
+  const CompareSpec first = first_spec(p, capture(), sass, false);
+  const CompareSpec s = nondeterministic_spec(p, first, sass, {1}, {}, two_regions());
+  ASSERT_EQ(s.spans.size(), 1u);
+  EXPECT_EQ(s.spans[0].dtype, DType::F64);
+  EXPECT_EQ(s.spans[0].source, "sass");
+  EXPECT_NE(s.source.find("sass types (nondeterministic kernel)"), std::string::npos) << s.source;
+  std::vector<TypedSpan> both = {{0x1000, 0x100, DType::F32, compare::default_tolerance(DType::F32), "signature"}};
+  both.push_back({0x8000, 0x40, DType::F64, compare::default_tolerance(DType::F64), "sass"});
+  const CompareSpec v = first_spec(p, capture(), both, true);
+  EXPECT_NE(v.source.find("signature and sass types (a variant, within tolerance)"), std::string::npos) << v.source;
+}
+
+// Float atomics make every float region the kernel writes nondeterministic, whether or not two
+// replays happened to agree there (issue 33: a shared-memory double atomicAdd whose rows the
+// two replays agreed on, then compared byte for byte: FAIL).
+TEST(Judge, FloatAtomicsMakeEveryWrittenFloatRegionNondeterministic) {
+  const format::Manifest m = two_regions();
+  const std::vector<TypedSpan> types = {{0x8000, 0x40, DType::F64, compare::default_tolerance(DType::F64), "sass"}};
+  EXPECT_TRUE(nondeterministic_ids({}, false, types, {0, 1}, m).empty());
+  EXPECT_EQ(nondeterministic_ids({}, true, types, {0, 1}, m), (std::vector<uint32_t>{1}));
+  EXPECT_TRUE(nondeterministic_ids({}, true, types, {0}, m).empty());  // region 1 not written
+  EXPECT_EQ(nondeterministic_ids({0}, true, types, {1}, m), (std::vector<uint32_t>{0, 1}));
+  // An integer region stays out even with float atomics.
+  const std::vector<TypedSpan> ints = {{0x8000, 0x40, DType::I32, compare::default_tolerance(DType::I32), "sass"}};
+  EXPECT_TRUE(nondeterministic_ids({}, true, ints, {1}, m).empty());
+
+  EXPECT_EQ(nondeterministic_cause("REDG.E.ADD.F64.RN.STRONG.GPU", 0),
+            "float atomics in its code (REDG.E.ADD.F64.RN.STRONG.GPU), though two replays of the captured image agreed");
+  EXPECT_EQ(nondeterministic_cause("", 2), "two replays of the captured image differ in 2 region(s)");
+  EXPECT_EQ(nondeterministic_cause("ATOMS.CAST.SPIN.64", 1),
+            "float atomics in its code (ATOMS.CAST.SPIN.64); two replays of the captured image differ in 1 region(s)");
+}
+
 TEST(Judge, ThePolicyDocumentSaysWhereEachRuleCameFrom) {
   const nlohmann::json j = resolve({}, config("[invariants]\nno_nan = true\n")).to_json();
   EXPECT_EQ(j.at("invariants"), "no_nan");

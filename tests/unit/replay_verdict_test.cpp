@@ -16,6 +16,9 @@ RegionVerdict region(uint32_t id, uint64_t written, uint64_t mismatches, double 
   r.result.mismatches = mismatches;
   r.result.differing_bytes = abs_error > 0 || mismatches ? 8 : 0;
   r.result.max_abs_error = abs_error;
+  // One piece: fp32 (from the signature) where an error is given, bytes otherwise.
+  const compare::DType t = abs_error > 0 ? compare::DType::F32 : compare::DType::Bytes;
+  r.pieces.push_back({{0, 4096, t, compare::default_tolerance(t), abs_error > 0 ? "signature" : ""}, r.result});
   return r;
 }
 
@@ -108,8 +111,62 @@ TEST(VerdictLine, ANondeterministicFailNamesEachFailingRegionAndHow) {
   const std::string line = v.line();
   EXPECT_EQ(line.rfind("Result: FAIL (nondeterministic kernel", 0), 0u) << line;
   EXPECT_NE(line.find("max abs error 0.25"), std::string::npos) << line;
-  EXPECT_NE(line.find("region 1 (the two replays agreed here: compared as the spec says)"), std::string::npos) << line;
+  EXPECT_NE(line.find("region 1 (the two replays agreed here; compared exactly as bytes)"), std::string::npos) << line;
   EXPECT_EQ(line.find("region 0 ("), std::string::npos) << line;  // it passed
+}
+
+// Issue 33: an extern "C" kernel whose nondeterministic region has no element type was compared
+// as bytes, and its FAIL read "compared within their element types' tolerance (max abs error 0,
+// max rel error 0)". The line says the bytes were compared exactly and why; no error of 0.
+TEST(VerdictLine, AnUntypedNondeterministicRegionIsNamedAsComparedExactly) {
+  Verdict v;
+  v.regions = {region(0, 8, 1)};
+  v.nondeterministic = {0};
+  const std::string line = v.line();
+  EXPECT_EQ(line.rfind("Result: FAIL (nondeterministic kernel (two replays of the captured image differ in 1 "
+                       "region(s)): 1 region(s) compared exactly as bytes: no element type known for them",
+                       0),
+            0u)
+      << line;
+  EXPECT_EQ(line.find("max abs error 0"), std::string::npos) << line;
+  EXPECT_EQ(line.find("within their element types' tolerance"), std::string::npos) << line;
+  EXPECT_NE(line.find("region 0 (nondeterministic; compared exactly as bytes: no element type known (no signature "
+                      "types, none from SASS))"),
+            std::string::npos)
+      << line;
+}
+
+// A kernel with float atomics in its SASS: the cause is its code, each failing region names its
+// type, where the type came from and the tolerance it was compared within.
+TEST(VerdictLine, FloatAtomicsNameTheCauseAndEachRegionsTypeSource) {
+  Verdict v;
+  RegionVerdict r = region(2, 8, 1, 0.5);
+  r.pieces.front().piece = {0, 4096, compare::DType::F64, {4e-12, 1e-12, false}, "sass"};
+  v.regions = {r, region(3, 16, 0, 1e-13)};
+  v.nondeterministic = {2, 3};
+  v.nondeterministic_cause = "float atomics in its code (ATOMS.CAST.SPIN.64), though two replays of the captured "
+                             "image agreed";
+  const std::string line = v.line();
+  EXPECT_EQ(line.rfind("Result: FAIL (nondeterministic kernel (float atomics in its code (ATOMS.CAST.SPIN.64), "
+                       "though two replays of the captured image agreed): 2 region(s) compared within their element "
+                       "types' tolerance (max abs error 0.5,",
+                       0),
+            0u)
+      << line;
+  EXPECT_NE(line.find("region 2 (nondeterministic; fp64 from sass within atol 4e-12, rtol 1e-12): "), std::string::npos)
+      << line;
+  const nlohmann::json j = v.to_json();
+  EXPECT_EQ(j["nondeterministic_cause"], v.nondeterministic_cause);
+  EXPECT_EQ(j["regions"][0]["pieces"][0]["type_source"], "sass");
+  EXPECT_EQ(j["regions"][1]["pieces"][0]["type_source"], "signature");
+}
+
+TEST(VerdictJson, BytesHaveNoTypeSourceAndADeterministicKernelNoCause) {
+  Verdict v;
+  v.regions = {region(0, 8, 0)};
+  const nlohmann::json j = v.to_json();
+  EXPECT_TRUE(j["nondeterministic_cause"].is_null());
+  EXPECT_TRUE(j["regions"][0]["pieces"][0]["type_source"].is_null());
 }
 
 compare::Result result(compare::DType t, uint64_t bytes, uint64_t bad, std::optional<uint64_t> first = {}) {
