@@ -26,7 +26,15 @@ fs::path resolve_capture_dir(const fs::path& dir) {
   // error_code forms throughout: a path we may not stat is the input's problem, not a bug.
   std::error_code ec;
   if (fs::exists(dir / kManifestName, ec)) return dir;
-  if (fs::exists(dir / kCaptureDirName / kManifestName, ec)) return dir / kCaptureDirName;
+  // OUT/capture is the name kerncap picks inside OUT: it must be OUT's own directory, not a
+  // link that leads to a capture elsewhere (issue 38: read, and pruned, through such a link).
+  // A capture directory the user names itself may be a link: that is their choice.
+  const fs::path inner = dir / kCaptureDirName;
+  if (fs::is_symlink(inner, ec))
+    input_error(fmt::format("{} is a symbolic link (to {}); kerncap reads the capture inside OUT and does not follow "
+                            "a link out of it: name the capture directory itself if you mean that one",
+                            inner.string(), fs::read_symlink(inner, ec).string()));
+  if (fs::exists(inner / kManifestName, ec)) return inner;
   if (!fs::exists(dir, ec)) input_error(fmt::format("{}: no such directory", dir.string()));
   if (!fs::is_directory(dir, ec)) input_error(fmt::format("{}: not a directory", dir.string()));
   if (fs::is_regular_file(out::failure_note(dir), ec)) {
@@ -84,6 +92,13 @@ constexpr uint64_t kMaxImageBytes = uint64_t{4} << 30;
 std::vector<uint8_t> Capture::read_image() const {
   std::vector<uint8_t> image =
       ReadOnlyFile::open_in(dir, manifest.image_file, "the kernel's code image").read_all(kMaxImageBytes);
+  // An empty file hashes to a value like any other, so a crafted capture could name one with a
+  // matching hash; but no module load takes zero bytes (issue 38: info --verify, prune and
+  // extract accepted it).
+  if (image.empty())
+    input_error(fmt::format("capture file {} (the kernel's code image) is empty: no module load takes 0 bytes, so the "
+                            "capture is damaged or crafted; extract again",
+                            manifest.image_file));
   // The capture names its image by this hash (XXH3 of the bytes the application loaded).
   if (XXH3_64bits(image.data(), image.size()) != manifest.image_hash)
     input_error(fmt::format("capture file {} (the kernel's code image) does not match the hash the capture "

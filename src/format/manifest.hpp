@@ -204,6 +204,7 @@ inline constexpr uint32_t kMaxBlockThreads = 1024;
 inline constexpr uint32_t kMaxClusterDim = 1024;
 inline constexpr uint32_t kMaxSharedMemBytes = 1u << 20;  // devices offer at most 228 KiB
 inline constexpr uint64_t kMaxParamBytes = 1u << 16;      // CUDA allows 32,764 bytes
+inline constexpr size_t kMaxParamSlots = 32764;           // a parameter has at least one byte
 inline constexpr size_t kMaxLaunchAttrBytes = 64;         // sizeof(CUlaunchAttributeValue)
 inline constexpr int kMaxComputeCapability = 99;          // per part, major and minor
 inline constexpr int kMaxDeviceOrdinal = 1023;

@@ -207,7 +207,7 @@ Manifest read(const nlohmann::json& j) {
   m.params_size = p.at("size").u64(0, kMaxParamBytes);
   m.params_source = opt_str(p, "source");
   if (const auto slots = p.find("slots"))
-    for (size_t i = 0, n = slots->array_size(); i < n; ++i) {
+    for (size_t i = 0, n = slots->array_size(kMaxParamSlots); i < n; ++i) {
       const JsonField s = slots->elem(i);
       m.params.push_back({s.at("offset").u32(), s.at("size").u32()});
     }

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -54,6 +55,11 @@ void check_geometry(const Manifest& m) {
 void check_params(const Manifest& m) {
   if (m.params_size > kMaxParamBytes)
     bad(fmt::format("params.size is {}, more than the {} a launch may pass", m.params_size, kMaxParamBytes));
+  // A parameter has at least one byte: more slots than bytes cannot describe a launch (and a
+  // long list hung the readers downstream, issue 38).
+  if (m.params.size() > kMaxParamSlots || m.params.size() > std::max<uint64_t>(m.params_size, 1))
+    bad(fmt::format("params.slots has {} entries for a {}-byte parameter buffer (at most one per byte, and at most {})",
+                    m.params.size(), m.params_size, kMaxParamSlots));
   for (size_t i = 0; i < m.params.size(); ++i) {
     const ParamSlot& s = m.params[i];
     if (uint64_t{s.offset} + s.size > m.params_size)
@@ -161,10 +167,16 @@ void check_after(const Manifest& m) {
     size_t index;
   };
   std::vector<Span> spans;
+  spans.reserve(m.after.size());
+  // Regions by id (unique: check_regions): a crafted capture may list hundreds of thousands of
+  // regions and of runs, and a search of the regions per run hung (issue 38).
+  std::unordered_map<uint32_t, const Region*> by_id;
+  for (const auto& r : m.regions) by_id.emplace(r.id, &r);
   uint64_t stored = 0;  // runs are stored back to back in after.bin
   for (size_t i = 0; i < m.after.size(); ++i) {
     const AfterRun& a = m.after[i];
-    const Region* r = m.find_region(a.region);
+    const auto found = by_id.find(a.region);
+    const Region* r = found == by_id.end() ? nullptr : found->second;
     if (!r) bad(fmt::format("after.runs[{}]: AFTER run for region {} lies outside it (no such region)", i, a.region));
     if (a.size == 0) bad(fmt::format("after.runs[{}] is empty", i));
     if (a.offset > r->size || a.size > r->size - a.offset)

@@ -13,10 +13,59 @@
 namespace kerncap::format {
 namespace {
 
-// Thrown out of the parser callback; caught in parse_bounded_json only.
-struct TooDeep {};
-struct DuplicateKey {
-  std::string key;
+// The first pass over a document: nesting depth and duplicated keys, checked as the parser
+// reads, before any tree is built. A SAX handler rather than nlohmann's parser callback: the
+// callback parser scans the whole enclosing array after every object it ends (to drop
+// discarded values), so an array of 100,000 objects took minutes (issue 38: after.runs and
+// params.slots hung `validate`). This pass is linear, and the tree is then built without a
+// callback.
+class Checker : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    if (!enter()) return false;
+    keys_.emplace_back();
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (!keys_.back().insert(k).second) {
+      problem_ = fmt::format("the key \"{}\" appears twice in one object (ambiguous: refused)", k.substr(0, 80));
+      return false;
+    }
+    return true;
+  }
+  bool end_object() override {
+    keys_.pop_back();
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override { return enter(); }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    problem_ = fmt::format("not valid JSON ({})", e.what());
+    return false;
+  }
+  const std::string& problem() const { return problem_; }
+
+ private:
+  // depth_ counts the containers around the one that starts.
+  bool enter() {
+    if (depth_++ < kMaxJsonDepth) return true;
+    problem_ = fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth);
+    return false;
+  }
+  std::vector<std::unordered_set<std::string>> keys_;  // of each object being read
+  int depth_ = 0;                                      // the open containers
+  std::string problem_;
 };
 
 }  // namespace
@@ -42,27 +91,22 @@ const char* json_type_name(const nlohmann::json& j) {
 nlohmann::json parse_bounded_json(std::string_view text, const JsonDoc& doc) {
   if (text.size() > kMaxJsonBytes)
     doc.fail(fmt::format("{} bytes, more than the {} a document of this kind may have", text.size(), kMaxJsonBytes));
-  // The keys of each object being parsed: a key given twice is refused, not read as its last
-  // value (two readers could then read two different documents from one file).
-  std::vector<std::unordered_set<std::string>> keys;
-  const nlohmann::json::parser_callback_t limit = [&keys](int depth, nlohmann::json::parse_event_t ev,
-                                                          nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    // depth counts the containers around the one that starts.
-    if ((ev == E::object_start || ev == E::array_start) && depth >= kMaxJsonDepth) throw TooDeep{};
-    if (ev == E::object_start) keys.emplace_back();
-    if (ev == E::object_end && !keys.empty()) keys.pop_back();
-    if (ev == E::key && !keys.empty() && parsed.is_string() &&
-        !keys.back().insert(parsed.get_ref<const std::string&>()).second)
-      throw DuplicateKey{parsed.get<std::string>()};
-    return true;
-  };
+  // A raw NUL is never valid JSON (a string must escape it), but nlohmann's reader takes it
+  // for the end of the input and would ignore whatever follows it: two readers could read two
+  // documents from one file (issue 38: bytes after a NUL at the end of a manifest).
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
+    doc.fail(fmt::format("holds a NUL byte at offset {} of {} (not JSON; what follows it would be ignored)", nul,
+                         text.size()));
+  Checker checker;
+  bool ok = false;
   try {
-    return nlohmann::json::parse(text, limit);
-  } catch (const TooDeep&) {
-    doc.fail(fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth));
-  } catch (const DuplicateKey& d) {
-    doc.fail(fmt::format("the key \"{}\" appears twice in one object (ambiguous: refused)", d.key.substr(0, 80)));
+    ok = nlohmann::json::sax_parse(text, &checker, nlohmann::json::input_format_t::json, /*strict=*/true);
+  } catch (const nlohmann::json::exception& e) {
+    doc.fail(fmt::format("not valid JSON ({})", e.what()));
+  }
+  if (!ok) doc.fail(checker.problem().empty() ? std::string("not valid JSON") : checker.problem());
+  try {
+    return nlohmann::json::parse(text);  // checked above: bounded, no key twice
   } catch (const nlohmann::json::exception& e) {
     doc.fail(fmt::format("not valid JSON ({})", e.what()));
   }

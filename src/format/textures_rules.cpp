@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -42,8 +44,19 @@ void check_array(const ArrayRecord& a, size_t i) {
     bad(fmt::format("textures.arrays[{}] holds {} bytes, more than {}", i, array_bytes(a), kMaxArrayBytes));
 }
 
+// The regions a linear or pitch2D resource may lie in (not arrays, not module globals), by
+// base: one bisection per texture object, not a pass over every region (a crafted capture
+// may list hundreds of thousands of both). Regions with bytes do not overlap (check_regions).
+std::vector<const Region*> memory_by_base(const Manifest& m) {
+  std::vector<const Region*> v;
+  for (const auto& r : m.regions)
+    if (r.kind != MemKind::Array && r.kind != MemKind::Global && r.size) v.push_back(&r);
+  std::sort(v.begin(), v.end(), [](const Region* a, const Region* b) { return a->base < b->base; });
+  return v;
+}
+
 // A linear or pitch2D resource: its bytes inside one captured region of device memory.
-void check_memory(const Manifest& m, const TexObjectRecord& o, size_t i) {
+void check_memory(const std::vector<const Region*>& memory, const TexObjectRecord& o, size_t i) {
   const uint32_t elem = array_format_bytes(o.format) * o.channels;
   if (o.resource == ResourceType::Pitch2D && o.pitch < o.width * elem)
     bad(fmt::format("textures.objects[{}] has a pitch of {} bytes, less than a row ({} x {} bytes)", i, o.pitch,
@@ -51,9 +64,12 @@ void check_memory(const Manifest& m, const TexObjectRecord& o, size_t i) {
   const uint64_t n = o.memory_bytes();
   if (o.address > UINT64_MAX - n)
     bad(fmt::format("textures.objects[{}] (address + bytes) overflows 64 bits", i));
-  for (const auto& r : m.regions) {
-    if (r.kind == MemKind::Array || r.kind == MemKind::Global) continue;
-    if (o.address >= r.base && o.address + n <= r.base + r.size) {
+  // The one region that starts at or below the address.
+  auto it = std::upper_bound(memory.begin(), memory.end(), o.address,
+                             [](uint64_t a, const Region* r) { return a < r->base; });
+  if (it != memory.begin()) {
+    const Region& r = **std::prev(it);
+    if (o.address + n <= r.base + r.size) {
       if (r.omitted)
         bad(fmt::format("textures.objects[{}] reads region {}, which the capture omitted", i, r.id));
       return;
@@ -69,11 +85,14 @@ void check_textures(const Manifest& m) {
   const Textures& t = m.textures;
   std::map<uint32_t, const ArrayRecord*> arrays;
   std::set<uint32_t> array_regions;
+  std::unordered_map<uint32_t, const Region*> by_id;  // ids are unique (check_regions)
+  for (const auto& r : m.regions) by_id.emplace(r.id, &r);
   for (size_t i = 0; i < t.arrays.size(); ++i) {
     const ArrayRecord& a = t.arrays[i];
     if (!arrays.emplace(a.id, &a).second) bad(fmt::format("textures.arrays[{}] repeats array id {}", i, a.id));
     check_array(a, i);
-    const Region* r = m.find_region(a.region);
+    const auto found = by_id.find(a.region);
+    const Region* r = found == by_id.end() ? nullptr : found->second;
     if (!r || r->kind != MemKind::Array)
       bad(fmt::format("textures.arrays[{}] keeps its contents in region {}, which is not a region of kind array", i,
                       a.region));
@@ -91,6 +110,7 @@ void check_textures(const Manifest& m) {
       bad(fmt::format("region {} is of kind array but no textures.arrays entry describes it", r.id));
 
   std::set<uint32_t> object_ids;
+  const std::vector<const Region*> memory = t.objects.empty() ? std::vector<const Region*>{} : memory_by_base(m);
   for (size_t i = 0; i < t.objects.size(); ++i) {
     const TexObjectRecord& o = t.objects[i];
     if (!object_ids.insert(o.id).second) bad(fmt::format("textures.objects[{}] repeats object id {}", i, o.id));
@@ -103,7 +123,7 @@ void check_textures(const Manifest& m) {
         bad(fmt::format("textures.objects[{}] is a {} resource over array {}, which is {}a mipmapped array", i,
                         to_string(o.resource), o.array, mip ? "" : "not "));
     } else {
-      check_memory(m, o, i);
+      check_memory(memory, o, i);
     }
     if (o.surface) {
       if (o.resource != ResourceType::Array)

@@ -6,12 +6,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "common/error.hpp"
 #include "common/hex.hpp"
+#include "format/safe_file.hpp"
+#include "format/strict_json.hpp"
 
 namespace kerncap::replay {
 namespace fs = std::filesystem;
@@ -112,13 +113,19 @@ CompareSpec parse_spec(const nlohmann::json& j, const format::Manifest& m, const
 }
 
 CompareSpec default_spec(const fs::path& capture_dir, const format::Manifest& m, const ToleranceTable& table) {
-  const fs::path file = capture_dir.parent_path() / format::out::kCompareSpec;
+  const fs::path out = capture_dir.parent_path();
+  const fs::path file = out / format::out::kCompareSpec;
   std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) return CompareSpec{.source = "default"};
-  if (fs::file_size(file, ec) > (64u << 20)) input_error(fmt::format("{} is larger than 64 MiB", file.string()));
-  std::ifstream in(file);
-  auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded()) input_error(fmt::format("{} is not valid JSON", file.string()));
+  if (!fs::exists(fs::symlink_status(file, ec))) return CompareSpec{.source = "default"};
+  // Untrusted input like kerncap.toml (reproducers are shared): a regular file inside OUT
+  // only, opened once (no link followed out of OUT, no FIFO to block on, no device to read
+  // forever, no directory silently taken for "no spec"), bounded, and strict JSON (no key
+  // twice, nothing after a NUL).
+  const format::ReadOnlyFile f =
+      format::ReadOnlyFile::open_in(out, std::string(format::out::kCompareSpec), "the comparison spec");
+  const std::vector<uint8_t> bytes = f.read_all(format::kMaxJsonBytes);
+  const auto j = format::parse_bounded_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                                            format::JsonDoc{file.string(), "fix it or remove it"});
   return parse_spec(j, m, file.string(), table);
 }
 
