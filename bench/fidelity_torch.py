@@ -5,8 +5,11 @@ training or inference loop launches it: the same op on the same tensors, many ti
     fidelity_torch.py MODE [--repeat R]     (R iterations, default 20; prints "MODE ok <checksum>")
 
 MODE: add_small mul_large sum_rows softmax layer_norm gemm_fp16 gemm_bf16 conv2d sort
-triton_add (Triton; needs triton). Inputs are made before the loop, so the captured op's
-launches are the loop's (a pattern with --dispatch 10 takes the 11th).
+triton_add (Triton; needs triton). Short kernels (2-20 µs, the replay fidelity bench's
+short group): ln_gpt2 softmax_small sum_small gemm_small sort_small triton_small graph_add
+(a CUDA graph's kernel node), cupy_raw and cupy_elementwise (CuPy: NVRTC-compiled kernels;
+need cupy). Inputs are made before the loop, so the captured op's launches are the loop's (a
+pattern with --dispatch 10 takes the 11th).
 """
 import sys
 
@@ -31,10 +34,10 @@ except ImportError:
     triton = None
 
 
-def triton_add():
+def triton_add(n=1 << 20):
     if triton is None:
         raise SystemExit("fidelity_torch: triton_add needs triton")
-    x, y = inputs((1 << 20,), seed=1), inputs((1 << 20,), seed=2)
+    x, y = inputs((n,), seed=1), inputs((n,), seed=2)
     out = torch.empty_like(x)
     grid = (triton.cdiv(x.numel(), 1024),)
 
@@ -42,6 +45,55 @@ def triton_add():
         add_kernel[grid](x, y, out, x.numel(), BLOCK=1024)
         return out
 
+    return run
+
+
+def graph_add():
+    """a + b captured once into a CUDA graph and replayed: the kernel runs as a graph node."""
+    a, b = inputs((1 << 18,), seed=1), inputs((1 << 18,), seed=2)
+    out = torch.empty_like(a)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up outside the capture, as torch.cuda.graph asks
+        torch.add(a, b, out=out)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        torch.add(a, b, out=out)
+
+    def run():
+        g.replay()
+        return out
+
+    return run
+
+
+def cupy_op(mode):
+    """CuPy's NVRTC-compiled kernels: a RawKernel saxpy and an ElementwiseKernel."""
+    try:
+        import cupy
+    except ImportError:
+        raise SystemExit(f"fidelity_torch: {mode} needs cupy")
+    n = 1 << 18
+    x = cupy.arange(n, dtype=cupy.float32) / n
+    y = cupy.ones(n, dtype=cupy.float32)
+    if mode == "cupy_raw":
+        k = cupy.RawKernel(r"""
+extern "C" __global__ void cupy_saxpy(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}""", "cupy_saxpy")
+
+        def run():
+            k(((n + 255) // 256,), (256,), (cupy.int32(n), cupy.float32(0.5), x, y))
+            return torch.as_tensor(y, device="cuda")
+    else:
+        k = cupy.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = x * y + 1.0f", "cupy_fma")
+        z = cupy.empty_like(x)
+
+        def run():
+            k(x, y, z)
+            return torch.as_tensor(z, device="cuda")
     return run
 
 
@@ -75,6 +127,28 @@ def make(mode):
         return lambda: torch.sort(x)[0]
     if mode == "triton_add":
         return triton_add()
+    if mode == "triton_small":
+        return triton_add(1 << 18)
+    if mode == "ln_gpt2":  # one GPT-2 layer norm over 64 tokens
+        x = inputs((64, 768), seed=10)
+        ln = torch.nn.LayerNorm(768, device="cuda")
+        return lambda: ln(x)
+    if mode == "softmax_small":
+        x = inputs((256, 1024), seed=11)
+        return lambda: torch.softmax(x, dim=-1)
+    if mode == "sum_small":
+        x = inputs((256, 1024), seed=12)
+        return lambda: x.sum(dim=1)
+    if mode == "gemm_small":
+        a, b = inputs((256, 256), torch.float16, 13), inputs((256, 256), torch.float16, 14)
+        return lambda: a @ b
+    if mode == "sort_small":
+        x = torch.randint(0, 1 << 30, (1 << 16,), device="cuda", dtype=torch.int32)
+        return lambda: torch.sort(x)[0]
+    if mode == "graph_add":
+        return graph_add()
+    if mode in ("cupy_raw", "cupy_elementwise"):
+        return cupy_op(mode)
     raise SystemExit(f"fidelity_torch: unknown mode {mode!r}")
 
 

@@ -10,14 +10,17 @@
 # Ends with "N of M within ±5 %" over the rows with a ratio.
 #
 #   bench/replay_fidelity.sh BUILD_DIR
-# Cases (33): our examples (examples/), bench/fidelity_app.cu (kernels in loops, several of
+# Cases (45): our examples (examples/), bench/fidelity_app.cu (kernels in loops, several of
 # 3-10 µs; and the memory group: saxpy over mapped host memory, registered host memory and
-# 128 MiB stream-ordered pool buffers), PyTorch/cuBLAS/cuDNN/CUB kernels and a Triton kernel (bench/fidelity_torch.py).
+# 128 MiB stream-ordered pool buffers), the short group (12 kernels of 2-20 µs from PyTorch,
+# cuBLAS, CUB, Triton, a CUDA graph node, CuPy's NVRTC kernels and our own), PyTorch/cuBLAS/cuDNN/CUB kernels and a Triton kernel (bench/fidelity_torch.py).
 # Environment: KERNCAP_BENCH_ITERATIONS (replay -n, default 200), KERNCAP_PYTHON (python with
 # torch for the PyTorch cases, default python3; they are skipped without it),
-# KERNCAP_BENCH_GROUP (examples|apps|memory|torch|all, default all: one group fits a 10-minute slot),
+# KERNCAP_BENCH_GROUP (examples|apps|memory|torch|short|all, default all: one group fits a 10-minute slot),
 # KERNCAP_BENCH_CASES (space-separated case names, default all), KERNCAP_BENCH_EVENTS=1 (also
-# replay with plain events around each launch, the old method: one more column), OUT (keeps
+# replay with plain events around each launch, the old method: two more columns),
+# KERNCAP_BENCH_EXTRA="NAME=REPLAY FLAGS;..." (more replays of each capture, e.g.
+# "cold=--cache cold;norestore=--no-restore": two columns each, to find what a ratio hangs on), OUT (keeps
 # the work directory and logs under $OUT/fidelity).
 # Exit 0 measured, 1 a case failed, 77 skipped (no GPU).
 set -u -o pipefail
@@ -80,16 +83,33 @@ CASES=(
   "torch|torch_conv2d|fprop|implicit|convolve|conv2d --regex --dispatch 10|$FT conv2d"
   "torch|torch_onesweep|Onesweep --dispatch 10|$FT sort"
   "torch|triton_add|add_kernel --dispatch 10|$FT triton_add"
+  "short|add_small|CUDAFunctor_add --dispatch 10|$FT add_small"
+  "short|ln_gpt2|layer_norm --dispatch 10|$FT ln_gpt2"
+  "short|softmax_small|SoftMax|softmax --regex --dispatch 10|$FT softmax_small"
+  "short|sum_small|reduce_kernel --dispatch 10|$FT sum_small"
+  "short|gemm_small|nvjet|gemm|xmma|cutlass --regex --dispatch 10|$FT gemm_small"
+  "short|sort_small|Onesweep --dispatch 10|$FT sort_small"
+  "short|triton_small|add_kernel --dispatch 10|$FT triton_small"
+  "short|graph_add|CUDAFunctor_add --dispatch 10|$FT graph_add"
+  "short|cupy_raw|cupy_saxpy --dispatch 10|$FT cupy_raw"
+  "short|cupy_elementwise|cupy_fma --dispatch 10|$FT cupy_elementwise"
+  "short|tiny|tiny --dispatch 10|$APP tiny"
+  "short|stencil5|stencil5 --dispatch 10|$APP stencil"
 )
 
 # json_get FILE EXPR (lib.sh): EXPR over j = the JSON object in FILE (the replay's --json output).
-if [ "$EVENTS" = 1 ]; then
-  printf '| %-16s | %10s | %6s | %10s | %8s | %10s | %8s | %-16s | %s\n' kernel "in-app µs" n "replay µs" ratio "events µs" "ev/app" method note
-  printf '|%s|\n' "------------------|------------|--------|------------|----------|------------|----------|------------------|------"
-else
-  printf '| %-16s | %10s | %6s | %10s | %8s | %-16s | %s\n' kernel "in-app µs" n "replay µs" ratio method note
-  printf '|%s|\n' "------------------|------------|--------|------------|----------|------------------|------"
-fi
+# Extra replays, one pair of columns each (µs and ratio to in-app): NAME=FLAGS, ';'-separated.
+EXTRA=${KERNCAP_BENCH_EXTRA:-}
+[ "$EVENTS" = 1 ] && EXTRA="events=--timer events${EXTRA:+;$EXTRA}"
+IFS=';' read -r -a EXTRAS <<<"$EXTRA"
+hdr=$(printf '| %-16s | %10s | %6s | %10s | %8s | %8s' kernel "in-app µs" n "replay µs" "stddev" ratio)
+sep="|------------------|------------|--------|------------|----------|----------"
+for x in "${EXTRAS[@]}"; do
+  hdr+=$(printf ' | %10s | %8s' "${x%%=*} µs" "${x%%=*}/app")
+  sep+="|------------|----------"
+done
+printf '%s | %-16s | %s\n' "$hdr" method note
+printf '%s|------------------|------|\n' "$sep"
 status=0 within=0 rated=0 replayed=0
 for c in "${CASES[@]}"; do
   group=${c%%|*}
@@ -144,14 +164,18 @@ for c in "${CASES[@]}"; do
     rated=$((rated + 1))
     awk -v r="$rep_r" 'BEGIN { exit !(r >= 0.95 && r <= 1.05) }' && within=$((within + 1))
   fi
-  if [ "$EVENTS" = 1 ]; then
-    "$KC" replay "$dir" -n "$N" --timer events --json >"$WORK/$name.events.log" 2>&1
-    ev_us=$(json_get "$WORK/$name.events.log" "'%.3f' % (j['median_ms'] * 1e3)")
-    ev_r=$( [ "${app_us:--}" = - ] || [ -z "$ev_us" ] && echo - || awk -v a="$ev_us" -v b="$app_us" 'BEGIN { printf "%.3f", a / b }')
-    printf '| %-16s | %10s | %6s | %10s | %8s | %10s | %8s | %-16s | %s\n' "$name" "${app_us:--}" "${n:--}" "$rep_us" "${rep_r:--}" "${ev_us:--}" "$ev_r" "$method" "$note"
-  else
-    printf '| %-16s | %10s | %6s | %10s | %8s | %-16s | %s\n' "$name" "${app_us:--}" "${n:--}" "$rep_us" "${rep_r:--}" "$method" "$note"
-  fi
+  sd_us=$(json_get "$WORK/$name.replay.log" "'%.3f' % (j['stddev_ms'] * 1e3) if j.get('stddev_ms') is not None else '-'")
+  row=$(printf '| %-16s | %10s | %6s | %10s | %8s | %8s' "$name" "${app_us:--}" "${n:--}" "$rep_us" "${sd_us:--}" "${rep_r:--}")
+  k=0
+  for x in "${EXTRAS[@]}"; do
+    k=$((k + 1))
+    read -r -a xflags <<<"${x#*=}"
+    "$KC" replay "$dir" -n "$N" "${xflags[@]}" --json >"$WORK/$name.extra$k.log" 2>&1
+    x_us=$(json_get "$WORK/$name.extra$k.log" "'%.3f' % (j['median_ms'] * 1e3)")
+    x_r=$( { [ "${app_us:--}" = - ] || [ -z "$x_us" ]; } && echo - || awk -v a="$x_us" -v b="$app_us" 'BEGIN { printf "%.3f", a / b }')
+    row+=$(printf ' | %10s | %8s' "${x_us:--}" "$x_r")
+  done
+  printf '%s | %-16s | %s\n' "$row" "$method" "$note"
 done
 echo "$within of $rated within ±5 % (replay median / in-app median; $replayed kernels replayed, $((replayed - rated)) without a ratio)"
 exit $status

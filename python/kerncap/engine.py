@@ -573,7 +573,7 @@ class Session:
 # The judge's keys of kc_evaluate's options besides spec/fuzz/seed (src/replay/judge.hpp,
 # JudgeOverrides; tests/unit check this list against the C++ one).
 _JUDGE_KEYS = {"dtype", "atol", "rtol", "exact", "check_determinism", "invariants", "no_invariants", "tolerance",
-               "min_speedup"}
+               "min_speedup", "speedup"}
 
 
 def evaluate_all(path: str, images: Iterable[ImageArg], **options: Any) -> Iterator[Dict[str, Any]]:

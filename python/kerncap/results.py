@@ -187,6 +187,7 @@ class PieceResult:
     max_abs_error: float = 0.0
     max_rel_error: float = 0.0
     nan_expected: int = 0
+    type_source: Optional[str] = None  # where dtype came from: signature, sass, compare.json, ... (None: bytes)
     nan_actual: int = 0
     summary: str = ""
     first_bad_offset: Optional[int] = None
@@ -292,6 +293,7 @@ class ValidateResult:
     recovered: bool = False
     context_lost: bool = False
     speedup_note: Optional[str] = None  # why a kerncap.toml min_speedup was not checked
+    nondeterministic_cause: Optional[str] = None  # why the kernel is nondeterministic (float atomics, replays)
     pruned: Optional[str] = None  # the note of a pruned capture
     raw: Dict[str, Any] = _raw()
 

@@ -12,8 +12,10 @@
 #include "common/error.hpp"
 #include "extract/capture_run.hpp"
 #include "extract/multi_run.hpp"
+#include "extract/regime_run.hpp"
 #include "extract/target_args.hpp"
 #include "format/out_layout.hpp"
+#include "format/regimes_index.hpp"
 #include "format/rank.hpp"
 #include "names/collective.hpp"
 
@@ -34,6 +36,8 @@ struct ExtractArgs {
   std::string from;                  // --from profile.json
   const CLI::Option* top_opt = nullptr;       // whether --top was given (0 is refused, not "absent")
   const CLI::Option* dispatch_opt = nullptr;  // whether --dispatch was given
+  bool regimes = false;              // --regimes
+  size_t max_regimes = 8;            // --max-regimes
 };
 
 // The targets the arguments name, in order (extract/target_args.hpp does the checking).
@@ -108,6 +112,39 @@ void run_extract_many(ExtractArgs& a, int& exit_code) {
   exit_code = 0;
 }
 
+// --regimes: one capture per launch shape; a table of them, or the index as JSON.
+void run_extract_regimes(ExtractArgs& a, int& exit_code) {
+  extract::Request& r = a.request;
+  if (!a.kernels.empty() || a.top_opt->count() || !a.from.empty())
+    usage_error("--regimes takes one KERNEL, not --kernel, --top or --from");
+  if (a.dispatch_opt->count()) usage_error("--regimes captures the first launch of every shape: drop --dispatch");
+  if (r.kernel.empty()) usage_error("--regimes needs KERNEL: kerncap extract KERNEL --regimes -o OUT -- APP");
+  const extract::RegimeResult res = extract::run_regimes(r, a.max_regimes);
+  for (const auto& note : res.notes) std::fprintf(stderr, "kerncap: note: %s\n", note.c_str());
+  const format::RegimesIndex& idx = res.index;
+  if (a.json) {
+    nlohmann::json j = format::to_json(idx);
+    j["output"] = res.captures.out.string();
+    std::cout << j.dump(2) << std::endl;
+  } else {
+    std::cout << fmt::format("{} regime(s) of {} ({} launches, {:.3f} ms of GPU time, {:.1f}% of the application's) "
+                             "into {} (index: {})\n",
+                             idx.regimes.size(), idx.demangled, idx.launches, idx.time_ns / 1e6,
+                             idx.app_time_ns ? 100.0 * static_cast<double>(idx.time_ns) / idx.app_time_ns : 0.0,
+                             res.captures.out.string(), std::string(format::out::kRegimesIndex));
+    for (const auto& e : idx.regimes)
+      std::cout << fmt::format("  {:<28} grid {}x{}x{} block {}x{}x{}{} {:>7} launches {:>6.1f}%  {}\n", e.dir,
+                               e.grid[0], e.grid[1], e.grid[2], e.block[0], e.block[1], e.block[2],
+                               e.dynamic_shared ? fmt::format(" smem {}", e.dynamic_shared) : "", e.launches,
+                               100 * e.share, e.captured ? "captured" : "NOT captured: " + e.why);
+    std::cout << fmt::format("  captured regimes cover {:.1f}% of the kernel's GPU time\n", 100 * idx.coverage());
+  }
+  if (res.captures.missing()) extract::fail_missing(res.captures);
+  for (const auto& e : idx.regimes)
+    if (!e.captured) input_error(fmt::format("regime {} was not captured: {}", e.dir, e.why));
+  exit_code = 0;
+}
+
 extract::SourceOptions source_options(const ExtractArgs& a) {
   extract::SourceOptions o = a.request.source;
   if (!a.source_dir.empty()) o.source_dir = fs::absolute(a.source_dir);
@@ -129,6 +166,10 @@ void run_extract(ExtractArgs& a, int& exit_code) {
   r.source = source_options(a);
   r.kerncap = self_path();
   r.terse = a.json;
+  if (a.regimes) {
+    run_extract_regimes(a, exit_code);
+    return;
+  }
   std::vector<extract::TargetRequest> targets = collect_targets(a);
   if (targets.size() > 1) {
     r.targets = std::move(targets);
@@ -201,8 +242,13 @@ void add_extract(CLI::App& app, int& exit_code) {
       "OUT/targets.json listing target -> directory and whether it was captured. All share --store. The\n"
       "application stops after the last target's capture (--continue: it runs to its end); a target never\n"
       "launched is named at the end with exit status 2, and the others stay. One target keeps OUT/capture.\n"
+      "Regimes (--regimes): two runs of the application, the first profiled (every launch timed), the second\n"
+      "capturing; the application must launch the kernel in the same order in both (checked: a regime whose\n"
+      "capture has another shape is refused). Shapes only: launches whose grid is the same but whose scalar\n"
+      "parameters differ are one regime.\n"
       "Example: kerncap extract vectorAdd --cmd \"./app --n 1000000\" -o iso/vadd\n"
-      "Example: kerncap extract --top 5 --from profile.json -o iso/top5 -- python train.py");
+      "Example: kerncap extract --top 5 --from profile.json -o iso/top5 -- python train.py\n"
+      "Example: kerncap extract rms_norm --regimes -o iso/norm -- python generate.py");
   extract::Request& r = args->request;
   cmd->add_option("kernel", r.kernel, "Substring of the kernel's demangled (or mangled) name (one target)");
   cmd->add_option("--kernel", args->kernels,
@@ -223,6 +269,14 @@ void add_extract(CLI::App& app, int& exit_code) {
                                        "--kernel without @N)")
                            ->default_val(0);
   cmd->add_flag("--regex", r.regex, "KERNEL and the --kernel patterns are ECMAScript regular expressions");
+  cmd->add_flag("--regimes", args->regimes,
+                "One capture per launch shape (grid, block, cluster, dynamic shared memory) of KERNEL: a profiled run "
+                "finds the shapes and each one's share of the kernel's GPU time, a second run captures the first "
+                "launch of each into OUT/NN-<name>/; OUT/regimes.json says what each stands for, and `kerncap "
+                "validate OUT --cubin V` judges V on every regime with a weighted speed-up");
+  cmd->add_option("--max-regimes", args->max_regimes, "With --regimes: capture at most N shapes, the largest shares")
+      ->check(CLI::Range(size_t{1}, format::kMaxRegimes))
+      ->default_val(8);
   cmd->add_flag("--continue", r.keep_running,
                 "Let the application run to completion after the capture (of the last target)");
   cmd->add_option_function<std::string>(

@@ -12,10 +12,12 @@
 #include "cli/strong.hpp"
 #include "cli/serve_route.hpp"
 #include "cli/validate_output.hpp"
+#include "cli/validate_regimes.hpp"
 #include "cli/validate_served.hpp"
 #include "common/error.hpp"
 #include "format/capture_dir.hpp"
 #include "format/protocol.hpp"
+#include "format/regimes_index.hpp"
 #include "replay/eval_session.hpp"
 #include "replay/evaluate.hpp"
 #include "replay/judge.hpp"
@@ -32,6 +34,7 @@ struct ValidateArgs {
   std::string footprint = "auto";
   replay::TimingOptions timing{.warmup = 3, .iterations = 20};
   std::string server;  // --server auto|off ("": KERNCAP_SERVE, else auto)
+  std::string regime;  // --regime DIR: one regime of a regime set (what validate_regimes runs)
 };
 
 // The judge's options as kc_evaluate and a `kerncap serve` read them: untimed unless a
@@ -65,7 +68,15 @@ ValidateShape shape_of(const ReplayCommon& c, const ValidateArgs& a, const nlohm
   return v;
 }
 
-void run_validate(const ReplayCommon& c0, const ValidateArgs& a, int& exit_code) {
+void run_validate(const ReplayCommon& given, const ValidateArgs& a, int& exit_code) {
+  ReplayCommon c0 = given;
+  if (!a.regime.empty()) {
+    c0.dir = regime_dir(c0.dir, a.regime).string();
+  } else if (format::has_regimes(c0.dir)) {
+    // A regime set (extract --regimes): every regime judged in its own child.
+    exit_code = validate_regimes(c0.dir, !c0.cubin.empty(), a.min_speedup, c0.json, c0.quiet);
+    return;
+  }
   const ReplayCommon c = with_fresh_variant(c0, "validating");
   const bool chatty = !c.quiet && !c.json;
   const nlohmann::json options = judge_options(a);
@@ -129,6 +140,10 @@ void add_validate(CLI::App& app, int& exit_code) {
               "The same judge (src/replay/judge.hpp) answers `kerncap serve`, `kerncap-replay --validate`, Python's\n"
               "Session.evaluate and the C ABI: one verdict document (--json) from every entry point. A variant that\n"
               "faults is a FAIL naming the fault. See docs/replay.md.\n\n"
+              "A regime set (OUT from `kerncap extract KERNEL --regimes`): the judge runs on every regime, each in its\n"
+              "own process, and times the variant against the captured image on each; the result names every failing\n"
+              "regime and gives the speed-up weighted by each regime's share of the kernel's GPU time and its\n"
+              "projection onto the application's GPU time; --min-speedup applies to the weighted figure.\n\n"
               "Default tolerances (a variant's typed regions; --dtype without --atol/--rtol): fp64 1e-12/1e-12, fp32 atol 1e-6\nrtol 1e-5, fp16 1e-3, bf16 1e-2, fp8e4m3 0.125, fp8e5m2 0.25; integers and bytes exact.");
   add_replay_common(cmd, c);
   cmd->add_flag("--exact", a->judge.exact,
@@ -159,6 +174,9 @@ void add_validate(CLI::App& app, int& exit_code) {
   cmd->add_option("--min-speedup", a->min_speedup,
                   "Time the captured image and the variant (CUDA events, medians) and FAIL when the variant is not at "
                   "least this much faster (1.1 = 10% faster); replaces OUT/kerncap.toml [timing] min_speedup");
+  cmd->add_flag("--speedup", a->judge.speedup,
+                "Time the variant against the captured image as --min-speedup does, without a threshold (the "
+                "speed-up is reported; a regime set's children use it for the weighted figure)");
   cmd->add_option("--speedup-iterations", a->timing.iterations, "Timed launches of each image for the speed-up")
       ->default_val(20);
   cmd->add_flag("--no-determinism-check", a->judge.no_determinism,
@@ -167,6 +185,10 @@ void add_validate(CLI::App& app, int& exit_code) {
                   "auto: when `kerncap serve DIR` is running, it evaluates (the same verdict, printed the same, "
                   "without starting a process's CUDA and restoring the capture; says `evaluated by kerncap serve`), "
                   "else this process does; off: always this process (default: KERNCAP_SERVE, else auto)");
+  cmd->add_option("--regime", a->regime,
+                  "Of a regime set (OUT/regimes.json, from `extract --regimes`): judge only this regime's capture "
+                  "(its directory name); without it every regime is judged, each in its own process")
+      ->type_name("DIR");
   cmd->callback([c, a, &exit_code] { run_validate(*c, *a, exit_code); });
 }
 

@@ -44,8 +44,7 @@ ServerInfo ServerInfo::from_json(const json& j) {
     s.device_line = j.at("device_line").get<std::string>();
     s.compare_json = j.at("compare_json").get<std::string>();
     s.placement = j.at("placement");
-    for (const char* k : {"blocks", "blocks_at_hint", "runs_fallback", "runs_relocated", "mapped_bytes", "host_bytes",
-                          "host_as_device_bytes"})
+    for (const char* k : {"blocks", "blocks_at_hint", "runs_fallback", "runs_relocated", "mapped_bytes"})
       (void)s.placement.at(k).get<uint64_t>();
     s.kerncap = j.at("kerncap").get<std::string>();
   } catch (const json::exception& e) {

@@ -104,8 +104,9 @@ ValidateOutput output_from_evaluation(const json& e, const std::string& device_l
   o.placement.runs_fallback = placement.at("runs_fallback").get<uint32_t>();
   o.placement.runs_relocated = placement.at("runs_relocated").get<uint32_t>();
   o.placement.mapped_bytes = placement.at("mapped_bytes").get<uint64_t>();
-  o.placement.host_bytes = placement.at("host_bytes").get<uint64_t>();
-  o.placement.host_as_device_bytes = placement.at("host_as_device_bytes").get<uint64_t>();
+  // Added later to the placement: absent from a description that has no host memory to say.
+  o.placement.host_bytes = placement.value("host_bytes", uint64_t{0});
+  o.placement.host_as_device_bytes = placement.value("host_as_device_bytes", uint64_t{0});
   o.rewritten_words = e.at("rewritten_words").get<uint64_t>();
   o.restore_work = e.at("restore_work");
   o.determinism_checked = e.at("determinism_checked").get<bool>();
@@ -118,8 +119,8 @@ ValidateOutput output_from_evaluation(const json& e, const std::string& device_l
   if (e.contains("speedup")) {
     o.speedup = e["speedup"];
     o.speedup->erase("line");
-    o.speedup_line = e["speedup"].at("line").get<std::string>() + " [from " +
-                     policy.at("min_speedup_from").get<std::string>() + "]";
+    const std::string from = policy.at("min_speedup_from").get<std::string>();
+    o.speedup_line = e["speedup"].at("line").get<std::string>() + (from.empty() ? "" : " [from " + from + "]");
   }
   o.speedup_note = e.value("speedup_note", "");
   o.line = e.at("line").get<std::string>();

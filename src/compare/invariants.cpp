@@ -152,7 +152,7 @@ InvariantReport check_invariants(const Invariants& inv, std::vector<RegionFacts>
       {inv.non_negative, "non_negative", "negative", has_sign, &ValueCounts::negative, &ValueCounts::first_negative},
   };
   for (const RegionFacts& r : rep.regions) {
-    if (!r.written) continue;
+    if (!r.written && !r.known_written) continue;
     for (const ValueCounts& p : r.pieces) {
       if (!p.elements) continue;
       std::string not_applicable;
@@ -202,7 +202,7 @@ InvariantReport check_invariants(const Invariants& inv, std::vector<RegionFacts>
 std::string InvariantReport::line() const {
   if (pass()) {
     uint64_t n = 0;
-    for (const RegionFacts& r : regions) n += r.written ? 1 : 0;
+    for (const RegionFacts& r : regions) n += r.written || r.known_written ? 1 : 0;
     return fmt::format("Invariants: PASS ({}; {} written region(s))", to_string(checked), n);
   }
   return fmt::format("Invariants: FAIL ({} violation(s) of {})", violations.size(), to_string(checked));

@@ -73,6 +73,7 @@ struct RegionFacts {
   uint64_t written = 0;         // by the application's launch
   uint64_t replay_changed = 0;  // of those bytes, by the replay (when must_write is checked)
   std::vector<ValueCounts> pieces;
+  uint64_t known_written = 0;   // bytes the replay must write besides (strong validation poisoned them)
 };
 
 struct Violation {

@@ -70,6 +70,7 @@ inline constexpr std::string_view kOptimizedCubin = "optimized.cubin";
 inline constexpr std::string_view kMakefile = "Makefile";
 inline constexpr std::string_view kReadme = "README.md";
 inline constexpr std::string_view kTargetsIndex = "targets.json";
+inline constexpr std::string_view kRegimesIndex = "regimes.json";  // extract --regimes (regimes_index.hpp)
 
 namespace fs = std::filesystem;
 
@@ -98,7 +99,7 @@ inline bool is_events_file(std::string_view name) {
 inline constexpr std::string_view kForceReplaced[] = {kCapture,          kCaptureFailed,  kState,           kTriton,
                                                       kKernelVariantPy,  kReproducerPy,   kReproRuntime,
                                                       kCandidateCubin,   kCandidateJson,  kCompareSpec,
-                                                      kTargetsIndex};
+                                                      kTargetsIndex,     kRegimesIndex};
 inline bool force_replaced(std::string_view name) {
   if (is_partial(name)) return true;
   for (auto n : kForceReplaced)

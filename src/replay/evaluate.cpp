@@ -37,7 +37,7 @@ EvaluateOptions evaluate_options_from_json(const nlohmann::json& o, const format
   e.timing = timing_options_from_json(t);
   e.keep_loaded = get("keep_loaded", true);
   e.policy = load_policy(JudgeOverrides::from_json(o), cap);
-  if (e.time || e.policy.min_speedup > 0) check(e.timing);
+  if (e.time || e.policy.measure_speedup) check(e.timing);
   return e;
 }
 
@@ -158,6 +158,9 @@ Verdict Evaluator::compare(const CompareSpec& spec, const JudgePolicy& p) {
     inv.emplace();
     inv->checks = p.invariants;
     if (p.invariants.values()) inv->typing = invariant_typing(spec, with_table(types(), p.tolerances));
+    // Strong validation: the poisoned bytes are the replay's own writes, read by the value
+    // invariants even where the application's launch rewrote equal bytes.
+    if (poison_) inv->known_written = &poison_->runs;
   }
   Verdict v = compare_with_after(s_, spec, inv ? &*inv : nullptr);
   if (poison_) mark_strong(v, *poison_);
@@ -283,10 +286,12 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
     e.fuzz = fuzz_in_session(s_, *footprint_, p.fuzz, p.seed);
     full = true;  // the inputs hold the last trial's values
   }
-  if (p.min_speedup > 0) {
+  if (p.measure_speedup) {
     if (e.captured_image) {
-      e.speedup_note = fmt::format("min_speedup from {} not checked: no variant to time against the captured image",
-                                   p.min_speedup_from);
+      e.speedup_note = p.min_speedup > 0 ? fmt::format("min_speedup from {} not checked: no variant to time against "
+                                                       "the captured image",
+                                                       p.min_speedup_from)
+                                         : "no speed-up measured: no variant to time against the captured image";
     } else {
       bool dirty = full;
       e.speedup = measure_speedup_here(o.timing, p.min_speedup, dirty, caller);

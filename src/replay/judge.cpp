@@ -72,6 +72,7 @@ json JudgeOverrides::to_json() const {
   if (no_invariants) j["no_invariants"] = true;
   if (!tolerances.empty()) j["tolerance"] = tolerances;
   if (min_speedup) j["min_speedup"] = *min_speedup;
+  if (speedup) j["speedup"] = true;
   if (fuzz) j["fuzz"] = fuzz;
   if (seed != 1) j["seed"] = seed;
   return j;
@@ -90,6 +91,7 @@ JudgeOverrides JudgeOverrides::from_json(const json& j) {
   o.no_invariants = get<bool>(j, "no_invariants").value_or(false);
   o.tolerances = get<std::vector<std::string>>(j, "tolerance").value_or(std::vector<std::string>{});
   o.min_speedup = get<double>(j, "min_speedup");
+  o.speedup = get<bool>(j, "speedup").value_or(false);
   const int64_t fuzz = get<int64_t>(j, "fuzz").value_or(0);
   if (fuzz < 0 || fuzz > 100000) usage_error(fmt::format("fuzz: {} trials (0 to 100000)", fuzz));
   o.fuzz = static_cast<uint64_t>(fuzz);
@@ -118,6 +120,7 @@ json JudgePolicy::to_json() const {
           {"invariants_from", invariants_from},
           {"min_speedup", min_speedup},
           {"min_speedup_from", min_speedup_from},
+          {"measure_speedup", measure_speedup},
           {"fuzz", fuzz},
           {"seed", seed}};
 }
@@ -155,6 +158,7 @@ JudgePolicy resolve_policy(const JudgeOverrides& o, const std::optional<format::
     p.min_speedup = *o.min_speedup;
     p.min_speedup_from = "--min-speedup";
   }
+  p.measure_speedup = p.min_speedup > 0 || o.speedup;
   p.forced = spec_from_flags(o, p.tolerances);
   if (o.spec) p.forced = parse_spec(*o.spec, m, "the judge option \"spec\"", p.tolerances);
   // A forced spec's own tolerance is the user's: the region tolerances still apply on top.

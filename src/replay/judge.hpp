@@ -53,6 +53,8 @@ struct JudgeOverrides {
   bool no_invariants = false;              // ["no_invariants"]
   std::vector<std::string> tolerances;     // ["tolerance"] ["3:atol=1e-3,rtol=1e-2", ...]
   std::optional<double> min_speedup;       // ["min_speedup"]
+  bool speedup = false;                    // ["speedup"] time a variant against the captured image
+                                           // even without a min_speedup (the regime set's weights)
   uint64_t fuzz = 0, seed = 1;             // ["fuzz"], ["seed"]
   // Only the keys that differ from the defaults.
   nlohmann::json to_json() const;
@@ -72,6 +74,7 @@ struct JudgePolicy {
   std::string invariants_from;  // kerncap.toml's path, "--invariant", "--no-invariants" or ""
   double min_speedup = 0;       // 0: none asked for
   std::string min_speedup_from;
+  bool measure_speedup = false;  // a variant is timed against the captured image (min_speedup or "speedup")
   uint64_t fuzz = 0, seed = 1;
   // The "policy" object of the verdict document: what was asked and where it came from.
   nlohmann::json to_json() const;

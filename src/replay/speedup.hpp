@@ -21,7 +21,8 @@ struct SpeedupCheck {
   nlohmann::json to_json() const;
 };
 
-// Pure: the verdict from two timings. Throws Error(Usage) when min_speedup is not > 0.
+// Pure: the verdict from two timings. min_speedup 0: measured only (it passes). Throws
+// Error(Usage) when min_speedup is negative or not finite.
 SpeedupCheck judge_speedup(const Stats& captured, const Stats& variant, double min_speedup);
 
 }  // namespace kerncap::replay

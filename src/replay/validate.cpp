@@ -88,19 +88,39 @@ std::vector<std::pair<uint64_t, uint64_t>> after_runs(const format::Manifest& m,
   return runs;
 }
 
-// The invariants' facts of region i: its typed pieces scanned over the AFTER runs (whole
-// elements that touch a run, each once), and the run bytes the replay changed.
+// Sorted, overlapping or touching runs merged.
+std::vector<std::pair<uint64_t, uint64_t>> merged(std::vector<std::pair<uint64_t, uint64_t>> runs) {
+  std::sort(runs.begin(), runs.end());
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (const auto& r : runs) {
+    if (!out.empty() && r.first <= out.back().second) out.back().second = std::max(out.back().second, r.second);
+    else out.push_back(r);
+  }
+  return out;
+}
+
+// The invariants' facts of region i: its typed pieces scanned over the AFTER runs and the
+// bytes the replay is known to write (whole elements that touch a run, each once), and the
+// AFTER bytes the replay changed.
 compare::RegionFacts region_facts(Session& session, size_t i, uint64_t written, const InvariantRequest& inv,
                                   uint64_t step) {
   const format::Manifest& m = session.capture().manifest;
   const format::Region& r = m.regions[i];
   compare::RegionFacts f{r.id, written, 0, {}};
   const auto runs = after_runs(m, r.id);
+  std::vector<std::pair<uint64_t, uint64_t>> scanned = runs;
+  if (inv.known_written && i < inv.known_written->size()) {
+    for (const auto& [offset, count] : (*inv.known_written)[i]) {
+      scanned.emplace_back(offset, offset + count);
+      f.known_written += count;
+    }
+    scanned = merged(std::move(scanned));
+  }
   auto* actual = static_cast<uint8_t*>(session.staging(1));
   if (inv.checks.values()) {
     for (const Piece& p : pieces_of(r, inv.typing)) {
       compare::ValueScanner scan(p.dtype, p.begin);
-      for (const auto& [b, e] : compare::element_ranges(p.begin, p.end, compare::dtype_size(p.dtype), runs)) {
+      for (const auto& [b, e] : compare::element_ranges(p.begin, p.end, compare::dtype_size(p.dtype), scanned)) {
         for (uint64_t off = b; off < e;) {
           const uint64_t n = std::min(step, e - off);
           KC_CU(cuMemcpyDtoH(actual, session.address(i) + off, n));
@@ -215,7 +235,8 @@ Verdict compare_with_after(Session& session, const CompareSpec& spec, const Inva
     std::vector<compare::RegionFacts> facts;
     for (size_t i = 0; i < m.regions.size(); ++i) {
       const uint64_t written = v.regions[i].written;
-      facts.push_back(written ? region_facts(session, i, written, *inv, step)
+      const bool known = inv->known_written && i < inv->known_written->size() && !(*inv->known_written)[i].empty();
+      facts.push_back(written || known ? region_facts(session, i, written, *inv, step)
                               : compare::RegionFacts{m.regions[i].id, 0, 0, {}});
     }
     v.invariants = compare::check_invariants(inv->checks, std::move(facts));

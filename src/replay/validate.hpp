@@ -75,6 +75,11 @@ struct Verdict {
 struct InvariantRequest {
   compare::Invariants checks;
   CompareSpec typing;
+  // Per region (manifest order): byte runs (offset, count) the replay is known to write beyond
+  // the application's AFTER runs — strong validation's poisoned bytes — so that the value
+  // invariants also read what a replay wrote where the application's launch rewrote equal
+  // bytes (a benchmark loop's later launch). Null: the AFTER runs only.
+  const std::vector<std::vector<std::pair<uint64_t, uint64_t>>>* known_written = nullptr;
 };
 
 // The element types the invariants read the written bytes with: the comparison spec's types

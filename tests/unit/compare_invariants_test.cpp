@@ -120,6 +120,23 @@ TEST(CheckInvariants, RegionsTheLaunchDidNotWriteAreNotJudged) {
   EXPECT_EQ(rep.line(), "Invariants: PASS (no_nan; 1 written region(s))");
 }
 
+TEST(CheckInvariants, BytesTheReplayMustWriteAreJudgedWhereTheApplicationRewroteEqualBytes) {
+  // A benchmark loop's later launch: the application changed nothing, but strong validation
+  // poisoned the kernel's outputs, so what the replay wrote there is the candidate's.
+  auto p = scan(DType::F32, raw<float>({1.f, kNaNf}));
+  RegionFacts f = facts(4, 0, 0, {p});
+  f.known_written = 8;
+  const auto rep = check_invariants({.no_nan = true, .must_write = true}, {f});
+  ASSERT_EQ(rep.violations.size(), 2u);  // the NaN, and must_write: the launch changed nothing
+  EXPECT_EQ(rep.violations[0].invariant, "no_nan");
+  EXPECT_EQ(rep.violations[0].region, 4u);
+  EXPECT_EQ(rep.violations[1].invariant, "must_write");
+  EXPECT_FALSE(rep.violations[1].region.has_value());
+  RegionFacts clean = facts(4, 0, 0, {scan(DType::F32, raw<float>({1.f, 2.f}))});
+  clean.known_written = 8;
+  EXPECT_EQ(check_invariants({.no_nan = true}, {clean}).line(), "Invariants: PASS (no_nan; 1 written region(s))");
+}
+
 TEST(CheckInvariants, UntypedAndUnsignedPiecesSayTheCheckDoesNotApply) {
   auto bytes = scan(DType::Bytes, raw<uint8_t>({0xff, 0xff}));
   auto u8 = scan(DType::U8, raw<uint8_t>({0xff}), 8);

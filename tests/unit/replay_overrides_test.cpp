@@ -3,6 +3,8 @@
 // and the result line and JSON of a verdict with invariant violations.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/error.hpp"
 #include "replay/compare_spec.hpp"
 #include "replay/speedup.hpp"
@@ -129,7 +131,12 @@ TEST(Speedup, JudgedFromTheMedians) {
   EXPECT_FALSE(s.pass());
   EXPECT_EQ(s.line(20).rfind("Speed-up: FAIL (x1.250 < x1.500", 0), 0u) << s.line(20);
   EXPECT_EQ(s.to_json()["pass"], false);
-  EXPECT_NE(usage_refusal([&] { judge_speedup(c, v, 0); }), "");
+  // 0: measured without a threshold (a regime set's children): it passes and says so.
+  s = judge_speedup(c, v, 0);
+  EXPECT_TRUE(s.pass());
+  EXPECT_EQ(s.line(20).rfind("Speed-up: x1.250 (no threshold asked for", 0), 0u) << s.line(20);
+  EXPECT_NE(usage_refusal([&] { judge_speedup(c, v, -1); }), "");
+  EXPECT_NE(usage_refusal([&] { judge_speedup(c, v, std::nan("")); }), "");
 }
 
 TEST(VerdictInvariants, AViolationFailsAMatchingReplay) {

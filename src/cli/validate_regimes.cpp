@@ -1,0 +1,251 @@
+#include "cli/validate_regimes.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
+extern char** environ;
+
+namespace kerncap::cli {
+namespace fs = std::filesystem;
+namespace {
+
+struct Child {
+  int status = -1;  // exit code, or -1 when it did not exit normally
+  std::string out;  // its stdout
+};
+
+// `kerncap ARGS...` with stdout captured (stderr passes through: its notes and progress).
+Child run_self(const std::vector<std::string>& args) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) device_error("cannot find this kerncap's executable (/proc/self/exe) to run the regimes");
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) device_error(fmt::format("pipe: {}", std::strerror(errno)));
+  std::vector<std::string> all = {self.string()};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, self.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fds[1]);
+  Child c;
+  if (rc != 0) {
+    ::close(fds[0]);
+    device_error(fmt::format("cannot start `kerncap validate` for a regime: {}", std::strerror(rc)));
+  }
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n > 0) {
+      if (c.out.size() < (64u << 20)) c.out.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return c;
+  c.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return c;
+}
+
+// This process's arguments after the executable, without what the parent decides for the
+// children (--json, --min-speedup and its value).
+std::vector<std::string> child_args() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
+  if (args.empty()) device_error("/proc/self/cmdline is unreadable: cannot run the regimes");
+  std::vector<std::string> out;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--json") continue;
+    if (a == "--min-speedup") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--min-speedup=", 0) == 0) continue;
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::string shape(const format::RegimeEntry& e) {
+  std::string s = fmt::format("{}x{}x{} / {}x{}x{}", e.grid[0], e.grid[1], e.grid[2], e.block[0], e.block[1], e.block[2]);
+  if (e.dynamic_shared) s += fmt::format(" smem {}", e.dynamic_shared);
+  return s;
+}
+
+}  // namespace
+
+fs::path regime_dir(const fs::path& out, const std::string& name) {
+  const format::RegimesIndex idx = format::read_regimes(out);
+  for (const auto& e : idx.regimes) {
+    if (e.dir != name) continue;
+    if (!e.captured) usage_error(fmt::format("--regime {}: that regime was not captured ({})", name, e.why));
+    return out / e.dir;
+  }
+  usage_error(fmt::format("--regime {}: {} lists no such regime", name, (out / "regimes.json").string()));
+}
+
+nlohmann::json regime_verdict(const format::RegimesIndex& idx, const std::vector<RegimeOutcome>& outcomes,
+                              std::optional<double> min_speedup, bool variant) {
+  nlohmann::json regimes = nlohmann::json::array();
+  std::vector<std::string> failed, regressed, unjudged;
+  double old_ns = 0, new_ns = 0, timed_share = 0;
+  bool all_timed = true;
+  for (const RegimeOutcome& o : outcomes) {
+    const format::RegimeEntry& e = o.regime;
+    nlohmann::json r = {{"dir", e.dir},
+                        {"grid", {e.grid[0], e.grid[1], e.grid[2]}},
+                        {"block", {e.block[0], e.block[1], e.block[2]}},
+                        {"dynamic_shared", e.dynamic_shared},
+                        {"launches", e.launches},
+                        {"time_ns", e.time_ns},
+                        {"share", e.share}};
+    std::string result = "FAIL";
+    if (o.verdict.is_object()) {
+      result = o.verdict.value("result", "FAIL");
+      r["strength"] = o.verdict.value("strength", "");
+      r["line"] = o.verdict.value("line", "");
+      r["verdict"] = o.verdict;
+    } else {
+      r["line"] = o.error;
+      unjudged.push_back(e.dir);
+    }
+    r["result"] = result;
+    if (result != "PASS") failed.push_back(e.dir);
+    if (o.speedup) {
+      r["speedup"] = *o.speedup;
+      if (*o.speedup < 1) regressed.push_back(e.dir);
+      if (*o.speedup > 0) {
+        old_ns += static_cast<double>(e.time_ns);
+        new_ns += static_cast<double>(e.time_ns) / *o.speedup;
+        timed_share += e.share;
+      }
+    } else {
+      r["speedup"] = nullptr;
+      all_timed = false;
+    }
+    regimes.push_back(std::move(r));
+  }
+  nlohmann::json doc = {{"format", kRegimeVerdictFormat},
+                        {"version", kRegimeVerdictVersion},
+                        {"kernel", idx.demangled},
+                        {"regimes", std::move(regimes)},
+                        {"coverage", idx.coverage()},
+                        {"failed", failed},
+                        {"regressed", regressed},
+                        {"min_speedup", min_speedup ? nlohmann::json(*min_speedup) : nlohmann::json(nullptr)}};
+  std::optional<double> weighted;
+  if (variant && all_timed && new_ns > 0) {
+    weighted = old_ns / new_ns;
+    doc["weighted_speedup"] = *weighted;
+    // Amdahl over the application's GPU time in the profiled run: the regimes' time shrinks
+    // by their speed-ups, the rest of the kernel (regimes not captured) and every other
+    // kernel stay as they were.
+    const double app = static_cast<double>(idx.app_time_ns);
+    if (app > 0) doc["app_projection"] = app / (app - old_ns + new_ns);
+  } else {
+    doc["weighted_speedup"] = nullptr;
+    doc["app_projection"] = nullptr;
+  }
+  doc["timed_share"] = timed_share;
+
+  std::string line;
+  const size_t n = outcomes.size();
+  if (!failed.empty()) {
+    line = fmt::format("Result: FAIL ({} of {} regime(s) fail: {})", failed.size(), n, fmt::join(failed, ", "));
+  } else if (min_speedup && !weighted) {
+    line = fmt::format("Result: FAIL (--min-speedup {:.3f} asked for, but the weighted speed-up could not be measured "
+                       "on every regime)",
+                       *min_speedup);
+  } else if (min_speedup && *weighted < *min_speedup) {
+    line = fmt::format("Result: FAIL (all {} regime(s) pass, but the weighted speed-up x{:.3f} is below the x{:.3f} "
+                       "required)",
+                       n, *weighted, *min_speedup);
+  } else {
+    line = fmt::format("Result: PASS ({} of {} regime(s) pass, covering {:.1f}% of the kernel's GPU time", n, n,
+                       100 * idx.coverage());
+    if (weighted) line += fmt::format("; weighted speed-up x{:.3f}", *weighted);
+    if (!regressed.empty()) line += fmt::format("; slower on {}", fmt::join(regressed, ", "));
+    line += ")";
+  }
+  doc["result"] = failed.empty() && !(min_speedup && (!weighted || *weighted < *min_speedup)) ? "PASS" : "FAIL";
+  doc["line"] = line;
+  return doc;
+}
+
+int validate_regimes(const fs::path& out, bool variant, std::optional<double> min_speedup, bool as_json, bool quiet) {
+  const format::RegimesIndex idx = format::read_regimes(out);
+  const std::vector<std::string> base = child_args();
+  std::vector<RegimeOutcome> outcomes;
+  size_t k = 0, captured = 0;
+  for (const auto& e : idx.regimes) captured += e.captured;
+  for (const auto& e : idx.regimes) {
+    if (!e.captured) continue;
+    ++k;
+    if (!quiet && !as_json)
+      std::fprintf(stderr, "kerncap: regime %zu of %zu: %s (%s, %.1f%% of the kernel's GPU time)\n", k, captured,
+                   e.dir.c_str(), shape(e).c_str(), 100 * e.share);
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"--regime", e.dir, "--json", "--speedup"});
+    const Child c = run_self(args);
+    RegimeOutcome o{e, nullptr, "", std::nullopt};
+    auto doc = nlohmann::json::parse(c.out, nullptr, false);
+    if (doc.is_object() && doc.contains("result")) {
+      o.verdict = std::move(doc);
+      if (const auto s = o.verdict.find("speedup"); s != o.verdict.end() && s->is_object() &&
+                                                      s->contains("speedup") && (*s)["speedup"].is_number())
+        o.speedup = (*s)["speedup"].get<double>();
+    } else {
+      o.error = fmt::format("`kerncap validate --regime {}` ended with status {} without a verdict", e.dir, c.status);
+    }
+    outcomes.push_back(std::move(o));
+  }
+  for (const auto& o : outcomes) variant = variant || o.speedup.has_value();  // the reproducers' fresh variants
+  const nlohmann::json doc = regime_verdict(idx, outcomes, min_speedup, variant);
+  if (as_json) {
+    std::cout << doc.dump(2) << std::endl;
+  } else {
+    std::cout << fmt::format("{} over {} regime(s):\n", idx.demangled, outcomes.size());
+    std::cout << fmt::format("  {:<28} {:<26} {:>8} {:>7} {:>9}  {}\n", "regime", "grid / block", "launches", "share",
+                             "speed-up", "verdict");
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      const nlohmann::json& r = doc["regimes"][i];
+      const std::string sp = r["speedup"].is_number() ? fmt::format("x{:.3f}", r["speedup"].get<double>()) : "-";
+      std::string line = r.value("line", "");
+      if (line.size() > 160) line = line.substr(0, 157) + "...";
+      std::cout << fmt::format("  {:<28} {:<26} {:>8} {:>6.1f}% {:>9}  {}\n", outcomes[i].regime.dir,
+                               shape(outcomes[i].regime), outcomes[i].regime.launches, 100 * outcomes[i].regime.share,
+                               sp, line);
+    }
+    if (doc["app_projection"].is_number())
+      std::cout << fmt::format("  weighted speed-up x{:.3f}; the application's GPU time x{:.3f} (Amdahl, over the "
+                               "profiled run)\n",
+                               doc["weighted_speedup"].get<double>(), doc["app_projection"].get<double>());
+    std::cout << doc["line"].get<std::string>() << "\n";
+  }
+  return doc["result"] == "PASS" ? 0 : 1;
+}
+
+}  // namespace kerncap::cli

@@ -1,0 +1,44 @@
+#pragma once
+// `kerncap validate OUT` where OUT is a regime set (`extract KERNEL --regimes`, OUT/regimes.json):
+// the one judge on every captured regime, each in a child `kerncap validate OUT --regime DIR
+// --json` (a candidate that faults costs only its own process), then one document over the
+// workload: per-regime verdicts and speed-ups, the speed-up weighted by each regime's share
+// of the kernel's GPU time, and its projection onto the application's GPU time. Any regime
+// that FAILs fails the set and is named; --min-speedup applies to the weighted figure.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "format/regimes_index.hpp"
+
+namespace kerncap::cli {
+
+inline constexpr const char* kRegimeVerdictFormat = "kerncap-regime-verdict";
+inline constexpr int kRegimeVerdictVersion = 1;
+
+// One regime's outcome as its child reported it.
+struct RegimeOutcome {
+  format::RegimeEntry regime;
+  nlohmann::json verdict;          // the child's verdict document (null: it gave none)
+  std::string error;               // the child failed without a verdict
+  std::optional<double> speedup;   // captured median / candidate median
+};
+
+// Pure: the set's document from the index and the outcomes (tested without a GPU).
+nlohmann::json regime_verdict(const format::RegimesIndex& idx, const std::vector<RegimeOutcome>& outcomes,
+                              std::optional<double> min_speedup, bool variant);
+
+// The regime directory `name` of the set in `out`: listed in its index and captured; else
+// Error(Usage).
+std::filesystem::path regime_dir(const std::filesystem::path& out, const std::string& name);
+
+// Runs the children (the arguments of this process, with --regime DIR --json and, when a
+// variant is judged, --speedup; its own --min-speedup and --json taken out), prints the
+// table or the JSON document; returns the exit code (0 PASS, 1 FAIL).
+int validate_regimes(const std::filesystem::path& out, bool variant, std::optional<double> min_speedup, bool as_json,
+                     bool quiet);
+
+}  // namespace kerncap::cli

@@ -1,0 +1,80 @@
+// The document over a regime set (cli/validate_regimes.hpp) from per-regime outcomes: the
+// weighted speed-up and its Amdahl projection, failing regimes named, --min-speedup on the
+// weighted figure, regressions listed.
+#include <gtest/gtest.h>
+
+#include "cli/validate_regimes.hpp"
+
+using namespace kerncap;
+using cli::RegimeOutcome;
+
+namespace {
+
+format::RegimesIndex index3() {
+  format::RegimesIndex r;
+  r.demangled = "scaleShift";
+  r.launches = 55;
+  r.time_ns = 1000;
+  r.app_time_ns = 2000;
+  r.regimes = {{"00-big", {16384, 1, 1}, {256, 1, 1}, {}, 0, 10, 600, 0, 0.6, true, ""},
+               {"01-odd", {3907, 1, 1}, {256, 1, 1}, {}, 0, 5, 300, 1, 0.3, true, ""},
+               {"02-small", {16, 1, 1}, {256, 1, 1}, {}, 0, 40, 100, 2, 0.1, true, ""}};
+  return r;
+}
+
+RegimeOutcome outcome(const format::RegimeEntry& e, const char* result, std::optional<double> speedup) {
+  RegimeOutcome o{e, {{"result", result}, {"strength", "strong"}, {"line", std::string("Result: ") + result}}, "",
+                  speedup};
+  return o;
+}
+
+}  // namespace
+
+TEST(RegimeVerdict, WeightedSpeedupIsTimeOverTime) {
+  const auto idx = index3();
+  const std::vector<RegimeOutcome> o = {outcome(idx.regimes[0], "PASS", 2.0), outcome(idx.regimes[1], "PASS", 1.0),
+                                        outcome(idx.regimes[2], "PASS", 0.5)};
+  const nlohmann::json d = cli::regime_verdict(idx, o, std::nullopt, true);
+  // old 600 + 300 + 100 = 1000 ns; new 300 + 300 + 200 = 800 ns.
+  EXPECT_NEAR(d["weighted_speedup"].get<double>(), 1000.0 / 800.0, 1e-12);
+  // The application: 2000 ns, of which the kernel's 1000 become 800.
+  EXPECT_NEAR(d["app_projection"].get<double>(), 2000.0 / 1800.0, 1e-12);
+  EXPECT_EQ(d["result"], "PASS");
+  EXPECT_EQ(d["regressed"], nlohmann::json({"02-small"}));
+  EXPECT_NE(d["line"].get<std::string>().find("slower on 02-small"), std::string::npos) << d["line"];
+  EXPECT_EQ(d["format"], cli::kRegimeVerdictFormat);
+}
+
+TEST(RegimeVerdict, AFailingRegimeFailsTheSetAndIsNamed) {
+  const auto idx = index3();
+  const std::vector<RegimeOutcome> o = {outcome(idx.regimes[0], "PASS", 1.1), outcome(idx.regimes[1], "FAIL", 1.1),
+                                        outcome(idx.regimes[2], "PASS", 1.1)};
+  const nlohmann::json d = cli::regime_verdict(idx, o, std::nullopt, true);
+  EXPECT_EQ(d["result"], "FAIL");
+  EXPECT_EQ(d["line"], "Result: FAIL (1 of 3 regime(s) fail: 01-odd)");
+}
+
+TEST(RegimeVerdict, MinSpeedupJudgesTheWeightedFigure) {
+  const auto idx = index3();
+  // Fast where most of the time is, slow on the small regime: x1.25 weighted.
+  const std::vector<RegimeOutcome> o = {outcome(idx.regimes[0], "PASS", 2.0), outcome(idx.regimes[1], "PASS", 1.0),
+                                        outcome(idx.regimes[2], "PASS", 0.5)};
+  EXPECT_EQ(cli::regime_verdict(idx, o, 1.2, true)["result"], "PASS");
+  const nlohmann::json d = cli::regime_verdict(idx, o, 1.3, true);
+  EXPECT_EQ(d["result"], "FAIL");
+  EXPECT_NE(d["line"].get<std::string>().find("weighted speed-up x1.250 is below the x1.300"), std::string::npos)
+      << d["line"];
+}
+
+TEST(RegimeVerdict, NoWeightedFigureWithoutEveryRegimeTimed) {
+  const auto idx = index3();
+  std::vector<RegimeOutcome> o = {outcome(idx.regimes[0], "PASS", 2.0), outcome(idx.regimes[1], "PASS", std::nullopt),
+                                  outcome(idx.regimes[2], "PASS", 1.0)};
+  EXPECT_TRUE(cli::regime_verdict(idx, o, std::nullopt, true)["weighted_speedup"].is_null());
+  EXPECT_EQ(cli::regime_verdict(idx, o, 1.1, true)["result"], "FAIL");  // asked for, not measurable
+  // A child that gave no verdict is a FAIL naming it.
+  o[1] = RegimeOutcome{idx.regimes[1], nullptr, "`kerncap validate --regime 01-odd` ended with status 70", std::nullopt};
+  const nlohmann::json d = cli::regime_verdict(idx, o, std::nullopt, true);
+  EXPECT_EQ(d["result"], "FAIL");
+  EXPECT_EQ(d["regimes"][1]["line"], "`kerncap validate --regime 01-odd` ended with status 70");
+}
