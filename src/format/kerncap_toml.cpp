@@ -22,6 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr size_t kMaxPatternBytes = 1024;
+
 class Reader {
  public:
   explicit Reader(std::string source) : source_(std::move(source)) {}
@@ -59,6 +61,12 @@ class Reader {
     for (const toml::node& e : *n.as_array()) {
       if (!e.is_string()) error(e, where, fmt::format("expected a string (a regular expression), found {}", type_name(e)));
       std::string re = e.as_string()->get();
+      // libstdc++ compiles a regex by recursive descent, a few frames per character and per
+      // group: a long pattern (kerncap.toml is shared input) overflowed the stack (found by
+      // the fuzzer). A pattern matches one instruction line; none needs more than this.
+      if (re.size() > kMaxPatternBytes)
+        error(e, where, fmt::format("a regular expression of {} bytes; at most {} are accepted", re.size(),
+                                    kMaxPatternBytes));
       try {
         std::regex check(re, std::regex::ECMAScript);
       } catch (const std::regex_error& ex) {

@@ -68,7 +68,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--fixtures") o.fixtures = next();
     else if (a == "--findings") o.findings = next();
     else {
-      std::fprintf(stderr, "usage: kerncap_fuzz [--seconds N] [--seed S] [--targets cubin,reproducer,reader] "
+      std::fprintf(stderr, "usage: kerncap_fuzz [--seconds N] [--seed S] [--targets "
+                           "cubin,reproducer,reader,outfiles,locate,profile,serve] "
                            "[--fixtures DIR] [--findings DIR]\n");
       std::exit(2);
     }
@@ -134,9 +135,10 @@ int run_child(const Target& t, const fs::path& work, const Options& o) {
       dup2(log, 1);
       dup2(log, 2);
     }
-    rlimit cpu{o.cpu_seconds, o.cpu_seconds + 1};
+    const rlim_t cpu_limit = t.cpu_seconds ? t.cpu_seconds : o.cpu_seconds;
+    rlimit cpu{cpu_limit, cpu_limit + 1};
     setrlimit(RLIMIT_CPU, &cpu);
-    alarm(o.wall_seconds);
+    alarm(o.wall_seconds + (t.cpu_seconds > o.cpu_seconds ? t.cpu_seconds - o.cpu_seconds : 0));
     _exit(t.run(work));
   }
   int status = 0;
@@ -170,7 +172,8 @@ int main(int argc, char** argv) {
     for (const auto& t : all_targets())
       if (t.name == name) found = &t;
     if (!found) {
-      std::fprintf(stderr, "kerncap_fuzz: no target '%s' (cubin, reproducer, reader)\n", name.c_str());
+      std::fprintf(stderr, "kerncap_fuzz: no target '%s' (cubin, reproducer, reader, outfiles, locate, "
+                           "profile, serve)\n", name.c_str());
       return 2;
     }
     chosen.push_back(found);

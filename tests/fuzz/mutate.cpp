@@ -191,4 +191,125 @@ void mutate_json(nlohmann::json& root, Rng& rng) {
   }
 }
 
+namespace {
+
+// Where each key of a JSON text starts (its opening quote), from a scan of the text; strings
+// that are values are skipped since no ':' follows them.
+std::vector<size_t> key_positions(const std::string& t) {
+  std::vector<size_t> at;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] != '"') continue;
+    size_t j = i + 1;
+    while (j < t.size() && t[j] != '"') j += t[j] == '\\' ? 2 : 1;
+    size_t k = j + 1;
+    while (k < t.size() && (t[k] == ' ' || t[k] == '\n')) ++k;
+    if (k < t.size() && t[k] == ':') at.push_back(i);
+    i = j;
+  }
+  return at;
+}
+
+}  // namespace
+
+void duplicate_key(std::string& t, Rng& rng) {
+  const std::vector<size_t> keys = key_positions(t);
+  if (keys.empty()) return;
+  const size_t at = keys[below(rng, keys.size())];
+  const size_t end = t.find('"', at + 1);
+  const std::string key = t.substr(at, end - at + 1);
+  static const char* const kValues[] = {"0", "1", "-1", "null", "\"x\"", "[]", "{}", "true", "4294967296"};
+  t.insert(at, key + ":" + kValues[below(rng, std::size(kValues))] + ",");
+}
+
+void nul_bytes(std::string& t, Rng& rng) {
+  static const char* const kTails[] = {"", "garbage", "{\"format\":\"other\"}", "\n\n", "}"};
+  std::string tail(1, '\0');
+  tail += kTails[below(rng, std::size(kTails))];
+  if (below(rng, 3) == 0 && !t.empty()) t.insert(below(rng, t.size()), tail);
+  else t += tail;
+}
+
+namespace {
+
+std::string hostile_toml_value(Rng& rng) {
+  static const char* const kValues[] = {
+      "nan", "+nan", "-nan", "inf", "+inf", "-inf", "0", "-1", "-0.0", "0.0", "1e309", "-1e309", "5e-324",
+      "9223372036854775807", "-9223372036854775808", "99999999999999999999", "0x7fffffffffffffff", "1.5", "2",
+      "\"x\"", "''", "true", "false", "[]", "[1, 2]", "[\"HGMMA\", 3]", "{}", "{ atol = nan, rtol = -1 }",
+      "{ atol = 1, eps = 2 }", "1979-05-27T07:32:00Z", "\"(a*)*b\"", "[\"(\"]", "[\"\\\\\"]", "\"\\u0000\"",
+  };
+  switch (below(rng, 6)) {
+    case 0: {  // arrays nested deep
+      const size_t n = 1 + below(rng, 5000);
+      return std::string(n, '[') + "1" + std::string(n, ']');
+    }
+    case 1: {  // a regex nested deep (compiled when read: a recursive compiler)
+      const size_t n = 1 + below(rng, 50000);
+      return "[\"" + std::string(n, '(') + "a" + std::string(n, ')') + "\"]";
+    }
+    case 2: return "\"" + std::string(1 + below(rng, 200000), 'A') + "\"";
+    case 3: {  // inline tables nested deep
+      const size_t n = 1 + below(rng, 3000);
+      std::string v;
+      for (size_t i = 0; i < n; ++i) v += "{ a = ";
+      v += "1";
+      for (size_t i = 0; i < n; ++i) v += " }";
+      return v;
+    }
+    default: return kValues[below(rng, std::size(kValues))];
+  }
+}
+
+}  // namespace
+
+void mutate_toml(std::string& t, Rng& rng) {
+  const int edits = 1 + static_cast<int>(below(rng, 3));
+  for (int e = 0; e < edits; ++e) {
+    // The lines that set a key.
+    std::vector<std::pair<size_t, size_t>> values;  // where the value starts, where its line ends
+    for (size_t at = 0; at < t.size();) {
+      size_t eol = t.find('\n', at);
+      if (eol == std::string::npos) eol = t.size();
+      const size_t eq = t.find('=', at);
+      if (eq < eol && t[at] != '#' && t[at] != '[') values.push_back({eq + 1, eol});
+      at = eol + 1;
+    }
+    static const char* const kSections[] = {"[tolerances]", "[invariants]", "[artifact_checks]", "[timing]",
+                                            "[nothing]",    "[[rule]]",     "[[test]]",          "[ops]"};
+    static const char* const kKeys[] = {"min_speedup", "fp32", "no_nan", "must_write", "max_registers",
+                                        "required_patterns", "forbidden_patterns", "max_spills", "match",
+                                        "strategy", "kinds", "under", "file", "command", "name"};
+    switch (below(rng, 7)) {
+      case 0:
+      case 1:
+        if (!values.empty()) {
+          const auto [v, eol] = values[below(rng, values.size())];
+          t.replace(v, eol - v, " " + hostile_toml_value(rng));
+          break;
+        }
+        [[fallthrough]];
+      case 2:  // a line under a (maybe new) section
+        t += std::string("\n") + kSections[below(rng, std::size(kSections))] + "\n" + kKeys[below(rng, std::size(kKeys))] +
+             " = " + hostile_toml_value(rng) + "\n";
+        break;
+      case 3:  // a key given twice
+        if (!values.empty()) {
+          const auto [v, eol] = values[below(rng, values.size())];
+          size_t bol = t.rfind('\n', v);
+          bol = bol == std::string::npos ? 0 : bol + 1;
+          t.insert(eol, "\n" + t.substr(bol, eol - bol));
+        }
+        break;
+      case 4: t += "\n#" + std::string(below(rng, 3u << 20), 'c') + "\n"; break;  // a huge comment
+      case 5: nul_bytes(t, rng); break;
+      default: {
+        Bytes b(t.begin(), t.end());
+        mutate_bytes(b, rng, {});
+        t.assign(b.begin(), b.end());
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace kerncap::fuzz

@@ -31,4 +31,15 @@ void deep_nesting(std::string& json_text, Rng& rng);
 // A hostile string: path escapes, NUL, newlines, `$(...)`, very long.
 std::string hostile_string(Rng& rng);
 
+// Issue 38's classes, as text edits of a JSON document: a key of some object given a second
+// time (before the first, with another value), and a NUL with bytes after it (at the end or
+// inside).
+void duplicate_key(std::string& json_text, Rng& rng);
+void nul_bytes(std::string& text, Rng& rng);
+
+// 1-3 TOML-aware edits: a value replaced by a hostile one (nan, inf, negative, huge, wrong
+// type, deeply nested arrays, regexes that nest deep), a key repeated, a line added to a
+// section, a huge comment, or byte edits.
+void mutate_toml(std::string& text, Rng& rng);
+
 }  // namespace kerncap::fuzz

@@ -11,6 +11,7 @@
 #include "format/capture_dir.hpp"
 #include "format/footprint.hpp"
 #include "format/region_bytes.hpp"
+#include "inputs.hpp"
 #include "reproducer/generator.hpp"
 #include "../unit/scratch_capture.hpp"
 
@@ -80,12 +81,74 @@ int run_code(const fs::path& work) {
 
 // --- the capture reader (src/format) ----------------------------------------------------
 
+// The classes issue 38's outside fuzz run found and this fuzzer had not tried: a duplicated
+// key, bytes after a NUL, huge AFTER run, parameter slot and stored run lists, an empty code
+// image whose hash matches.
+void issue38_class(CaptureFiles& files, Rng& rng) {
+  Bytes& manifest = files["manifest.json"];
+  std::string text(manifest.begin(), manifest.end());
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return;
+  const size_t n = 1000 + rng() % 100000;
+  switch (rng() % 6) {
+    case 0: duplicate_key(text, rng); break;
+    case 1: nul_bytes(text, rng); break;
+    case 2: {  // n one-byte AFTER runs, apart (accepted) or some overlapping
+      const bool overlap = rng() % 2;
+      if (!j["regions"].is_array() || j["regions"].empty()) return;
+      j["regions"][0]["size"] = 2 * n;
+      if (j["regions"][0].contains("file")) files[j["regions"][0]["file"].get<std::string>()] = Bytes(2 * n, 1);
+      j["regions"][0].erase("stored");
+      j["regions"][0].erase("chunks");
+      j["regions"][0]["file"] = "mem/0.bin";
+      files["mem/0.bin"] = Bytes(2 * n, 1);
+      nlohmann::json runs = nlohmann::json::array();
+      for (size_t i = 0; i < n; ++i)
+        runs.push_back({{"region", j["regions"][0]["id"]}, {"offset", overlap && i % 7 == 0 ? 0 : 2 * i}, {"size", 1},
+                        {"file_offset", i}});
+      j["after"]["runs"] = runs;
+      files[j["after"]["file"].get<std::string>()] = Bytes(n, 2);
+      text = j.dump();
+      break;
+    }
+    case 3: {  // n parameter slots
+      nlohmann::json slots = nlohmann::json::array();
+      for (size_t i = 0; i < n; ++i) slots.push_back({{"offset", i % 8}, {"size", 1}});
+      j["params"]["slots"] = slots;
+      text = j.dump();
+      break;
+    }
+    case 4: {  // n one-byte stored runs (a sparse region of a version 2 capture)
+      if (!j["regions"].is_array() || j["regions"].empty() || !j["regions"][0].contains("file")) return;
+      j["format_version"] = 2;
+      j["regions"][0]["size"] = 2 * n;
+      nlohmann::json stored = nlohmann::json::array();
+      for (size_t i = 0; i < n; ++i) stored.push_back({2 * i, 1});
+      j["regions"][0]["stored"] = stored;
+      j["regions"][0].erase("xxh64");
+      files[j["regions"][0]["file"].get<std::string>()] = Bytes(n, 3);
+      text = j.dump();
+      break;
+    }
+    default: {  // an empty code image whose hash matches
+      if (!j["image"].is_object() || !j["image"]["file"].is_string()) return;
+      files[j["image"]["file"].get<std::string>()] = {};
+      j["image"]["xxh64"] = hex_addr(XXH3_64bits(nullptr, 0));
+      text = j.dump();
+      break;
+    }
+  }
+  manifest.assign(text.begin(), text.end());
+}
+
 void prepare_reader(const Seeds& s, Rng& rng, const fs::path& work) {
   CaptureFiles files = s.captures[rng() % s.captures.size()];
   const fs::path dir = work / "out" / "capture";
   Bytes& manifest = files["manifest.json"];
-  const uint64_t how = rng() % 10;
-  if (how < 6) {
+  const uint64_t how = rng() % 12;
+  if (how >= 10) {
+    issue38_class(files, rng);  // instead of the edits below: they need a manifest that parses
+  } else if (how < 6) {
     nlohmann::json j = nlohmann::json::parse(manifest.begin(), manifest.end());
     mutate_json(j, rng);
     std::string text = j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -99,6 +162,15 @@ void prepare_reader(const Seeds& s, Rng& rng, const fs::path& work) {
     mutate_bytes(it->second, rng, s.code_objects);
   }
   write_tree(dir, files);
+  // OUT/capture as a link to another capture (prune rewrote that one through it).
+  if (rng() % 16 == 0) {
+    const fs::path other = work / "other" / "capture";
+    fs::rename(dir, other.parent_path().string() + ".tmp");
+    fs::create_directories(other.parent_path());
+    fs::rename(other.parent_path().string() + ".tmp", other);
+    fs::create_directory_symlink(other, dir);
+    return;
+  }
   // Sometimes a file becomes something else: a symlink out, a FIFO, a directory.
   if (rng() % 8 == 0) {
     auto it = files.begin();
@@ -178,9 +250,14 @@ const std::vector<Target>& all_targets() {
   static const std::vector<Target> targets = {
       {"cubin", prepare_code, run_code},
       {"reproducer", prepare_reproducer, run_reproducer},
-      {"reader", prepare_reader, run_reader},
+      {"reader", prepare_reader, run_reader, 4},
   };
-  return targets;
+  static const std::vector<Target> all = [] {
+    std::vector<Target> v = targets;
+    add_input_targets(v);
+    return v;
+  }();
+  return all;
 }
 
 Seeds load_seeds(const fs::path& fixture_dir, const fs::path& scratch, const fs::path& sentinel) {

@@ -193,3 +193,26 @@ TEST(KerncapToml, OnlyARegularBoundedFileInOutIsRead) {
 
 }  // namespace
 }  // namespace kerncap::format
+
+namespace kerncap::format {
+namespace {
+
+// The fuzzer's finding: std::regex compiles recursively, so a 50,000-deep group (or a long
+// pattern) overflowed the stack while kerncap.toml was read. Long patterns are refused.
+TEST(KerncapTomlPatterns, LongOrDeepPatternsAreRefusedNotCompiled) {
+  for (const std::string& re : {std::string(20000, '(') + "a" + std::string(20000, ')'), std::string(200000, 'a')}) {
+    try {
+      parse_kerncap_toml("[artifact_checks]\nrequired_patterns = [\"" + re + "\"]\n", "OUT/kerncap.toml");
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Input);
+      EXPECT_NE(std::string(e.what()).find("at most 1024 are accepted"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(parse_kerncap_toml("[artifact_checks]\nrequired_patterns = [\"" + std::string(100, '(') + "a" +
+                                         std::string(100, ')') + "\"]\n",
+                                     "OUT/kerncap.toml"));
+}
+
+}  // namespace
+}  // namespace kerncap::format
