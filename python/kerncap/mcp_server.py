@@ -56,6 +56,22 @@ def _missing_mcp(e: ImportError) -> NoReturn:
     raise SystemExit(2)
 
 
+def _operand(value: Optional[str], what: str) -> Optional[str]:
+    """A path or name an agent passes, checked before it becomes a CLI argument: one that starts
+    with '-' would be read as an option (`dir="--help"` printed help, and the call ended as an
+    internal error; issue 38's fuzzing of the MCP server). A path keeps its meaning as ./-x."""
+    if value is None or not value.startswith("-"):
+        return value
+    if what in ("dir", "output", "cubin", "capture"):
+        return "./" + value
+    raise ToolError(f"kerncap usage error (exit 2): {what} '{value[:200]}' starts with '-', which the CLI would "
+                    f"read as an option; pass a name that does not")
+
+
+def _operands(values: Optional[List[str]], what: str) -> Optional[List[str]]:
+    return None if values is None else [_operand(v, what) or "" for v in values]
+
+
 def _document(res: Any) -> Dict[str, Any]:
     """The CLI's JSON document of a result, with its `line`."""
     doc = dict(res.raw)
@@ -126,6 +142,7 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
         regex `filter`): mangled name, demangled name, calls, time, share, and under `extract` the
         dispatch index per process. source_repos: checked-out repositories to find each kernel's
         source and tests in."""
+        source_repos = _operands(source_repos, "dir")
         if filter:
             try:
                 re.compile(filter)
@@ -145,6 +162,10 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
         included) so it matches only the kernel you mean. dispatch: which matching launch (from 0).
         source_dir / compile_commands: the application's source tree and build, so that OUT gets
         kernel_variant.cu and `make recompile`. force: replace an existing OUT."""
+        kernel = _operand(kernel, "kernel")
+        output = _operand(output, "output")
+        source_dir = _operand(source_dir, "dir")
+        compile_commands = _operand(compile_commands, "cubin")
         res = await call(ctx, lambda kc, pr: kc.extract(
             kernel, command, output, dispatch=dispatch, regex=regex, force=force, keep_running=keep_running,
             source_dir=source_dir, compile_commands=compile_commands, language=language, rank=rank,
@@ -158,6 +179,7 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
     async def info(dir: str, ctx: Context, verify: bool = False) -> Dict[str, Any]:
         """What a capture holds (its manifest): kernel, launch geometry, parameters, regions, device.
         No GPU needed. dir: OUT or OUT/capture; verify: also check every stored file's hash."""
+        dir = _operand(dir, "dir")
         return _document(await call(ctx, lambda kc, pr: kc.info(dir, verify=verify)))
 
     @server.tool()
@@ -168,6 +190,8 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
         `iterations` launches. cubin: time this variant image instead (default: OUT's freshly
         recompiled variant when there is one); captured: time the captured image even then;
         cache: warm or cold (flush L2 before each launch)."""
+        dir = _operand(dir, "dir")
+        cubin = _operand(cubin, "cubin")
         return _document(await call(ctx, lambda kc, pr: kc.replay(
             dir, cubin=cubin, iterations=iterations, warmup=warmup, cache=cache, timer=timer, captured=captured,
             progress=pr)))
@@ -182,6 +206,8 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
         a variant that skips writes fails; fuzz=N adds N trials with random float inputs against the
         captured kernel (do use it for a variant). cubin / captured as in replay. Returns the verdict
         (`result` PASS/FAIL, per-region errors) and `line`, the CLI's 'Result: ...'."""
+        dir = _operand(dir, "dir")
+        cubin = _operand(cubin, "cubin")
         return _document(await call(ctx, lambda kc, pr: kc.validate(
             dir, cubin=cubin, footprint=footprint, fuzz=fuzz, seed=seed, dtype=dtype, atol=atol, rtol=rtol,
             min_speedup=min_speedup, captured=captured, progress=pr)))
@@ -194,6 +220,7 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
         driver start and the restore each time. Validations it cannot answer exactly run as
         before and say why. It stops after idle_timeout seconds without a request, at
         serve_stop(dir), or when this MCP server exits. Returns the status (`serving`, `pid`)."""
+        dir = _operand(dir, "dir")
         def work(kc: api.Kerncap, pr: Any) -> Any:
             s = kc.serve(dir, footprint=footprint, idle_timeout=idle_timeout)
             if s.owned:
@@ -204,6 +231,7 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
     @server.tool()
     async def serve_stop(dir: str, ctx: Context) -> Dict[str, Any]:
         """Stop the `kerncap serve` of capture `dir` (one started by serve, or any of this user's)."""
+        dir = _operand(dir, "dir")
         def work(kc: api.Kerncap, pr: Any) -> Any:
             s = servers.pop(dir, None)
             if s is not None:
@@ -217,6 +245,7 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
     async def footprint(dir: str, ctx: Context, force: bool = False) -> Dict[str, Any]:
         """Measure which bytes the captured launch reads and writes (Compute Sanitizer; kept in the
         capture, so validate's strong mode and fuzzing can use it)."""
+        dir = _operand(dir, "dir")
         return _document(await call(ctx, lambda kc, pr: kc.footprint(dir, force=force, progress=pr)))
 
     @server.tool()
@@ -228,6 +257,8 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
         memory, occupancy of the captured launch, SASS mix, required/forbidden regex patterns.
         no_sass: skip the disassembler (resources and occupancy only). Returns the checks and
         `line`, the CLI's 'Result: PASS' / 'Result: FAIL'."""
+        dir = _operand(dir, "dir")
+        cubin = _operand(cubin, "cubin")
         return _document(await call(ctx, lambda kc, pr: kc.lint(
             dir, cubin=cubin, captured=captured, max_registers=max_registers, max_spills=max_spills,
             require=require or (), forbid=forbid or (), no_sass=no_sass)))
@@ -237,6 +268,9 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
                             fuzz: int = 0) -> Dict[str, Any]:
         """Measure the reproducer (replay time, resources, validation) and store it as baseline
         `name` in OUT/baselines, for `diff` after an edit."""
+        name = _operand(name, "name")
+        dir = _operand(dir, "dir")
+        cubin = _operand(cubin, "cubin")
         return _document(await call(ctx, lambda kc, pr: kc.baseline_save(
             name, dir, cubin=cubin, captured=captured, fuzz=fuzz, progress=pr)))
 
@@ -246,6 +280,9 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
         """Measure now and compare with a saved baseline: time (beyond noise, same GPU only),
         registers, spills, occupancy, validation. `line` is the CLI's 'Result: REGRESSION' or
         'Result: NO REGRESSION'."""
+        dir = _operand(dir, "dir")
+        baseline = _operand(baseline, "baseline")
+        cubin = _operand(cubin, "cubin")
         return _document(await call(ctx, lambda kc, pr: kc.diff(
             dir, baseline, cubin=cubin, captured=captured, fuzz=fuzz, progress=pr)))
 
@@ -254,6 +291,9 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
                      capture: Optional[str] = None) -> Dict[str, Any]:
         """Find where kernels (mangled, demangled or plain names) are defined in checked-out
         repositories, and the command that tests them; closed-source libraries are named."""
+        capture = _operand(capture, "capture")
+        names = _operands(names, "name") or []
+        source_repos = _operands(source_repos, "dir")
         return _document(await call(ctx, lambda kc, pr: kc.locate(
             names, source_repos=source_repos or (), capture=capture, progress=pr)))
 
