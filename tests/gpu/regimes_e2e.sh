@@ -71,7 +71,7 @@ if want example; then
     verdict bigfast_per_regime "$(pass_if "$([ "$JUDGED" = PASS ] && [ "$shape_ok" = True ] && echo 1)")" "speed-ups grid:x $per; weighted x$W; $LAST_LINE"
     # The same variant inside the application: the kernel's total GPU time, captured build vs
     # variant build, from kerncap profile (median of 3 runs each).
-    total() { run "prof_$2" "$KC" profile --json -- "$1" && py 'sum(k["total_ns"] for k in d["kernels"] if "scaleShift" in k["demangled"])' "$STEP_OUT"; }
+    total() { run "prof_$2" "$KC" profile -o "$WORK/prof_$2.json" -- "$1" && py 'sum(k["total_ns"] for k in d["kernels"] if "scaleShift" in k["demangled"])' "$WORK/prof_$2.json"; }
     a=() b=()
     for i in 1 2 3; do a+=("$(total "$EX/regimes" a$i)"); b+=("$(total "$EX/regimes_bigfast" b$i)"); done
     A=$(printf '%s\n' "${a[@]}" | sort -n | sed -n 2p) B=$(printf '%s\n' "${b[@]}" | sort -n | sed -n 2p)
