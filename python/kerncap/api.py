@@ -30,7 +30,8 @@ from . import cli_path, runner
 from .errors import KerncapError, KerncapVersionError, cli_message, error_for
 from .json_fields import from_json
 from .results import (BaselineResult, DiffResult, ExtractResult, FootprintResult, InfoResult, LintResult,
-                      LocateResult, ProfileResult, ReplayResult, ServeStatus, ValidateResult)
+                      LocateResult, ProfileResult, RegimesResult, RegimeValidateResult, ReplayResult, ServeStatus,
+                      ValidateResult)
 from .runner import ProgressFn
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,6 +52,8 @@ KNOWN_FORMATS: Dict[str, tuple] = {
     "kerncap-capture": ("format_version", 4),
     "kerncap-serve-status": ("version", 1),
     "kerncap-verdict": ("version", 1),
+    "kerncap-regimes": ("version", 1),
+    "kerncap-regime-verdict": ("version", 1),
 }
 
 
@@ -200,6 +203,28 @@ class Kerncap:
             if triton_records.load(os.path.join(output, "triton")).compiles:  # the application compiled Triton
                 res.triton = self.triton_reproducer(output, required=triton is True)
         return res
+
+    def extract_regimes(self, kernel: str, cmd: Command, output: str, max_regimes: Optional[int] = None,
+                        regex: bool = False, force: bool = False,
+                        progress: Optional[ProgressFn] = None) -> RegimesResult:
+        """`kerncap extract KERNEL --regimes -o OUTPUT --json -- CMD`: one capture per launch shape
+        of the kernel (a profiled run, then a capture run), each with its share of the kernel's
+        GPU time; OUTPUT/regimes.json is the index. validate_regimes(OUTPUT, cubin) judges a
+        candidate on all of them."""
+        args = ["extract", kernel, "--regimes", "-o", output, "--json"] + _opt("--max-regimes", max_regimes)
+        args += _flag("--regex", regex) + _flag("--force", force)
+        return self._typed(RegimesResult, args + ["--"] + _argv(cmd), progress=progress)
+
+    def validate_regimes(self, dir: str, cubin: Optional[str] = None, min_speedup: Optional[float] = None,
+                         footprint: Optional[str] = None, speedup_iterations: Optional[int] = None,
+                         progress: Optional[ProgressFn] = None) -> RegimeValidateResult:
+        """`kerncap validate DIR --json` over a regime set: the one judge on every regime (each in
+        its own process), per-regime verdicts and speed-ups, weighted_speedup and app_projection;
+        min_speedup applies to the weighted figure. A FAIL returns passed=False and names the
+        failing regimes (failed)."""
+        args = ["validate", dir, "--json"] + _opt("--cubin", cubin) + _opt("--min-speedup", min_speedup)
+        args += _opt("--footprint", footprint) + _opt("--speedup-iterations", speedup_iterations)
+        return self._typed(RegimeValidateResult, args, ok=(0, 1), progress=progress)
 
     def info(self, dir: str, verify: bool = False) -> InfoResult:
         """`kerncap info DIR --json`: the capture's manifest (no GPU)."""

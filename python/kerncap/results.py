@@ -537,3 +537,78 @@ class ServeStatus:
         if self.serving:
             return f"{self.dir} is served by pid {self.pid} ({self.server.get('served', 0)} evaluations so far)"
         return f"{self.dir}: " + (f"a server is there but does not answer: {self.why}" if self.why else "not served")
+
+
+@dataclass
+class RegimeInfo:
+    """One regime of `extract KERNEL --regimes` (OUT/regimes.json): a launch shape, the launches
+    it stands for and its share of the kernel's GPU time."""
+    dir: str = ""
+    grid: List[int] = field(default_factory=list)
+    block: List[int] = field(default_factory=list)
+    cluster: List[int] = field(default_factory=list)
+    dynamic_shared: int = 0
+    launches: int = 0
+    time_ns: int = 0
+    share: float = 0.0
+    dispatch: int = 0
+    captured: bool = False
+    why: Optional[str] = None
+
+
+@dataclass
+class RegimesResult:
+    """`kerncap extract KERNEL --regimes --json`: the regime index (format kerncap-regimes)."""
+    format: str = ""
+    version: int = 0
+    output: str = ""
+    kernel: Dict[str, Any] = field(default_factory=dict)
+    application: str = ""
+    launches: int = 0
+    time_ns: int = 0
+    app_time_ns: int = 0
+    regimes: List[RegimeInfo] = field(default_factory=list)
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class RegimeVerdict:
+    dir: str = ""
+    grid: List[int] = field(default_factory=list)
+    block: List[int] = field(default_factory=list)
+    launches: int = 0
+    share: float = 0.0
+    result: str = ""
+    strength: Optional[str] = None
+    line: str = ""
+    speedup: Optional[float] = None
+    verdict: Optional[Dict[str, Any]] = None  # the one judge's document for this regime
+
+    @property
+    def passed(self) -> bool:
+        return self.result == "PASS"
+
+
+@dataclass
+class RegimeValidateResult:
+    """`kerncap validate OUT --json` over a regime set (format kerncap-regime-verdict): every
+    regime's verdict and speed-up, the speed-up weighted by in-app time share and its Amdahl
+    projection onto the application's GPU time."""
+    format: str = ""
+    version: int = 0
+    result: str = ""
+    line: str = ""
+    kernel: str = ""
+    regimes: List[RegimeVerdict] = field(default_factory=list)
+    failed: List[str] = field(default_factory=list)
+    regressed: List[str] = field(default_factory=list)
+    weighted_speedup: Optional[float] = None
+    app_projection: Optional[float] = None
+    coverage: float = 0.0
+    timed_share: float = 0.0
+    min_speedup: Optional[float] = None
+    raw: Dict[str, Any] = _raw()
+
+    @property
+    def passed(self) -> bool:
+        return self.result == "PASS"

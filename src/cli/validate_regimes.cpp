@@ -201,6 +201,10 @@ int validate_regimes(const fs::path& out, bool variant, std::optional<double> mi
   std::vector<RegimeOutcome> outcomes;
   size_t k = 0, captured = 0;
   for (const auto& e : idx.regimes) captured += e.captured;
+  if (captured == 0)
+    input_error(fmt::format("{}: no regime of this set was captured, so there is nothing to judge (extract it again: "
+                            "`kerncap extract KERNEL --regimes`)",
+                            (out / "regimes.json").string()));
   for (const auto& e : idx.regimes) {
     if (!e.captured) continue;
     ++k;

@@ -3,7 +3,10 @@
 // weighted figure, regressions listed.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "cli/validate_regimes.hpp"
+#include "cli_run.hpp"
 
 using namespace kerncap;
 using cli::RegimeOutcome;
@@ -77,4 +80,28 @@ TEST(RegimeVerdict, NoWeightedFigureWithoutEveryRegimeTimed) {
   const nlohmann::json d = cli::regime_verdict(idx, o, std::nullopt, true);
   EXPECT_EQ(d["result"], "FAIL");
   EXPECT_EQ(d["regimes"][1]["line"], "`kerncap validate --regime 01-odd` ended with status 70");
+}
+
+TEST(RegimeVerdict, TheCommandRefusesASetWithNothingToJudgeAndRegimesOutsideIt) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "kerncap-validate-regimes-cli";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  format::RegimesIndex idx = index3();
+  for (auto& e : idx.regimes) {
+    e.captured = false;
+    e.why = "never launched";
+  }
+  format::write_regimes(dir, idx);
+  const std::string kc = std::string(KERNCAP_BINARY_DIR) + "/bin/kerncap";
+  auto r = test::run_shell(kc + " validate " + dir.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("no regime of this set was captured"), std::string::npos) << r.out;
+  r = test::run_shell(kc + " validate " + dir.string() + " --regime 00-big");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("that regime was not captured (never launched)"), std::string::npos) << r.out;
+  r = test::run_shell(kc + " validate " + dir.string() + " --regime ../etc");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("lists no such regime"), std::string::npos) << r.out;
+  fs::remove_all(dir);
 }
