@@ -576,9 +576,26 @@ _JUDGE_KEYS = {"dtype", "atol", "rtol", "exact", "check_determinism", "invariant
                "min_speedup", "speedup"}
 
 
-def evaluate_all(path: str, images: Iterable[ImageArg], **options: Any) -> Iterator[Dict[str, Any]]:
+def evaluate_all(path: str, images: Iterable[ImageArg], devices: Union[None, str, int, List[int]] = None,
+                 time_limit: Optional[float] = None, **options: Any) -> Iterator[Dict[str, Any]]:
     """Opens the capture once and evaluates each image in turn (Session.evaluate's options),
-    yielding each result; the session is closed when the loop ends or is left early."""
+    yielding each result; the session is closed when the loop ends or is left early.
+
+    With devices ("all", [0, 1]) or time_limit (seconds per candidate): the images are judged
+    by kerncap.evaluate_pool instead, one worker process and Session per GPU (devices=None
+    there: one worker on the default GPU), and what is yielded are its records in completion
+    order (index, image, result, line, error, device, device_name, worker_pid, seconds,
+    timed_on, verdict: this function's usual document). Its keywords judge=, progress= and
+    open_options= pass through. docs/evaluate.md."""
+    if devices is not None or time_limit is not None:
+        from .evaluate_pool import HostPool, resolve_devices  # not in a reproducer's copy of this file
+        pool = HostPool(path, images, [None] if devices is None else resolve_devices(devices),
+                        time_limit=time_limit, **options)
+        try:
+            yield from pool
+        finally:
+            pool.close()
+        return
     with Session(path) as s:
         for image in images:
             yield s.evaluate(image, **options)

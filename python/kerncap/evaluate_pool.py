@@ -1,0 +1,548 @@
+"""Many candidates across every GPU of a host: one worker process per GPU, each with one open
+engine Session, fed from one queue; results stream back in completion order.
+
+    from kerncap.evaluate_pool import evaluate_many
+    for r in evaluate_many("iso/k0", paths, devices="all", time_limit=30, time=True):
+        print(r["index"], r["device"], r["result"], r["line"])
+
+Rules this module keeps (docs/evaluate.md):
+- One judge. A worker calls `Session.evaluate` (or, in tests, the judge the `judge=` seam
+  names); nothing here compares, times or decides a verdict.
+- One process per GPU, started with the 'spawn' context, its device chosen through
+  CUDA_VISIBLE_DEVICES before CUDA starts in it: a faulting candidate or a sticky CUDA error
+  costs that one process, never the others.
+- Exactly once. The parent hands each worker one candidate at a time over the worker's own
+  pipe and knows which candidate every worker holds, so a worker killed at the time limit
+  or dead by itself has its candidate reported once (`result` FAIL "timed out after N s", or
+  ERROR "worker died"), then is restarted; nothing is retried, nothing reported twice.
+  (Per-worker pipes, not one shared queue between processes: a process killed while holding
+  a multiprocessing.Queue's lock would block every other worker.)
+- Timings are only ever the judge's, within one session: `timed_on` names the device.
+"""
+from __future__ import annotations
+
+import collections
+import importlib
+import multiprocessing
+import multiprocessing.connection
+import os
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+from . import engine
+
+# The judge a worker opens: "module:callable" (importable in a fresh interpreter) or a
+# top-level callable; called as judge(path, **open_options) in the worker, it returns an object
+# with evaluate(image, name=None, **options) -> verdict dict, close(), and optionally
+# `device_name` and `context_lost` (the process must be replaced after this verdict).
+DEFAULT_JUDGE = "kerncap.evaluate_pool:open_engine_judge"
+JudgeSpec = Union[str, Callable[..., Any]]
+Devices = Union[None, str, int, Sequence[int]]
+
+# How long a worker may take to open its session (reserve, map, restore a capture) before its
+# device is given up; large captures restore GiBs.
+OPEN_TIMEOUT_S = 900.0
+IMAGE_SUFFIXES = (".cubin", ".fatbin", ".ptx")
+
+
+# ---------------------------------------------------------------- the real judge (in a worker)
+
+class _PoolSession(engine.Session):
+    """engine.Session, except that a verdict that cost this process its CUDA context does not
+    move the session to a `kerncap serve` child (one per capture directory: the pool's other
+    workers would collide on it); the pool replaces the whole worker process instead."""
+
+    context_lost = False
+
+    def _after(self, doc: Dict[str, Any]) -> Dict[str, Any]:
+        if doc.get("context_lost"):
+            self.context_lost = True
+        return doc
+
+
+def _device_name() -> Optional[str]:
+    """The name of the GPU this worker sees first (nvidia-smi; None without it)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    cmd = ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"] + (["-i", visible] if visible else [])
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = out.stdout.strip().splitlines()
+    return lines[0].strip() if out.returncode == 0 and lines else None
+
+
+class EngineJudge:
+    """The one judge: an open engine Session on this process's device."""
+
+    def __init__(self, path: str, **open_options: Any):
+        self.session = _PoolSession(path, **open_options)
+        self.device_name = _device_name()
+
+    @property
+    def context_lost(self) -> bool:
+        return self.session.context_lost
+
+    def evaluate(self, image: engine.ImageArg, name: Optional[str] = None, **options: Any) -> Dict[str, Any]:
+        return self.session.evaluate(image, name=name, **options)
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def open_engine_judge(path: str, **open_options: Any) -> EngineJudge:
+    return EngineJudge(path, **open_options)
+
+
+def resolve_judge(spec: JudgeSpec) -> Callable[..., Any]:
+    if callable(spec):
+        return spec
+    module, _, name = str(spec).partition(":")
+    if not module or not name:
+        raise engine.EngineError(f"judge {spec!r}: expected MODULE:CALLABLE", engine.E_INPUT)
+    return getattr(importlib.import_module(module), name)
+
+
+# ---------------------------------------------------------------- records
+
+def image_label(image: engine.ImageArg, index: int) -> str:
+    if image is None:
+        return "captured"
+    if isinstance(image, (bytes, bytearray, memoryview)):
+        return f"image bytes #{index}"
+    return os.fspath(image)
+
+
+def judged(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """The body of a record for a verdict the judge returned."""
+    return {"result": doc.get("result"), "line": doc.get("line"), "error": None, "verdict": doc}
+
+
+def failed(result: str, error: str, exit_code: Optional[int] = None) -> Dict[str, Any]:
+    """The body of a record for a candidate the judge gave no verdict for."""
+    body: Dict[str, Any] = {"result": result, "line": f"Result: {result} ({error})", "error": error, "verdict": None}
+    if exit_code is not None:
+        body["exit_code"] = exit_code
+    return body
+
+
+def judge_once(judge: Any, image: engine.ImageArg, name: Optional[str], options: Dict[str, Any]) -> Dict[str, Any]:
+    """One candidate through the judge: its verdict, or ERROR for an image it refused."""
+    try:
+        return judged(judge.evaluate(image, name=name, **options))
+    except engine.EngineError as e:
+        return failed("ERROR", str(e), e.exit_code)
+    except Exception as e:  # a judge's bug must not take the worker's other candidates with it
+        return failed("ERROR", f"{type(e).__name__}: {e}", engine.E_INTERNAL)
+
+
+def make_record(index: int, label: str, device: Optional[int], device_name: Optional[str], pid: Optional[int],
+                seconds: float, body: Dict[str, Any]) -> Dict[str, Any]:
+    verdict = body.get("verdict") or {}
+    if device is None and isinstance(verdict.get("device"), int):
+        device = verdict["device"]
+    rec = {"index": index, "image": label, "result": body["result"], "line": body.get("line"),
+           "error": body.get("error"), "device": device, "device_name": device_name, "worker_pid": pid,
+           "seconds": round(seconds, 6),
+           # Speed-ups and times are the judge's, measured in this one session on this device.
+           "timed_on": device if verdict.get("timing") else None}
+    if "exit_code" in body:
+        rec["exit_code"] = body["exit_code"]
+    rec["verdict"] = body.get("verdict")
+    return rec
+
+
+# ---------------------------------------------------------------- devices
+
+def visible_devices() -> Optional[List[str]]:
+    v = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if v is None:
+        return None
+    return [d.strip() for d in v.split(",") if d.strip()]
+
+
+def count_gpus() -> int:
+    visible = visible_devices()
+    if visible is not None:
+        return len(visible)
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise engine.EngineError(f"cannot count the GPUs (nvidia-smi: {e}): name them (devices=[0, 1], --gpus 0,1)",
+                                 engine.E_DEVICE) from None
+    n = len(out.stdout.split()) if out.returncode == 0 else 0
+    if n == 0:
+        raise engine.EngineError(f"no GPU found (nvidia-smi exit {out.returncode}: {out.stderr.strip()[:200]})",
+                                 engine.E_DEVICE)
+    return n
+
+
+def resolve_devices(devices: Devices) -> List[Optional[int]]:
+    """None or "all": every GPU; "0,1" or [0, 1]: those (CUDA's numbering after CUDA_VISIBLE_DEVICES)."""
+    if devices is None or devices == "all":
+        return list(range(count_gpus()))
+    if isinstance(devices, int):
+        devices = [devices]
+    if isinstance(devices, str):
+        try:
+            devices = [int(d) for d in devices.split(",") if d.strip()]
+        except ValueError:
+            raise engine.EngineError(f"devices {devices!r}: expected 'all' or numbers such as 0,1", engine.E_INPUT) \
+                from None
+    out = [int(d) for d in devices]
+    if not out or len(set(out)) != len(out) or min(out) < 0:
+        raise engine.EngineError(f"devices {list(devices)}: name each GPU once (0, 1, ...)", engine.E_INPUT)
+    visible = visible_devices()
+    if visible is not None and max(out) >= len(visible):
+        raise engine.EngineError(f"device {max(out)}: CUDA_VISIBLE_DEVICES shows {len(visible)}", engine.E_INPUT)
+    return out
+
+
+def device_environment(device: Optional[int]) -> Dict[str, str]:
+    """What a worker for `device` sets before CUDA starts in it: that one GPU visible."""
+    if device is None:
+        return {}
+    visible = visible_devices()
+    if visible is not None:
+        return {"CUDA_VISIBLE_DEVICES": visible[device]}
+    env = {"CUDA_VISIBLE_DEVICES": str(device)}
+    if "CUDA_DEVICE_ORDER" not in os.environ:  # the numbering nvidia-smi (and --gpus) uses
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    return env
+
+
+def expand_images(items: Iterable[Union[str, "os.PathLike[str]"]]) -> List[str]:
+    """Files as given; a directory: its *.cubin, *.fatbin and *.ptx files, sorted by name."""
+    out: List[str] = []
+    for item in items:
+        p = os.fspath(item)
+        if os.path.isdir(p):
+            found = sorted(f for f in os.listdir(p) if f.endswith(IMAGE_SUFFIXES))
+            if not found:
+                raise engine.EngineError(f"{p}: no {', '.join(IMAGE_SUFFIXES)} files in this directory", engine.E_INPUT)
+            out += [os.path.join(p, f) for f in found]
+        elif os.path.isfile(p):
+            out.append(p)
+        else:
+            raise engine.EngineError(f"{p}: no such file or directory", engine.E_INPUT)
+    return out
+
+
+# ---------------------------------------------------------------- the worker process
+
+def _worker_main(conn: Any, path: str, env: Dict[str, str], judge_spec: JudgeSpec, open_options: Dict[str, Any],
+                 options: Dict[str, Any]) -> None:
+    """A worker: its GPU chosen before CUDA starts, one judge opened, then candidates one at a
+    time from its pipe until told to stop. Messages: ("ready", pid, device_name),
+    ("open_failed", message, exit_code), ("result", index, body)."""
+    os.environ.update(env)
+    try:
+        judge = resolve_judge(judge_spec)(path, **open_options)
+    except engine.EngineError as e:
+        conn.send(("open_failed", str(e), e.exit_code))
+        return
+    except Exception as e:
+        conn.send(("open_failed", f"{type(e).__name__}: {e}", engine.E_INTERNAL))
+        return
+    conn.send(("ready", os.getpid(), getattr(judge, "device_name", None)))
+    try:
+        while True:
+            msg = conn.recv()
+            if msg[0] != "eval":
+                break
+            _, index, image, name = msg
+            conn.send(("result", index, judge_once(judge, image, name, options)))
+            if getattr(judge, "context_lost", False):
+                return  # the parent starts a fresh process on this GPU
+    except (EOFError, KeyboardInterrupt):
+        pass
+    finally:
+        try:
+            judge.close()
+        except Exception:
+            pass
+
+
+class Slot:
+    """One worker process on one device, and what the parent knows of it: its pipe, whether
+    it is ready, and the candidate it holds (index, label, start time)."""
+
+    def __init__(self, ctx: Any, path: str, device: Optional[int], judge: JudgeSpec,
+                 open_options: Dict[str, Any], options: Dict[str, Any]):
+        self.ctx, self.path, self.device, self.judge = ctx, path, device, judge
+        self.open_options, self.options = open_options, options
+        self.proc: Any = None
+        self.conn: Any = None
+        self.pid: Optional[int] = None
+        self.device_name: Optional[str] = None
+        self.ready = False
+        self.busy: Optional[Tuple[int, str, float]] = None
+        self.started_at = 0.0
+        self.restarts = 0
+
+    def start(self) -> None:
+        parent, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(target=_worker_main, name=f"kerncap-evaluate-{self.device}", daemon=True,
+                                     args=(child, self.path, device_environment(self.device), self.judge,
+                                           self.open_options, self.options))
+        self.proc.start()
+        child.close()
+        self.conn, self.ready, self.busy, self.pid = parent, False, None, self.proc.pid
+        self.started_at = time.monotonic()
+
+    def assign(self, index: int, image: engine.ImageArg, label: str) -> None:
+        name = label if isinstance(image, (bytes, bytearray, memoryview)) else None
+        if isinstance(image, (bytearray, memoryview)):
+            image = bytes(image)
+        self.busy = (index, label, time.monotonic())
+        self.conn.send(("eval", index, None if image is None else (image if isinstance(image, bytes)
+                                                                   else os.fspath(image)), name))
+
+    def receive(self) -> Optional[tuple]:
+        """The next message, or None when the pipe broke (the process is gone or going)."""
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            return None
+
+    def kill(self) -> Optional[int]:
+        """Ends the process (killed if it still runs); its exit code."""
+        if self.proc is None:
+            return None
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(30)
+        self.conn.close()
+        code = self.proc.exitcode
+        self.proc, self.ready = None, False
+        return code
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            self.conn.send(("stop",))
+        except (OSError, ValueError):
+            pass
+        self.proc.join(10)
+        self.kill()
+
+    def record(self, seconds: float, body: Dict[str, Any]) -> Dict[str, Any]:
+        assert self.busy is not None
+        index, label, _ = self.busy
+        self.busy = None
+        return make_record(index, label, self.device, self.device_name, self.pid, seconds, body)
+
+    def run(self, index: int, image: engine.ImageArg, label: str, time_limit: Optional[float]) -> Dict[str, Any]:
+        """One candidate, synchronously (the cluster path's per-task call): starts the worker when
+        needed, waits at most time_limit for the verdict, replaces the worker after a hang or a
+        death. Raises EngineError when the worker cannot open the capture."""
+        if self.proc is None:
+            self.start()
+        while not self.ready:
+            if not self.conn.poll(OPEN_TIMEOUT_S):
+                self.kill()
+                raise engine.EngineError(f"the evaluation worker did not open {self.path} in {OPEN_TIMEOUT_S:.0f} s",
+                                         engine.E_DEVICE)
+            msg = self.receive()
+            if msg is None or msg[0] == "open_failed":
+                code = self.kill()
+                text = msg[1] if msg else f"the evaluation worker exited {code} while opening {self.path}"
+                raise engine.EngineError(text, msg[2] if msg else engine.E_DEVICE)
+            _, self.pid, self.device_name = msg
+            self.ready = True
+        self.assign(index, image, label)
+        start = time.monotonic()
+        if not self.conn.poll(time_limit):
+            self.kill()
+            self.restarts += 1
+            return self.record(time.monotonic() - start, failed("FAIL", f"timed out after {time_limit:g} s"))
+        msg = self.receive()
+        if msg is None:
+            code = self.kill()
+            self.restarts += 1
+            return self.record(time.monotonic() - start, failed("ERROR", died(code)))
+        rec = self.record(time.monotonic() - start, msg[2])
+        if not self.proc.is_alive() or (rec["verdict"] or {}).get("context_lost"):
+            self.proc.join(30)
+            self.kill()
+            self.restarts += 1
+        return rec
+
+
+def died(code: Optional[int]) -> str:
+    how = f"signal {-code}" if code is not None and code < 0 else f"exit {code}"
+    return f"the worker process died ({how}) while evaluating this candidate"
+
+
+# ---------------------------------------------------------------- the host pool
+
+class HostPool:
+    """Iterates over the records of `images` judged on `devices` (see evaluate_many). `stats`
+    holds, once iteration ends: candidates, per-device evaluated counts and restarts, seconds."""
+
+    def __init__(self, path: str, images: Iterable[engine.ImageArg], devices: Sequence[Optional[int]],
+                 time_limit: Optional[float] = None, judge: JudgeSpec = DEFAULT_JUDGE,
+                 open_options: Optional[Dict[str, Any]] = None, progress: Optional[Callable[[Dict[str, Any]], None]]
+                 = None, **options: Any):
+        if time_limit is not None and time_limit <= 0:
+            raise engine.EngineError(f"time_limit {time_limit}: must be positive", engine.E_INPUT)
+        self.path, self.images, self.time_limit, self.progress = path, images, time_limit, progress
+        ctx = multiprocessing.get_context("spawn")
+        self.slots = [Slot(ctx, path, d, judge, dict(open_options or {}), options) for d in devices]
+        self.stats: Dict[str, Any] = {"candidates": 0, "devices": {}, "restarts": 0, "seconds": 0.0}
+        self._it = self._run()
+
+    def __iter__(self) -> "HostPool":
+        return self
+
+    def __next__(self) -> Dict[str, Any]:
+        return next(self._it)
+
+    def close(self) -> None:
+        self._it.close()
+
+    def _event(self, **event: Any) -> None:
+        if self.progress is not None:
+            self.progress(event)
+
+    def _restart(self, slot: Slot, reason: str) -> None:
+        slot.kill()
+        slot.restarts += 1
+        self.stats["restarts"] += 1
+        per = self.stats.setdefault("restarts_by_device", {})
+        per[str(slot.device)] = per.get(str(slot.device), 0) + 1
+        self._event(event="restart", device=slot.device, reason=reason)
+        slot.start()
+
+    def _run(self) -> Iterator[Dict[str, Any]]:
+        pending: Deque[Tuple[int, engine.ImageArg]] = collections.deque()
+        source = iter(enumerate(self.images))
+        exhausted = False
+        live = list(self.slots)
+        done, t0 = 0, time.monotonic()
+        open_errors: List[str] = []
+        for s in live:
+            s.start()
+        try:
+            while True:
+                for s in live:  # hand out work, pulling candidates only as workers free up
+                    if not s.ready or s.busy is not None:
+                        continue
+                    if not pending and not exhausted:
+                        nxt = next(source, None)
+                        if nxt is None:
+                            exhausted = True
+                        else:
+                            pending.append(nxt)
+                    if pending:
+                        index, image = pending.popleft()
+                        s.assign(index, image, image_label(image, index))
+                if exhausted and not pending and all(s.busy is None for s in live):
+                    break
+                if not live:
+                    raise engine.EngineError("no evaluation worker could open the capture: " + "; ".join(open_errors),
+                                             engine.E_DEVICE)
+                waitables: Dict[Any, Slot] = {}
+                for s in live:
+                    waitables[s.conn] = s
+                    waitables[s.proc.sentinel] = s
+                ready = multiprocessing.connection.wait(list(waitables), self._next_deadline(live))
+                serviced: List[Slot] = []
+                for w in ready:
+                    if waitables[w] not in serviced:
+                        serviced.append(waitables[w])
+                for s in serviced:
+                    rec, then = self._service(s, open_errors)
+                    if then == "retire":
+                        live.remove(s)
+                    elif then is not None:
+                        self._restart(s, then)
+                    if rec is not None:
+                        done += 1
+                        yield self._count(rec, done, t0)
+                now = time.monotonic()
+                for s in list(live):  # the time limit; a session that never opens
+                    if s.busy is not None and self.time_limit is not None and now - s.busy[2] > self.time_limit:
+                        rec = s.record(now - s.busy[2], failed("FAIL", f"timed out after {self.time_limit:g} s"))
+                        self._restart(s, rec["error"])
+                        done += 1
+                        yield self._count(rec, done, t0)
+                    elif not s.ready and now - s.started_at > OPEN_TIMEOUT_S:
+                        open_errors.append(f"device {s.device}: not open after {OPEN_TIMEOUT_S:.0f} s")
+                        s.kill()
+                        live.remove(s)
+        finally:
+            for s in self.slots:
+                s.stop()
+            self.stats["seconds"] = time.monotonic() - t0
+
+    def _next_deadline(self, live: List[Slot]) -> Optional[float]:
+        now, waits = time.monotonic(), [OPEN_TIMEOUT_S]
+        for s in live:
+            if s.busy is not None and self.time_limit is not None:
+                waits.append(s.busy[2] + self.time_limit - now)
+            elif not s.ready:
+                waits.append(s.started_at + OPEN_TIMEOUT_S - now)
+        return max(0.0, min(waits)) + 0.01
+
+    def _service(self, s: Slot, open_errors: List[str]) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+        """A slot whose pipe or process signalled: (a record, and "restart"/"retire"/None)."""
+        msg = s.receive() if s.conn.poll() else None
+        if msg is not None and msg[0] == "ready":
+            _, s.pid, s.device_name = msg
+            s.ready = True
+            return None, None
+        if msg is not None and msg[0] == "open_failed":
+            open_errors.append(f"device {s.device}: {msg[1]}")
+            s.kill()
+            self._event(event="device_failed", device=s.device, reason=msg[1])
+            return None, "retire"
+        if msg is not None and msg[0] == "result" and s.busy is not None and s.busy[0] == msg[1]:
+            rec = s.record(time.monotonic() - s.busy[2], msg[2])
+            if (rec["verdict"] or {}).get("context_lost"):
+                s.proc.join(30)
+                return rec, "the candidate cost the worker its CUDA context"
+            return rec, None
+        if s.proc is not None and s.proc.is_alive() and msg is None and not s.conn.poll():
+            return None, None  # a spurious wake-up
+        # The process ended (or its pipe broke): its candidate, if any, is reported once.
+        code = s.kill()
+        if not s.ready and s.busy is None:
+            open_errors.append(f"device {s.device}: {died(code).replace(' while evaluating this candidate', '')}"
+                               " while opening the capture")
+            return None, "retire"
+        if s.busy is not None:
+            return s.record(time.monotonic() - s.busy[2], failed("ERROR", died(code))), died(code)
+        return None, died(code).replace(" while evaluating this candidate", "")
+
+    def _count(self, rec: Dict[str, Any], done: int, t0: float) -> Dict[str, Any]:
+        self.stats["candidates"] += 1
+        d = self.stats["devices"].setdefault(str(rec["device"]), {"evaluated": 0, "device_name": rec["device_name"]})
+        d["evaluated"] += 1
+        self._event(event="result", done=done, elapsed=time.monotonic() - t0, record=rec)
+        return rec
+
+
+def evaluate_many(path: str, images: Iterable[engine.ImageArg], devices: Devices = "all",
+                  time_limit: Optional[float] = None, judge: JudgeSpec = DEFAULT_JUDGE,
+                  progress: Optional[Callable[[Dict[str, Any]], None]] = None,
+                  open_options: Optional[Dict[str, Any]] = None, **options: Any) -> HostPool:
+    """Judges every image (a path, bytes, or None for the captured image) on the GPUs named by
+    `devices` ("all", [0, 1], "0,1"), one worker process and one engine Session per GPU, and
+    returns an iterator of records in completion order: index, image, result, line, error,
+    device, device_name, worker_pid, seconds, timed_on, verdict (Session.evaluate's document;
+    None when the candidate timed out, killed its worker, or was refused: then `error`).
+    options: Session.evaluate's keywords (time, fuzz, judge flags...); open_options: Session's
+    (allow_relocate, strong, verify). judge: the seam tests replace ("module:callable").
+    progress(event): {"event": "result", "done", "elapsed", "record"}, {"event": "restart",
+    "device", "reason"}, {"event": "device_failed", "device", "reason"}."""
+    return HostPool(path, images, resolve_devices(devices), time_limit=time_limit, judge=judge,
+                    open_options=open_options, progress=progress, **options)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("kerncap.evaluate_pool is a library; the command is `kerncap evaluate` (python -m kerncap.evaluate_cli)")

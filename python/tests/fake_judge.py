@@ -1,0 +1,58 @@
+"""A stand-in for the one judge (the evaluation pool's `judge=` seam): candidates are tiny
+byte strings (or files holding them) that say what the judge does with them, so the pool,
+the CLI and the Dask path can be tested without a GPU.
+
+    b"pass..."    PASS                       b"fail..."  FAIL (a mismatch)
+    b"fault..."   the worker process dies (os._exit(139), as a segfault would end it)
+    b"hang..."    sleeps far past any time limit
+    b"refuse..."  EngineError, exit code 2 (an image the session cannot run)
+    b"lost..."    FAIL with "context_lost": the worker must be replaced afterwards
+"""
+import os
+import time
+
+from kerncap import engine
+
+OPENED = "fake-judge-opened"  # a file the judge writes into the capture dir when told to count opens
+
+
+class FakeJudge:
+    def __init__(self, path, **open_options):
+        manifest = os.path.join(path, "capture", "manifest.json")
+        if not os.path.isfile(manifest):
+            raise engine.EngineError(f"{path}: not a capture (no capture/manifest.json)", engine.E_INPUT)
+        self.path = path
+        self.device_name = "Fake GPU " + os.environ.get("CUDA_VISIBLE_DEVICES", "default")
+        self.context_lost = False
+
+    def evaluate(self, image, name=None, **options):
+        if isinstance(image, (bytes, bytearray)):
+            data = bytes(image)
+        elif image is None:
+            data = b"pass captured"
+        else:
+            with open(image, "rb") as f:
+                data = f.read()
+        kind = data.split(b" ")[0].decode()
+        if kind.startswith("fault"):
+            os._exit(139)
+        if kind.startswith("hang"):
+            time.sleep(600)
+        if kind.startswith("refuse"):
+            raise engine.EngineError(f"{name or image}: the kernel is not in this image", engine.E_INPUT)
+        result = "PASS" if kind.startswith("pass") else "FAIL"
+        doc = {"result": result, "line": f"Result: {result} (fake judge: {data.decode(errors='replace')})",
+               "kernel": "fake", "image": name or str(image), "device": 0,
+               "timing": {"median_ms": 0.001} if options.get("time") else None,
+               "options": sorted(options)}
+        if kind.startswith("lost"):
+            doc["context_lost"] = True
+            self.context_lost = True
+        return doc
+
+    def close(self):
+        pass
+
+
+def open_fake(path, **open_options):
+    return FakeJudge(path, **open_options)

@@ -1,0 +1,144 @@
+"""The evaluation pool (kerncap.evaluate_pool) with the judge faked (fake_judge.py): candidates
+that pass, fail, kill their worker, hang past the time limit, are refused or cost the worker
+its context. Every candidate is reported exactly once, whatever happened to its worker;
+workers are restarted and counted; one worker and several give the same verdicts."""
+import json
+import os
+
+import pytest
+
+from kerncap import engine
+from kerncap.evaluate_pool import evaluate_many, expand_images, resolve_devices
+
+FAKE = "fake_judge:open_fake"
+LIMIT = 1.0
+
+
+def fake_capture(root):
+    cap = os.path.join(root, "capture")
+    os.makedirs(os.path.join(cap, "chunks"), exist_ok=True)
+    with open(os.path.join(cap, "manifest.json"), "w") as f:
+        json.dump({"format": "kerncap-capture", "version": 3}, f)
+    for name, data in (("0123456789abcdef0123456789abcdef.zst", b"chunk one"),
+                       ("fedcba9876543210fedcba9876543210.raw", b"chunk two" * 100)):
+        with open(os.path.join(cap, "chunks", name), "wb") as f:
+            f.write(data)
+    with open(os.path.join(root, "kerncap.toml"), "w") as f:
+        f.write("[tolerances]\n")
+    return root
+
+
+MIX = (["pass"] * 6 + ["fail", "fault", "pass", "hang", "refuse", "pass", "lost", "pass", "fail", "fault"]
+       + ["pass"] * 4 + ["hang"])
+EXPECTED = {"pass": "PASS", "fail": "FAIL", "fault": "ERROR", "hang": "FAIL", "refuse": "ERROR", "lost": "FAIL"}
+
+
+def candidates(mix=MIX):
+    return [f"{k} {i}".encode() for i, k in enumerate(mix)]
+
+
+def verdicts(records):
+    """What must not depend on how many workers ran: index -> (result, line, error)."""
+    return {r["index"]: (r["result"], r["line"], r["error"]) for r in records}
+
+
+@pytest.fixture
+def capture(tmp_path):
+    return fake_capture(str(tmp_path / "cap"))
+
+
+def run(capture, devices, mix=MIX, **kw):
+    events = []
+    pool = evaluate_many(capture, candidates(mix), devices=devices, time_limit=LIMIT, judge=FAKE,
+                         progress=events.append, time=True, **kw)
+    records = list(pool)
+    return records, pool.stats, events
+
+
+def check_exactly_once(records, mix=MIX):
+    assert sorted(r["index"] for r in records) == list(range(len(mix)))
+    for r in records:
+        kind = mix[r["index"]]
+        assert r["result"] == EXPECTED[kind], r
+        assert r["image"] == f"image bytes #{r['index']}"
+        assert isinstance(r["worker_pid"], int) and r["seconds"] >= 0
+        if kind == "hang":
+            assert r["error"] == f"timed out after {LIMIT:g} s" and r["verdict"] is None
+        elif kind == "fault":
+            assert "worker process died (exit 139)" in r["error"] and r["verdict"] is None
+        elif kind == "refuse":
+            assert r["exit_code"] == 2 and "not in this image" in r["error"]
+        else:
+            assert r["error"] is None and r["verdict"]["result"] == r["result"]
+            assert r["timed_on"] == r["device"]
+            assert r["device_name"] == f"Fake GPU {r['device']}"
+
+
+def test_one_worker_and_two_give_the_same_verdicts_exactly_once(capture):
+    one, stats1, events1 = run(capture, [0])
+    two, stats2, _ = run(capture, [0, 1])
+    check_exactly_once(one)
+    check_exactly_once(two)
+    assert verdicts(one) == verdicts(two)
+    # faults, hangs and the lost context each replaced their worker
+    replaced = sum(1 for k in MIX if k in ("fault", "hang", "lost"))
+    assert stats1["restarts"] == replaced == stats2["restarts"]
+    assert stats1["candidates"] == stats2["candidates"] == len(MIX)
+    assert {r["device"] for r in two} == {0, 1}
+    assert sum(d["evaluated"] for d in stats2["devices"].values()) == len(MIX)
+    assert sum(1 for e in events1 if e["event"] == "restart") == replaced
+    assert [e["done"] for e in events1 if e["event"] == "result"] == list(range(1, len(MIX) + 1))
+    # one worker judges in order: the stream is already sorted
+    assert [r["index"] for r in one] == list(range(len(MIX)))
+
+
+def test_worker_pids_change_only_on_restarts(capture):
+    records, stats, _ = run(capture, [0], mix=["pass", "pass", "fault", "pass", "pass"])
+    pids = [r["worker_pid"] for r in sorted(records, key=lambda r: r["index"])]
+    assert pids[0] == pids[1] == pids[2] != pids[3] == pids[4]
+    assert stats["restarts"] == 1
+
+
+def test_paths_and_the_captured_image(capture, tmp_path):
+    d = tmp_path / "cands"
+    d.mkdir()
+    for i, k in enumerate(["pass", "fail", "pass"]):
+        (d / f"v{i}.cubin").write_bytes(k.encode())
+    (d / "notes.txt").write_text("not an image")
+    paths = expand_images([str(d)])
+    assert [os.path.basename(p) for p in paths] == ["v0.cubin", "v1.cubin", "v2.cubin"]
+    records = sorted(evaluate_many(capture, paths + [None], devices=[0], judge=FAKE), key=lambda r: r["index"])
+    assert [r["result"] for r in records] == ["PASS", "FAIL", "PASS", "PASS"]
+    assert [r["image"] for r in records] == paths + ["captured"]
+    assert records[0]["timed_on"] is None  # not timed: time=False by default here
+
+
+def test_evaluate_all_keeps_its_old_form_and_spreads_with_devices(capture):
+    records = list(engine.evaluate_all(capture, candidates(["pass", "fail"]), devices=[0, 1], judge=FAKE))
+    assert sorted((r["index"], r["result"]) for r in records) == [(0, "PASS"), (1, "FAIL")]
+
+
+def test_a_capture_no_worker_can_open_raises(tmp_path):
+    with pytest.raises(engine.EngineError, match="not a capture") as e:
+        list(evaluate_many(str(tmp_path / "missing"), candidates(["pass"]), devices=[0, 1], judge=FAKE))
+    assert e.value.exit_code == engine.E_DEVICE
+
+
+def test_leaving_early_stops_the_workers(capture):
+    pool = evaluate_many(capture, candidates(["pass"] * 50), devices=[0, 1], judge=FAKE)
+    first = next(pool)
+    procs = [s.proc for s in pool.slots]
+    pool.close()
+    assert first["result"] == "PASS"
+    assert all(p is None for p in (s.proc for s in pool.slots)) and all(p.exitcode is not None for p in procs)
+
+
+def test_devices_are_checked(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert resolve_devices("all") == [0, 1]
+    assert resolve_devices("1") == [1]
+    for bad in ("x", [0, 0], [2], []):
+        with pytest.raises(engine.EngineError):
+            resolve_devices(bad)
+    from kerncap.evaluate_pool import device_environment
+    assert device_environment(1) == {"CUDA_VISIBLE_DEVICES": "5"}
