@@ -7,7 +7,8 @@ set -euo pipefail
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 pkgs=(cmake ninja-build g++ pkg-config libgtest-dev libcli11-dev nlohmann-json3-dev libfmt-dev
-      libxxhash-dev libzstd-dev libtomlplusplus-dev python3 python3-venv python3-pytest)
+      libxxhash-dev libzstd-dev libtomlplusplus-dev python3 python3-venv python3-pytest
+      chromium)  # a real headless browser: the report page's test (python/tests/test_report.py)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

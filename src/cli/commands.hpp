@@ -17,7 +17,9 @@ void add_baseline(CLI::App& app, int& exit_code);
 void add_diff(CLI::App& app, int& exit_code);
 void add_locate(CLI::App& app, int& exit_code);
 void add_mcp(CLI::App& app, int& exit_code);
+void add_report(CLI::App& app, int& exit_code);
 void add_prune(CLI::App& app, int& exit_code);
 void add_serve(CLI::App& app, int& exit_code);
+void add_evaluate(CLI::App& app, int& exit_code);
 
 }  // namespace kerncap::cli

@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
       "  kerncap lint DIR                       check the kernel's compiled code offline (no GPU)\n"
       "  kerncap baseline save NAME DIR         store time, resources and error for later comparison\n"
       "  kerncap diff DIR --baseline NAME       compare with a stored baseline, flag regressions\n"
-      "  kerncap mcp                            serve these commands to an AI agent (MCP over stdio)\n",
+      "  kerncap mcp                            serve these commands to an AI agent (MCP over stdio)\n"
+      "  kerncap evaluate DIR --images V...     judge many candidate images on every GPU (JSON lines)\n",
       "kerncap"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kerncap " KERNCAP_VERSION);
@@ -40,6 +41,8 @@ int main(int argc, char** argv) {
   kerncap::cli::add_prune(app, exit_code);
   kerncap::cli::add_locate(app, exit_code);
   kerncap::cli::add_mcp(app, exit_code);
+  kerncap::cli::add_evaluate(app, exit_code);
+  kerncap::cli::add_report(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,92 @@
+"""kerncap report (python/kerncap/report.py) on the stored regime-set fixture
+(tests/fixtures/report): the page holds the regime table, every chart with the numbers of the
+JSON, and nothing that reaches the network; then a real headless browser (Debian's chromium)
+loads it: no console error, every chart rendered with those numbers in the DOM."""
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from kerncap import report
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURE = os.path.join(HERE, "..", "..", "tests", "fixtures", "report")
+pytest.importorskip("matplotlib")
+
+
+@pytest.fixture()
+def page(tmp_path):
+    out = tmp_path / "set"
+    shutil.copytree(os.path.join(FIXTURE, "set"), out)
+    path = report.write(str(out), os.path.join(FIXTURE, "verdict.json"), str(tmp_path / "report.html"), lint=False)
+    return path, open(path, encoding="utf-8").read()
+
+
+def test_the_page_has_the_table_every_chart_and_the_numbers(page):
+    _, text = page
+    verdict = json.load(open(os.path.join(FIXTURE, "verdict.json")))
+    for section in ("shares", "speedups", "timing", "footprint"):
+        assert f'<section id="{section}">' in text
+    assert text.count("<svg") == 4
+    for r in verdict["regimes"]:
+        assert f">{r['dir']}<" in text                        # the table's row
+        assert f"x{r['speedup']:.3f}" in text                 # the speed-up bar's label
+        assert f"{100 * r['share']:.1f}%" in text             # the share bar's label
+    assert f"x{verdict['weighted_speedup']:.3f}" in text     # the summary and the weighted line
+    data = json.loads(re.search(r'<script type="application/json" id="kerncap-report-data">(.*?)</script>', text,
+                                re.S).group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<")
+                      .replace("&gt;", ">").replace("&#x27;", "'"))
+    assert data["format"] == "kerncap-report" and len(data["regimes"]) == 3
+
+
+def test_the_page_reaches_nothing_outside(page):
+    _, text = page
+    assert "<script src" not in text and "<link" not in text and "<img" not in text
+    assert not re.search(r'(src|href)="(https?:)?//', text)
+    assert "default-src 'none'" in text
+
+
+def test_bad_inputs_are_clear_errors(tmp_path, capsys):
+    out = tmp_path / "set"
+    shutil.copytree(os.path.join(FIXTURE, "set"), out)
+    idx = json.load(open(out / "regimes.json"))
+    idx["regimes"][0]["dir"] = "../elsewhere"
+    (out / "regimes.json").write_text(json.dumps(idx))
+    assert report.main([str(out), "--no-lint"]) == 2
+    assert "outside OUT" in capsys.readouterr().err
+    assert report.main([str(tmp_path / "missing"), "--no-lint"]) == 2
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({"format": "kerncap-profile"}))
+    shutil.copytree(os.path.join(FIXTURE, "set"), tmp_path / "set2")
+    assert report.main([str(tmp_path / "set2"), "--no-lint", "--verdict", str(wrong)]) == 2
+    assert "expected what `kerncap validate OUT --json` prints" in capsys.readouterr().err
+
+
+def _browser():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@pytest.mark.skipif(_browser() is None, reason="no headless browser (scripts/install-deps.sh installs chromium)")
+def test_a_real_browser_renders_every_chart_without_console_errors(page, tmp_path):
+    path, _ = page
+    verdict = json.load(open(os.path.join(FIXTURE, "verdict.json")))
+    p = subprocess.run([_browser(), "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                        f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+                        "--virtual-time-budget=2000", "--dump-dom", "file://" + path],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    dom = p.stdout
+    console = [line for line in p.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert not console, console
+    # Rendered: the browser's DOM holds the four charts, their bars and the numbers.
+    assert dom.count("<svg") == 4, dom[:2000]
+    assert len(re.findall(r"<path", dom)) > 20
+    for r in verdict["regimes"]:
+        assert f"x{r['speedup']:.3f}" in dom
+    assert f"x{verdict['weighted_speedup']:.3f}" in dom
