@@ -60,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--min-speedup", type=float, help="FAIL a candidate slower than this over the captured image "
                    "(measured in the same session, on the same GPU)")
     g.add_argument("--speedup", action="store_true", help="report the speed-up over the captured image")
-    g.add_argument("--fuzz", type=int, default=0, help="fuzz trials per candidate (needs the footprint)")
+    g.add_argument("--fuzz", type=int, help="fuzz trials per candidate (needs the footprint)")
     g.add_argument("--seed", type=int, help="fuzzing's seed")
     o = p.add_argument_group("opening the capture")
     o.add_argument("--footprint", choices=("auto", "never"), default="auto",

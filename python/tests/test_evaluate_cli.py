@@ -1,0 +1,40 @@
+"""`kerncap evaluate` (src/cli/cmd_evaluate.cpp execs python -m kerncap.evaluate_cli) with the
+judge faked: JSON lines on stdout, one per candidate, the summary on stderr, exit codes."""
+import json
+import os
+import subprocess
+
+from test_evaluate_pool import fake_capture
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(kerncap_bin, *args):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = TESTS + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return subprocess.run([kerncap_bin, "evaluate", *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_json_lines_per_candidate(kerncap_bin, tmp_path):
+    cap = fake_capture(str(tmp_path / "cap"))
+    d = tmp_path / "cands"
+    d.mkdir()
+    for i, k in enumerate(["pass", "fail", "fault", "hang", "pass"]):
+        (d / f"v{i}.cubin").write_bytes(k.encode())
+    p = run(kerncap_bin, cap, "--images", str(d), "--gpus", "0,1", "--time-limit", "1", "--time",
+            "--judge", "fake_judge:open_fake", "--atol", "1e-3", "--exact")
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(x) for x in p.stdout.splitlines()]
+    assert sorted((r["index"], r["result"]) for r in lines) == [
+        (0, "PASS"), (1, "FAIL"), (2, "ERROR"), (3, "FAIL"), (4, "PASS")]
+    by = {r["index"]: r for r in lines}
+    assert by[3]["error"] == "timed out after 1 s"
+    assert by[0]["verdict"]["options"] == ["atol", "exact", "time"]
+    assert "5 candidates on 2 GPU(s)" in p.stderr and "2 worker restart(s)" in p.stderr
+
+
+def test_help_and_bad_input(kerncap_bin, tmp_path):
+    h = run(kerncap_bin, "--help")
+    assert h.returncode == 0 and "--time-limit" in h.stdout and "--gpus" in h.stdout
+    missing = run(kerncap_bin, str(tmp_path), "--images", str(tmp_path / "nothing.cubin"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
