@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "format/footprint.hpp"
+#include "cli/validate_regimes.hpp"
 #include "format/manifest.hpp"
+#include "format/regimes_index.hpp"
 #include "lint/baseline.hpp"
 #include "profile/report_json.hpp"
 #include "replay/judge.hpp"
@@ -24,7 +26,9 @@ inline nlohmann::json document_versions() {
           {"kerncap-baseline", doc("version", lint::kBaselineVersion)},
           {"kerncap-locate", doc("version", kLocateVersion)},
           {"kerncap-serve-status", doc("version", kServeStatusVersion)},
-          {replay::kVerdictFormat, doc("version", replay::kVerdictVersion)}};
+          {replay::kVerdictFormat, doc("version", replay::kVerdictVersion)},
+          {std::string(format::kRegimesFormat), doc("version", format::kRegimesVersion)},
+          {kRegimeVerdictFormat, doc("version", kRegimeVerdictVersion)}};
 }
 
 }  // namespace kerncap::cli

@@ -11,7 +11,7 @@ int main(int argc, char** argv) {
       "kerncap " KERNCAP_VERSION
       " - take one kernel launch out of a CUDA application and replay it standalone.\n\n"
       "  kerncap profile -- ./app ARGS          rank the application's kernels by GPU time\n"
-      "  kerncap extract NAME --cmd \"./app\" -o DIR   capture one launch of kernel NAME\n"
+      "  kerncap extract NAME --cmd \"./app\" -o DIR   capture one launch of kernel NAME (--regimes: one per shape)\n"
       "  kerncap replay DIR                     replay it alone, at its original addresses, and time it\n"
       "  kerncap validate DIR                   replay and compare with what the application wrote\n"
       "  kerncap serve DIR                      keep it open: validate DIR then answers in that process\n"
@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
       "  kerncap lint DIR                       check the kernel's compiled code offline (no GPU)\n"
       "  kerncap baseline save NAME DIR         store time, resources and error for later comparison\n"
       "  kerncap diff DIR --baseline NAME       compare with a stored baseline, flag regressions\n"
+      "  kerncap report DIR [--verdict V.json]  one self-contained HTML page: regimes, speed-ups, footprint\n"
       "  kerncap mcp                            serve these commands to an AI agent (MCP over stdio)\n"
       "  kerncap evaluate DIR --images V...     judge many candidate images on every GPU (JSON lines)\n",
       "kerncap"};
