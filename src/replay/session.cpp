@@ -230,8 +230,9 @@ std::unique_ptr<Session::Image> Session::load_image(std::vector<uint8_t> bytes, 
   // memory, so restore and compare treat it as before. All of this is host work: a variant
   // is refused before it reaches the driver where that is possible.
   std::vector<std::optional<std::string>> bound;
+  std::string kernel = m.mangled_name;  // the kernel's name in this image
   if (variant) {
-    check_holds_kernel(bytes, desc, m.mangled_name);
+    kernel = kernel_in_variant(bytes, desc, m.mangled_name);
     bound = bind_variant_globals(bytes, desc);
   } else {
     for (const auto& r : m.regions)
@@ -249,7 +250,7 @@ std::unique_ptr<Session::Image> Session::load_image(std::vector<uint8_t> bytes, 
   if (r != CUDA_SUCCESS)
     device_error(cu_error_text(r, fmt::format("cuModuleLoadData({})", desc).c_str(), __FILE__, __LINE__) +
                  (variant ? "; was it built for this GPU's architecture?" : ""));
-  r = KC_CU_TRY(cuModuleGetFunction(&img->function, img->module, m.mangled_name.c_str()));
+  r = KC_CU_TRY(cuModuleGetFunction(&img->function, img->module, kernel.c_str()));
   if (r != CUDA_SUCCESS) {
     if (ptx) bytes.pop_back();
     input_error(missing_kernel_message(bytes, desc, m.mangled_name));
@@ -264,7 +265,7 @@ std::unique_ptr<Session::Image> Session::load_image(std::vector<uint8_t> bytes, 
   // A block beyond the kernel's launch bounds is refused here with the reason, not by the
   // launch (a bare CUDA_ERROR_INVALID_VALUE). The bounds are read from the image, not asked of
   // the driver: under footprint instrumentation the driver's answer is the patched code's.
-  if (const int max_threads = launch_bound(bytes, m.cc_major * 10 + m.cc_minor, m.mangled_name); max_threads > 0) {
+  if (const int max_threads = launch_bound(bytes, m.cc_major * 10 + m.cc_minor, kernel); max_threads > 0) {
     const auto& block = options_.block ? *options_.block : m.block;
     const uint64_t threads = uint64_t{block[0]} * block[1] * block[2];
     if (threads > static_cast<uint64_t>(max_threads))

@@ -7,8 +7,10 @@
 #include <xxhash.h>
 
 #include "common/error.hpp"
+#include "common/log.hpp"
 #include "cubin/cubin.hpp"
 #include "format/capture_dir.hpp"
+#include "names/demangle.hpp"
 
 namespace kerncap::replay {
 namespace fs = std::filesystem;
@@ -42,17 +44,33 @@ std::string missing_kernel_message(std::span<const uint8_t> image, const std::st
                      names.empty() ? "" : "; it has:" + names);
 }
 
-void check_holds_kernel(std::span<const uint8_t> image, const std::string& desc, const std::string& mangled) {
+std::string kernel_in_variant(std::span<const uint8_t> image, const std::string& desc, const std::string& mangled) {
   if (cubin::detect_kind(image) == cubin::ImageKind::Unknown)
     input_error(fmt::format("{} is not a CUDA code object (a cubin, fatbin or PTX file)", desc));
   std::vector<std::string> names;
   try {
     names = cubin::kernel_names(image);
   } catch (...) {
-    return;  // unreadable here (an unusual fatbin): cuModuleLoadData and cuModuleGetFunction decide
+    return mangled;  // unreadable here (an unusual fatbin): cuModuleLoadData and cuModuleGetFunction decide
   }
-  if (!names.empty() && std::find(names.begin(), names.end(), mangled) == names.end())
-    input_error(missing_kernel_message(image, desc, mangled));
+  if (names.empty() || std::find(names.begin(), names.end(), mangled) != names.end()) return mangled;
+  if (auto other = static_counterpart(names, mangled)) {
+    log::info("{}: the captured file-static kernel {} is {} in this compile", desc, mangled, *other);
+    return *other;
+  }
+  input_error(missing_kernel_message(image, desc, mangled));
+}
+
+std::optional<std::string> static_counterpart(const std::vector<std::string>& names, const std::string& mangled) {
+  const std::string_view itanium = names::itanium_part(mangled);
+  if (itanium.size() == mangled.size()) return std::nullopt;  // no prefix: not a file-static kernel
+  std::optional<std::string> found;
+  for (const auto& n : names) {
+    if (names::itanium_part(n) != itanium) continue;
+    if (found) return std::nullopt;  // two candidates: not ours to choose
+    found = n;
+  }
+  return found;
 }
 
 int launch_bound(std::span<const uint8_t> image, int sm, const std::string& mangled) {
