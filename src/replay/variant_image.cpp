@@ -11,6 +11,7 @@
 #include "cubin/cubin.hpp"
 #include "format/capture_dir.hpp"
 #include "names/demangle.hpp"
+#include "replay/global_match.hpp"
 
 namespace kerncap::replay {
 namespace fs = std::filesystem;
@@ -55,18 +56,22 @@ std::string kernel_in_variant(std::span<const uint8_t> image, const std::string&
   }
   if (names.empty() || std::find(names.begin(), names.end(), mangled) != names.end()) return mangled;
   if (auto other = static_counterpart(names, mangled)) {
-    log::info("{}: the captured file-static kernel {} is {} in this compile", desc, mangled, *other);
+    log::info("{}: the captured file-local kernel {} is {} in this compile", desc, mangled, *other);
     return *other;
   }
   input_error(missing_kernel_message(image, desc, mangled));
 }
 
 std::optional<std::string> static_counterpart(const std::vector<std::string>& names, const std::string& mangled) {
+  // Two spellings of one translation-unit-local kernel: the scope tokens normalised
+  // (global_match.hpp: "_GLOBAL__N__<hash>_<len>_<file>_<id>" of an anonymous namespace,
+  // nvlink's "__nv_static_..." scope), or an nvcc static prefix in front of one Itanium name.
+  const std::string normal = normalise_internal_name(mangled);
   const std::string_view itanium = names::itanium_part(mangled);
-  if (itanium.size() == mangled.size()) return std::nullopt;  // no prefix: not a file-static kernel
+  if (normal == mangled && itanium.size() == mangled.size()) return std::nullopt;  // not file-local
   std::optional<std::string> found;
   for (const auto& n : names) {
-    if (names::itanium_part(n) != itanium) continue;
+    if (normalise_internal_name(n) != normal && names::itanium_part(n) != itanium) continue;
     if (found) return std::nullopt;  // two candidates: not ours to choose
     found = n;
   }

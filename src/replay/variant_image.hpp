@@ -32,15 +32,17 @@ VariantImage variant_image(std::vector<uint8_t> bytes, std::string desc);
 std::string missing_kernel_message(std::span<const uint8_t> image, const std::string& desc,
                                    const std::string& mangled);
 // The name of the captured kernel `mangled` in a variant `image`: `mangled` itself, or, for a
-// file-static kernel (nvcc names it __nv_static_<n>__<hash of the compile>_..._Z...), the one
-// kernel of the image with the same name behind another compile's prefix — a recompiled
-// variant of a static kernel never has the application's exact name. Refuses, before loading
+// kernel local to its translation unit (an anonymous namespace: _GLOBAL__N__<hash>_<file>_<id>;
+// a static kernel: __nv_static_<n>__<hash of the compile>_..._Z...), the one kernel of the
+// image with the same name in another compile's scope — a recompiled variant of such a kernel
+// never has the application's exact name. Refuses, before loading
 // it, an image that is no CUDA code object (cubin, fatbin, PTX) or whose kernel names can be
 // read and hold neither (Error(Input), missing_kernel_message). An image whose names cannot be
 // read is left to the driver (`mangled`).
 std::string kernel_in_variant(std::span<const uint8_t> image, const std::string& desc, const std::string& mangled);
-// Of `names`, the one whose Itanium part (names::itanium_part) is `mangled`'s, when `mangled`
-// has an nvcc static prefix and exactly one name matches. Pure.
+// Of `names`, the one that is `mangled` in another compile's translation-unit scope
+// (normalise_internal_name, or the same Itanium part behind an nvcc static prefix), when
+// `mangled` is file-local and exactly one name matches. Pure.
 std::optional<std::string> static_counterpart(const std::vector<std::string>& names, const std::string& mangled);
 
 // The launch bounds (max threads a block, x*y*z) of kernel `mangled` in `image` for SM `sm`,

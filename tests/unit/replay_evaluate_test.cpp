@@ -223,7 +223,7 @@ TEST(ReplayEvaluateResult, AFailedFuzzTrialFailsTheEvaluation) {
 
 }  // namespace
 
-TEST(VariantImage, AFileStaticKernelIsFoundBehindAnotherCompilesPrefix) {
+TEST(VariantImage, AFileLocalKernelIsFoundInAnotherCompilesScope) {
   const std::string captured = "__nv_static_45__3a6b1d9f_10_rows_cu_9c5fe5b1__Z7rowSumsPKdPdi";
   const std::vector<std::string> names = {"_Z5otherv", "__nv_static_45__77aa01c2_10_rows_cu_0b1d2e3f__Z7rowSumsPKdPdi"};
   EXPECT_EQ(static_counterpart(names, captured), names[1]);
@@ -232,4 +232,9 @@ TEST(VariantImage, AFileStaticKernelIsFoundBehindAnotherCompilesPrefix) {
   EXPECT_FALSE(static_counterpart({"_Z5otherv"}, captured).has_value());
   EXPECT_FALSE(static_counterpart({names[1], "__nv_static_45__11111111_10_rows_cu_22222222__Z7rowSumsPKdPdi"}, captured)
                    .has_value());
+  // An anonymous-namespace kernel, as nvcc 13 named it in the application and in a
+  // -DKC_KERNEL_ONLY recompile of the same file (measured: tests/gpu/untyped_apps/shared_rows.cu).
+  const std::string app = "_ZN43_GLOBAL__N__bf7e0313_14_shared_rows_cu_main7rowSumsEPKdPdi";
+  const std::string variant = "_ZN53_GLOBAL__N__bf7e0313_14_shared_rows_cu_f044fc41_263507rowSumsEPKdPdi";
+  EXPECT_EQ(static_counterpart({"_Z5otherv", variant}, app), variant);
 }
