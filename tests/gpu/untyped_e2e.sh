@@ -2,8 +2,9 @@
 # GPU suite for kernels whose element types kerncap cannot read from a signature (issue 33
 # item 1), built here from tests/gpu/untyped_apps:
 #   atomic_sum    an extern "C" kernel adding doubles atomically into one managed result
-#   shared_rows   a file-static kernel (__nv_static_ prefix) launched from a CUDA graph, adding
-#                 doubles atomically in shared memory and storing one per row
+#   shared_rows   a kernel in an anonymous namespace (its variant, compiled alone, names it in
+#                 another scope) launched from a CUDA graph, adding doubles atomically in shared
+#                 memory and storing one per row
 # For each: extract, validate the captured image (PASS: the SASS shows float atomics, so its
 # float outputs are compared within the spread of the kernel's own replays, not byte-exact);
 # the variant that skips its last block FAILs, its line naming each failing region's type and

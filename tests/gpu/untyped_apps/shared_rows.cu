@@ -1,5 +1,5 @@
-// A file-static kernel (nvcc names it __nv_static_..._Z..., an Itanium name behind a prefix)
-// launched from a CUDA graph, that accumulates each row of a matrix with double atomicAdd into
+// A kernel local to its file (an anonymous namespace: nvcc names it _ZN<n>_GLOBAL__N__<hash>_
+// <len>_<file>_<id>..., and a recompile of the file another <id>) launched from a CUDA graph, that accumulates each row of a matrix with double atomicAdd into
 // shared memory (the sum's rounding depends on warp order) and stores one double per row.
 // KC_SKIP_TAIL: the last block stores nothing. For tests/gpu/untyped_e2e.sh.
 #include <cstdio>
