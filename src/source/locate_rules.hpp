@@ -54,11 +54,13 @@ struct LocateRules {
 const std::string& builtin_rules_text();
 
 // Parses a rules file; `source` names it in messages. Throws Error(Input) with file:line for
-// an unknown key, a wrong type, a bad regex or an unknown strategy.
+// an unknown key, a wrong type, a bad regex (or one over 1 KiB, or grouped over 16 deep: the
+// message names the rule and key) or an unknown strategy.
 LocateRules parse_locate_rules(std::string_view text, const std::string& source);
 
-// The built-in rules with `user` (a file's contents) in front; throws Error(Usage) when the
-// file cannot be read.
+// The built-in rules with `user` (a file's contents) in front; throws Error(Usage) when a
+// file does not exist, Error(Input) when it is not a regular file (a FIFO, a device, a
+// directory) or is larger than 1 MiB (read through format::ReadOnlyFile).
 LocateRules load_locate_rules(const std::vector<std::string>& user_files);
 
 }  // namespace kerncap::source
