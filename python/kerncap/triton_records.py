@@ -15,13 +15,17 @@ Pure stdlib; unit tested without a GPU.
 """
 from __future__ import annotations
 
+import errno
 import glob
 import json
 import os
+import re
+import stat
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import capture, out_layout as L
+from .errors import EXIT_INPUT, KerncapInputError
 
 MAP_FORMAT = "kerncap-triton-map"
 MAP_VERSION = 1
@@ -37,6 +41,136 @@ class NotATritonKernel(RecordError):
     cuBLAS or PyTorch kernel in a Python application)."""
 
 
+class RecordsFileError(RecordError, KerncapInputError):
+    """A records file that cannot be read as one (a FIFO, a device, a link, a directory, a file
+    or a line past the bounds): OUT is untrusted input (it travels with bug reports). Both a
+    RecordError (the Triton generator's exit 2) and the API's KerncapInputError."""
+
+    def __init__(self, message: str, path: str = ""):
+        KerncapInputError.__init__(self, message, EXIT_INPUT, ["triton_records.load", path] if path else [])
+
+
+# Bounds on what the shim writes: one JSON object per line, a few KiB each (a compile record
+# with its constants and sys.path), a few thousand per process in a large Inductor run.
+MAX_RECORDS_FILE_BYTES = 256 << 20
+MAX_RECORD_LINE_BYTES = 4 << 20
+MAX_RECORD_DEPTH = 64       # the shim's records nest a few levels (autotune configs: 4)
+MAX_PROBLEMS_KEPT = 20
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _json_depth(line: str) -> int:
+    """The deepest nesting of arrays and objects in a JSON text (strings skipped): checked before
+    json.loads, whose recursion a line nested 100,000 deep exhausts, and so that no later
+    recursive walk (json.dump of name_map.json) meets a deep record."""
+    depth = deepest = 0
+    for b in _JSON_BRACKET.findall(_JSON_STRING.sub("", line)):
+        if b in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_RECORD_DEPTH:
+                    break
+        elif depth:
+            depth -= 1
+    return deepest
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _str_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(e, str) for e in v)
+
+
+def _constants(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(e, list) and len(e) == 2 and isinstance(e[0], list)
+                                       and all(_int(i) for i in e[0]) for e in v)
+
+
+# The fields this reader (and the reproducer generator after it) uses, and the types each
+# accepts; None (JSON null) reads as an absent field for every one of them.
+_SCALAR_STR = ("kind", "name", "hash", "cubin_sha256", "source_kind", "via", "ir_path", "kernel_hash", "event",
+               "where", "error", "source")
+_SCALAR_INT = ("version", "launches")  # "pid" is only shown (as text, escaped)
+_OPTION_INT = ("num_warps", "num_stages", "num_ctas", "shared")
+
+
+def _type_problem(rec: dict) -> Optional[str]:
+    """What is wrong with a record's field types (the first thing found), or None."""
+    for k in _SCALAR_STR:
+        if rec.get(k) is not None and not isinstance(rec[k], str):
+            return f"field '{k}' is {type(rec[k]).__name__}, expected a string"
+    for k in _SCALAR_INT:
+        if rec.get(k) is not None and not _int(rec[k]):
+            return f"field '{k}' is {type(rec[k]).__name__}, expected an integer"
+    checks: List[Tuple[str, Any, str]] = [
+        ("options", lambda v: isinstance(v, dict), "an object"),
+        ("fn", lambda v: isinstance(v, dict), "an object"),
+        ("best", lambda v: isinstance(v, dict), "an object"),
+        ("signature", lambda v: isinstance(v, dict), "an object"),
+        ("arg_names", _str_list, "a list of strings"),
+        ("constexpr_params", _str_list, "a list of strings"),
+        ("sys_path", _str_list, "a list of strings"),
+        ("constants", _constants, "a list of [path of integers, value] pairs"),
+        ("attrs", lambda v: isinstance(v, list), "a list"),
+    ]
+    for k, ok, want in checks:
+        if rec.get(k) is not None and not ok(rec[k]):
+            return f"field '{k}' is not {want}"
+    for k in _OPTION_INT:
+        v = (rec.get("options") or {}).get(k)
+        if v is not None and not _int(v):
+            return f"field 'options.{k}' is {type(v).__name__}, expected an integer"
+    for k in ("qualname", "file", "package_root", "module", "name"):
+        v = (rec.get("fn") or {}).get(k)
+        if v is not None and not isinstance(v, str):
+            return f"field 'fn.{k}' is {type(v).__name__}, expected a string"
+    kwargs = (rec.get("best") or {}).get("kwargs")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        return "field 'best.kwargs' is not an object"
+    return None
+
+
+def _normalized(rec: dict) -> dict:
+    """The record with its null fields dropped, so that `.get(k, default)` reads them as absent
+    (the shim writes null for what it could not learn)."""
+    rec = {k: v for k, v in rec.items() if v is not None}
+    if isinstance(rec.get("best"), dict) and "kwargs" in rec["best"] and rec["best"]["kwargs"] is None:
+        rec["best"] = {k: v for k, v in rec["best"].items() if k != "kwargs"}
+    return rec
+
+
+def _open_records_file(path: str):
+    """A binary reader of `path`, which must be a regular file (not a link, FIFO, device or
+    directory: opened without following a link and without blocking, checked on the open
+    descriptor) of at most MAX_RECORDS_FILE_BYTES."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise RecordsFileError(f"Triton records file {path} is a symbolic link; refusing to follow it (the "
+                                   "shim writes plain files)", path) from None
+        raise RecordsFileError(f"cannot open the Triton records file {path}: {e.strerror}", path) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            what = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode)
+                    else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a file")
+            raise RecordsFileError(f"Triton records file {path} is {what}, not a regular file", path)
+        if st.st_size > MAX_RECORDS_FILE_BYTES:
+            raise RecordsFileError(f"Triton records file {path} has {st.st_size} bytes, more than the "
+                                   f"{MAX_RECORDS_FILE_BYTES} this reader accepts", path)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 @dataclass
 class Records:
     compiles: List[dict] = field(default_factory=list)
@@ -46,23 +180,68 @@ class Records:
     shim: List[dict] = field(default_factory=list)
     errors: List[dict] = field(default_factory=list)
     unreadable: int = 0
+    problems: List[str] = field(default_factory=list)  # "FILE:LINE: why", the first MAX_PROBLEMS_KEPT
+
+
+def _skip_rest_of_line(f) -> None:
+    while True:
+        chunk = f.readline(1 << 20)
+        if not chunk or chunk.endswith(b"\n"):
+            return
 
 
 def load(triton_dir: str) -> Records:
+    """Every record of OUT/triton/records/*.jsonl. A line that is not a record (cut short by a
+    killed process, not JSON, nested deeper than MAX_RECORD_DEPTH, longer than
+    MAX_RECORD_LINE_BYTES, a field of the wrong type, a newer version) is counted in
+    `unreadable` and described in `problems`; a file that is not a regular file of bounded size
+    raises RecordsFileError."""
     r = Records()
+
+    def unreadable(path: str, lineno: int, why: str) -> None:
+        r.unreadable += 1
+        if len(r.problems) < MAX_PROBLEMS_KEPT:
+            r.problems.append(f"{path}:{lineno}: {why}")
+
     for path in sorted(glob.glob(os.path.join(triton_dir, L.TRITON_RECORDS, "*.jsonl"))):
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
+        read = 0
+        with _open_records_file(path) as f:
+            lineno = 0
+            while True:
+                raw = f.readline(MAX_RECORD_LINE_BYTES + 1)
+                if not raw:
+                    break
+                lineno += 1
+                read += len(raw)
+                if len(raw) > MAX_RECORD_LINE_BYTES:
+                    _skip_rest_of_line(f)
+                    unreadable(path, lineno, f"a line longer than {MAX_RECORD_LINE_BYTES} bytes")
+                    continue
+                if read > MAX_RECORDS_FILE_BYTES:  # it grew while read
+                    raise RecordsFileError(f"Triton records file {path} has more than the {MAX_RECORDS_FILE_BYTES} "
+                                           "bytes this reader accepts", path)
+                line = raw.decode("utf-8", errors="replace")
+                if _json_depth(line) > MAX_RECORD_DEPTH:
+                    unreadable(path, lineno, f"nested deeper than {MAX_RECORD_DEPTH} levels")
+                    continue
                 try:
                     rec = json.loads(line)
-                except json.JSONDecodeError:
-                    r.unreadable += 1  # a process killed mid-write
+                except (ValueError, RecursionError) as e:  # JSONDecodeError: a process killed mid-write
+                    unreadable(path, lineno, f"not JSON ({str(e)[:100]})")
                     continue
-                if not isinstance(rec, dict) or rec.get("version", 0) > RECORD_VERSION:
-                    r.unreadable += 1
+                if not isinstance(rec, dict):
+                    unreadable(path, lineno, "not a JSON object")
+                    continue
+                why = _type_problem(rec)
+                if why is not None:
+                    unreadable(path, lineno, why)
+                    continue
+                if (rec.get("version") or 0) > RECORD_VERSION:
+                    unreadable(path, lineno, f"record version {rec['version']}, newer than this reader's "
+                                             f"{RECORD_VERSION}")
                     continue
                 {"compile": r.compiles, "load": r.loads, "autotune": r.autotunes, "bench": r.benches, "shim": r.shim,
-                 "error": r.errors}.get(rec.get("kind"), []).append(rec)
+                 "error": r.errors}.get(rec.get("kind") or "", []).append(_normalized(rec))
     return r
 
 

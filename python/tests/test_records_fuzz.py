@@ -2,11 +2,12 @@
 OUT travels with bug reports. Seeded mutations of real records (wrong types, hostile strings,
 huge and deeply nested lines, truncation) must leave load() counting what it cannot read and
 match()/name_map() ending in a RecordError or a result, never another exception. The record
-files themselves may be a FIFO or a link to /dev/zero: reading must not block or run forever
-(the /dev/zero case is not run here: today it reads one endless line until memory runs out).
+files themselves may be a FIFO, a link (to /dev/zero), a directory or huge: load() refuses them
+at once with RecordsFileError (a RecordError and a KerncapInputError), naming the file.
 
-Cases marked xfail(strict) are this fuzzer's findings in kerncap/triton_records.py, kept here
-so that they turn into passes (and the marks must go) once the reader is fixed."""
+The findings of this fuzzer in kerncap/triton_records.py (a line nested 100,000 deep raised
+RecursionError, fields of the wrong type TypeError/AttributeError, a FIFO blocked load(), a
+link to /dev/zero was read until memory ran out) are the cases below."""
 import hashlib
 import json
 import os
@@ -17,6 +18,7 @@ import pytest
 from conftest import write_capture
 
 from kerncap import capture, triton_records as tr
+from kerncap.errors import KerncapInputError
 
 pytestmark = pytest.mark.usefixtures("engine_lib")
 
@@ -96,24 +98,51 @@ def test_mutated_records_end_in_a_record_error_or_a_result(captured, seed):
         recs = [mutate(r, rng) if rng.random() < 0.5 else r for r in seed_records()]
         try:
             run_reader(captured, [json.dumps(r) for r in recs])
-        except (TypeError, AttributeError, ValueError, KeyError) as e:
+        except (TypeError, AttributeError, ValueError, KeyError, RecursionError) as e:
             failures.append(f"round {i}: {type(e).__name__}: {e}: {recs}")
-    if failures:
-        pytest.xfail(f"{len(failures)} of {ROUNDS} mutated record sets raised (triton_records.py trusts field "
-                     f"types; issue 38 finding): {failures[0][:300]}")
+    assert not failures, f"{len(failures)} of {ROUNDS} mutated record sets raised: {failures[0][:300]}"
 
 
-@pytest.mark.xfail(strict=True, reason="finding: a line nested 100,000 deep raises RecursionError in json.loads "
-                                       "(load() catches only JSONDecodeError)")
 def test_a_deeply_nested_line_is_counted_not_raised(captured):
     recs = run_reader(captured, ["[" * 100000 + "]" * 100000] + [json.dumps(r) for r in seed_records()])
     assert recs.unreadable == 1
+    assert "11.jsonl:1: nested deeper than" in recs.problems[0]
 
 
-@pytest.mark.xfail(strict=True, reason="finding: a string \"version\" raises TypeError (compared with an int)")
+def test_nesting_in_strings_is_not_depth_and_a_record_within_the_bound_is_read(captured):
+    rec = dict(seed_records()[0], extra="[" * 10000 + "{" * 10000, deep=json.loads("[" * 60 + "]" * 60))
+    recs = run_reader(captured, [json.dumps(rec)])
+    assert recs.unreadable == 0 and len(recs.compiles) == 1
+
+
 def test_a_version_of_the_wrong_type_is_counted_not_raised(captured):
     recs = run_reader(captured, ['{"kind": "compile", "version": "2"}'] + [json.dumps(r) for r in seed_records()])
     assert recs.unreadable == 1
+    assert recs.problems == [f"{captured}/triton/records/11.jsonl:1: field 'version' is str, expected an integer"]
+
+
+@pytest.mark.parametrize("bad", [{"options": "x"}, {"options": {"num_warps": "4"}}, {"fn": []}, {"name": ["a"]},
+                                 {"arg_names": [1]}, {"constants": [[1, 2]]}, {"sys_path": 7}, {"hash": {}},
+                                 {"best": {"kwargs": []}}, {"launches": True}, {"where": 3}])
+def test_fields_of_the_wrong_type_are_counted_and_named(captured, bad):
+    rec = dict(seed_records()[0], **bad)
+    recs = run_reader(captured, [json.dumps(rec)] + [json.dumps(r) for r in seed_records()[1:]])
+    assert recs.unreadable == 1, recs.problems
+    assert recs.problems[0].startswith(f"{captured}/triton/records/11.jsonl:1: field '")
+
+
+def test_null_fields_read_as_absent(captured):
+    recs = run_reader(captured, [json.dumps(dict(seed_records()[0], options=None, fn=None, via=None)),
+                                 json.dumps({"kind": "error", "where": None, "error": "boom", "version": 1})])
+    assert recs.unreadable == 0 and len(recs.compiles) == 1 and len(recs.errors) == 1
+
+
+def test_a_line_past_the_bound_is_counted_and_skipped(captured, monkeypatch):
+    monkeypatch.setattr(tr, "MAX_RECORD_LINE_BYTES", 1000)
+    recs = run_reader(captured, [json.dumps({"kind": "bench", "name": "x" * 5000})] +
+                      [json.dumps(r) for r in seed_records()])
+    assert recs.unreadable == 1 and len(recs.compiles) == 2
+    assert "11.jsonl:1: a line longer than 1000 bytes" in recs.problems[0]
 
 
 def _with_alarm(seconds, body):
@@ -128,10 +157,36 @@ def _with_alarm(seconds, body):
         signal.signal(signal.SIGALRM, old)
 
 
-@pytest.mark.xfail(strict=True, raises=TimeoutError,
-                   reason="finding: a records file that is a FIFO blocks load() (opened without O_NONBLOCK)")
+def _refused(captured, what):
+    with pytest.raises(tr.RecordsFileError) as e:
+        _with_alarm(3, lambda: tr.load(str(captured / "triton")))
+    assert isinstance(e.value, tr.RecordError) and isinstance(e.value, KerncapInputError)
+    assert e.value.exit_code == 2
+    assert f"{captured}/triton/records/12.jsonl" in str(e.value) and what in str(e.value), str(e.value)
+
+
 def test_a_fifo_records_file_does_not_block(captured):
     d = captured / "triton" / "records"
     d.mkdir(parents=True)
     os.mkfifo(d / "12.jsonl")
-    _with_alarm(3, lambda: tr.load(str(captured / "triton")))
+    _refused(captured, "is a FIFO, not a regular file")
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo", "11.jsonl"])
+def test_a_linked_records_file_is_refused_without_reading(captured, target):
+    d = captured / "triton" / "records"
+    d.mkdir(parents=True)
+    (d / "11.jsonl").write_text(json.dumps(seed_records()[0]) + "\n")
+    os.mkfifo(d / "fifo")
+    os.symlink(target if target.startswith("/") else d / target, d / "12.jsonl")
+    _refused(captured, "is a symbolic link")
+
+
+def test_a_directory_or_a_huge_records_file_is_refused(captured):
+    d = captured / "triton" / "records"
+    (d / "12.jsonl").mkdir(parents=True)
+    _refused(captured, "is a directory")
+    os.rmdir(d / "12.jsonl")
+    with open(d / "12.jsonl", "wb") as f:
+        f.truncate(tr.MAX_RECORDS_FILE_BYTES + 1)  # sparse
+    _refused(captured, f"more than the {tr.MAX_RECORDS_FILE_BYTES} this reader accepts")
