@@ -226,6 +226,14 @@ class Kerncap:
         args += _opt("--footprint", footprint) + _opt("--speedup-iterations", speedup_iterations)
         return self._typed(RegimeValidateResult, args, ok=(0, 1), progress=progress)
 
+    def report(self, dir: str, verdict: Optional[str] = None, output: Optional[str] = None,
+               lint: bool = True) -> str:
+        """`kerncap report DIR`: one self-contained HTML page about a capture or a regime set
+        (needs matplotlib: pip install 'kerncap[report]'); returns its path. verdict: a file with
+        what validate/validate_regimes printed as JSON (verdicts and speed-ups on the page)."""
+        from . import report as _report
+        return _report.write(dir, verdict, output, lint=lint, kerncap=self.binary if lint else None)
+
     def info(self, dir: str, verify: bool = False) -> InfoResult:
         """`kerncap info DIR --json`: the capture's manifest (no GPU)."""
         return self._typed(InfoResult, ["info", dir, "--json"] + _flag("--verify", verify))

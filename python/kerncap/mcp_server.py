@@ -10,6 +10,7 @@ message with its exit code. docs/agents.md is the playbook an agent follows with
 # No `from __future__ import annotations`: the SDK evaluates the tools' annotations (Context,
 # Optional[...]) when it registers them.
 import atexit
+import os
 import re
 import sys
 from typing import Any, Callable, Dict, List, NoReturn, Optional, TypeVar
@@ -208,9 +209,36 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
         (`result` PASS/FAIL, per-region errors) and `line`, the CLI's 'Result: ...'."""
         dir = _operand(dir, "dir")
         cubin = _operand(cubin, "cubin")
+        if os.path.lexists(os.path.join(dir, "regimes.json")):  # a regime set: every regime judged
+            return _document(await call(ctx, lambda kc, pr: kc.validate_regimes(
+                dir, cubin=cubin, min_speedup=min_speedup, footprint=footprint, progress=pr)))
         return _document(await call(ctx, lambda kc, pr: kc.validate(
             dir, cubin=cubin, footprint=footprint, fuzz=fuzz, seed=seed, dtype=dtype, atol=atol, rtol=rtol,
             min_speedup=min_speedup, captured=captured, progress=pr)))
+
+    @server.tool()
+    async def extract_regimes(kernel: str, command: List[str], output: str, ctx: Context,
+                              max_regimes: Optional[int] = None, regex: bool = False,
+                              force: bool = False) -> Dict[str, Any]:
+        """Capture one launch per launch shape (grid, block, cluster, dynamic shared memory) of a
+        kernel into `output`, each with its share of the kernel's GPU time (two runs of the
+        application: profiled, then captured). Then `validate` on that directory judges a variant on
+        every regime and gives the speed-up weighted by in-app time (what a win on the workload is)."""
+        kernel = _operand(kernel, "kernel")
+        output = _operand(output, "output")
+        return _document(await call(ctx, lambda kc, pr: kc.extract_regimes(
+            kernel, command, output, max_regimes=max_regimes, regex=regex, force=force, progress=pr)))
+
+    @server.tool()
+    async def report(dir: str, ctx: Context, verdict: Optional[str] = None,
+                     output: Optional[str] = None) -> Dict[str, Any]:
+        """Write one self-contained HTML page about a capture or a regime set (regime table,
+        speed-up bars, kernel times, footprint map, lint) for a person to look at. verdict: a file
+        holding what validate returned as JSON. Returns {"page": path}."""
+        dir = _operand(dir, "dir")
+        verdict = _operand(verdict, "dir")
+        output = _operand(output, "output")
+        return {"page": await call(ctx, lambda kc, pr: kc.report(dir, verdict=verdict, output=output))}
 
     @server.tool()
     async def serve(dir: str, ctx: Context, footprint: str = "auto", idle_timeout: float = 1800) -> Dict[str, Any]:
