@@ -249,12 +249,17 @@ void ChunkWriter::write_one(size_t ticket, std::vector<uint8_t>& data, void* cct
   static std::atomic<uint64_t> counter{0};
   const fs::path final_path = o_.dir / chunk_file_name(ref);
   const fs::path tmp = o_.dir / fmt::format(".{}.{}.{}.tmp", chunk_hash_hex(ref), ::getpid(), counter++);
-  {
+  std::error_code ec;
+  try {
     BlobWriter w(tmp);
     w.write(bytes, n);
     w.close();
+  } catch (...) {
+    // Disk full mid-chunk: the half-written file goes, so a shared store keeps only whole
+    // chunks (tests/unit/storage_disk_full_test.cpp).
+    fs::remove(tmp, ec);
+    throw;
   }
-  std::error_code ec;
   fs::rename(tmp, final_path, ec);  // a concurrent capture writing the same chunk wrote the same bytes
   if (ec) {
     fs::remove(tmp, ec);

@@ -1,0 +1,128 @@
+// Issue 38's fault matrix, the rows a CPU runs: the disk fills while a capture writes its
+// BEFORE chunks into a shared store. The file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored) makes
+// every write past it fail with EFBIG, as a full file system fails with ENOSPC: the same write
+// error to the writer. Expected: a clear Error(Device) naming the write; no capture published
+// and no partial directory left; nothing half-written in the store (no file under a chunk's
+// name whose bytes are not that chunk, no temporary left); the chunks an earlier capture put
+// in the store intact, and a later capture without the limit completes and reads back.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "common/error.hpp"
+#include "format/chunk_store.hpp"
+#include "format/out_layout.hpp"
+#include "scratch_capture.hpp"
+#include "storage/capture_writer.hpp"
+
+namespace kerncap::format {
+namespace {
+
+class DiskFullTest : public kerncap::testing::ScratchDir {
+ protected:
+  // One capture of `region` into OUT `out`, its chunks into `store` (raw: level 0, so the
+  // bytes on disk are the region's and the test can hash them).
+  static void capture(const fs::path& out, const fs::path& store, const std::vector<uint8_t>& region) {
+    CaptureWriter w(out, static_cast<int>(::getpid()));
+    w.set_chunk_store(store, 0);
+    Manifest m;
+    m.tool_version = "test";
+    m.mangled_name = "_Z1kPf";
+    const std::vector<uint8_t> image(64, 0x7f), params(8, 1);
+    w.write_image(m, image.data(), image.size(), XXH3_64bits(image.data(), image.size()), "cubin");
+    m.params = {{0, 8}};
+    w.write_params(m, params.data(), params.size());
+    m.regions.push_back({0, MemKind::Device, 0x7f0000000000ull, region.size(), "", 0, ""});
+    BlobWriter after = w.open_after(m);
+    after.close();
+    RegionChunker chunker(w.chunks());
+    chunker.add(0, region.data(), region.size());
+    w.finish_chunks(m, {chunker.finish()});
+    w.publish(m);
+  }
+
+  static std::vector<uint8_t> noise(size_t n, unsigned seed) {  // incompressible
+    std::mt19937_64 g(seed);
+    std::vector<uint8_t> v(n);
+    for (auto& b : v) b = static_cast<uint8_t>(g());
+    return v;
+  }
+
+  // Every file of the store is a whole chunk under its own name (its XXH3-128 in hex).
+  static std::vector<std::string> bad_store_files(const fs::path& store) {
+    std::vector<std::string> bad;
+    for (const auto& e : fs::directory_iterator(store)) {
+      const std::string name = e.path().filename().string();
+      ChunkRef ref;
+      if (name.size() != 36 || name.substr(32) != ".raw" || !parse_chunk_hash(name.substr(0, 32), ref)) {
+        bad.push_back(name + " (not a chunk's name)");
+        continue;
+      }
+      std::ifstream in(e.path(), std::ios::binary);
+      const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+      if (h.high64 != ref.hash_hi || h.low64 != ref.hash_lo) bad.push_back(name + " (its bytes are not that chunk)");
+    }
+    return bad;
+  }
+};
+
+TEST_F(DiskFullTest, AFullDiskDuringChunkWritesLeavesNoCaptureAndAnIntactStore) {
+  const fs::path store = out_ / "store";
+  capture(out_ / "first", store, noise(1 << 20, 1));  // an earlier capture's chunks
+  ASSERT_TRUE(bad_store_files(store).empty());
+  const size_t before = static_cast<size_t>(std::distance(fs::directory_iterator(store), fs::directory_iterator()));
+
+  const fs::path out = out_ / "second";
+  const std::string message_file = (out_ / "message").string();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // The child: 6 MiB of new bytes against a 2 MiB file-size limit.
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{2 << 20, 2 << 20};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    int code = 3;  // no error: the test fails
+    try {
+      capture(out, store, noise(6 << 20, 2));
+    } catch (const Error& e) {
+      std::ofstream(message_file) << e.what();
+      code = e.kind() == ErrorKind::Device ? 0 : 4;
+    } catch (...) {
+      code = 5;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  std::ifstream in(message_file);
+  const std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the full disk was not an Error(Device): " << message;
+  EXPECT_NE(message.find("too large"), std::string::npos) << message;  // EFBIG's text: what happened
+
+  // Nothing looks like a capture; nothing half-written stays where a reader would take it.
+  EXPECT_FALSE(fs::exists(out / out::kCapture));
+  for (const auto& e : fs::directory_iterator(out))
+    EXPECT_FALSE(out::is_partial(e.path().filename().string())) << e.path();
+  EXPECT_EQ(bad_store_files(store), std::vector<std::string>{});
+  // The earlier capture still opens (its chunk files there, whole: checked above).
+  EXPECT_NO_THROW(open_capture(out_ / "first", store));
+  EXPECT_GE(static_cast<size_t>(std::distance(fs::directory_iterator(store), fs::directory_iterator())), before);
+
+  // With room again, the same capture completes.
+  capture(out, store, noise(6 << 20, 2));
+  EXPECT_TRUE(fs::exists(out / out::kCapture));
+  EXPECT_EQ(bad_store_files(store), std::vector<std::string>{});
+}
+
+}  // namespace
+}  // namespace kerncap::format
