@@ -52,7 +52,10 @@ class DiskFullTest : public kerncap::testing::ScratchDir {
   static std::vector<uint8_t> noise(size_t n, unsigned seed) {  // incompressible
     std::mt19937_64 g(seed);
     std::vector<uint8_t> v(n);
-    for (auto& b : v) b = static_cast<uint8_t>(g());
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+      const uint64_t x = g();
+      std::memcpy(v.data() + i, &x, 8);
+    }
     return v;
   }
 
@@ -122,6 +125,41 @@ TEST_F(DiskFullTest, AFullDiskDuringChunkWritesLeavesNoCaptureAndAnIntactStore) 
   capture(out, store, noise(6 << 20, 2));
   EXPECT_TRUE(fs::exists(out / out::kCapture));
   EXPECT_EQ(bad_store_files(store), std::vector<std::string>{});
+}
+
+TEST_F(DiskFullTest, AWriterKilledMidChunksLeavesOnlyWholeChunksAndAPartialTheLauncherRemoves) {
+  const fs::path store = out_ / "store";
+  const fs::path out = out_ / "killed";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    capture(out, store, noise(size_t{96} << 20, 3));  // 24 chunks: long enough to be killed inside
+    ::_exit(0);
+  }
+  // Kill it once some chunks are in the store, while others are being written.
+  for (int i = 0; i < 30000; ++i) {
+    std::error_code ec;
+    if (fs::is_directory(store, ec) &&
+        std::distance(fs::directory_iterator(store, ec), fs::directory_iterator()) >= 3)
+      break;
+    ::usleep(1000);
+  }
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the writer finished before it was killed: the test proves nothing";
+  EXPECT_FALSE(fs::exists(out / out::kCapture));
+  // Under a chunk's name only whole chunks (rename publishes them); temporaries may stay, named
+  // so that no reader takes them for a chunk.
+  std::vector<std::string> bad;
+  for (const auto& b : bad_store_files(store))
+    if (b.front() != '.') bad.push_back(b);
+  EXPECT_EQ(bad, std::vector<std::string>{});
+  // The launcher's clean-up after the application ended removes the partial capture and says so.
+  EXPECT_EQ(abandon_partials(out, "killed by a test"), 1u);
+  EXPECT_TRUE(fs::exists(out / out::kCaptureFailed));
+  capture(out, store, noise(size_t{8} << 20, 4));
+  EXPECT_TRUE(fs::exists(out / out::kCapture));
 }
 
 }  // namespace
