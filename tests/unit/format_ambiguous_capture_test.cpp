@@ -19,20 +19,11 @@ namespace {
 
 using json = nlohmann::json;
 
-class AmbiguousCaptureTest : public kerncap::testing::ScratchDir {
+class AmbiguousCaptureTest : public kerncap::testing::SmallCaptureDir {
  protected:
-  void SetUp() override {
-    ScratchDir::SetUp();
-    kerncap::testing::write_small_capture(out_);
-    dir_ = out_ / kCaptureDirName;
-  }
   std::string manifest_text() const {
     std::ifstream in(dir_ / kManifestName, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  }
-  void put_text(const std::string& text) const {
-    fs::remove(dir_ / kManifestName);
-    std::ofstream(dir_ / kManifestName, std::ios::binary) << text;
   }
   static std::string refusal(const fs::path& dir) {
     try {
@@ -42,7 +33,6 @@ class AmbiguousCaptureTest : public kerncap::testing::ScratchDir {
     }
     return "";
   }
-  fs::path dir_;
 };
 
 TEST_F(AmbiguousCaptureTest, TheSmallCaptureOpens) { EXPECT_EQ(refusal(out_), ""); }

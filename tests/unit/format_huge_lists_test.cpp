@@ -22,21 +22,8 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-class HugeListsTest : public kerncap::testing::ScratchDir {
+class HugeListsTest : public kerncap::testing::SmallCaptureDir {
  protected:
-  void SetUp() override {
-    ScratchDir::SetUp();
-    kerncap::testing::write_small_capture(out_);
-    dir_ = out_ / kCaptureDirName;
-    std::ifstream in(dir_ / kManifestName);
-    original_ = json::parse(in);
-  }
-
-  void put_text(const std::string& text) const {
-    fs::remove(dir_ / kManifestName);
-    std::ofstream(dir_ / kManifestName, std::ios::binary) << text;
-  }
-  void put(const json& j) const { put_text(j.dump()); }
   void put_blob(const std::string& rel, const std::vector<uint8_t>& bytes) const {
     fs::remove(dir_ / rel);
     write_file(dir_ / rel, bytes.data(), bytes.size());
@@ -55,8 +42,6 @@ class HugeListsTest : public kerncap::testing::ScratchDir {
     return why;
   }
 
-  fs::path dir_;
-  json original_;
 };
 
 // 100,000 one-byte AFTER runs over a region big enough to hold them apart: a real capture can

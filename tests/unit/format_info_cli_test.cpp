@@ -41,19 +41,8 @@ Result kerncap(const std::string& args) {
   return r;
 }
 
-class InfoCliTest : public kerncap::testing::ScratchDir {
+class InfoCliTest : public kerncap::testing::SmallCaptureDir {
  protected:
-  void SetUp() override {
-    ScratchDir::SetUp();
-    kerncap::testing::write_small_capture(out_);
-    dir_ = out_ / kCaptureDirName;
-    std::ifstream in(dir_ / kManifestName);
-    original_ = json::parse(in);
-  }
-  void put_text(const std::string& text) const {
-    fs::remove(dir_ / kManifestName);
-    std::ofstream(dir_ / kManifestName) << text;
-  }
   void expect_input_error(const std::string& args, const std::string& fragment) const {
     const Result r = kerncap(args);
     EXPECT_EQ(r.code, 2) << r.out;
@@ -61,8 +50,6 @@ class InfoCliTest : public kerncap::testing::ScratchDir {
     EXPECT_EQ(r.out.find("internal error"), std::string::npos) << r.out;
     EXPECT_LT(r.seconds, 5.0) << r.out;
   }
-  fs::path dir_;
-  json original_;
 };
 
 TEST_F(InfoCliTest, GoodCaptureShowsTheCheckedImage) {

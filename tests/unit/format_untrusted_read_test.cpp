@@ -22,23 +22,10 @@ namespace {
 
 using json = nlohmann::json;
 
-class UntrustedReadTest : public kerncap::testing::ScratchDir {
+class UntrustedReadTest : public kerncap::testing::SmallCaptureDir {
  protected:
-  void SetUp() override {
-    ScratchDir::SetUp();
-    kerncap::testing::write_small_capture(out_);
-    dir_ = out_ / kCaptureDirName;
-    std::ifstream in(dir_ / kManifestName);
-    original_ = json::parse(in);
-  }
-
   // The small capture's manifest as written (each case edits a copy and writes it back).
   json manifest() const { return original_; }
-  void put_text(const std::string& text) const {
-    fs::remove(dir_ / kManifestName);
-    std::ofstream(dir_ / kManifestName, std::ios::binary) << text;
-  }
-  void put(const json& j) const { put_text(j.dump()); }
 
   // The message of the Error(Input) that open_capture throws ("" if it opens), within 1 s:
   // a reader that blocks (a FIFO) is unblocked by opening the FIFO's other end, then fails.
@@ -67,8 +54,6 @@ class UntrustedReadTest : public kerncap::testing::ScratchDir {
     EXPECT_EQ(why.find("NOT AN INPUT"), std::string::npos) << why;
   }
 
-  fs::path dir_;
-  json original_;
 };
 
 // ---- the baseline ------------------------------------------------------------------------

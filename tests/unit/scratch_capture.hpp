@@ -9,11 +9,14 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "format/capture_dir.hpp"
 #include "format/chunk_store.hpp"
+
+#include <nlohmann/json.hpp>
 
 namespace kerncap::testing {
 
@@ -54,6 +57,26 @@ inline format::Manifest write_small_capture(const std::filesystem::path& out, ui
   write_json_atomic(dir / kManifestName, to_json(m));
   return m;
 }
+
+// A scratch directory holding write_small_capture's capture, for tests that edit its manifest:
+// dir_ = OUT/capture, original_ = the manifest as written; put()/put_text() replace it.
+class SmallCaptureDir : public ScratchDir {
+ protected:
+  void SetUp() override {
+    ScratchDir::SetUp();
+    write_small_capture(out_);
+    dir_ = out_ / format::kCaptureDirName;
+    std::ifstream in(dir_ / format::kManifestName);
+    original_ = nlohmann::json::parse(in);
+  }
+  void put_text(const std::string& text) const {
+    std::filesystem::remove(dir_ / format::kManifestName);
+    std::ofstream(dir_ / format::kManifestName, std::ios::binary) << text;
+  }
+  void put(const nlohmann::json& j) const { put_text(j.dump()); }
+  std::filesystem::path dir_;
+  nlohmann::json original_;
+};
 
 // Format version 3: region 0 of write_small_capture becomes `data.size()` bytes whose stored
 // runs `runs` (default: the whole region) are kept as chunks of `window` bytes under
