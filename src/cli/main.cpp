@@ -47,7 +47,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the message (or the help) and gives its own codes (105 for a value out of
+    // range, ...): a bad command line is a usage error like every other, exit 2.
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : kerncap::exit_code(kerncap::ErrorKind::Usage);
   } catch (const kerncap::Error& e) {
     std::fprintf(stderr, "kerncap: error: %s\n", e.what());
     return kerncap::exit_code(e.kind());
