@@ -111,7 +111,12 @@ void replace_file(const fs::path& p, std::string_view data, mode_t mode) {
   fs::path tmp = p;
   tmp += ".tmp";
   if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) cannot("remove the stale", tmp, errno);
-  write_new_file(tmp, data, mode);
+  try {
+    write_new_file(tmp, data, mode);
+  } catch (...) {
+    ::unlink(tmp.c_str());  // a full disk: the half-written temporary goes, the old file stays
+    throw;
+  }
   if (::rename(tmp.c_str(), p.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());

@@ -14,10 +14,12 @@
 #include <xxhash.h>
 
 #include <cstring>
+#include <functional>
 #include <fstream>
 #include <random>
 
 #include "common/error.hpp"
+#include "common/private_files.hpp"
 #include "format/chunk_store.hpp"
 #include "format/out_layout.hpp"
 #include "scratch_capture.hpp"
@@ -160,6 +162,70 @@ TEST_F(DiskFullTest, AWriterKilledMidChunksLeavesOnlyWholeChunksAndAPartialTheLa
   EXPECT_TRUE(fs::exists(out / out::kCaptureFailed));
   capture(out, store, noise(size_t{8} << 20, 4));
   EXPECT_TRUE(fs::exists(out / out::kCapture));
+}
+
+// Runs `work` in a child whose files may not grow past `limit` bytes (writes beyond fail with
+// EFBIG, as a full disk fails with ENOSPC); returns "device: <message>" for an Error(Device),
+// another kind's name and message, or "" when `work` did not throw.
+std::string in_full_disk(const fs::path& scratch, uint64_t limit, const std::function<void()>& work) {
+  const std::string message_file = (scratch / "child-message").string();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{limit, limit};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    std::string what;
+    try {
+      work();
+    } catch (const Error& e) {
+      what = std::string(e.kind() == ErrorKind::Device ? "device: " : "other kind: ") + e.what();
+    } catch (const std::exception& e) {
+      what = std::string("untyped: ") + e.what();
+    }
+    std::ofstream(message_file) << what;
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::ifstream in(message_file);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST_F(DiskFullTest, AFullDiskDuringAfterLeavesNoCapture) {
+  const fs::path out = out_ / "after";
+  const std::string what = in_full_disk(out_, 1 << 20, [&] {
+    CaptureWriter w(out, 11);
+    Manifest m;
+    m.tool_version = "test";
+    m.mangled_name = "_Z1kPf";
+    const std::vector<uint8_t> image(64, 0x7f), params(8, 1);
+    w.write_image(m, image.data(), image.size(), XXH3_64bits(image.data(), image.size()), "cubin");
+    m.params = {{0, 8}};
+    w.write_params(m, params.data(), params.size());
+    const std::vector<uint8_t> changed = noise(4 << 20, 5);
+    BlobWriter after = w.open_after(m);
+    after.write(changed.data(), changed.size());  // past the limit
+    after.close();
+    w.publish(m);
+  });
+  EXPECT_EQ(what.rfind("device: ", 0), 0u) << what;
+  EXPECT_NE(what.find("too large"), std::string::npos) << what;
+  EXPECT_FALSE(fs::exists(out / out::kCapture));
+  for (const auto& e : fs::directory_iterator(out))
+    EXPECT_FALSE(out::is_partial(e.path().filename().string())) << e.path();
+}
+
+TEST_F(DiskFullTest, AFileReplacedOnAFullDiskKeepsItsOldContentsAndNoTemporary) {
+  // How footprint.json/.bin, regimes.json and kerncap.toml's defaults are written.
+  const fs::path file = out_ / "footprint.bin";
+  files::replace_file(file, "old contents");
+  const std::string what =
+      in_full_disk(out_, 1 << 16, [&] { files::replace_file(file, std::string(size_t{1} << 20, 'x')); });
+  EXPECT_FALSE(what.empty()) << "the write past the limit did not fail";
+  EXPECT_NE(what.find("too large"), std::string::npos) << what;
+  std::ifstream in(file);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), "old contents");
+  EXPECT_FALSE(fs::exists(out_ / "footprint.bin.tmp"));
 }
 
 }  // namespace
