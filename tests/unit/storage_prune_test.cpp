@@ -3,6 +3,13 @@
 // dry run changes nothing, and without a footprint prune refuses.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+
 #include "scratch_capture.hpp"
 #include "common/error.hpp"
 #include "format/capture_dir.hpp"
@@ -174,6 +181,49 @@ TEST_F(PruneTest, FootprintOfAnotherCaptureIsRefused) {
   Footprint f = footprint(m);
   f.regions[0].size = 4096;
   EXPECT_THROW(plan_prune(m, f), Error);
+}
+
+TEST_F(PruneTest, AFullDiskDuringPruneLeavesTheCaptureWholeAndReadable) {
+  // Issue 38's fault matrix, a CPU row: prune writes the kept runs as new chunks and then the
+  // manifest, and deletes old chunks last. Writes past a 256-byte file-size limit fail with EFBIG
+  // (as ENOSPC would): prune must fail with Error(Device) and leave the capture as it was.
+  const auto d = data();
+  kerncap::testing::write_chunked_capture(out_, d, {}, uint64_t{64} << 10);
+  const Manifest m = open_capture(out_).manifest;
+  write_footprint(dir(), footprint(m));
+  const size_t files_before = chunk_files();
+  const std::string message_file = (out_ / "child-message").string();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{256, 256};  // the manifest (some KiB) cannot be written
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    std::string what = "no error";
+    try {
+      prune_capture(out_, false);
+    } catch (const Error& e) {
+      what = std::string(e.kind() == ErrorKind::Device ? "device: " : "other kind: ") + e.what();
+    }
+    std::ofstream(message_file) << what;
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  std::ifstream in(message_file);
+  const std::string what((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(what.rfind("device: ", 0), 0u) << what;
+  // The capture opens as before, every byte of it there, no chunk of it gone.
+  const Capture c = open_capture(out_);
+  const Region& reg = c.manifest.regions[0];
+  EXPECT_TRUE(reg.pruned.empty());
+  std::vector<uint8_t> got(kSize);
+  RegionBytes(c, reg).read_at(0, got.data(), got.size());
+  EXPECT_EQ(got, d);
+  EXPECT_GE(chunk_files(), files_before);
+  verify_blobs(c);
+  // With room again, prune completes.
+  EXPECT_TRUE(prune_capture(out_, false).plan.changed());
 }
 
 }  // namespace
