@@ -73,23 +73,6 @@ void maybe_replace_file(const fs::path& p, const fs::path& sentinel, Rng& rng) {
   }
 }
 
-// Runs `body`; a typed error or a serve ProtocolError is a refusal (targets.hpp's codes).
-template <class F>
-int guarded_input(F&& body) {
-  try {
-    body();
-    return kAccepted;
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::Internal) return kRefused;
-    std::fprintf(stderr, "internal error: %s\n", e.what());
-  } catch (const serve::ProtocolError&) {
-    return kRefused;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "internal error (%s)\n", e.what());
-  }
-  return kInternal;
-}
-
 // --- OUT/kerncap.toml and OUT/compare.json: read by lint and by every judge --------------
 
 void prepare_outfiles(const Seeds& s, Rng& rng, const fs::path& work) {
@@ -110,7 +93,7 @@ void prepare_outfiles(const Seeds& s, Rng& rng, const fs::path& work) {
 int run_outfiles(const fs::path& work) {
   format::Manifest m;  // the small capture's one region, which the spans name
   m.regions = {{0, format::MemKind::Device, 0x7f0000000000ull, 256, "mem/0.bin", 0, ""}};
-  return guarded_input([&] {
+  return guarded([&] {
     int refused = 0;
     try {
       (void)format::load_kerncap_toml(work / "out");
@@ -132,7 +115,7 @@ void prepare_locate(const Seeds&, Rng& rng, const fs::path& work) {
 }
 
 int run_locate(const fs::path& work) {
-  return guarded_input([&] { (void)source::load_locate_rules({(work / "rules.toml").string()}); });
+  return guarded([&] { (void)source::load_locate_rules({(work / "rules.toml").string()}); });
 }
 
 // --- extract --top N --from profile.json ----------------------------------------------------
@@ -154,7 +137,7 @@ void prepare_profile(const Seeds& s, Rng& rng, const fs::path& work) {
 }
 
 int run_profile(const fs::path& work) {
-  return guarded_input([&] {
+  return guarded([&] {
     (void)extract::top_kernels_from_file(work / "profile.json", 3);
   });
 }
@@ -171,13 +154,13 @@ int run_serve(const fs::path& work) {
   const std::string line = slurp_text(work / "line.json");
   // Both directions; what decode accepts, encode writes and decode reads back the same.
   int refused = 0;
-  const int req = guarded_input([&] {
+  const int req = guarded([&] {
     const serve::Request r = serve::decode_request(line);
     const serve::Request back = serve::decode_request(serve::encode(r));
     if (back.op != r.op || back.cubin != r.cubin || back.options != r.options)
       throw std::logic_error("a request does not survive encode + decode");
   });
-  const int resp = guarded_input([&] {
+  const int resp = guarded([&] {
     const serve::Response r = serve::decode_response(line);
     const serve::Response back = serve::decode_response(serve::encode(r));
     if (back.ok != r.ok || back.evaluation != r.evaluation || back.server != r.server)

@@ -41,21 +41,6 @@ void write_tree(const fs::path& dir, const CaptureFiles& files) {
   for (const auto& [rel, bytes] : files) spill(dir / rel, bytes);
 }
 
-// Runs `body` and maps its outcome to an exit code (see targets.hpp).
-template <class F>
-int guarded(F&& body) {
-  try {
-    body();
-    return kAccepted;
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::Internal) return kRefused;
-    std::fprintf(stderr, "internal error: %s\n", e.what());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "internal error (%s)\n", e.what());
-  }
-  return kInternal;
-}
-
 // --- code objects: cubin, fatbin, PTX ---------------------------------------------------
 
 void prepare_code(const Seeds& s, Rng& rng, const fs::path& work) {

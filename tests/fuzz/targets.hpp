@@ -4,18 +4,39 @@
 // forked child). A child exits 0 when the input was accepted, 2 when it was refused with
 // Error(Input/Usage), 70 for Error(Internal) or any other exception ("internal error" in
 // the CLI), or dies (sanitizer report, crash, timeout).
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "mutate.hpp"
+#include "serve/protocol.hpp"
 
 namespace kerncap::fuzz {
 
 namespace fs = std::filesystem;
 
 inline constexpr int kAccepted = 0, kRefused = 2, kInternal = 70;
+
+// Runs `body` and maps its outcome to one of those codes: a typed error (or a serve protocol
+// error) is a refusal, Error(Internal) or any other exception an internal error (said on stderr).
+template <class F>
+int guarded(F&& body) {
+  try {
+    body();
+    return kAccepted;
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Internal) return kRefused;
+    std::fprintf(stderr, "internal error: %s\n", e.what());
+  } catch (const serve::ProtocolError&) {
+    return kRefused;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "internal error (%s)\n", e.what());
+  }
+  return kInternal;
+}
 
 // A capture directory as files (relative path -> bytes).
 using CaptureFiles = std::map<std::string, Bytes>;
