@@ -15,7 +15,7 @@ import re
 import sys
 from typing import Any, Callable, Dict, List, NoReturn, Optional, TypeVar
 
-from . import api
+from . import api, out_layout
 from .errors import KerncapError
 from .runner import Progress
 
@@ -209,7 +209,7 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
         (`result` PASS/FAIL, per-region errors) and `line`, the CLI's 'Result: ...'."""
         dir = _operand(dir, "dir")
         cubin = _operand(cubin, "cubin")
-        if os.path.lexists(os.path.join(dir, "regimes.json")):  # a regime set: every regime judged
+        if os.path.lexists(os.path.join(dir, out_layout.REGIMES_INDEX)):  # a regime set: every regime judged
             return _document(await call(ctx, lambda kc, pr: kc.validate_regimes(
                 dir, cubin=cubin, min_speedup=min_speedup, footprint=footprint, progress=pr)))
         return _document(await call(ctx, lambda kc, pr: kc.validate(

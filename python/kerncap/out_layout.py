@@ -12,3 +12,4 @@ REPRO_RUNTIME = "kerncap_repro"        # the reproducer's runtime package (and e
 CANDIDATE_CUBIN = "candidate.cubin"
 CANDIDATE_JSON = "candidate.json"
 COMPARE_SPEC = "compare.json"          # the replay engine's comparison spec (kc_compare, validate)
+REGIMES_INDEX = "regimes.json"         # extract --regimes: the regime set's index (format/regimes_index.hpp)

@@ -22,6 +22,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from . import out_layout
+
 REPORT_FORMAT = "kerncap-report"
 REPORT_VERSION = 1
 MAX_JSON_BYTES = 64 << 20
@@ -76,7 +78,7 @@ def load(out: str, verdict_path: Optional[str], lint: bool, kerncap: Optional[st
     """Everything the page shows, as one JSON-able document (also written beside the page)."""
     regimes: List[Regime] = []
     title = ""
-    index_path = os.path.join(out, "regimes.json")
+    index_path = os.path.join(out, out_layout.REGIMES_INDEX)
     if os.path.lexists(index_path):
         idx = _read_json(index_path, "regime index")
         if idx.get("format") != "kerncap-regimes" or idx.get("version") != 1:

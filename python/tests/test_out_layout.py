@@ -12,7 +12,8 @@ HPP = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 PAIRS = {"TRITON": "kTriton", "KERNEL_VARIANT_PY": "kKernelVariantPy", "REPRODUCER_PY": "kReproducerPy",
          "REPRO_RUNTIME": "kReproRuntime", "CANDIDATE_CUBIN": "kCandidateCubin",
          "CANDIDATE_JSON": "kCandidateJson", "COMPARE_SPEC": "kCompareSpec", "TRITON_RECORDS": "kTritonRecords",
-         "TRITON_LAUNCH_PLAN": "kTritonLaunchPlan", "TRITON_NAME_MAP": "kTritonNameMap"}
+         "TRITON_LAUNCH_PLAN": "kTritonLaunchPlan", "TRITON_NAME_MAP": "kTritonNameMap",
+         "REGIMES_INDEX": "kRegimesIndex"}
 
 
 def test_python_names_are_the_cpp_names():
