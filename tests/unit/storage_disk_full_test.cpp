@@ -80,6 +80,33 @@ class DiskFullTest : public kerncap::testing::ScratchDir {
   }
 };
 
+// Runs `work` in a child whose files may not grow past `limit` bytes (writes beyond fail with
+// EFBIG, as a full disk fails with ENOSPC); returns "device: <message>" for an Error(Device),
+// another kind's name and message, or "" when `work` did not throw.
+std::string in_full_disk(const fs::path& scratch, uint64_t limit, const std::function<void()>& work) {
+  const std::string message_file = (scratch / "child-message").string();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{limit, limit};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    std::string what;
+    try {
+      work();
+    } catch (const Error& e) {
+      what = std::string(e.kind() == ErrorKind::Device ? "device: " : "other kind: ") + e.what();
+    } catch (const std::exception& e) {
+      what = std::string("untyped: ") + e.what();
+    }
+    std::ofstream(message_file) << what;
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::ifstream in(message_file);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 TEST_F(DiskFullTest, AFullDiskDuringChunkWritesLeavesNoCaptureAndAnIntactStore) {
   const fs::path store = out_ / "store";
   capture(out_ / "first", store, noise(1 << 20, 1));  // an earlier capture's chunks
@@ -87,32 +114,10 @@ TEST_F(DiskFullTest, AFullDiskDuringChunkWritesLeavesNoCaptureAndAnIntactStore) 
   const size_t before = static_cast<size_t>(std::distance(fs::directory_iterator(store), fs::directory_iterator()));
 
   const fs::path out = out_ / "second";
-  const std::string message_file = (out_ / "message").string();
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    // The child: 6 MiB of new bytes against a 2 MiB file-size limit.
-    ::signal(SIGXFSZ, SIG_IGN);
-    rlimit lim{2 << 20, 2 << 20};
-    ::setrlimit(RLIMIT_FSIZE, &lim);
-    int code = 3;  // no error: the test fails
-    try {
-      capture(out, store, noise(6 << 20, 2));
-    } catch (const Error& e) {
-      std::ofstream(message_file) << e.what();
-      code = e.kind() == ErrorKind::Device ? 0 : 4;
-    } catch (...) {
-      code = 5;
-    }
-    ::_exit(code);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  std::ifstream in(message_file);
-  const std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "the full disk was not an Error(Device): " << message;
-  EXPECT_NE(message.find("too large"), std::string::npos) << message;  // EFBIG's text: what happened
+  // 6 MiB of new bytes against a 2 MiB file-size limit.
+  const std::string what = in_full_disk(out_, 2 << 20, [&] { capture(out, store, noise(6 << 20, 2)); });
+  EXPECT_EQ(what.rfind("device: ", 0), 0u) << "the full disk was not an Error(Device): " << what;
+  EXPECT_NE(what.find("too large"), std::string::npos) << what;  // EFBIG's text: what happened
 
   // Nothing looks like a capture; nothing half-written stays where a reader would take it.
   EXPECT_FALSE(fs::exists(out / out::kCapture));
@@ -162,33 +167,6 @@ TEST_F(DiskFullTest, AWriterKilledMidChunksLeavesOnlyWholeChunksAndAPartialTheLa
   EXPECT_TRUE(fs::exists(out / out::kCaptureFailed));
   capture(out, store, noise(size_t{8} << 20, 4));
   EXPECT_TRUE(fs::exists(out / out::kCapture));
-}
-
-// Runs `work` in a child whose files may not grow past `limit` bytes (writes beyond fail with
-// EFBIG, as a full disk fails with ENOSPC); returns "device: <message>" for an Error(Device),
-// another kind's name and message, or "" when `work` did not throw.
-std::string in_full_disk(const fs::path& scratch, uint64_t limit, const std::function<void()>& work) {
-  const std::string message_file = (scratch / "child-message").string();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::signal(SIGXFSZ, SIG_IGN);
-    rlimit lim{limit, limit};
-    ::setrlimit(RLIMIT_FSIZE, &lim);
-    std::string what;
-    try {
-      work();
-    } catch (const Error& e) {
-      what = std::string(e.kind() == ErrorKind::Device ? "device: " : "other kind: ") + e.what();
-    } catch (const std::exception& e) {
-      what = std::string("untyped: ") + e.what();
-    }
-    std::ofstream(message_file) << what;
-    ::_exit(0);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  std::ifstream in(message_file);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 TEST_F(DiskFullTest, AFullDiskDuringAfterLeavesNoCapture) {
