@@ -1,6 +1,7 @@
 #include "format/capture_dir.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -107,12 +109,50 @@ std::vector<uint8_t> Capture::read_image() const {
   return image;
 }
 
+CaptureLock::CaptureLock(const fs::path& dir, Mode mode, std::chrono::milliseconds wait) {
+  fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ < 0) return;  // the reads that follow say what is wrong with the directory
+  const int op = (mode == Mode::Exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
+  const auto until = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    if (::flock(fd_, op) == 0) return;
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK) {  // no locks on this file system (ENOLCK): go on without
+      ::close(fd_);
+      fd_ = -1;
+      return;
+    }
+    if (std::chrono::steady_clock::now() >= until) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::close(fd_);
+  fd_ = -1;
+  const long secs = static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(wait).count());
+  if (mode == Mode::Exclusive)
+    usage_error(fmt::format("{} is open in another kerncap process (validate, replay, serve, footprint, a Python "
+                            "Session or another prune; waited {} s): prune rewrites the manifest and deletes the "
+                            "chunk files that process reads, so it waits for it. Run prune when it is done (stop a "
+                            "`kerncap serve` with `kerncap serve --stop`)",
+                            dir.string(), secs));
+  usage_error(fmt::format("{} is being pruned by another process, which did not finish in {} s; run again when it "
+                          "is done",
+                          dir.string(), secs));
+}
+
+CaptureLock::~CaptureLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
+}
+
 namespace {
 
-Capture open_checked(const fs::path& dir_in, const std::optional<fs::path>& store) {
+Capture open_checked(const fs::path& dir_in, const std::optional<fs::path>& store, CaptureLock::Mode mode) {
   Capture c;
   c.dir = resolve_capture_dir(dir_in);
   c.store = store;
+  // Before the manifest is read: a prune in progress finishes first (its manifest and chunks
+  // are then read together), and a prune that comes later waits for this Capture.
+  c.lock = std::make_shared<const CaptureLock>(c.dir, mode,
+                                               mode == CaptureLock::Mode::Exclusive ? kPruneLockWait : kReaderLockWait);
   const std::vector<uint8_t> text = ReadOnlyFile::open_in(c.dir, kManifestName, "the manifest").read_all(kMaxJsonBytes);
   const JsonDoc doc{(c.dir / kManifestName).string(), "the capture is damaged, extract again"};
   c.manifest = from_json(parse_bounded_json(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), doc));
@@ -146,11 +186,13 @@ Capture open_checked(const fs::path& dir_in, const std::optional<fs::path>& stor
 
 Capture open_capture(const fs::path& dir) { return open_capture(dir, default_store()); }
 
-Capture open_capture(const fs::path& dir, const std::optional<fs::path>& store) {
+namespace {
+
+Capture open_as(const fs::path& dir, const std::optional<fs::path>& store, CaptureLock::Mode mode) {
   // Whatever a damaged or crafted capture makes the standard library throw is still the
   // input's fault: never let it reach main() as an internal error.
   try {
-    return open_checked(dir, store);
+    return open_checked(dir, store, mode);
   } catch (const Error&) {
     throw;
   } catch (const nlohmann::json::exception& e) {
@@ -162,6 +204,16 @@ Capture open_capture(const fs::path& dir, const std::optional<fs::path>& store) 
   } catch (const std::length_error& e) {
     input_error(fmt::format("{}: the capture holds an impossible size ({})", dir.string(), e.what()));
   }
+}
+
+}  // namespace
+
+Capture open_capture(const fs::path& dir, const std::optional<fs::path>& store) {
+  return open_as(dir, store, CaptureLock::Mode::Shared);
+}
+
+Capture open_capture_exclusive(const fs::path& dir, const std::optional<fs::path>& store) {
+  return open_as(dir, store, CaptureLock::Mode::Exclusive);
 }
 
 void verify_blobs(const Capture& c) {

@@ -2,9 +2,11 @@
 // Reading a capture directory, and the file helpers its writer (capture_writer.hpp) uses.
 // The writer builds everything under OUT/capture.partial-<pid> and renames it to
 // OUT/capture only when complete, so an interrupted capture never looks valid.
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,29 @@ inline constexpr const char* kManifestName = "manifest.json";
 
 // Accepts either the reproducer directory (OUT) or OUT/capture itself.
 fs::path resolve_capture_dir(const fs::path& dir);
+
+// Readers and prune on one capture at once (issue 38's fault matrix): an flock(2) on the capture
+// directory. Every open capture holds it shared for as long as a copy of the Capture lives (a
+// validate, a serve or a Python Session for hours); prune, which rewrites the manifest and
+// deletes the chunk files the old one named, holds it exclusively. So a reader never sees a
+// manifest whose chunks were just deleted, and two prunes run one after the other. flock is
+// advisory and per open file description; where the file system has none (ENOLCK), readers go
+// on without it.
+class CaptureLock {
+ public:
+  enum class Mode { Shared, Exclusive };
+  // Waits up to `wait` (polling), then throws Error(Usage) saying who holds the capture.
+  CaptureLock(const fs::path& dir, Mode mode, std::chrono::milliseconds wait);
+  ~CaptureLock();
+  CaptureLock(const CaptureLock&) = delete;
+  CaptureLock& operator=(const CaptureLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+// How long a reader waits for a prune in progress, and a prune for readers to finish.
+inline constexpr std::chrono::milliseconds kReaderLockWait{std::chrono::minutes(10)};
+inline constexpr std::chrono::milliseconds kPruneLockWait{std::chrono::seconds(10)};
 
 // Reads and checks a capture, which is untrusted input (docs/contracts.md, "Reading a
 // capture"): the manifest through the strict reader (manifest.hpp), every file it names
@@ -41,12 +66,16 @@ struct Capture {
   std::vector<uint8_t> read(const std::string& rel, const std::string& what) const;
   // The code image, checked against the hash the capture recorded.
   std::vector<uint8_t> read_image() const;
+  // Held (shared) while any copy of this Capture lives; exclusive for prune.
+  std::shared_ptr<const CaptureLock> lock;
 };
 // `store`: where a capture's shared chunk store is (default: default_store()). A capture
 // that keeps its chunks in a store opens without one (info shows it); reading its BEFORE
 // bytes then asks for --store.
 Capture open_capture(const fs::path& dir);
 Capture open_capture(const fs::path& dir, const std::optional<fs::path>& store);
+// The same, the capture locked exclusively (prune): waits up to kPruneLockWait for readers.
+Capture open_capture_exclusive(const fs::path& dir, const std::optional<fs::path>& store);
 
 // Reads every region's stored bytes (every chunk decompressed and checked against its name)
 // and hashes them against the hash the capture recorded (0: not recorded); throws

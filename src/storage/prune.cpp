@@ -190,7 +190,9 @@ PruneResult prune_capture(const std::filesystem::path& dir_in, bool dry_run) {
                               "links; run it on the capture's own directory",
                               named.string(), std::filesystem::read_symlink(named, ec).string()));
   }
-  const Capture c = open_capture(dir_in);
+  // Exclusive: no reader may hold the manifest this rewrites or the chunks this deletes, and a
+  // second prune waits for this one (then finds nothing left to prune).
+  const Capture c = dry_run ? open_capture(dir_in) : open_capture_exclusive(dir_in, default_store());
   if (!footprint_exists(c.dir))
     input_error(fmt::format("{} has no footprint, so kerncap cannot tell which bytes the launch never touches: "
                             "measure it first with `kerncap footprint OUT`, then prune",

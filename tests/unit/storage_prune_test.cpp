@@ -8,7 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <optional>
 
 #include "scratch_capture.hpp"
 #include "common/error.hpp"
@@ -108,7 +111,8 @@ TEST_F(PruneTest, DropsUntouchedBytesAndKeepsTouchedOnesExact) {
   const PruneResult r = prune_capture(out_, false);
   // Kept: [0, 8 KiB) and [512 KiB, 520 KiB) and [600 KiB, 604 KiB): widened to 4 KiB, the
   // gaps between them longer than 64 KiB.
-  const Capture c = open_capture(out_);
+  std::optional<Capture> opened = open_capture(out_);  // closed before the next prune (it holds the lock)
+  const Capture& c = *opened;
   const Region& reg = c.manifest.regions[0];
   ASSERT_TRUE(reg.stored.has_value());
   ASSERT_EQ(reg.stored->size(), 3u);
@@ -134,6 +138,7 @@ TEST_F(PruneTest, DropsUntouchedBytesAndKeepsTouchedOnesExact) {
   verify_blobs(c);  // the new hash of the stored bytes
 
   // Again: nothing left to prune.
+  opened.reset();
   const PruneResult again = prune_capture(out_, false);
   EXPECT_FALSE(again.plan.changed());
   EXPECT_NE(again.summary.find("nothing to prune"), std::string::npos);
@@ -214,16 +219,95 @@ TEST_F(PruneTest, AFullDiskDuringPruneLeavesTheCaptureWholeAndReadable) {
   const std::string what((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(what.rfind("device: ", 0), 0u) << what;
   // The capture opens as before, every byte of it there, no chunk of it gone.
-  const Capture c = open_capture(out_);
-  const Region& reg = c.manifest.regions[0];
-  EXPECT_TRUE(reg.pruned.empty());
-  std::vector<uint8_t> got(kSize);
-  RegionBytes(c, reg).read_at(0, got.data(), got.size());
-  EXPECT_EQ(got, d);
-  EXPECT_GE(chunk_files(), files_before);
-  verify_blobs(c);
+  {
+    const Capture c = open_capture(out_);
+    const Region& reg = c.manifest.regions[0];
+    EXPECT_TRUE(reg.pruned.empty());
+    std::vector<uint8_t> got(kSize);
+    RegionBytes(c, reg).read_at(0, got.data(), got.size());
+    EXPECT_EQ(got, d);
+    EXPECT_GE(chunk_files(), files_before);
+    verify_blobs(c);
+  }  // closed: prune waits for every open copy of the capture
   // With room again, prune completes.
   EXPECT_TRUE(prune_capture(out_, false).plan.changed());
+}
+
+// Fault matrix (issue 38): a prune that starts while another process holds the capture open
+// (validate, serve) waits for it, so the reader reads the manifest it opened with every chunk
+// it names; the prune then completes. Before the capture lock, prune deleted the chunks the
+// reader's manifest named.
+TEST_F(PruneTest, WaitsForAReaderInAnotherProcess) {
+  const auto d = data();
+  const Manifest m = kerncap::testing::write_chunked_capture(out_, d, {}, uint64_t{64} << 10);
+  write_footprint(dir(), footprint(m));
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int rc = 1;
+    try {
+      const Capture c = open_capture(out_);
+      (void)!::write(ready[1], "r", 1);
+      ::usleep(600 * 1000);  // prune is waiting now
+      std::vector<uint8_t> got(kSize);
+      RegionBytes(c, c.manifest.regions[0]).read_at(0, got.data(), got.size());
+      rc = got == d ? 0 : 2;
+    } catch (...) {
+      rc = 3;
+    }
+    ::_exit(rc);
+  }
+  char b = 0;
+  ASSERT_EQ(::read(ready[0], &b, 1), 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  const PruneResult r = prune_capture(out_, false);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the reader lost bytes: status " << status;
+  EXPECT_GE(waited, std::chrono::milliseconds(300));
+  EXPECT_TRUE(r.plan.changed());
+  EXPECT_GT(r.files_deleted, 0u);
+  verify_blobs(open_capture(out_));
+}
+
+// Two prunes at once: one prunes, the other waits and finds nothing left; the capture reads
+// back whole, every chunk it names there.
+TEST_F(PruneTest, TwoPrunesAtOnceRunOneAfterTheOther) {
+  const auto d = data();
+  const Manifest m = kerncap::testing::write_chunked_capture(out_, d, {}, uint64_t{64} << 10);
+  write_footprint(dir(), footprint(m));
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 2; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int rc = 1;
+      try {
+        rc = prune_capture(out_, false).plan.changed() ? 10 : 11;
+      } catch (...) {
+        rc = 3;
+      }
+      ::_exit(rc);
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    codes.push_back(WEXITSTATUS(status));
+  }
+  std::sort(codes.begin(), codes.end());
+  EXPECT_EQ(codes, (std::vector<int>{10, 11}));  // one pruned, one found nothing to do
+  const Capture c = open_capture(out_);
+  verify_blobs(c);
+  EXPECT_EQ(chunk_files(), c.manifest.regions[0].chunks.size());
 }
 
 }  // namespace
