@@ -1,10 +1,14 @@
 #include "extract/launcher.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,12 +52,109 @@ fs::path find_injection_library(const std::optional<std::string>& named) {
 }
 
 std::string AppExit::describe() const {
-  if (exited) return fmt::format("exited with code {}", code);
-  return fmt::format("was killed by signal {} ({})", code, strsignal(code));
+  const std::string passed =
+      forwarded ? fmt::format(" (kerncap received {} and passed it on)", sigabbrev_np(forwarded) ? sigabbrev_np(forwarded) : "a signal")
+                : std::string();
+  if (exited) return fmt::format("exited with code {}{}", code, passed);
+  return fmt::format("was killed by signal {} ({}){}", code, strsignal(code), passed);
 }
 
+namespace {
+
+// The first signal received while the application runs, and one not yet passed on
+// (async-signal-safe: the handler only records it).
+volatile sig_atomic_t g_forwarded = 0;
+volatile sig_atomic_t g_pending = 0;
+
+void on_signal(int sig, siginfo_t* info, void*) {
+  // A terminal's Ctrl-C (SIGINT, SIGQUIT from the kernel) already reached the application,
+  // which is in kerncap's process group: passing it on would deliver it twice.
+  if ((sig == SIGINT || sig == SIGQUIT) && info && info->si_code == SI_KERNEL) return;
+  g_pending = sig;
+  if (!g_forwarded) g_forwarded = sig;
+}
+
+// Every process below this one (the application, and what it started: a `--cmd` shell's
+// command, torchrun's workers), from /proc's parent links.
+std::vector<pid_t> descendants() {
+  std::map<pid_t, std::vector<pid_t>> children;
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    FILE* f = std::fopen(("/proc/" + name + "/stat").c_str(), "r");
+    if (!f) continue;
+    char buf[512];
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = 0;
+    const char* close = std::strrchr(buf, ')');  // the command name may hold spaces and ')'
+    int ppid = 0;
+    if (close && std::sscanf(close + 1, " %*c %d", &ppid) == 1)
+      children[static_cast<pid_t>(ppid)].push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  std::vector<pid_t> out, todo{getpid()};
+  while (!todo.empty()) {
+    const pid_t p = todo.back();
+    todo.pop_back();
+    for (pid_t c : children[p]) {
+      out.push_back(c);
+      todo.push_back(c);
+    }
+  }
+  return out;
+}
+
+// While the application runs: every signal in kSignals is caught (unless it was ignored) and
+// passed on to the application and its descendants.
+struct Forwarding {
+  static constexpr int kSignals[] = {SIGTERM, SIGHUP, SIGINT, SIGQUIT};
+  struct sigaction old[std::size(kSignals)]{};
+  bool installed[std::size(kSignals)]{};
+
+  Forwarding() {
+    g_forwarded = 0;
+    g_pending = 0;
+    struct sigaction sa{};
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < std::size(kSignals); ++i) {
+      if (sigaction(kSignals[i], nullptr, &old[i]) != 0 || old[i].sa_handler == SIG_IGN) continue;
+      installed[i] = sigaction(kSignals[i], &sa, nullptr) == 0;
+    }
+  }
+  ~Forwarding() {
+    for (size_t i = 0; i < std::size(kSignals); ++i)
+      if (installed[i]) sigaction(kSignals[i], &old[i], nullptr);
+  }
+  Forwarding(const Forwarding&) = delete;
+  Forwarding& operator=(const Forwarding&) = delete;
+
+  // Waits for `pid`, passing on what arrives meanwhile (polled: no signal is lost between a
+  // check and a blocking wait).
+  int wait(pid_t pid) {
+    int status = 0;
+    for (;;) {
+      const pid_t r = waitpid(pid, &status, WNOHANG);
+      if (r == pid || (r < 0 && errno != EINTR)) return status;
+      if (const int sig = g_pending) {
+        g_pending = 0;
+        // The whole tree first: a shell killed first leaves its children to init, out of reach.
+        const std::vector<pid_t> tree = descendants();
+        ::kill(pid, sig);
+        for (pid_t d : tree) ::kill(d, sig);
+      }
+      struct timespec ts{0, 20 * 1000 * 1000};
+      nanosleep(&ts, nullptr);
+    }
+  }
+};
+
+}  // namespace
+
 AppExit run_application(const std::vector<std::string>& argv, bool shell,
-                        const std::map<std::string, std::string>& env) {
+                        const std::map<std::string, std::string>& env, const AppOutput* output) {
   if (argv.empty()) usage_error("no application command given");
   std::vector<std::string> args = shell ? std::vector<std::string>{"/bin/sh", "-c", argv[0]} : argv;
   std::vector<std::string> envs;
@@ -69,25 +170,39 @@ AppExit run_application(const std::vector<std::string>& argv, bool shell,
   for (auto& e : envs) cenv.push_back(e.data());
   cenv.push_back(nullptr);
 
+  // Opened here, so that a path we cannot write is our error, not the application's.
+  auto open_output = [](const std::filesystem::path& p) {
+    if (p.empty()) return -1;
+    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) device_error(fmt::format("cannot create {}: {}", p.string(), std::strerror(errno)));
+    return fd;
+  };
+  const int out_fd = output ? open_output(output->stdout_file) : -1;
+  const int err_fd = output ? open_output(output->stderr_file) : -1;
   std::fflush(nullptr);
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) device_error(fmt::format("fork failed: {}", std::strerror(errno)));
   if (pid == 0) {
+    // Killed with kerncap: nobody would report the capture, or stop the application.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // kerncap died before the line above
+    if (out_fd >= 0) dup2(out_fd, STDOUT_FILENO);
+    if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
     execvpe(cargv[0], cargv.data(), cenv.data());
     std::fprintf(stderr, "kerncap: cannot start '%s': %s\n", cargv[0], std::strerror(errno));
     _exit(127);
   }
-  // Let Ctrl-C reach the application, not us, while it runs.
-  struct sigaction ign{}, old_int{}, old_quit{};
-  ign.sa_handler = SIG_IGN;
-  sigaction(SIGINT, &ign, &old_int);
-  sigaction(SIGQUIT, &ign, &old_quit);
+  // Signals for us go to the application while it runs (Forwarding); we report what it left.
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGQUIT, &old_quit, nullptr);
   AppExit r;
+  {
+    Forwarding fw;
+    status = fw.wait(pid);
+    r.forwarded = g_forwarded;
+  }
+  if (out_fd >= 0) ::close(out_fd);
+  if (err_fd >= 0) ::close(err_fd);
   if (WIFEXITED(status)) {
     r.exited = true;
     r.code = WEXITSTATUS(status);
