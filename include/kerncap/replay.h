@@ -73,6 +73,12 @@ KC_API int kc_capture_info(const char* path, char** json_out);
  *   "strong": bool (default true): when the capture has a footprint (`kerncap footprint`),
  *             every kc_restore poisons the bytes the launch writes without reading them, and
  *             kc_compare's verdict is strong (a launch that skips writes fails)
+ *   "recover": bool (default true): false: a variant whose fault breaks the CUDA context is
+ *             not recovered in this process (no device reset, no second open); its verdict
+ *             says "context_lost" at once and the session takes no more calls (a caller that
+ *             replaces the process anyway, such as the evaluation pool)
+ *   "prepare": bool (default false): do now what the first kc_evaluate calls would (the
+ *             SASS's element types, CUPTI loaded, the comparison check loaded); no verdict changes
  * Reserves the captured addresses, creates/retains the context, maps memory, loads the image.
  * Call before anything else in the process allocates device memory. */
 KC_API int kc_open(const char* path, const char* options_json, kc_session** out);

@@ -336,11 +336,15 @@ class Session:
 
     def __init__(self, path: str, cubin: Optional[str] = None, allow_relocate: bool = True,
                  progress: bool = False, verify: bool = False, lib: Optional[Library] = None,
-                 strong: Optional[bool] = None):
+                 strong: Optional[bool] = None, recover: Optional[bool] = None, prepare: Optional[bool] = None):
         """cubin: a variant image instead of the captured one; allow_relocate=False fails rather
         than moving a range; progress: the engine's progress lines on stderr; verify: check
         the blobs' hashes while restoring; strong=False: no poisoning of write-only bytes even
-        when the capture has a footprint (default: strong when it has one)."""
+        when the capture has a footprint (default: strong when it has one); recover=False: a
+        candidate whose fault costs the process its CUDA context is not recovered here (its
+        verdict says "context_lost" at once; for a caller that replaces the process, such as
+        the evaluation pool); prepare=True: read the SASS's element types and load CUPTI now
+        rather than in the first evaluations (no verdict changes)."""
         self.path = path
         self._lib = lib or load()
         self._s = _vp()
@@ -356,7 +360,7 @@ class Session:
             self._child = _ServeChild(path, allow_relocate, bool(strong))
             return
         opts = _opts({"cubin": cubin, "allow_relocate": allow_relocate, "progress": progress, "verify": verify,
-                      "strong": strong})
+                      "strong": strong, "recover": recover, "prepare": prepare})
         self._lib.check(self._lib.lib.kc_open(os.fsencode(path), opts, ctypes.byref(self._s)), "kc_open")
 
     def __enter__(self) -> "Session":

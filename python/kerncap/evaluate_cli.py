@@ -15,13 +15,14 @@ from .evaluate_pool import DEFAULT_JUDGE, evaluate_many, expand_images
 
 EPILOG = """\
 Each line: {"index", "image", "result", "line", "error", "device", "device_name", "worker_pid",
-"seconds", "timed_on", "verdict"} where verdict is the one judge's document (what kerncap validate
+"seconds", "judge_seconds", "timed_on", "verdict"} where verdict is the one judge's document (what kerncap validate
 --json and Session.evaluate return, with timing when --time). Lines come in completion order;
 "index" is the candidate's position in the order the images were named (a directory: its
 *.cubin, *.fatbin, *.ptx files sorted by name).
 
 One worker process per GPU opens the capture once and judges candidates one at a time from a
-shared queue. A candidate still running after --time-limit seconds is reported once as
+shared queue; a spare worker per GPU (--spares) opens it too and takes over when the judging
+worker must be replaced. A candidate still running after --time-limit seconds is reported once as
 "result": "FAIL", "error": "timed out after N s" and its worker is restarted; a candidate that
 kills its worker (or whose fault costs it its CUDA context) is reported once ("ERROR" with the
 exit, or the judge's FAIL naming the fault) and the worker is restarted. Times and speed-ups
@@ -43,6 +44,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", default="all", help="all (default) or CUDA device numbers, comma-separated: 0,1")
     p.add_argument("--time-limit", type=float, metavar="S", help="seconds a candidate may take before its worker "
                    "is killed and it is reported FAIL (default: none)")
+    p.add_argument("--spares", type=int, choices=(0, 1), default=1,
+                   help="workers kept open per GPU beside the judging one, to take over at once after a hang or a "
+                        "fault (default 1; 0: a new worker opens the capture then)")
+    p.add_argument("--stats", metavar="FILE", help="write the run's statistics as JSON: counts, restarts, and where "
+                   "the GPUs' time went (start-up, restarts, judging; bench/evaluate_profile.py reads it)")
     g = p.add_argument_group("judging (as kerncap validate; over OUT/kerncap.toml)")
     g.add_argument("--time", action="store_true", help="time each candidate (Session.evaluate(time=True))")
     g.add_argument("--warmup", type=int, help="warm-up launches when timing")
@@ -116,7 +122,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "strong": False if a.footprint == "never" else None}
         progress = Progress(len(images), a.quiet)
         pool = evaluate_many(a.out, images, devices=a.gpus, time_limit=a.time_limit, judge=a.judge,
-                             progress=progress, open_options=open_options, **judge_options(a))
+                             progress=progress, open_options=open_options, spares=a.spares, **judge_options(a))
         counts: Dict[str, int] = {}
         for rec in pool:
             sys.stdout.write(json.dumps(rec) + "\n")
@@ -128,6 +134,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         return 130
     s = pool.stats
+    if a.stats:
+        with open(a.stats, "w") as f:
+            json.dump({**s, "gpus": len(pool.slots)}, f, indent=1)
     secs = s["seconds"] or 1e-9
     per = ", ".join(f"GPU {d}: {v['evaluated']}" for d, v in sorted(s["devices"].items()))
     verdicts = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing judged"

@@ -44,6 +44,9 @@ Devices = Union[None, str, int, Sequence[int]]
 # How long a worker may take to open its session (reserve, map, restore a capture) before its
 # device is given up; large captures restore GiBs.
 OPEN_TIMEOUT_S = 900.0
+# How long a slot waits for a worker it ended (killed at the time limit, or lost its context)
+# to be gone before judging again with its spare: a hung kernel holds the GPU until then.
+DRAIN_TIMEOUT_S = 30.0
 IMAGE_SUFFIXES = (".cubin", ".fatbin", ".ptx")
 
 
@@ -62,24 +65,43 @@ class _PoolSession(engine.Session):
         return doc
 
 
-def _device_name() -> Optional[str]:
-    """The name of the GPU this worker sees first (nvidia-smi; None without it)."""
+def _ask_device_name() -> Optional["subprocess.Popen[str]"]:
+    """nvidia-smi asked for the name of the GPU this worker sees first, not waited for (it runs
+    while the session opens); None without nvidia-smi."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
     cmd = ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"] + (["-i", visible] if visible else [])
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    except OSError:
         return None
-    lines = out.stdout.strip().splitlines()
-    return lines[0].strip() if out.returncode == 0 and lines else None
+
+
+def _device_name(asked: Optional["subprocess.Popen[str]"]) -> Optional[str]:
+    """_ask_device_name's answer (None when it has none)."""
+    if asked is None:
+        return None
+    try:
+        out, _ = asked.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        asked.kill()
+        asked.communicate()
+        return None
+    lines = out.strip().splitlines()
+    return lines[0].strip() if asked.returncode == 0 and lines else None
 
 
 class EngineJudge:
-    """The one judge: an open engine Session on this process's device."""
+    """The one judge: an open engine Session on this process's device. Opened with prepare=True
+    (the SASS's types and CUPTI loaded before the first candidate, so a spare that takes over
+    has nothing left to do on its first one); the pool passes recover=False when it keeps
+    spares (a lost context is replaced by the spare, not recovered in the process)."""
 
     def __init__(self, path: str, **open_options: Any):
-        self.session = _PoolSession(path, **open_options)
-        self.device_name = _device_name()
+        asked = _ask_device_name()
+        try:
+            self.session = _PoolSession(path, **{"prepare": True, **open_options})
+        finally:
+            self.device_name = _device_name(asked)
 
     @property
     def context_lost(self) -> bool:
@@ -146,6 +168,8 @@ def make_record(index: int, label: str, device: Optional[int], device_name: Opti
     rec = {"index": index, "image": label, "result": body["result"], "line": body.get("line"),
            "error": body.get("error"), "device": device, "device_name": device_name, "worker_pid": pid,
            "seconds": round(seconds, 6),
+           # The judge's call inside the worker (the rest of `seconds`: the pipe, both ways).
+           "judge_seconds": round(body["judge_seconds"], 6) if "judge_seconds" in body else None,
            # Speed-ups and times are the judge's, measured in this one session on this device.
            "timed_on": device if verdict.get("timing") else None}
     if "exit_code" in body:
@@ -254,7 +278,10 @@ def _worker_main(conn: Any, path: str, env: Dict[str, str], judge_spec: JudgeSpe
             if msg[0] != "eval":
                 break
             _, index, image, name = msg
-            conn.send(("result", index, judge_once(judge, image, name, options)))
+            t0 = time.monotonic()
+            body = judge_once(judge, image, name, options)
+            body["judge_seconds"] = time.monotonic() - t0
+            conn.send(("result", index, body))
             if getattr(judge, "context_lost", False):
                 return  # the parent starts a fresh process on this GPU
     except (EOFError, KeyboardInterrupt):
@@ -308,6 +335,23 @@ class Slot:
         except (EOFError, OSError):
             return None
 
+    def detach(self) -> Any:
+        """Kills the process without waiting for it to end (the caller waits on its sentinel)
+        and forgets it; the process object, or None."""
+        proc, self.proc, self.ready = self.proc, None, False
+        if proc is None:
+            return None
+        if proc.is_alive():
+            proc.kill()
+        self.conn.close()
+        return proc
+
+    def adopt(self, other: "Slot") -> None:
+        """Takes over `other`'s process (a spare, open or still opening); `other` is left empty."""
+        self.proc, self.conn, self.pid, self.device_name = other.proc, other.conn, other.pid, other.device_name
+        self.ready, self.started_at, self.busy = other.ready, other.started_at, None
+        other.proc, other.ready = None, False
+
     def kill(self) -> Optional[int]:
         """Ends the process (killed if it still runs); its exit code."""
         if self.proc is None:
@@ -320,13 +364,19 @@ class Slot:
         self.proc, self.ready = None, False
         return code
 
-    def stop(self) -> None:
+    def request_stop(self) -> None:
+        """Tells the worker to close its session and end (stop() waits for it)."""
         if self.proc is None:
             return
         try:
             self.conn.send(("stop",))
         except (OSError, ValueError):
             pass
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.request_stop()
         self.proc.join(10)
         self.kill()
 
@@ -382,18 +432,37 @@ def died(code: Optional[int]) -> str:
 
 class HostPool:
     """Iterates over the records of `images` judged on `devices` (see evaluate_many). `stats`
-    holds, once iteration ends: candidates, per-device evaluated counts and restarts, seconds."""
+    holds, once iteration ends: candidates, per-device evaluated counts and restarts, seconds,
+    and where the devices' time went (`profile`)."""
 
     def __init__(self, path: str, images: Iterable[engine.ImageArg], devices: Sequence[Optional[int]],
                  time_limit: Optional[float] = None, judge: JudgeSpec = DEFAULT_JUDGE,
                  open_options: Optional[Dict[str, Any]] = None, progress: Optional[Callable[[Dict[str, Any]], None]]
-                 = None, **options: Any):
+                 = None, spares: int = 1, **options: Any):
         if time_limit is not None and time_limit <= 0:
             raise engine.EngineError(f"time_limit {time_limit}: must be positive", engine.E_INPUT)
+        if spares not in (0, 1):
+            raise engine.EngineError(f"spares {spares}: 0 or 1 per GPU", engine.E_INPUT)
         self.path, self.images, self.time_limit, self.progress = path, images, time_limit, progress
-        ctx = multiprocessing.get_context("spawn")
-        self.slots = [Slot(ctx, path, d, judge, dict(open_options or {}), options) for d in devices]
-        self.stats: Dict[str, Any] = {"candidates": 0, "devices": {}, "restarts": 0, "seconds": 0.0}
+        self.ctx = multiprocessing.get_context("spawn")
+        self.open_options = dict(open_options or {})
+        if spares and "recover" not in self.open_options:
+            # A context a fault broke is not recovered in the worker (a device reset and a second
+            # open, which the H200's driver refuses anyway): the spare takes over at once.
+            self.open_options["recover"] = False
+        self.judge, self.options, self.spares = judge, options, spares
+        self.slots = [Slot(self.ctx, path, d, judge, self.open_options, options) for d in devices]
+        # Per slot: its spare (a second worker on the same GPU with the capture open, idle until
+        # the slot's worker is replaced), the ended worker whose exit the slot waits for before
+        # judging again (a hung kernel holds its GPU until its process is gone), whether spares
+        # failed to open there, and since when the slot has had no worker to judge with.
+        self.spare: Dict[int, Slot] = {}
+        self.draining: Dict[int, Tuple[Any, float]] = {}
+        self.no_spare: set = set()
+        self.blocked_since: Dict[int, float] = {}
+        self.stats: Dict[str, Any] = {"candidates": 0, "devices": {}, "restarts": 0, "seconds": 0.0,
+                                      "profile": {"startup_s": {}, "restart_wait_s": 0.0, "busy_s": 0.0,
+                                                  "spare_takeovers": 0, "spare_failures": 0}}
         self._it = self._run()
 
     def __iter__(self) -> "HostPool":
@@ -409,14 +478,36 @@ class HostPool:
         if self.progress is not None:
             self.progress(event)
 
+    def _start_spare(self, i: int) -> None:
+        if not self.spares or i in self.no_spare or i in self.spare:
+            return
+        sp = Slot(self.ctx, self.path, self.slots[i].device, self.judge, self.open_options, self.options)
+        sp.start()
+        self.spare[i] = sp
+
     def _restart(self, slot: Slot, reason: str) -> None:
-        slot.kill()
+        i = self.slots.index(slot)
+        proc = slot.detach()
+        if proc is not None:
+            self.draining[i] = (proc, time.monotonic())
         slot.restarts += 1
         self.stats["restarts"] += 1
         per = self.stats.setdefault("restarts_by_device", {})
         per[str(slot.device)] = per.get(str(slot.device), 0) + 1
-        self._event(event="restart", device=slot.device, reason=reason)
-        slot.start()
+        self.blocked_since.setdefault(i, time.monotonic())
+        spare = self.spare.pop(i, None)
+        if spare is not None and spare.proc is not None:
+            slot.adopt(spare)
+            self.stats["profile"]["spare_takeovers"] += 1
+            self._event(event="restart", device=slot.device, reason=reason + " (its spare took over)")
+        else:
+            self._event(event="restart", device=slot.device, reason=reason)
+            slot.start()
+        if slot.ready:
+            self._start_spare(i)
+
+    def _free(self, i: int, s: Slot) -> bool:
+        return s.ready and s.busy is None and i not in self.draining
 
     def _run(self) -> Iterator[Dict[str, Any]]:
         pending: Deque[Tuple[int, engine.ImageArg]] = collections.deque()
@@ -425,12 +516,14 @@ class HostPool:
         live = list(self.slots)
         done, t0 = 0, time.monotonic()
         open_errors: List[str] = []
+        prof = self.stats["profile"]
         for s in live:
             s.start()
         try:
             while True:
                 for s in live:  # hand out work, pulling candidates only as workers free up
-                    if not s.ready or s.busy is not None:
+                    i = self.slots.index(s)
+                    if not self._free(i, s):
                         continue
                     if not pending and not exhausted:
                         nxt = next(source, None)
@@ -440,32 +533,56 @@ class HostPool:
                             pending.append(nxt)
                     if pending:
                         index, image = pending.popleft()
+                        since = self.blocked_since.pop(i, None)
+                        if since is not None:
+                            prof["restart_wait_s"] += time.monotonic() - since
                         s.assign(index, image, image_label(image, index))
                 if exhausted and not pending and all(s.busy is None for s in live):
                     break
                 if not live:
                     raise engine.EngineError("no evaluation worker could open the capture: " + "; ".join(open_errors),
                                              engine.E_DEVICE)
-                waitables: Dict[Any, Slot] = {}
+                waitables: Dict[Any, Tuple[str, Slot]] = {}
                 for s in live:
-                    waitables[s.conn] = s
-                    waitables[s.proc.sentinel] = s
+                    i = self.slots.index(s)
+                    waitables[s.conn] = ("worker", s)
+                    waitables[s.proc.sentinel] = ("worker", s)
+                    sp = self.spare.get(i)
+                    if sp is not None and sp.proc is not None:
+                        waitables[sp.conn] = ("spare", s)
+                        waitables[sp.proc.sentinel] = ("spare", s)
+                    if i in self.draining:
+                        waitables[self.draining[i][0].sentinel] = ("drain", s)
                 ready = multiprocessing.connection.wait(list(waitables), self._next_deadline(live))
-                serviced: List[Slot] = []
+                serviced: List[Tuple[str, Slot]] = []
                 for w in ready:
                     if waitables[w] not in serviced:
                         serviced.append(waitables[w])
-                for s in serviced:
+                for what, s in serviced:
+                    i = self.slots.index(s)
+                    if what == "drain":
+                        self._drained(i)
+                        continue
+                    if what == "spare":
+                        self._service_spare(i)
+                        continue
+                    if s not in live:
+                        continue
                     rec, then = self._service(s, open_errors)
                     if then == "retire":
                         live.remove(s)
+                        self._stop_spare(i)
                     elif then is not None:
                         self._restart(s, then)
+                    elif s.ready:
+                        prof["startup_s"].setdefault(i, time.monotonic() - t0)
+                        self._start_spare(i)
                     if rec is not None:
                         done += 1
                         yield self._count(rec, done, t0)
                 now = time.monotonic()
-                for s in list(live):  # the time limit; a session that never opens
+                for s in list(live):  # the time limit; a session that never opens; a slow exit
+                    i = self.slots.index(s)
                     if s.busy is not None and self.time_limit is not None and now - s.busy[2] > self.time_limit:
                         rec = s.record(now - s.busy[2], failed("FAIL", f"timed out after {self.time_limit:g} s"))
                         self._restart(s, rec["error"])
@@ -475,18 +592,61 @@ class HostPool:
                         open_errors.append(f"device {s.device}: not open after {OPEN_TIMEOUT_S:.0f} s")
                         s.kill()
                         live.remove(s)
+                        self._stop_spare(i)
+                    if i in self.draining and now - self.draining[i][1] > DRAIN_TIMEOUT_S:
+                        self._event(event="slow_exit", device=s.device,
+                                    reason=f"an ended worker is still not gone after {DRAIN_TIMEOUT_S:.0f} s")
+                        self._drained(i, wait=False)
         finally:
-            for s in self.slots:
+            for s in self.slots:  # every worker closes its session at once, then each is waited for
+                s.request_stop()
+            for i, s in enumerate(self.slots):
+                self._stop_spare(i)
                 s.stop()
+            for i in list(self.draining):
+                self._drained(i, wait=True)
             self.stats["seconds"] = time.monotonic() - t0
+
+    def _drained(self, i: int, wait: bool = False) -> None:
+        """The ended worker of slot i is gone (or no longer waited for): the slot judges again."""
+        proc, _ = self.draining.pop(i)
+        proc.join(30 if wait else 0)
+
+    def _stop_spare(self, i: int) -> None:
+        sp = self.spare.pop(i, None)
+        if sp is not None:
+            sp.kill()  # it holds no candidate; it may still be opening
+
+    def _service_spare(self, i: int) -> None:
+        """A spare's pipe or process signalled: it is open now, or it failed (no more spares on
+        that GPU: the slot's worker is restarted the ordinary way when it must be)."""
+        sp = self.spare.get(i)
+        if sp is None or sp.proc is None:
+            return
+        msg = sp.receive() if sp.conn.poll() else None
+        if msg is not None and msg[0] == "ready":
+            _, sp.pid, sp.device_name = msg
+            sp.ready = True
+            return
+        if msg is None and sp.proc.is_alive():
+            return  # a spurious wake-up
+        why = msg[1] if msg is not None and msg[0] == "open_failed" else "the spare worker ended while opening"
+        self.spare.pop(i)
+        sp.kill()
+        self.no_spare.add(i)
+        self.stats["profile"]["spare_failures"] += 1
+        self._event(event="spare_failed", device=self.slots[i].device, reason=why)
 
     def _next_deadline(self, live: List[Slot]) -> Optional[float]:
         now, waits = time.monotonic(), [OPEN_TIMEOUT_S]
         for s in live:
+            i = self.slots.index(s)
             if s.busy is not None and self.time_limit is not None:
                 waits.append(s.busy[2] + self.time_limit - now)
             elif not s.ready:
                 waits.append(s.started_at + OPEN_TIMEOUT_S - now)
+            if i in self.draining:
+                waits.append(self.draining[i][1] + DRAIN_TIMEOUT_S - now)
         return max(0.0, min(waits)) + 0.01
 
     def _service(self, s: Slot, open_errors: List[str]) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
@@ -503,8 +663,8 @@ class HostPool:
             return None, "retire"
         if msg is not None and msg[0] == "result" and s.busy is not None and s.busy[0] == msg[1]:
             rec = s.record(time.monotonic() - s.busy[2], msg[2])
+            self.stats["profile"]["busy_s"] += rec["seconds"]
             if (rec["verdict"] or {}).get("context_lost"):
-                s.proc.join(30)
                 return rec, "the candidate cost the worker its CUDA context"
             return rec, None
         if s.proc is not None and s.proc.is_alive() and msg is None and not s.conn.poll():
@@ -521,6 +681,7 @@ class HostPool:
 
     def _count(self, rec: Dict[str, Any], done: int, t0: float) -> Dict[str, Any]:
         self.stats["candidates"] += 1
+        self.stats["last_result_s"] = time.monotonic() - t0
         d = self.stats["devices"].setdefault(str(rec["device"]), {"evaluated": 0, "device_name": rec["device_name"]})
         d["evaluated"] += 1
         self._event(event="result", done=done, elapsed=time.monotonic() - t0, record=rec)
@@ -530,7 +691,7 @@ class HostPool:
 def evaluate_many(path: str, images: Iterable[engine.ImageArg], devices: Devices = "all",
                   time_limit: Optional[float] = None, judge: JudgeSpec = DEFAULT_JUDGE,
                   progress: Optional[Callable[[Dict[str, Any]], None]] = None,
-                  open_options: Optional[Dict[str, Any]] = None, **options: Any) -> HostPool:
+                  open_options: Optional[Dict[str, Any]] = None, spares: int = 1, **options: Any) -> HostPool:
     """Judges every image (a path, bytes, or None for the captured image) on the GPUs named by
     `devices` ("all", [0, 1], "0,1"), one worker process and one engine Session per GPU, and
     returns an iterator of records in completion order: index, image, result, line, error,
@@ -538,10 +699,14 @@ def evaluate_many(path: str, images: Iterable[engine.ImageArg], devices: Devices
     None when the candidate timed out, killed its worker, or was refused: then `error`).
     options: Session.evaluate's keywords (time, fuzz, judge flags...); open_options: Session's
     (allow_relocate, strong, verify). judge: the seam tests replace ("module:callable").
+    spares: 1 (default) keeps a second worker per GPU with the capture open, which takes over
+    at once when a candidate hangs, faults or kills its worker (0: a new worker is started
+    then, and the GPU waits for it to open the capture).
     progress(event): {"event": "result", "done", "elapsed", "record"}, {"event": "restart",
-    "device", "reason"}, {"event": "device_failed", "device", "reason"}."""
+    "device", "reason"}, {"event": "device_failed" | "spare_failed" | "slow_exit", "device",
+    "reason"}."""
     return HostPool(path, images, resolve_devices(devices), time_limit=time_limit, judge=judge,
-                    open_options=open_options, progress=progress, **options)
+                    open_options=open_options, progress=progress, spares=spares, **options)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,6 +7,9 @@ the CLI and the Dask path can be tested without a GPU.
     b"hang..."    sleeps far past any time limit
     b"refuse..."  EngineError, exit code 2 (an image the session cannot run)
     b"lost..."    FAIL with "context_lost": the worker must be replaced afterwards
+Open options: max_opens=N refuses to open (EngineError) once N judges have opened on this
+capture (counted by files in it, across processes); a verdict's "open_options" lists what
+the judge was opened with.
 """
 import os
 import time
@@ -22,6 +25,13 @@ class FakeJudge:
         if not os.path.isfile(manifest):
             raise engine.EngineError(f"{path}: not a capture (no capture/manifest.json)", engine.E_INPUT)
         self.path = path
+        self.open_options = dict(open_options)
+        if "max_opens" in open_options:
+            opened = [f for f in os.listdir(path) if f.startswith(OPENED)]
+            if len(opened) >= open_options["max_opens"]:
+                raise engine.EngineError(f"{path}: opened {len(opened)} times already", engine.E_DEVICE)
+            with open(os.path.join(path, f"{OPENED}.{os.getpid()}"), "w"):
+                pass
         self.device_name = "Fake GPU " + os.environ.get("CUDA_VISIBLE_DEVICES", "default")
         self.context_lost = False
 
@@ -44,7 +54,7 @@ class FakeJudge:
         doc = {"result": result, "line": f"Result: {result} (fake judge: {data.decode(errors='replace')})",
                "kernel": "fake", "image": name or str(image), "device": 0,
                "timing": {"median_ms": 0.001} if options.get("time") else None,
-               "options": sorted(options)}
+               "options": sorted(options), "open_options": self.open_options}
         if kind.startswith("lost"):
             doc["context_lost"] = True
             self.context_lost = True

@@ -33,6 +33,24 @@ def test_json_lines_per_candidate(kerncap_bin, tmp_path):
     assert "5 candidates on 2 GPU(s)" in p.stderr and "2 worker restart(s)" in p.stderr
 
 
+def test_stats_file_and_no_spares(kerncap_bin, tmp_path):
+    cap = fake_capture(str(tmp_path / "cap"))
+    d = tmp_path / "cands"
+    d.mkdir()
+    for i, k in enumerate(["pass", "fault", "pass"]):
+        (d / f"v{i}.cubin").write_bytes(k.encode())
+    stats = tmp_path / "stats.json"
+    for spares in ("0", "1"):
+        p = run(kerncap_bin, cap, "--images", str(d), "--gpus", "0", "--spares", spares, "--stats", str(stats),
+                "--judge", "fake_judge:open_fake", "--quiet")
+        assert p.returncode == 0, p.stderr
+        s = json.loads(stats.read_text())
+        assert s["candidates"] == 3 and s["gpus"] == 1 and s["restarts"] == 1
+        assert s["profile"]["spare_takeovers"] == int(spares)
+        assert all(json.loads(x)["judge_seconds"] is not None or json.loads(x)["verdict"] is None
+                   for x in p.stdout.splitlines())
+
+
 def test_help_and_bad_input(kerncap_bin, tmp_path):
     h = run(kerncap_bin, "--help")
     assert h.returncode == 0 and "--time-limit" in h.stdout and "--gpus" in h.stdout

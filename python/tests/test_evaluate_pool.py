@@ -142,3 +142,66 @@ def test_devices_are_checked(monkeypatch):
             resolve_devices(bad)
     from kerncap.evaluate_pool import device_environment
     assert device_environment(1) == {"CUDA_VISIBLE_DEVICES": "5"}
+
+
+# ---------------------------------------------------------------- spares (a second worker per GPU, opened ahead)
+
+def test_the_spare_takes_over_with_the_same_verdicts_exactly_once(capture):
+    with_spare, stats1, events1 = run(capture, [0], spares=1)
+    without, stats0, events0 = run(capture, [0], spares=0)
+    check_exactly_once(with_spare)
+    check_exactly_once(without)
+    assert verdicts(with_spare) == verdicts(without)
+    replaced = sum(1 for k in MIX if k in ("fault", "hang", "lost"))
+    assert stats1["restarts"] == stats0["restarts"] == replaced
+    # every replacement was a spare taking over; without spares none was
+    assert stats1["profile"]["spare_takeovers"] == replaced and stats1["profile"]["spare_failures"] == 0
+    assert stats0["profile"]["spare_takeovers"] == 0
+    assert sum("its spare took over" in e["reason"] for e in events1 if e["event"] == "restart") == replaced
+    # a spare's worker is another process: the pids change at each replacement, as before (MIX
+    # ends with a hang, whose replacement judges nothing)
+    assert MIX[-1] == "hang"
+    for recs in (with_spare, without):
+        assert len({r["worker_pid"] for r in recs}) == replaced
+
+
+def test_with_spares_a_lost_context_is_not_recovered_in_the_worker(capture):
+    recs, _, _ = run(capture, [0], mix=["pass"], spares=1)
+    assert recs[0]["verdict"]["open_options"] == {"recover": False}
+    recs, _, _ = run(capture, [0], mix=["pass"], spares=0)
+    assert recs[0]["verdict"]["open_options"] == {}
+    # the caller's own choice stands
+    recs, _, _ = run(capture, [0], mix=["pass"], spares=1, open_options={"recover": True})
+    assert recs[0]["verdict"]["open_options"] == {"recover": True}
+
+
+def test_a_spare_that_cannot_open_costs_nothing_but_itself(capture):
+    recs, stats, events = run(capture, [0], mix=["pass", "fail", "pass"], spares=1, open_options={"max_opens": 1})
+    assert sorted(r["result"] for r in recs) == ["FAIL", "PASS", "PASS"]
+    assert stats["profile"]["spare_failures"] <= 1
+    if stats["profile"]["spare_failures"]:  # the spare opens while the candidates are judged
+        assert any(e["event"] == "spare_failed" and "opened 1 times" in e["reason"] for e in events)
+
+
+def test_the_profile_says_where_the_time_went(capture):
+    recs, stats, _ = run(capture, [0, 1], mix=["pass"] * 6 + ["hang"] + ["pass"] * 3, spares=1)
+    prof = stats["profile"]
+    assert set(prof["startup_s"]) == {0, 1} and all(v > 0 for v in prof["startup_s"].values())
+    assert prof["busy_s"] > 0 and prof["restart_wait_s"] >= 0
+    for r in recs:
+        if r["verdict"] is not None:
+            assert 0 <= r["judge_seconds"] <= r["seconds"]
+        else:
+            assert r["judge_seconds"] is None
+
+
+def test_the_device_name_is_asked_while_the_session_opens(tmp_path, monkeypatch):
+    from kerncap.evaluate_pool import _ask_device_name, _device_name
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'NVIDIA H200'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert _device_name(_ask_device_name()) == "NVIDIA H200"
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    assert _ask_device_name() is None and _device_name(None) is None

@@ -108,6 +108,12 @@ Evaluation EvaluationSession::evaluate(const VariantImage* image, const Evaluate
     e.verdict.spec_source = "none (the candidate faulted before any comparison)";
     if (!reopen_after_fault) {
       evaluator.reset();  // nothing more is judged in this session
+    } else if (!recover_in_process && context_broken(*session)) {
+      log::warn("the candidate {} faulted; this process's CUDA context is unusable and is not recovered here", desc);
+      evaluator.reset();
+      session.reset();
+      poison.reset();
+      e.context_lost = true;
     } else if (context_broken(*session)) {
       // Nothing of the old context can be used or even freed cleanly: drop the session (its
       // release calls fail quietly), reset the device's primary context and open it again. The

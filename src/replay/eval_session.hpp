@@ -27,6 +27,10 @@ struct EvaluationSession {
   std::optional<format::Footprint> footprint;
   uint64_t recoveries = 0;  // sessions opened again after a candidate faulted
   bool reopen_after_fault = true;  // false: a one-shot judge, nothing follows the verdict
+  // false: a fault that breaks the context is not recovered in this process (no device reset,
+  // no second open): the session is dropped at once and the evaluation says context_lost, for
+  // a caller that replaces the process anyway (the evaluation pool, whose spare takes over).
+  bool recover_in_process = true;
 
   bool strong() const { return poison.has_value(); }
   // The evaluation loop over this session (made on the first call).

@@ -11,11 +11,37 @@
 #include "common/log.hpp"
 #include "replay/determinism.hpp"
 #include "replay/judge.hpp"
+#include "replay/kernel_clock.hpp"
 #include "replay/sass_regions.hpp"
 #include "replay/signature.hpp"
 #include "replay/state_reset.hpp"
 
 namespace kerncap::replay {
+
+namespace {
+
+// Evaluation::phases: the seconds since the previous lap, added to the named phase.
+class Laps {
+ public:
+  explicit Laps(std::vector<std::pair<std::string, double>>& out) : out_(out), t_(std::chrono::steady_clock::now()) {}
+  void operator()(const char* name) {
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - t_).count();
+    t_ = now;
+    for (auto& [n, v] : out_)
+      if (n == name) {
+        v += s;
+        return;
+      }
+    out_.emplace_back(name, s);
+  }
+
+ private:
+  std::vector<std::pair<std::string, double>>& out_;
+  std::chrono::steady_clock::time_point t_;
+};
+
+}  // namespace
 
 EvaluateOptions evaluate_options_from_json(const nlohmann::json& o, const format::Capture& cap) {
   if (!o.is_object()) input_error("the evaluate options must be a JSON object");
@@ -77,6 +103,9 @@ nlohmann::json Evaluation::to_json() const {
   j["context_lost"] = context_lost;
   j["session_strong"] = session_strong;
   j["seconds"] = seconds;
+  nlohmann::json ph = nlohmann::json::object();
+  for (const auto& [name, s] : phases) ph[name] = s;
+  j["phases"] = std::move(ph);
   return j;
 }
 
@@ -89,6 +118,12 @@ Evaluator::Evaluator(Session& s, const PoisonPlan* poison) : s_(s), poison_(pois
 Evaluator::~Evaluator() = default;
 
 uint64_t Evaluator::reset_bytes() const { return reset_ ? reset_->bytes() : 0; }
+
+void Evaluator::prepare() {
+  (void)types();
+  { const KernelClock warm; }  // libcupti loaded, its callbacks registered
+  (void)s_.uniform_check();
+}
 
 void Evaluator::full_restore() {
   reset_.reset();  // its staging goes before the new one is taken
@@ -205,6 +240,7 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
   if (caller && p.fuzz)
     usage_error("fuzzing replays both images on random inputs: it needs a variant image, not the caller's launch");
   Evaluation e;
+  Laps lap(e.phases);
   e.policy = p;
   e.policy_iterations = o.timing.iterations;
   e.session_strong = poison_ != nullptr;
@@ -233,6 +269,7 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
     }
     full |= s_.use(Session::Which::Variant);
   }
+  lap("image");
 
   // 2. Memory as restored.
   if (full || !reset_ || s_.generation() != generation_) {
@@ -244,14 +281,18 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
   e.rewritten_words = rewritten_words_;
   if (e.memory == "full") e.restore = last_restore_;
   else e.reset_bytes = reset_->bytes();
+  lap("restore");
 
   // 3. Launch and compare with the first spec; on a mismatch, the captured kernel's own
   // spread decides whether the same bytes pass within its tolerance.
   // A variant's typed regions compare within tolerance: the SASS's types too (the captured
   // image's code, read once); the captured image's own replay needs none.
   const CompareSpec first = first_spec(p, cap, e.captured_image ? signature_ : types(), !e.captured_image);
+  lap("spec");
   launch(caller);
+  lap("launch");
   e.verdict = compare(first, p);
+  lap("compare");
   if (!p.forced && p.check_determinism && e.verdict.failing() > 0) {
     bool relaunch = false;
     if (!determinism_known_) {
@@ -274,6 +315,7 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
     }
   }
   e.determinism_checked = determinism_known_;
+  lap("determinism");
   // A variant that failed may have written bytes the reset does not put back.
   full = !e.verdict.pass();
 
@@ -281,10 +323,12 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
   if (o.time) {
     // A failed variant is timed on clean memory, and may write elsewhere again: `full` stays.
     e.timing = time_image(o.timing, full, caller);
+    lap("time");
   }
   if (p.fuzz) {
     e.fuzz = fuzz_in_session(s_, *footprint_, p.fuzz, p.seed);
     full = true;  // the inputs hold the last trial's values
+    lap("fuzz");
   }
   if (p.measure_speedup) {
     if (e.captured_image) {
@@ -297,6 +341,7 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
       e.speedup = measure_speedup_here(o.timing, p.min_speedup, dirty, caller);
       full = full || dirty;
       if (!caller) full |= s_.use(Session::Which::Variant);
+      lap("speedup");
     }
   }
   std::string extra;
@@ -308,6 +353,7 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
 
   // 5. The module.
   if (!o.keep_loaded && s_.has_variant()) full |= s_.unload_variant();
+  lap("image");
   generation_ = s_.generation();
   need_full_ = full;
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

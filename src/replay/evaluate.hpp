@@ -31,6 +31,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -95,6 +97,11 @@ struct Evaluation {
   bool session_strong = false;  // the session poisons (it has the footprint): its strength
   int policy_iterations = 0; // timing iterations (the speed-up's line names them)
   double seconds = 0;  // wall time of the whole evaluation
+  // Where that wall time went, step by step (seconds, in order): "image" (hash check, module
+  // load or switch), "restore" (a full restore, or queueing the reset), "launch", "compare",
+  // "determinism" (the once-per-session measurement and the tolerant comparison), "time",
+  // "fuzz", "speedup". A profile, never part of the verdict.
+  std::vector<std::pair<std::string, double>> phases;
   bool pass() const {
     return verdict.pass() && (!fuzz || fuzz->pass()) && (!speedup || speedup->pass());
   }
@@ -121,6 +128,11 @@ class Evaluator {
   Evaluation evaluate(const VariantImage* image, const EvaluateOptions& o, const LaunchFn& caller = {});
   // Bytes the kept reset puts back before each launch (0 before the first evaluation).
   uint64_t reset_bytes() const;
+  // Does now what the first evaluations would otherwise do on their way (a worker opened
+  // ahead of need, the evaluation pool's spare): the element types from the SASS (nvdisasm),
+  // CUPTI loaded and its kernel records enabled once, kerncap's comparison check loaded.
+  // Changes no verdict: each of these is made once per session either way.
+  void prepare();
 
  private:
   void full_restore();

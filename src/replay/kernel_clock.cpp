@@ -3,6 +3,7 @@
 #include <cupti.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -178,16 +179,27 @@ KernelSum KernelClock::take(uint64_t since_ns, size_t expect) {
   if (!ok_) return s;
   // A plain flush delivers only buffers whose records are complete (timestamps filled in,
   // which can come a little after the stream is idle); a forced one, the last resort, also
-  // delivers incomplete records, which are then lost (sum_kernels skips them).
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    (void)KC_CUPTI_CALL(cuptiActivityFlushAll, (attempt < 40 ? 0u : uint32_t{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED}));
+  // delivers incomplete records, which are then lost (sum_kernels skips them). The waits
+  // between flushes grow from 10 µs to 1 ms: most records are complete at the first or second
+  // flush, and a fixed 1 ms wait cost every timed launch a millisecond.
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto wait = std::chrono::microseconds(10);
+  for (;;) {
+    const auto spent = Clock::now() - t0;
+    if (spent >= std::chrono::milliseconds(50)) break;
+    const bool forced = spent >= std::chrono::milliseconds(40);
+    (void)KC_CUPTI_CALL(cuptiActivityFlushAll, (forced ? uint32_t{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED} : 0u));
+    ++flushes_;
     {
       std::lock_guard<std::mutex> lock(g_mu);
       s = sum_kernels(g_spans, since_ns);
     }
     if (s.kernels >= expect) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(wait);
+    wait = std::min<std::chrono::microseconds>(wait * 2, std::chrono::milliseconds(1));
   }
+  take_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
   std::lock_guard<std::mutex> lock(g_mu);
   g_spans.clear();
   return s;

@@ -38,12 +38,19 @@ class KernelClock {
   uint64_t now() const;
   // Flushes CUPTI's buffers (call after the work has completed) and returns the kernels
   // recorded since the previous call that started at or after `since_ns` (a late record of
-  // an earlier launch never counts twice). Flushes again, briefly, until `expect` came.
+  // an earlier launch never counts twice). Flushes again until `expect` came: at once, then
+  // after waits growing from 10 µs to 1 ms (a record usually completes within microseconds of
+  // the stream going idle); plainly for 40 ms, then forced until 50 ms.
   KernelSum take(uint64_t since_ns, size_t expect = 1);
+  // What take() cost so far: seconds inside it, and flushes (a profile of the timing loop).
+  double take_seconds() const { return take_s_; }
+  uint64_t flushes() const { return flushes_; }
 
  private:
   bool ok_ = false;
   std::string why_;
+  double take_s_ = 0;
+  uint64_t flushes_ = 0;
 };
 
 }  // namespace kerncap::replay

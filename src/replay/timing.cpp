@@ -131,6 +131,7 @@ nlohmann::json Timing::to_json() const {
   if (options.restore == RestoreMode::Written)
     j["reset"] = {{"bytes", reset_bytes}, {"ranges", reset_ranges}, {"staging", reset_staging}};
   if (options.cache == CacheMode::Cold) j["l2_flush_bytes"] = flush_bytes;
+  j["overhead"] = {{"wall_s", wall_s}, {"cupti_take_s", cupti_take_s}, {"cupti_flushes", cupti_flushes}};
   return j;
 }
 
@@ -304,6 +305,7 @@ void time_with_events(Session& s, const TimingOptions& o, const LaunchFn& run, c
 
 Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch, const StateReset* kept) {
   check(o);
+  const auto wall0 = Clock::now();
   const LaunchFn run = launch ? launch : [&s](CUstream) { s.enqueue(); };
   Timing t;
   t.options = o;
@@ -343,6 +345,8 @@ Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch,
       t.method_note = "CUPTI unavailable: " + kc.why();
     else if (!(done = time_with_cupti(kc, s, o, run, prepare, t)))
       t.method_note = "CUPTI recorded no kernel for the launch";
+    t.cupti_take_s = kc.take_seconds();
+    t.cupti_flushes = kc.flushes();
     if (!done && o.timer == TimerKind::Cupti)
       device_error(fmt::format("cannot time with CUPTI: {}; use --timer auto or spin-events", t.method_note));
   }
@@ -355,6 +359,7 @@ Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch,
     s.synchronize();
   }
   t.stats = statistics(t.ms);
+  t.wall_s = std::chrono::duration<double>(Clock::now() - wall0).count();
   return t;
 }
 

@@ -88,6 +88,10 @@ struct Timing {
   std::string reset_staging;   // "device" or "pinned host"
   uint64_t flush_bytes = 0;    // cache "cold": bytes written to flush L2
   SmClock clock_before, clock_after;
+  // Where the timing's wall time went (a profile, not a measurement of the kernel): all of
+  // it, inside CUPTI's flushes (KernelClock::take) and how many flushes.
+  double wall_s = 0, cupti_take_s = 0;
+  uint64_t cupti_flushes = 0;
   nlohmann::json to_json() const;
   // "method: cupti-activity; cache: warm; restore: written (4.0 KiB in 2 ranges, device copy);
   //  SM clock 1980 MHz before, 1980 MHz after (max 1980)": the lines replay prints.

@@ -209,6 +209,23 @@ TEST(ReplayEvaluateResult, HasValidatesFieldsAndTheLoopsOwn) {
   EXPECT_EQ(j["loaded"], true);
 }
 
+TEST(ReplayEvaluateResult, PhasesSayWhereTheTimeWentInOrderBesideTheVerdict) {
+  Evaluation e;
+  e.line = "Result: PASS (x)";
+  EXPECT_TRUE(e.to_json()["phases"].is_object());
+  EXPECT_TRUE(e.to_json()["phases"].empty());
+  e.phases = {{"image", 0.001}, {"restore", 0.0}, {"launch", 0.002}, {"compare", 0.003}, {"time", 0.004}};
+  const json j = e.to_json();
+  ASSERT_EQ(j["phases"].size(), 5u);
+  EXPECT_DOUBLE_EQ(j["phases"]["compare"].get<double>(), 0.003);
+  EXPECT_DOUBLE_EQ(j["phases"]["time"].get<double>(), 0.004);
+  // A profile, not part of the verdict: the result and line do not depend on it.
+  Evaluation plain;
+  plain.line = e.line;
+  EXPECT_EQ(plain.to_json()["result"], j["result"]);
+  EXPECT_EQ(plain.to_json()["line"], j["line"]);
+}
+
 TEST(ReplayEvaluateResult, AFailedFuzzTrialFailsTheEvaluation) {
   Evaluation e;
   e.fuzz.emplace();

@@ -129,6 +129,13 @@ TEST(Timing, JsonCarriesEveryStatisticAndMode) {
   EXPECT_EQ(j["clock"]["known"], false);
   EXPECT_FALSE(j.contains("l2_flush_bytes"));
   EXPECT_FALSE(j.contains("method_note"));
+  // Where the timing's own wall time went: a profile beside the statistics.
+  EXPECT_EQ(j["overhead"]["wall_s"], 0.0);
+  t.wall_s = 0.011;
+  t.cupti_take_s = 0.002;
+  t.cupti_flushes = 13;
+  EXPECT_EQ(t.to_json()["overhead"]["cupti_flushes"], 13);
+  EXPECT_DOUBLE_EQ(t.to_json()["overhead"]["cupti_take_s"].get<double>(), 0.002);
 
   t.options.restore = RestoreMode::Full;
   t.options.cache = CacheMode::Cold;

@@ -145,6 +145,8 @@ int kc_open(const char* path, const char* options_json, kc_session** out) {
     const auto footprint = replay::stored_footprint(opt, option<bool>(o, "strong", true));
     auto s = std::make_unique<kc_session>();
     replay::open_evaluation_session(*s, opt, footprint ? &*footprint : nullptr);
+    s->recover_in_process = option<bool>(o, "recover", true);
+    if (option<bool>(o, "prepare", false)) s->evaluation_loop().prepare();
     *out = s.release();
   });
 }
