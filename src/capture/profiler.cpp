@@ -40,11 +40,14 @@
 #include "capture/cupti_check.hpp"
 #include "capture/launch_info.hpp"
 #include "capture/launch_sampler.hpp"
+#include "capture/swap_driver.hpp"
+#include "capture/swapper.hpp"
 #include "capture/tool_scope.hpp"
 #include "capture/watcher.hpp"
 #include "common/log.hpp"
 #include "format/profile_cupti.hpp"
 #include "format/profile_records.hpp"
+#include "format/swaps.hpp"
 
 namespace kerncap::capture {
 namespace {
@@ -75,6 +78,10 @@ struct Profiler {
   bool memory_kinds = false;
   std::mutex switch_mu;
   bool records_on = true;  // as applied (under switch_mu)
+  // `kerncap run --swap` (Config::swaps): the kernels served by variants, and where the
+  // report goes at exit. Null without swaps.
+  Swapper* swapper = nullptr;
+  std::string output;
 };
 Profiler* g_profiler = nullptr;  // set once in start_profiler, never freed
 
@@ -114,6 +121,25 @@ void buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t va
   std::free(buffer);
 }
 
+// OUT/swap-<pid>.json: how many launches each swapped kernel made and how many the variant
+// served (written whole to a temporary name, then renamed: a reader never sees half of it).
+void write_swap_report(const Profiler& p) {
+  const std::filesystem::path dir(p.output);
+  const std::string name = format::swap_report_name(::getpid());
+  const std::filesystem::path tmp = dir / (name + ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << format::swap_report_json(p.swapper->report(::getpid())).dump() << "\n";
+    if (!out.flush()) {
+      log::warn("swap: cannot write {}", tmp.string());
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, dir / name, ec);
+  if (ec) log::warn("swap: cannot write {}: {}", (dir / name).string(), ec.message());
+}
+
 void at_exit() noexcept {
   try {
     Profiler* p = g_profiler;
@@ -122,6 +148,7 @@ void at_exit() noexcept {
       return;
     }
     if (p->sampler) p->writer.runs(p->sampler->take_runs(true));
+    if (p->swapper) write_swap_report(*p);
     // Whatever thread called exit(): everything CUPTI holds, including records of
     // kernels still running, is delivered to buffer_completed before we return.
     if (p->collecting.exchange(false)) KC_CUPTI(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
@@ -241,6 +268,15 @@ void CUPTIAPI on_sample_callback(void*, CUpti_CallbackDomain domain, CUpti_Callb
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) sample_callback(cbid, static_cast<const CUpti_CallbackData*>(data));
 }
 
+// With swaps: the swap first (so the sampler and the records see the launch as it runs),
+// then sampled timing's counting when it is on.
+void CUPTIAPI on_swap_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (Swapper* s = g_profiler ? g_profiler->swapper : nullptr) s->on_callback(cbid, cb);
+  sample_callback(cbid, cb);
+}
+
 // The launch callbacks sampled timing counts with (after the subscription).
 bool enable_launch_callbacks(Profiler& p) {
   for (CUpti_CallbackId id : profile_callback_ids())
@@ -304,7 +340,14 @@ bool start(const Config& config) {
   const bool sampled = config.profile_sample >= 2 && tuning.kind != format::ProfileCupti::Kind::Off &&
                        tuning.callback == Callback::Full;
   const bool launch_callbacks = sampled || (config.profile_sample >= 2 && tuning.callback == Callback::Empty);
-  const Subscription sub = subscribe_named(sampled ? &on_sample_callback : &ignore_callback, nullptr, "kerncap profile");
+  if (!config.swaps.empty()) {
+    p.output = config.output;
+    p.swapper = new Swapper(config.swaps, *new DriverSwapDriver);  // never freed, as g_profiler
+  }
+  const Subscription sub = subscribe_named(p.swapper ? &on_swap_callback
+                                           : sampled ? &on_sample_callback
+                                                     : &ignore_callback,
+                                           nullptr, "kerncap profile");
   p.subscriber = sub.handle;
   const CuptiStatus s = sub.status;
   if (s.result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
@@ -318,6 +361,12 @@ bool start(const Config& config) {
     return false;
   };
   if (!s) return fail(s, "cuptiSubscribe_v2");
+  if (p.swapper) {
+    for (CUpti_CallbackId id : Swapper::callback_ids())
+      if (CuptiStatus r = KC_CUPTI(cuptiEnableCallback(1, p.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id)); !r)
+        return fail(r, "cuptiEnableCallback (swap)");
+    log::info("swap: {} kernel(s) served by variants", config.swaps.size());
+  }
   // Per-launch cost is CUPTI's own (profile mode has no per-launch callback): keep it at its
   // least. Our buffers come zeroed; on GPUs with the hardware event system (Blackwell and
   // later) kernel timestamps come from it instead of instrumentation (elsewhere the call

@@ -21,5 +21,7 @@ void add_report(CLI::App& app, int& exit_code);
 void add_prune(CLI::App& app, int& exit_code);
 void add_serve(CLI::App& app, int& exit_code);
 void add_evaluate(CLI::App& app, int& exit_code);
+void add_window(CLI::App& app, int& exit_code);  // cmd_window.cpp: a window of launches
+void add_run(CLI::App& app, int& exit_code);
 
 }  // namespace kerncap::cli

@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
       "  kerncap diff DIR --baseline NAME       compare with a stored baseline, flag regressions\n"
       "  kerncap report DIR [--verdict V.json]  one self-contained HTML page: regimes, speed-ups, footprint\n"
       "  kerncap mcp                            serve these commands to an AI agent (MCP over stdio)\n"
-      "  kerncap evaluate DIR --images V...     judge many candidate images on every GPU (JSON lines)\n",
+      "  kerncap evaluate DIR --images V...     judge many candidate images on every GPU (JSON lines)\n"
+      "  kerncap run --swap DIR=V.cubin -- APP  run the application with the kernel served by a variant, paired\n",
       "kerncap"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kerncap " KERNCAP_VERSION);
@@ -43,7 +44,9 @@ int main(int argc, char** argv) {
   kerncap::cli::add_locate(app, exit_code);
   kerncap::cli::add_mcp(app, exit_code);
   kerncap::cli::add_evaluate(app, exit_code);
+  kerncap::cli::add_window(app, exit_code);
   kerncap::cli::add_report(app, exit_code);
+  kerncap::cli::add_run(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -125,7 +125,7 @@ const Config kDefaults{};
 constexpr unsigned kLibShim = kLibrary | kTritonShim;
 constexpr unsigned kShimApi = kTritonShim | kPythonApi;
 
-const std::array<EnvVar, 27> kVars = {{
+const std::array<EnvVar, 28> kVars = {{
     {Var::Mode, "KERNCAP_MODE", kLibrary, true, "capture, profile", "",
      "what the injected library does; unset: it stays inert", parse_mode,
      [](const Config& c) -> std::optional<std::string> { return std::string(to_string(c.mode)); }},
@@ -277,6 +277,14 @@ const std::array<EnvVar, 27> kVars = {{
        return "";
      },
      [](const Config& c) -> std::optional<std::string> { return std::to_string(c.profile_sample); }},
+    {Var::Swaps, "KERNCAP_SWAPS", kLibrary, true, "JSON", "",
+     "profile mode (`kerncap run --swap`, docs/swap.md): {\"version\": 1, \"swaps\": [{\"kernel\" (mangled), "
+     "\"entry\" (the variant's kernel), \"image\" (absolute path), \"apply\"}]}: every launch of each kernel is "
+     "served by its variant (apply: false only counts them)",
+     [](std::string_view v, Config& c) -> std::string { return swaps_from_text(v, &c.swaps); },
+     [](const Config& c) -> std::optional<std::string> {
+       return c.swaps.empty() ? std::string() : swaps_to_text(c.swaps);  // "": a stale value is overridden
+     }},
 }};
 
 std::string readers_text(unsigned r) {

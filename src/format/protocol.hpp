@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/profile_cupti.hpp"
+#include "format/swaps.hpp"
 
 namespace kerncap::format {
 
@@ -84,6 +85,9 @@ struct Config {
   // every launch is counted, and once the process is launch-heavy kernel records are on for
   // one launch window in every N (docs/profile.md, "Sampled timing").
   uint32_t profile_sample = 0;
+  // Profile mode only (`kerncap run --swap`, format/swaps.hpp): kernels served from variant
+  // images while the application runs. Empty: none.
+  std::vector<SwapSpec> swaps;
   // In a per-target copy the library makes for each target's capture (never from the
   // environment): the target's index, for the events and the manifest's config (-1: one target).
   int target_index = -1;
@@ -96,7 +100,7 @@ struct Config {
 
 enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Rank, Device, Verbose, ChunkBytes, StagingBytes,
                  DumpImages, DeviceScan, Closure, Store, ZstdLevel, InAppTime, Targets, TritonOut, Library, PythonDir, Python, Serve, Bin, ReplayLib,
-                 ProfileCupti, ProfileSample };
+                 ProfileCupti, ProfileSample, Swaps };
 
 // Who reads a variable (bits).
 inline constexpr unsigned kLibrary = 1, kCli = 2, kTritonShim = 4, kPythonApi = 8;

@@ -1,0 +1,253 @@
+#include "capture/swapper.hpp"
+
+#include <fmt/format.h>
+
+#include "capture/launch_info.hpp"
+#include "capture/tool_scope.hpp"
+#include "common/log.hpp"
+
+namespace kerncap::capture {
+
+std::string layout_mismatch(const std::vector<format::ParamSlot>& app, const std::vector<format::ParamSlot>& variant) {
+  if (app.empty() || variant.empty()) return "";
+  if (app.size() != variant.size())
+    return fmt::format("the application's kernel takes {} parameters, the variant {}", app.size(), variant.size());
+  for (size_t i = 0; i < app.size(); ++i)
+    if (app[i].offset != variant[i].offset || app[i].size != variant[i].size)
+      return fmt::format("parameter {} is {} bytes at offset {} in the application's kernel, {} bytes at offset {} in "
+                         "the variant",
+                         i, app[i].size, app[i].offset, variant[i].size, variant[i].offset);
+  return "";
+}
+
+Swapper::Swapper(std::vector<format::SwapSpec> specs, SwapDriver& driver) : driver_(driver) {
+  for (auto& s : specs) {
+    auto k = std::make_unique<Kernel>();
+    k->spec = std::move(s);
+    kernels_.push_back(std::move(k));
+  }
+}
+
+std::vector<CUpti_CallbackId> Swapper::callback_ids() {
+  std::vector<CUpti_CallbackId> ids = launch_callback_ids();
+  for (CUpti_CallbackId id :
+       {CUPTI_DRIVER_TRACE_CBID_cuGraphAddKernelNode, CUPTI_DRIVER_TRACE_CBID_cuGraphAddKernelNode_v2,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams, CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams_v2,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2, CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2, CUPTI_DRIVER_TRACE_CBID_cuGraphNodeSetParams,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams})
+    ids.push_back(id);
+  return ids;
+}
+
+int Swapper::kernel_index(CUfunction f) {
+  {
+    std::shared_lock lk(handles_mu_);
+    if (auto it = handles_.find(f); it != handles_.end()) return it->second;
+  }
+  const std::string name = driver_.name_of(f);
+  int index = -1;
+  for (size_t i = 0; i < kernels_.size(); ++i)
+    if (!name.empty() && name == kernels_[i]->spec.kernel) index = static_cast<int>(i);
+  std::unique_lock lk(handles_mu_);
+  handles_.emplace(f, index);
+  return index;
+}
+
+void Swapper::refuse(Kernel& k, const std::string& why) {
+  // under k.mu
+  if (!k.refused.empty()) return;
+  k.refused = why;
+  log::warn("swap: {} runs as the application built it: {}", k.spec.kernel, why);
+}
+
+CUfunction Swapper::variant_for(int index, CUfunction f, CUcontext ctx, uint32_t shared_mem) {
+  Kernel& k = *kernels_[static_cast<size_t>(index)];
+  if (!k.spec.apply) return nullptr;
+  CUfunction v = nullptr;
+  {
+    std::lock_guard lk(k.mu);
+    auto it = k.variants.find(ctx);
+    if (it == k.variants.end()) {
+      std::string why;
+      v = driver_.variant_function(k.spec, ctx, &why);
+      it = k.variants.emplace(ctx, v).first;
+      if (!v) refuse(k, why.empty() ? "the variant image could not be loaded" : why);
+    }
+    v = it->second;
+  }
+  if (!v) return nullptr;
+  std::string mismatch;
+  {
+    std::lock_guard lk(layouts_mu_);
+    auto key = std::make_pair(f, v);
+    auto it = layouts_.find(key);
+    if (it == layouts_.end()) it = layouts_.emplace(key, layout_mismatch(driver_.layout_of(f), driver_.variant_layout(v))).first;
+    mismatch = it->second;
+  }
+  if (!mismatch.empty()) {
+    std::lock_guard lk(k.mu);
+    refuse(k, "its parameter layout differs: " + mismatch);
+    return nullptr;
+  }
+  if (shared_mem > 48 * 1024 && !driver_.allow_shared(v, shared_mem)) {
+    std::lock_guard lk(k.mu);
+    refuse(k, fmt::format("the variant cannot take the launch's {} bytes of dynamic shared memory", shared_mem));
+    return nullptr;
+  }
+  return v;
+}
+
+bool Swapper::swap_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  LaunchArgs a;
+  if (!decode_launch(cbid, cb->functionParams, &a) || !a.f) return false;
+  const int k = kernel_index(a.f);
+  if (k < 0) return false;
+  kernels_[static_cast<size_t>(k)]->launches.fetch_add(1, std::memory_order_relaxed);
+  CUcontext ctx = cb->context ? cb->context : driver_.current_context();
+  CUfunction v = variant_for(k, a.f, ctx, a.shared_mem);
+  if (!v) return false;
+  // The argument block is the call's own (CUPTI passes it as const void*; the driver reads
+  // it back after the callback): every launch kind names its function in a field `f`.
+  void* params = const_cast<void*>(cb->functionParams);
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+      static_cast<cuLaunchKernel_params*>(params)->f = v;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      static_cast<cuLaunchCooperativeKernel_params*>(params)->f = v;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+      static_cast<cuLaunchKernelEx_params*>(params)->f = v;
+      break;
+    default:
+      return false;
+  }
+  kernels_[static_cast<size_t>(k)]->swapped.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+namespace {
+// Our copies of node parameters, alive until the call that reads them returns (the driver
+// copies node parameters into the graph during the call).
+thread_local CUDA_KERNEL_NODE_PARAMS_v1 t_node_v1;
+thread_local CUDA_KERNEL_NODE_PARAMS t_node_v2;
+thread_local CUgraphNodeParams t_node_generic;
+}  // namespace
+
+bool Swapper::swap_node(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  void* params = const_cast<void*>(cb->functionParams);
+  // Each call's node parameters: a v1 struct (function only), a v2 one (function, or a
+  // CUkernel, and a context), or the generic CUgraphNodeParams of any node type.
+  const CUDA_KERNEL_NODE_PARAMS_v1* v1 = nullptr;
+  const CUDA_KERNEL_NODE_PARAMS* v2 = nullptr;
+  CUgraphNodeParams* generic = nullptr;
+  const CUDA_KERNEL_NODE_PARAMS_v1** v1_slot = nullptr;
+  const CUDA_KERNEL_NODE_PARAMS** v2_slot = nullptr;
+  CUgraphNodeParams** generic_slot = nullptr;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphAddKernelNode:
+      v1_slot = &static_cast<cuGraphAddKernelNode_params*>(params)->nodeParams;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams:
+      v1_slot = &static_cast<cuGraphKernelNodeSetParams_params*>(params)->nodeParams;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams:
+      v1_slot = &static_cast<cuGraphExecKernelNodeSetParams_params*>(params)->nodeParams;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphAddKernelNode_v2:
+      v2_slot = &static_cast<cuGraphAddKernelNode_v2_params*>(params)->nodeParams;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams_v2:
+      v2_slot = &static_cast<cuGraphKernelNodeSetParams_v2_params*>(params)->nodeParams;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2:
+      v2_slot = &static_cast<cuGraphExecKernelNodeSetParams_v2_params*>(params)->nodeParams;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode:
+      generic_slot = &static_cast<cuGraphAddNode_params*>(params)->nodeParams;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2:
+      generic_slot = &static_cast<cuGraphAddNode_v2_params*>(params)->nodeParams;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphNodeSetParams:
+      generic_slot = &static_cast<cuGraphNodeSetParams_params*>(params)->nodeParams;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams:
+      generic_slot = &static_cast<cuGraphExecNodeSetParams_params*>(params)->nodeParams;
+      break;
+    default:
+      return false;
+  }
+  if (v1_slot) v1 = *v1_slot;
+  if (v2_slot) v2 = *v2_slot;
+  if (generic_slot) {
+    generic = *generic_slot;
+    if (!generic || generic->type != CU_GRAPH_NODE_TYPE_KERNEL) return false;
+  }
+  if (!v1 && !v2 && !generic) return false;
+  CUfunction f = v1 ? v1->func : v2 ? (v2->func ? v2->func : reinterpret_cast<CUfunction>(v2->kern))
+                                    : (generic->kernel.func ? generic->kernel.func
+                                                            : reinterpret_cast<CUfunction>(generic->kernel.kern));
+  if (!f) return false;
+  const int k = kernel_index(f);
+  if (k < 0) return false;
+  CUcontext ctx = v2 && v2->ctx ? v2->ctx : generic && generic->kernel.ctx ? generic->kernel.ctx : driver_.current_context();
+  const uint32_t shared = v1 ? v1->sharedMemBytes : v2 ? v2->sharedMemBytes : generic->kernel.sharedMemBytes;
+  CUfunction v = variant_for(k, f, ctx, shared);
+  if (!v) return false;
+  if (v1) {
+    t_node_v1 = *v1;
+    t_node_v1.func = v;
+    *v1_slot = &t_node_v1;
+  } else if (v2) {
+    t_node_v2 = *v2;
+    t_node_v2.func = v;
+    t_node_v2.kern = nullptr;  // the driver reads kern only when func is null
+    *v2_slot = &t_node_v2;
+  } else {
+    t_node_generic = *generic;
+    t_node_generic.kernel.func = v;
+    t_node_generic.kernel.kern = nullptr;
+    *generic_slot = &t_node_generic;
+  }
+  kernels_[static_cast<size_t>(k)]->graph_nodes.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool Swapper::on_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) noexcept {
+  try {
+    if (!cb || cb->callbackSite != CUPTI_API_ENTER || t_in_tool || !cb->functionParams) return false;
+    ToolScope scope;  // loading a variant fires callbacks of its own
+    if (is_launch_cbid(cbid)) return swap_launch(cbid, cb);
+    return swap_node(cbid, cb);
+  } catch (...) {
+    return false;  // out of memory: this call runs as the application made it
+  }
+}
+
+format::SwapReport Swapper::report(int64_t pid) const {
+  format::SwapReport r;
+  r.pid = pid;
+  for (const auto& k : kernels_) {
+    format::SwapCount c;
+    c.kernel = k->spec.kernel;
+    c.entry = k->spec.entry;
+    c.apply = k->spec.apply;
+    c.launches = k->launches.load();
+    c.swapped = k->swapped.load();
+    c.graph_nodes = k->graph_nodes.load();
+    {
+      std::lock_guard lk(k->mu);
+      c.refused = k->refused;
+    }
+    r.kernels.push_back(std::move(c));
+  }
+  return r;
+}
+
+}  // namespace kerncap::capture

@@ -1,0 +1,31 @@
+#pragma once
+// `kerncap run --swap TARGET=IMAGE` resolved before the application starts (docs/swap.md):
+// TARGET is a capture (OUT or OUT/capture: its exact mangled name and parameter layout) or
+// a kernel name (the whole mangled name, or a pattern naming exactly one kernel of the
+// image). The image's kernel that serves it is found as `validate --cubin` finds it
+// (replay/variant_image.hpp: the name itself, or a file-local kernel's counterpart), and
+// with a capture its parameter layout must be the captured kernel's: a variant that reads
+// its parameters elsewhere is refused here, before anything runs.
+#include <string>
+#include <vector>
+
+#include "format/swaps.hpp"
+
+namespace kerncap::extract {
+
+struct SwapPlan {
+  format::SwapSpec spec;
+  std::string target;      // as given
+  std::string capture;     // the capture it came from ("" for a name)
+  std::string demangled;   // for messages
+  bool layout_checked = false;  // against the capture's layout (else the library checks at the first launch)
+};
+
+// Splits "TARGET=IMAGE" at its last '=' (Error(Usage) without one).
+std::pair<std::string, std::string> split_swap_arg(const std::string& arg);
+// Resolves one --swap; throws Error(Usage) / Error(Input) saying what is wrong.
+SwapPlan plan_swap(const std::string& arg);
+// Every --swap, refusing one kernel named twice.
+std::vector<SwapPlan> plan_swaps(const std::vector<std::string>& args);
+
+}  // namespace kerncap::extract

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# GPU suite for `kerncap run --swap` (docs/swap.md): the application runs with one kernel served
+# by a variant, paired against the unmodified application. Programs: tests/gpu/swap_apps/
+# (swap_app.cu launches scale_add through <<<>>>, cudaLaunchKernelEx, cuLaunchKernel, a
+# stream-captured graph and an explicit graph updated in place; the variants are built here).
+#
+#   fast_name      --swap scale_add=swap_fast.cubin --repeat 3: verdict ok, every host launch and
+#                  both explicit-graph node calls served by the variant, the printed results
+#                  identical, the kernel's own GPU time lower (ratio > 1.5)
+#   fast_capture   the same swap named by a capture of scale_add (layout checked before the run);
+#                  the in-app kernel ratio beside `validate --cubin --speedup` on the capture
+#   tail_output    a variant with a tail-mask bug: verdict output_differs, exit 1, names the line
+#   tail_check     the same with --check comparing the hash: verdict check_failed
+#   layout_capture a variant whose parameters differ, named by the capture: refused before the
+#                  application runs (no run directory made), the message gives both layouts
+#   layout_name    the same variant named by the kernel's name: refused by the library at the first
+#                  launch (verdict refused), the application's results unchanged
+#   torch_graph    torch.cuda.CUDAGraph replaying an elementwise kernel: the kernel's own image
+#                  (from a capture) swapped in; every replay served by it, results identical
+# Prints one row per case and "N passed, N failed". Exit 0 all passed, 1 some failed, 77 skipped
+# (no GPU).
+#
+#   tests/gpu/swap_e2e.sh BUILD_DIR
+#
+# Environment: OUT (logs under it), TORCH_PY (python with CUDA torch, default python3),
+# KERNCAP_GPU_CASES (names to run), KERNCAP_GPU_TIMEOUT (per command, default 300 s).
+set -u -o pipefail
+ulimit -c 0
+
+BUILD=${1:?usage: tests/gpu/swap_e2e.sh BUILD_DIR}
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_build "$BUILD"
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=${TORCH_PY:-python3}
+TIMEOUT=${KERNCAP_GPU_TIMEOUT:-300}
+LOG=""
+gpu_work_dir swap
+[ -n "${OUT:-}" ] || trap cleanup EXIT
+echo "swap suite: work in $WORK"
+passed=0 failed=0 skipped=0
+
+SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
+"$NVCC" -O2 -arch=sm_"$SM" -o "$WORK/swap_app" "$HERE/swap_apps/swap_app.cu" -lcuda >"$WORK/build.log" 2>&1 ||
+  { echo "cannot build swap_app"; tail -5 "$WORK/build.log"; exit 1; }
+for v in swap_fast swap_tail swap_layout; do
+  "$NVCC" -O2 -cubin -arch=sm_"$SM" -o "$WORK/$v.cubin" "$HERE/swap_apps/$v.cu" >>"$WORK/build.log" 2>&1 ||
+    { echo "cannot build $v"; tail -5 "$WORK/build.log"; exit 1; }
+done
+APP=$WORK/swap_app
+ITERS=20
+# host launches of scale_add: ITERS x 3 sizes, cudaLaunchKernelEx, cuLaunchKernel, the two
+# launches recorded by stream capture; explicit graph: the node added, then set in the exec graph.
+HOST_LAUNCHES=$((ITERS * 3 + 4))
+GRAPH_NODES=2
+r() { json_get "$D/$1.out" "$2"; }
+D=$WORK
+
+if want fast_name; then
+  P=""
+  run fast_name "$KC" run --swap scale_add="$WORK/swap_fast.cubin" --repeat 3 --json -- "$APP" $ITERS
+  [ $RC = 0 ] || P+="exit $RC ($(r fast_name why)); "
+  [ "$(r fast_name verdict)" = ok ] || P+="verdict $(r fast_name verdict); "
+  [ "$(r fast_name 'j["runs"][1]["swapped_launches"]')" = $HOST_LAUNCHES ] ||
+    P+="swapped $(r fast_name 'j["runs"][1]["swapped_launches"]') of $HOST_LAUNCHES host launches; "
+  [ "$(r fast_name 'j["runs"][1]["graph_nodes"]')" = $GRAPH_NODES ] || P+="graph nodes $(r fast_name 'j["runs"][1]["graph_nodes"]'); "
+  [ "$(r fast_name 'j["runs"][0]["swapped_launches"]')" = 0 ] || P+="the unmodified arm was swapped; "
+  [ "$(r fast_name 'j["summary"]["outputs_identical"]')" = True ] || P+="outputs differ; "
+  KR=$(r fast_name 'j["summary"]["kernel_ns"]["ratio"]["median"]')
+  [ "$(r fast_name 'j["summary"]["kernel_ns"]["ratio"]["median"] > 1.5')" = True ] || P+="kernel ratio $KR; "
+  case_row fast_name "$P" "kernel x$KR, GPU x$(r fast_name 'j["summary"]["gpu_ns"]["ratio"]["median"]'), wall x$(r fast_name 'j["summary"]["wall_s"]["ratio"]["median"]'); swapped $(r fast_name 'j["runs"][1]["swapped_launches"]')/$HOST_LAUNCHES host + $(r fast_name 'j["runs"][1]["graph_nodes"]') nodes; output identical $(r fast_name 'j["summary"]["outputs_identical"]')"
+fi
+
+CAP=$WORK/scale_add.cap
+"$KC" extract scale_add --dispatch 1 -o "$CAP" -- "$APP" 2 >"$WORK/extract.log" 2>&1
+
+if want fast_capture; then
+  P=""
+  [ -f "$CAP/capture/manifest.json" ] || P+="extract failed: $(tail -2 "$WORK/extract.log" | tr '\n' ' '); "
+  run fast_capture "$KC" run --swap "$CAP=$WORK/swap_fast.cubin" --repeat 3 --json -- "$APP" $ITERS
+  [ "$(r fast_capture verdict)" = ok ] || P+="verdict $(r fast_capture verdict) ($(r fast_capture why)); "
+  [ "$(r fast_capture 'j["swaps"][0]["layout_checked"]')" = True ] || P+="layout not checked against the capture; "
+  run fast_capture.validate "$KC" validate "$CAP" --cubin "$WORK/swap_fast.cubin" --speedup --json
+  VS=$(json_get "$D/fast_capture.validate.out" 'j["speedup"]["speedup"] if "speedup" in j else j.get("timing",{}).get("speedup")')
+  KR=$(r fast_capture 'j["summary"]["kernel_ns"]["ratio"]["median"]')
+  case_row fast_capture "$P" "in-app kernel x$KR vs replay x${VS:-?} (validate --speedup on dispatch 1, n=2^24+3)"
+fi
+
+if want tail_output; then
+  P=""
+  run tail_output "$KC" run --swap scale_add="$WORK/swap_tail.cubin" --json -- "$APP" 2
+  [ $RC = 1 ] || P+="exit $RC; "
+  [ "$(r tail_output verdict)" = output_differs ] || P+="verdict $(r tail_output verdict); "
+  case_row tail_output "$P" "$(r tail_output why | cut -c1-140)"
+fi
+
+if want tail_check; then
+  P=""
+  run tail_check.plain "$APP" 2
+  H=$(grep -o 'hash=[0-9a-f]*' "$D/tail_check.plain.out")
+  run tail_check "$KC" run --swap scale_add="$WORK/swap_tail.cubin" --json --check "grep -q '$H' \"\$KERNCAP_RUN_STDOUT\"" -- "$APP" 2
+  [ $RC = 1 ] || P+="exit $RC; "
+  [ "$(r tail_check verdict)" = check_failed ] || P+="verdict $(r tail_check verdict); "
+  [ "$(r tail_check 'j["runs"][0]["check"]["status"]')" = 0 ] || P+="the check failed on the unmodified run; "
+  case_row tail_check "$P" "$(r tail_check why)"
+fi
+
+if want layout_capture; then
+  P=""
+  run layout_capture "$KC" run --swap "$CAP=$WORK/swap_layout.cubin" --dir "$WORK/layout_capture.runs" -- "$APP" 2
+  [ $RC = 3 ] || [ $RC = 1 ] || P+="exit $RC; "
+  grep -q "another layout" "$D/layout_capture.err" || P+="message: $(head -c 200 "$D/layout_capture.err"); "
+  [ ! -e "$WORK/layout_capture.runs" ] || P+="the application ran; "
+  case_row layout_capture "$P" "rc=$RC: $(grep -o 'size@offset[^;]*' "$D/layout_capture.err" | head -1 | cut -c1-120)"
+fi
+
+if want layout_name; then
+  P=""
+  run layout_name "$KC" run --swap scale_add="$WORK/swap_layout.cubin" --json -- "$APP" 2
+  [ $RC = 1 ] || P+="exit $RC; "
+  [ "$(r layout_name verdict)" = refused ] || P+="verdict $(r layout_name verdict); "
+  [ "$(r layout_name 'j["summary"]["outputs_identical"]')" = True ] || P+="the application's results changed; "
+  case_row layout_name "$P" "$(r layout_name why | cut -c1-160)"
+fi
+
+if want torch_graph; then
+  P=""
+  cat >"$WORK/torch_graph.py" <<'PYEOF'
+import torch
+x = torch.linspace(-3, 3, 1 << 22, device="cuda")
+y = torch.empty_like(x)
+s = torch.cuda.Stream()
+with torch.cuda.stream(s):
+    for _ in range(3):
+        torch.exp(x, out=y)  # warm-up
+torch.cuda.current_stream().wait_stream(s)
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    torch.exp(x, out=y)
+acc = torch.zeros_like(x)
+for _ in range(20):
+    g.replay()
+    acc += y
+torch.cuda.synchronize()
+print("APP", float(acc.double().sum()))
+PYEOF
+  run torch_graph.extract "$KC" extract exp_kernel -o "$WORK/torch_exp.cap" -- "$PY" "$WORK/torch_graph.py"
+  IMG=$(ls "$WORK"/torch_exp.cap/capture/image/* 2>/dev/null | head -1)
+  if [ -z "$IMG" ]; then
+    P+="no capture of the exp kernel ($(first_error torch_graph.extract)); "
+  else
+    run torch_graph "$KC" run --swap "$WORK/torch_exp.cap=$IMG" --repeat 2 --json -- "$PY" "$WORK/torch_graph.py"
+    [ "$(r torch_graph verdict)" = ok ] || P+="verdict $(r torch_graph verdict) ($(r torch_graph why)); "
+    [ "$(r torch_graph 'j["runs"][1]["swapped_launches"] >= 4')" = True ] || P+="swapped $(r torch_graph 'j["runs"][1]["swapped_launches"]') launches; "
+  fi
+  case_row torch_graph "$P" "swapped $(r torch_graph 'j["runs"][1]["swapped_launches"]' 2>/dev/null) launches (3 eager + 1 captured; 20 replays), kernel ns base/swap $(r torch_graph 'j["summary"]["kernel_ns"]["ratio"]["median"]' 2>/dev/null), output identical $(r torch_graph 'j["summary"]["outputs_identical"]' 2>/dev/null)"
+fi
+
+table "case | measured | verdict"
+echo
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

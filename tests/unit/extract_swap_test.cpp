@@ -1,0 +1,103 @@
+// `kerncap run`'s offline parts: resolving --swap against real cubins (fixtures compiled from
+// our own .cu at build time), and the verdict from the runs' facts.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/error.hpp"
+#include "extract/swap_plan.hpp"
+#include "extract/swap_run.hpp"
+
+namespace kerncap::extract {
+namespace {
+
+const std::string kCubin = std::string(KERNCAP_BINARY_DIR) + "/tests/fixtures/cubin/kernels_sm90.cubin";
+
+#define NEED_FIXTURE()                                                            \
+  if (!std::filesystem::exists(kCubin)) GTEST_SKIP() << "no fixture cubin (built with nvcc)";
+
+TEST(SwapPlan, ANameMustPickOneKernelOfTheImage) {
+  NEED_FIXTURE();
+  const SwapPlan p = plan_swap("k_mixed=" + kCubin);
+  EXPECT_EQ(p.spec.kernel, "k_mixed");
+  EXPECT_EQ(p.spec.entry, "k_mixed");
+  EXPECT_TRUE(std::filesystem::path(p.spec.image).is_absolute());
+  EXPECT_FALSE(p.layout_checked);
+  try {
+    plan_swap("k_=" + kCubin);  // k_mixed, k_big, ...: several
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("match 'k_'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(plan_swap("no_such_kernel=" + kCubin), Error);
+  EXPECT_THROW(plan_swap("k_mixed=/no/such/file.cubin"), Error);
+  EXPECT_THROW(split_swap_arg("k_mixed"), Error);
+  EXPECT_EQ(split_swap_arg("a=b=c.cubin").second, "c.cubin") << "the image is after the last '='";
+  EXPECT_THROW(plan_swaps({"k_mixed=" + kCubin, "k_mixed=" + kCubin}), Error);
+}
+
+RunArm arm(size_t i, bool swapped, double wall, uint64_t kernel_ns, uint64_t launches, uint64_t served) {
+  RunArm a;
+  a.index = i;
+  a.swapped = swapped;
+  a.wall_s = wall;
+  a.exit.exited = true;
+  a.kernel_ns = kernel_ns;
+  a.gpu_ns = kernel_ns * 2;
+  a.launches = launches;
+  a.swapped_launches = served;
+  return a;
+}
+
+TEST(SwapRun, VerdictFromTheRuns) {
+  SwapRunResult r;
+  for (size_t i = 0; i < 6; ++i) {
+    r.runs.push_back(arm(2 * i, false, 2.0, 1000, 10, 0));
+    r.runs.push_back(arm(2 * i + 1, true, 1.5, 500, 10, 10));
+  }
+  std::vector<std::string> out(12, "result 42\n");
+  summarise(r, out, false);
+  EXPECT_EQ(r.verdict, "ok") << r.why;
+  EXPECT_DOUBLE_EQ(r.kernel_ratio.median, 2.0);
+  EXPECT_TRUE(r.kernel_ratio.exact95);
+  EXPECT_NEAR(r.wall_ratio.median, 4.0 / 3.0, 1e-12);
+
+  out[3] = "result 41\n";
+  SwapRunResult differs = r;
+  summarise(differs, out, false);
+  EXPECT_EQ(differs.verdict, "output_differs");
+  EXPECT_NE(differs.first_difference.find("run 3, line 1: 'result 41' (unmodified: 'result 42')"), std::string::npos)
+      << differs.first_difference;
+
+  SwapRunResult partial = r;
+  partial.runs[5].swapped_launches = 9;
+  summarise(partial, std::vector<std::string>(12, "x"), false);
+  EXPECT_EQ(partial.verdict, "not_swapped");
+
+  SwapRunResult refused = r;
+  refused.runs[1].refused = {"pid 1: its parameter layout differs"};
+  summarise(refused, std::vector<std::string>(12, "x"), false);
+  EXPECT_EQ(refused.verdict, "refused");
+
+  SwapRunResult checked = r;
+  checked.runs[3].check_status = 1;
+  checked.runs[1].check_status = 0;
+  summarise(checked, out, true);  // with --check, the check decides, not stdout
+  EXPECT_EQ(checked.verdict, "check_failed");
+  EXPECT_EQ(checked.checks_run, 2u);
+
+  SwapRunResult crashed = r;
+  crashed.runs[1].exit.exited = false;
+  crashed.runs[1].exit.code = 11;
+  summarise(crashed, std::vector<std::string>(12, "x"), false);
+  EXPECT_EQ(crashed.verdict, "app_failed");
+}
+
+TEST(SwapRun, FirstLineDifference) {
+  EXPECT_EQ(first_line_difference("a\nb\n", "a\nb\n"), "");
+  EXPECT_EQ(first_line_difference("a\nb\n", "a\nc\n"), "line 2: 'c' (unmodified: 'b')");
+  EXPECT_EQ(first_line_difference("a\n", "a\nb\n"), "line 2: 'b' (unmodified: it ends)");
+}
+
+}  // namespace
+}  // namespace kerncap::extract
