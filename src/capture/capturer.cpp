@@ -49,8 +49,8 @@ std::string read_cmdline() {
   return s;
 }
 
-// The launched function as the driver describes it (after describe_attributes), for choosing
-// among images that hold a kernel of the same name (ImageStore::find).
+}  // namespace
+
 FunctionFacts function_facts(const LaunchArgs& a, CUfunction fn, const format::Manifest& m) {
   FunctionFacts f;
   f.sm = m.cc_major * 10 + m.cc_minor;
@@ -63,6 +63,8 @@ FunctionFacts function_facts(const LaunchArgs& a, CUfunction fn, const format::M
     f.max_threads = v;
   return f;
 }
+
+namespace {
 
 // Makes the launch's context current for kerncap's own calls and restores the thread's
 // previous state afterwards (the runtime does not always leave it current).
@@ -452,6 +454,7 @@ void Capturer::finish_capture(std::unique_ptr<Pending> p, const CUpti_CallbackDa
               human_bytes(cs.bytes), cs.chunks, cs.unique, human_bytes(cs.file_bytes), cs.written,
               cfg.store.empty() ? "" : " to the shared store", cs.raw,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - chunk_start).count());
+    if (before_publish_) before_publish_(*p->writer, m);
     m.capture_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - p->start).count();
     const fs::path final_dir = p->writer->publish(m);
     log::info("captured {} -> {} (BEFORE {}, AFTER {} in {} runs, {:.2f} s)", m.demangled_name, final_dir.string(),
@@ -468,6 +471,19 @@ void Capturer::finish_capture(std::unique_ptr<Pending> p, const CUpti_CallbackDa
     // One rank of a job: a non-zero status makes its launcher end the other ranks (format/rank.hpp).
     ::_exit(cfg.rank >= 0 ? format::kStoppedRankExitStatus : 0);
   }
+}
+
+void Capturer::abandon_pending(uint32_t correlation, const std::string& why) {
+  std::unique_ptr<Pending> p;
+  {
+    std::lock_guard lk(mu_);
+    auto it = pending_.find(correlation);
+    if (it != pending_.end()) {
+      p = std::move(it->second);
+      pending_.erase(it);
+    }
+  }
+  abandon(why, p.get());
 }
 
 void Capturer::abandon(const std::string& why, Pending* p) {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,12 @@ class Capturer final : public TargetCapture {
   Capturer(Config config, const Inventory& inventory);
   bool begin(const TargetLaunch& target) override;
   void finish(const CUpti_CallbackData& exit) override;
+  // A window of launches (window_recorder.hpp): runs after AFTER, before the capture is
+  // published, to add the window's files to its directory. Throws to abandon the capture.
+  using BeforePublish = std::function<void(format::CaptureWriter&, format::Manifest&)>;
+  void set_before_publish(BeforePublish f) { before_publish_ = std::move(f); }
+  // Drops the capture begun at the launch with this correlation id (never finished), saying why.
+  void abandon_pending(uint32_t correlation, const std::string& why);
 
  private:
   // A CUDA array the launch reaches through a texture or surface object: its region (after
@@ -65,6 +72,12 @@ class Capturer final : public TargetCapture {
   const Inventory& inventory_;
   std::mutex mu_;
   std::map<uint32_t, std::unique_ptr<Pending>> pending_;  // by the launch's correlation id
+  BeforePublish before_publish_;
 };
+
+struct LaunchArgs;
+// The launched function as the driver describes it (after describe_attributes), for choosing
+// among images that hold a kernel of the same name (ImageStore::find).
+FunctionFacts function_facts(const LaunchArgs& a, CUfunction fn, const format::Manifest& m);
 
 }  // namespace kerncap::capture

@@ -14,6 +14,7 @@ namespace {
 constexpr size_t kBufferBytes = 1u << 20;
 std::atomic<bool> g_registered{false};
 std::atomic<bool> g_enabled{false};
+std::atomic<KernelRecordHook> g_record_hook{nullptr};
 
 void CUPTIAPI in_app_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
@@ -27,7 +28,9 @@ void CUPTIAPI in_app_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size
     // The end of the buffer is CUPTI_ERROR_MAX_LIMIT_REACHED: an answer, not logged.
     while (buffer && KC_CUPTI(cuptiActivityGetNextRecord(buffer, valid, &rec), CUPTI_ERROR_MAX_LIMIT_REACHED)) {
       if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
-      add_kernel_record(in_app_times(), reinterpret_cast<const CUpti_ActivityKernel10&>(*rec));
+      const auto& k = reinterpret_cast<const CUpti_ActivityKernel10&>(*rec);
+      add_kernel_record(in_app_times(), k);
+      if (auto hook = g_record_hook.load(std::memory_order_acquire)) hook(k.correlationId, k.name, k.start, k.end);
     }
   } catch (...) {
     // Out of memory: this buffer's records are lost, the application is not.
@@ -36,6 +39,10 @@ void CUPTIAPI in_app_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size
 }
 
 }  // namespace
+
+void set_kernel_record_hook(KernelRecordHook hook) {
+  g_record_hook.store(hook, std::memory_order_release);
+}
 
 void start_in_app_records(bool now) {
   if (!KC_CUPTI(cuptiActivityRegisterCallbacks(&in_app_buffer_requested, &in_app_buffer_completed))) return;

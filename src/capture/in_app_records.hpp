@@ -5,6 +5,8 @@
 // match, or kInAppLead matches before a far dispatch (Config::in_app_time, in_app.hpp): the
 // launches before need no record. Flushed at the capture, after the target launch
 // completed. A failure only loses the in-app time (logged), never the capture.
+#include <cstdint>
+
 namespace kerncap::capture {
 
 // Registers the activity buffers; with `now`, enables CONCURRENT_KERNEL records at once.
@@ -14,5 +16,9 @@ void start_in_app_records(bool now);
 void enable_in_app_records();
 // Delivers every completed record to in_app_times() (call after the target completed).
 void flush_in_app_records();
+// Also hands every kernel record's correlation id, name, start and end (ns) to `hook` (a
+// window of launches, window_recorder.hpp); null: none. Set before the records start.
+using KernelRecordHook = void (*)(uint32_t correlation, const char* name, uint64_t start_ns, uint64_t end_ns);
+void set_kernel_record_hook(KernelRecordHook hook);
 
 }  // namespace kerncap::capture

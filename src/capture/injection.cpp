@@ -36,6 +36,7 @@
 #include "capture/rank_gate.hpp"
 #include "capture/tool_scope.hpp"
 #include "capture/watcher.hpp"
+#include "capture/window_mode.hpp"
 #include "common/log.hpp"
 
 namespace kerncap::capture {
@@ -97,6 +98,10 @@ bool started(CuptiStatus st, const char* what, const char* other = nullptr) {
 }
 
 void start_capture(const Config& config) {
+  if (!config.window_end.empty()) {  // a window of launches (window_mode.cpp)
+    start_window_capture(config);
+    return;
+  }
   auto* mode = new CaptureMode(config);
   g_capture = mode;
   std::atexit(&report_at_exit);

@@ -19,7 +19,9 @@ struct Inventory {
   // Throws std::regex_error on a bad regex pattern (Config::regex) (the launcher checks it first).
   explicit Inventory(const Config& config)
       : matchers(make_matchers(config)),
-        images(matchers, config.dump_images ? format::out::image_dump_dir(config.output).string() : "") {}
+        // A window of launches keeps every image: any kernel may be one of its launches.
+        image_matchers(config.window_end.empty() ? matchers : std::vector<names::Matcher>{names::Matcher("", false)}),
+        images(image_matchers, config.dump_images ? format::out::image_dump_dir(config.output).string() : "") {}
   Inventory(const Inventory&) = delete;
   Inventory& operator=(const Inventory&) = delete;
 
@@ -37,6 +39,7 @@ struct Inventory {
   }
 
   std::vector<names::Matcher> matchers;  // one per target, in their order
+  std::vector<names::Matcher> image_matchers;  // the images kept: `matchers`, or every kernel for a window
   Tracker tracker;
   TextureTracker textures;  // CUDA arrays, texture and surface objects
   ImageStore images;  // refers to `matchers`

@@ -29,7 +29,8 @@ namespace kerncap {
   X(cuCtxPopCurrent) X(cuMemAllocHost) X(cuMemcpyAsync) X(cuMemsetD8Async) X(cuDeviceGetPCIBusId) \
   X(cuMemGetAccess) X(cuArray3DCreate) X(cuArrayDestroy) X(cuMipmappedArrayCreate)               \
   X(cuMipmappedArrayGetLevel) X(cuMipmappedArrayDestroy) X(cuMemcpy3D) X(cuTexObjectCreate)       \
-  X(cuTexObjectDestroy) X(cuSurfObjectCreate) X(cuSurfObjectDestroy)
+  X(cuTexObjectDestroy) X(cuSurfObjectCreate) X(cuSurfObjectDestroy) X(cuMemsetD16Async) X(cuMemsetD32Async) \
+  X(cuMemcpyDtoDAsync)
 
 struct Driver {
 #define KERNCAP_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;

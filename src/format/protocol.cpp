@@ -125,7 +125,7 @@ const Config kDefaults{};
 constexpr unsigned kLibShim = kLibrary | kTritonShim;
 constexpr unsigned kShimApi = kTritonShim | kPythonApi;
 
-const std::array<EnvVar, 28> kVars = {{
+const std::array<EnvVar, 29> kVars = {{
     {Var::Mode, "KERNCAP_MODE", kLibrary, true, "capture, profile", "",
      "what the injected library does; unset: it stays inert", parse_mode,
      [](const Config& c) -> std::optional<std::string> { return std::string(to_string(c.mode)); }},
@@ -251,6 +251,22 @@ const std::array<EnvVar, 28> kVars = {{
      "the replay engine (libkerncap_replay.so) that the Python package and Triton reproducers load (default: "
      "beside the module, the pip-installed package's lib/, then the build's lib/)",
      nullptr, nullptr},
+    {Var::Window, "KERNCAP_WINDOW", kLibrary, true, "N:pattern", "",
+     "a window of launches (`kerncap window extract`, docs/window.md): the capture begins at the target launch "
+     "(KERNCAP_KERNEL, KERNCAP_DISPATCH) and ends at the Nth launch (from 0, counted from the target on its "
+     "stream) whose name matches the pattern (a regex with KERNCAP_REGEX); unset: one launch",
+     [](std::string_view v, Config& c) -> std::string {
+       const size_t colon = v.find(':');
+       const auto n = colon == std::string_view::npos ? std::nullopt : parse_u64(v.substr(0, colon));
+       if (!n || colon + 1 >= v.size()) return "must be N:pattern (a count from 0, a colon, a kernel name pattern)";
+       c.window_end_dispatch = *n;
+       c.window_end = std::string(v.substr(colon + 1));
+       return "";
+     },
+     [](const Config& c) -> std::optional<std::string> {
+       if (c.window_end.empty()) return std::nullopt;
+       return std::to_string(c.window_end_dispatch) + ":" + c.window_end;
+     }},
     {Var::ProfileCupti, "KERNCAP_PROFILE_CUPTI", kLibrary, false, "key=value,...", "",
      "diagnostic, to measure what CUPTI costs profile mode (bench/profile_overhead.sh): kind=concurrent|kernel|none "
      "(the kernel records' activity kind; none: no kernel records, an empty profile), memory=0|1 (memcpy/memset "
@@ -444,6 +460,7 @@ nlohmann::json Config::to_json() const {
           {"zstd_level", zstd_level},
           {"in_app_time", in_app_name(in_app_time)}};
   if (target_index >= 0) j["target"] = target_index;
+  if (!window_end.empty()) j["window"] = {{"end", window_end}, {"end_dispatch", window_end_dispatch}};
   return j;
 }
 

@@ -85,6 +85,11 @@ struct Config {
   // every launch is counted, and once the process is launch-heavy kernel records are on for
   // one launch window in every N (docs/profile.md, "Sampled timing").
   uint32_t profile_sample = 0;
+  // A window of launches (`kerncap window extract`, docs/window.md): the capture begins at the
+  // target (kernel/dispatch) and ends at the `window_end_dispatch`-th launch (from 0, counted
+  // from the target on its stream) whose name matches `window_end`; empty: one launch.
+  std::string window_end;
+  uint64_t window_end_dispatch = 0;
   // Profile mode only (`kerncap run --swap`, format/swaps.hpp): kernels served from variant
   // images while the application runs. Empty: none.
   std::vector<SwapSpec> swaps;
@@ -100,7 +105,7 @@ struct Config {
 
 enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Rank, Device, Verbose, ChunkBytes, StagingBytes,
                  DumpImages, DeviceScan, Closure, Store, ZstdLevel, InAppTime, Targets, TritonOut, Library, PythonDir, Python, Serve, Bin, ReplayLib,
-                 ProfileCupti, ProfileSample, Swaps };
+                 Window, ProfileCupti, ProfileSample, Swaps };
 
 // Who reads a variable (bits).
 inline constexpr unsigned kLibrary = 1, kCli = 2, kTritonShim = 4, kPythonApi = 8;

@@ -54,6 +54,9 @@ bool settable_func_attr(int id) {
 
 }  // namespace
 
+bool replayable_launch_attribute(int id) { return replayable_attr(id); }
+bool settable_function_attribute(int id) { return settable_func_attr(id); }
+
 Session::Session(const Options& options) : options_(options) {
   // A failed open gives back what it took: the engine lives on in long-running processes
   // (Python, kc_open), where a leaked context, module or pinned buffer would outlive it.

@@ -24,6 +24,12 @@ namespace kerncap::replay {
 
 class UniformCheck;
 
+// Whether a launch attribute (CUlaunchAttributeID) describes the launch itself and is
+// re-applied at replay; those carrying the application's handles (events, graph nodes) are not.
+bool replayable_launch_attribute(int id);
+// Whether a function attribute (CUfunction_attribute) is set again on the loaded kernel.
+bool settable_function_attribute(int id);
+
 struct Options {
   std::filesystem::path capture;             // OUT or OUT/capture
   std::optional<std::filesystem::path> cubin;  // a variant image to load instead

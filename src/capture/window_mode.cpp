@@ -1,0 +1,270 @@
+// Capture mode with a window of launches: the driver's side of the window recorder
+// (describing a launch, keeping its parameter bytes and image) and the capturer's (BEFORE at
+// the first launch, AFTER and publication with window.json at the last). The decisions are
+// in window_recorder.cpp; the snapshot, the chunk store and the capture directory are the
+// one-launch capture's own (capturer.cpp): a window adds files to that directory.
+#include "capture/window_mode.hpp"
+
+#include <cupti.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "capture/capturer.hpp"
+#include "capture/cupti_check.hpp"
+#include "capture/events.hpp"
+#include "capture/in_app_records.hpp"
+#include "capture/launch_info.hpp"
+#include "capture/tool_scope.hpp"
+#include "capture/watcher.hpp"
+#include "capture/window_recorder.hpp"
+#include "common/driver.hpp"
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "common/private_files.hpp"
+#include "cubin/cubin.hpp"
+#include "format/events.hpp"
+#include "storage/capture_writer.hpp"
+
+namespace kerncap::capture {
+namespace {
+
+class DriverWindowOps final : public WindowOps {
+ public:
+  explicit DriverWindowOps(Inventory& inventory) : inventory_(inventory) {}
+
+  bool describe_kernel(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, const std::string& mangled, size_t index,
+                       format::WindowOp* op, std::string* why) override {
+    LaunchArgs args;
+    if (!decode_launch(cbid, cb.functionParams, &args)) {
+      *why = "its parameters cannot be decoded";
+      return false;
+    }
+    // The context is the launch's; kerncap's queries need it current.
+    CUcontext pushed = nullptr;
+    const bool push = cb.context && KC_CU_TRY(cuCtxPushCurrent(cb.context)) == CUDA_SUCCESS;
+    struct Pop {
+      bool on;
+      CUcontext* out;
+      ~Pop() {
+        if (on) KC_CU_TRY(cuCtxPopCurrent(out));
+      }
+    } pop{push, &pushed};
+    const ResolvedFunction fn = resolve_function(args.f);
+    format::Manifest m;
+    if (sm_ == 0) {
+      CUdevice dev = 0;
+      int major = 0, minor = 0;
+      if (KC_CU_TRY(cuCtxGetDevice(&dev)) == CUDA_SUCCESS &&
+          KC_CU_TRY(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)) == CUDA_SUCCESS &&
+          KC_CU_TRY(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) == CUDA_SUCCESS)
+        sm_ = major * 10 + minor;
+    }
+    m.cc_major = sm_ / 10;
+    m.cc_minor = sm_ % 10;
+    describe_attributes(args, fn.function, &m);
+    const KeptImage* image = inventory_.images.find(mangled, module_function_names(fn.module), fn.module,
+                                                    function_facts(args, fn.function, m));
+    if (!image) {
+      *why = "its code image was not seen at module load (loaded before kerncap was injected?)";
+      return false;
+    }
+    const cubin::ImageKind kind = cubin::detect_kind(image->bytes);
+    const std::string kind_name = kind == cubin::ImageKind::Unknown ? "cubin" : cubin::to_string(kind);
+    const cubin::Image* parsed = parsed_image(*image);
+    std::vector<format::ParamSlot> slots = driver_param_layout(args.f, fn.was_kernel_handle);
+    if (slots.empty() && parsed)
+      if (const auto* k = parsed->find_kernel(mangled))
+        for (const auto& pi : k->params) slots.push_back({pi.offset, pi.size});
+    std::vector<uint8_t> bytes;
+    std::string source;
+    if (!pack_params(args, slots, &bytes, &source, why)) return false;
+    if (bytes.size() > format::kMaxWindowParamBytes) {
+      *why = fmt::format("its parameter buffer has {} bytes", bytes.size());
+      return false;
+    }
+    op->kind = format::WindowOp::Kind::Kernel;
+    op->mangled = mangled;
+    op->image_kind = kind_name;
+    op->image_hash = image->hash;
+    op->grid = m.grid;
+    op->block = m.block;
+    op->shared_mem_bytes = m.shared_mem_bytes;
+    op->cooperative = m.cooperative;
+    op->launch_attrs = m.launch_attrs;
+    op->func_attrs = m.func_attrs;
+    op->params = source == "extra" ? std::vector<format::ParamSlot>{} : slots;
+    op->params_size = bytes.size();
+    // The first launch's module globals are regions of the capture; another image's are not.
+    if (index == 0) first_image_ = image->hash;
+    if (image->hash != first_image_ && parsed && fn.module)
+      for (const auto& g : parsed->globals) {
+        CUdeviceptr addr = 0;
+        size_t size = 0;
+        if (KC_CU_TRY(cuModuleGetGlobal(&addr, &size, fn.module, g.name.c_str())) == CUDA_SUCCESS && size)
+          op->uncaptured_globals.push_back(g.name);
+      }
+    std::lock_guard lk(mu_);
+    params_[index] = std::move(bytes);
+    if (!images_.count(image->hash)) images_[image->hash] = {kind_name, image->bytes};
+    return true;
+  }
+
+  uint64_t gpu_clock_ns() override {
+    uint64_t t = 0;
+    return KC_CUPTI(cuptiGetTimestamp(&t)) ? t : 0;
+  }
+
+  // The window's files into the capture directory being written.
+  void write(format::CaptureWriter& writer, const format::Window& w) {
+    std::lock_guard lk(mu_);
+    files::create_private_dirs(writer.dir() / "window");
+    for (size_t i = 0; i < w.ops.size(); ++i) {
+      if (w.ops[i].kind != format::WindowOp::Kind::Kernel) continue;
+      // Op 0 was described after BEFORE; later ones as they came: each index once.
+      const auto it = params_.find(i);
+      if (it == params_.end()) device_error(fmt::format("window operation {} has no parameter bytes", i));
+      format::write_file(writer.dir() / format::window_params_file(i), it->second.data(), it->second.size());
+    }
+    for (const auto& [hash, image] : images_) {
+      const std::string rel = format::window_image_file(hash, image.first);
+      if (!std::filesystem::exists(writer.dir() / rel)) format::write_file(writer.dir() / rel, image.second.data(), image.second.size());
+    }
+    const std::string text = to_json(w).dump(1);
+    format::write_file(writer.dir() / format::kWindowFile, text.data(), text.size());
+  }
+
+ private:
+  const cubin::Image* parsed_image(const KeptImage& image) {
+    std::lock_guard lk(mu_);
+    auto it = parsed_.find(image.hash);
+    if (it != parsed_.end()) return it->second ? &*it->second : nullptr;
+    std::optional<cubin::Image> p;
+    try {
+      p = cubin::parse_image(image.bytes, sm_);
+    } catch (const std::exception& e) {
+      log::warn("window: cannot read a code image ({}): its parameter layout comes from the driver only", e.what());
+    }
+    auto& slot = parsed_[image.hash] = std::move(p);
+    return slot ? &*slot : nullptr;
+  }
+
+  Inventory& inventory_;
+  std::mutex mu_;
+  int sm_ = 0;
+  uint64_t first_image_ = 0;
+  std::map<size_t, std::vector<uint8_t>> params_;  // by operation index
+  std::map<uint64_t, std::pair<std::string, std::vector<uint8_t>>> images_;  // hash -> kind, bytes
+  std::map<uint64_t, std::optional<cubin::Image>> parsed_;
+};
+
+class CapturerWindowEnds final : public WindowEnds {
+ public:
+  CapturerWindowEnds(Capturer& capturer, DriverWindowOps& ops) : capturer_(capturer), ops_(ops) {}
+  bool begin(const TargetLaunch& first) override { return capturer_.begin(first); }
+  void finish(uint32_t first, const CUpti_CallbackData& last_exit,
+              const std::function<format::Window()>& window) override {
+    capturer_.set_before_publish([&](format::CaptureWriter& writer, format::Manifest& m) {
+      const format::Window w = window();
+      ops_.write(writer, w);
+      log::info("window: {} operations ({} kernel launches), AFTER {} in {} runs{}", w.ops.size(), w.kernels(),
+                m.after_bytes, m.after.size(),
+                w.in_app_window_ns ? fmt::format(", in-app {:.3f} ms", *w.in_app_window_ns / 1e6) : std::string());
+      if (w.foreign_ops)
+        log::warn("window: {} operation(s) ran in the process during the window but are not part of it (e.g. {})",
+                  w.foreign_ops, w.foreign_examples.empty() ? std::string("?") : w.foreign_examples[0]);
+    });
+    // The pending capture is the first launch's: finish it as that launch's exit would, with
+    // the last launch's context and result.
+    CUpti_CallbackData exit = last_exit;
+    exit.correlationId = first;
+    capturer_.finish(exit);
+  }
+  void abandon(uint32_t first, const std::string& why) override { capturer_.abandon_pending(first, why); }
+
+ private:
+  Capturer& capturer_;
+  DriverWindowOps& ops_;
+};
+
+struct WindowMode {
+  explicit WindowMode(Config c)
+      : config(std::move(c)), inventory(config), capturer(config, inventory), ops(inventory), ends(capturer, ops),
+        recorder(config, inventory, queries, ops, ends), watcher(config, inventory, queries, recorder) {}
+  Config config;
+  Inventory inventory;
+  DriverLaunchQueries queries;
+  Capturer capturer;
+  DriverWindowOps ops;
+  CapturerWindowEnds ends;
+  WindowRecorder recorder;
+  LaunchWatcher watcher;
+};
+WindowMode* g_window = nullptr;  // leaked on purpose: callbacks may fire during exit
+
+void CUPTIAPI window_trampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  try {
+    auto* mode = static_cast<WindowMode*>(userdata);
+    mode->recorder.on_callback(domain, cbid, data);
+    mode->watcher.on_callback(domain, cbid, data);
+  } catch (const std::exception& e) {
+    log::warn("internal error in a callback (ignored): {}", e.what());
+  } catch (...) {
+    log::warn("internal error in a callback (ignored)");
+  }
+}
+
+void on_record(uint32_t correlation, const char* name, uint64_t start, uint64_t end) {
+  if (g_window) g_window->recorder.on_kernel_record(correlation, name, start, end);
+}
+
+void window_at_exit() {
+  try {
+    ToolScope scope;
+    if (!g_window) return;
+    g_window->recorder.at_exit();
+    g_window->watcher.report_unlaunched_kernels();
+    g_window->watcher.report_matches();
+  } catch (...) {
+  }
+}
+
+bool ok(CuptiStatus st, const char* what) {
+  if (st) return true;
+  emit(format::events::error(fmt::format("{} failed: {}", what, cupti_error_text(st.result))));
+  return false;
+}
+
+}  // namespace
+
+void start_window_capture(const Config& config) {
+  auto* mode = new WindowMode(config);
+  g_window = mode;
+  std::atexit(&window_at_exit);
+  const Subscription sub = subscribe_named(window_trampoline, mode, "kerncap capture");
+  if (!sub.status) {
+    log::warn("another CUPTI client{} is active in this process; kerncap cannot run beside it",
+              sub.other.empty() ? std::string() : fmt::format(" ({})", sub.other));
+    ok(sub.status, "cuptiSubscribe_v2");
+    return;
+  }
+  std::vector<CUpti_CallbackId> ids = LaunchWatcher::driver_callback_ids();
+  for (CUpti_CallbackId id : WindowRecorder::callback_ids()) ids.push_back(id);
+  for (CUpti_CallbackId id : ids)
+    ok(KC_CUPTI(cuptiEnableCallback(1, sub.handle, CUPTI_CB_DOMAIN_DRIVER_API, id)), "cuptiEnableCallback");
+  ok(KC_CUPTI(cuptiEnableCallback(1, sub.handle, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED)),
+     "cuptiEnableCallback");
+  // Kernel records: the window's in-app time (and its first kernel's, as one capture has).
+  if (config.in_app_time != Config::InAppTime::Off) {
+    set_kernel_record_hook(&on_record);
+    start_in_app_records(config.in_app_time == Config::InAppTime::Start);
+    if (config.in_app_time == Config::InAppTime::Match) mode->watcher.on_in_app_window(&enable_in_app_records);
+  }
+  log::info("window capture: from '{}' (match {}) to the {}th launch of '{}' on its stream", config.kernel,
+            config.dispatch, config.window_end_dispatch, config.window_end);
+}
+
+}  // namespace kerncap::capture

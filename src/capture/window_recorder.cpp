@@ -1,0 +1,417 @@
+#include "capture/window_recorder.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "capture/events.hpp"
+#include "capture/launch_info.hpp"
+#include "capture/tool_scope.hpp"
+#include "common/log.hpp"
+#include "format/events.hpp"
+#include "names/demangle.hpp"
+
+namespace kerncap::capture {
+namespace {
+
+// The memory operations a window records or notes, by callback id.
+enum class WindowMemCall { None, Memset8, Memset16, Memset32, CopyD2D, CopyUnified, CopyH2D };
+struct WindowMemInfo {
+  WindowMemCall call = WindowMemCall::None;
+  bool async = false;  // on a stream (else ordered with everything, as the legacy stream is)
+};
+
+WindowMemInfo window_mem_call(CUpti_CallbackId id) {
+  switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds: return {WindowMemCall::Memset8, false};
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds: return {WindowMemCall::Memset16, false};
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds: return {WindowMemCall::Memset32, false};
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz: return {WindowMemCall::Memset8, true};
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz: return {WindowMemCall::Memset16, true};
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz: return {WindowMemCall::Memset32, true};
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds: return {WindowMemCall::CopyD2D, false};
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz: return {WindowMemCall::CopyD2D, true};
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds: return {WindowMemCall::CopyUnified, false};
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz: return {WindowMemCall::CopyUnified, true};
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds: return {WindowMemCall::CopyH2D, false};
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz: return {WindowMemCall::CopyH2D, true};
+    default: return {};
+  }
+}
+
+bool window_is_graph_launch(CUpti_CallbackId cbid) {
+  return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+}
+
+// The stream of an asynchronous call: every async parameter struct above ends with hStream,
+// but their layouts differ, so each is read as its own type.
+template <typename P>
+const P& window_params_of(const CUpti_CallbackData* cb) {
+  return *static_cast<const P*>(cb->functionParams);
+}
+
+}  // namespace
+
+WindowRecorder::WindowRecorder(const Config& config, Inventory& inventory, LaunchQueries& driver, WindowOps& ops,
+                               WindowEnds& ends)
+    : config_(config), inventory_(inventory), driver_(driver), ops_(ops), ends_(ends),
+      end_(config.window_end, config.regex) {}
+
+std::vector<CUpti_CallbackId> WindowRecorder::callback_ids() {
+  std::vector<CUpti_CallbackId> ids;
+  for (CUpti_CallbackId id = 0; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id)
+    if (window_mem_call(id).call != WindowMemCall::None) ids.push_back(id);
+  return ids;
+}
+
+WindowRecorder::State WindowRecorder::state() const {
+  std::lock_guard lk(mu_);
+  return state_;
+}
+
+format::Window WindowRecorder::window() const {
+  std::lock_guard lk(mu_);
+  format::Window w = window_;
+  fill_in_app(w);
+  return w;
+}
+
+bool WindowRecorder::is_end(const std::string& mangled) {
+  const uint64_t index = end_matches_;
+  if (!end_.matches(mangled, names::demangle(mangled))) return false;
+  ++end_matches_;
+  return index == config_.window_end_dispatch;
+}
+
+bool WindowRecorder::begin(const TargetLaunch& first) {
+  LaunchArgs args;
+  {
+    std::lock_guard lk(mu_);
+    if (state_ != State::Waiting || !first.entry) return false;
+    if (!decode_launch(first.cbid, first.entry->functionParams, &args)) return false;
+    stream_ = args.stream;
+    first_correlation_ = first.entry->correlationId;
+    first_launch_index_ = first.launch_index;
+    window_.from = config_.kernel;
+    window_.from_dispatch = config_.dispatch;
+    window_.to = config_.window_end;
+    window_.to_dispatch = config_.window_end_dispatch;
+    window_.regex = config_.regex;
+    window_.stream = reinterpret_cast<uint64_t>(stream_);
+    state_ = State::Open;  // launches on other threads from now on are the window's or foreign
+  }
+  log::info("window: begins at launch {} of {} (stream {})", first.launch_index, names::demangle(first.mangled),
+            static_cast<void*>(args.stream));
+  if (!ends_.begin(first)) {
+    std::lock_guard lk(mu_);
+    state_ = State::Done;
+    return false;
+  }
+  const uint64_t now = ops_.gpu_clock_ns();
+  std::lock_guard lk(mu_);
+  open_ns_ = now;
+  format::WindowOp op;
+  std::string why;
+  if (!ops_.describe_kernel(first.cbid, *first.entry, first.mangled, 0, &op, &why)) {
+    fail("the window's first launch cannot be recorded: " + why);
+    return false;
+  }
+  op.launch_index = first.launch_index;
+  window_.ops.insert(window_.ops.begin(), std::move(op));  // launches recorded meanwhile come after it
+  correlations_.insert(correlations_.begin(), first_correlation_);
+  if (is_end(first.mangled)) {
+    state_ = State::Ending;
+    last_correlation_ = first_correlation_;
+    last_thread_ = std::this_thread::get_id();
+  }
+  return true;
+}
+
+void WindowRecorder::finish(const CUpti_CallbackData& exit) {
+  {
+    std::lock_guard lk(mu_);
+    if (state_ != State::Ending || exit.correlationId != last_correlation_ || last_correlation_ != first_correlation_)
+      return;
+  }
+  complete(exit);
+}
+
+void WindowRecorder::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || t_in_tool) return;
+  {
+    std::lock_guard lk(mu_);
+    if (state_ != State::Open && state_ != State::Ending) return;
+  }
+  ToolScope scope;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (is_launch_cbid(cbid)) {
+    if (cb->callbackSite == CUPTI_API_ENTER) {
+      on_launch_entry(cbid, cb);
+      return;
+    }
+    bool last = false;
+    {
+      std::lock_guard lk(mu_);
+      last = state_ == State::Ending && cb->correlationId == last_correlation_ &&
+             last_correlation_ != first_correlation_ && std::this_thread::get_id() == last_thread_;
+    }
+    if (last) complete(*cb);
+    return;
+  }
+  if (cb->callbackSite != CUPTI_API_ENTER) return;
+  if (window_is_graph_launch(cbid)) {
+    std::lock_guard lk(mu_);
+    if (state_ == State::Open) foreign("a CUDA graph launch (graphs inside a window are not recorded)");
+    return;
+  }
+  on_memory_op(cbid, cb);
+}
+
+void WindowRecorder::on_launch_entry(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  LaunchArgs args;
+  if (!decode_launch(cbid, cb->functionParams, &args)) return;
+  std::string mangled = cb->symbolName ? std::string(cb->symbolName) : std::string();
+  if (mangled.empty()) mangled = driver_.kernel_name(args.f);
+  std::lock_guard lk(mu_);
+  ++launches_since_;
+  if (state_ != State::Open) {
+    if (state_ == State::Ending) foreign("kernel " + mangled + " (launched after the window's last launch began)");
+    return;
+  }
+  if (args.stream != stream_) {
+    foreign("kernel " + (mangled.empty() ? std::string("(unnamed)") : mangled) + " on another stream");
+    return;
+  }
+  if (window_.ops.size() >= format::kMaxWindowOps) {
+    fail(fmt::format("the window has more than {} operations", format::kMaxWindowOps));
+    return;
+  }
+  if (mangled.empty()) {
+    fail("a kernel launch in the window has no name (the driver could not tell)");
+    return;
+  }
+  format::WindowOp op;
+  std::string why;
+  if (!ops_.describe_kernel(cbid, *cb, mangled, window_.ops.size(), &op, &why)) {
+    fail(fmt::format("launch {} of the window ({}) cannot be recorded: {}", window_.ops.size(),
+                     names::demangle(mangled), why));
+    return;
+  }
+  op.launch_index = first_launch_index_ + launches_since_;
+  window_.ops.push_back(std::move(op));
+  correlations_.push_back(cb->correlationId);
+  if (is_end(mangled)) {
+    state_ = State::Ending;
+    last_correlation_ = cb->correlationId;
+    last_thread_ = std::this_thread::get_id();
+    log::info("window: ends at its operation {} ({})", window_.ops.size() - 1, names::demangle(mangled));
+  }
+}
+
+void WindowRecorder::on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  const WindowMemInfo info = window_mem_call(cbid);
+  if (info.call == WindowMemCall::None) return;
+  format::WindowOp op;
+  CUstream stream = nullptr;
+  switch (info.call) {
+    case WindowMemCall::Memset8:
+      op.kind = format::WindowOp::Kind::Memset;
+      op.element_size = 1;
+      if (info.async) {
+        const auto& p = window_params_of<cuMemsetD8Async_params>(cb);
+        op.dst = p.dstDevice, op.value = p.uc, op.width = p.N, stream = p.hStream;
+      } else {
+        const auto& p = window_params_of<cuMemsetD8_v2_params>(cb);
+        op.dst = p.dstDevice, op.value = p.uc, op.width = p.N;
+      }
+      break;
+    case WindowMemCall::Memset16:
+      op.kind = format::WindowOp::Kind::Memset;
+      op.element_size = 2;
+      if (info.async) {
+        const auto& p = window_params_of<cuMemsetD16Async_params>(cb);
+        op.dst = p.dstDevice, op.value = p.us, op.width = p.N, stream = p.hStream;
+      } else {
+        const auto& p = window_params_of<cuMemsetD16_v2_params>(cb);
+        op.dst = p.dstDevice, op.value = p.us, op.width = p.N;
+      }
+      break;
+    case WindowMemCall::Memset32:
+      op.kind = format::WindowOp::Kind::Memset;
+      op.element_size = 4;
+      if (info.async) {
+        const auto& p = window_params_of<cuMemsetD32Async_params>(cb);
+        op.dst = p.dstDevice, op.value = p.ui, op.width = p.N, stream = p.hStream;
+      } else {
+        const auto& p = window_params_of<cuMemsetD32_v2_params>(cb);
+        op.dst = p.dstDevice, op.value = p.ui, op.width = p.N;
+      }
+      break;
+    case WindowMemCall::CopyD2D:
+      op.kind = format::WindowOp::Kind::CopyD2D;
+      if (info.async) {
+        const auto& p = window_params_of<cuMemcpyDtoDAsync_v2_params>(cb);
+        op.dst = p.dstDevice, op.src = p.srcDevice, op.bytes = p.ByteCount, stream = p.hStream;
+      } else {
+        const auto& p = window_params_of<cuMemcpyDtoD_v2_params>(cb);
+        op.dst = p.dstDevice, op.src = p.srcDevice, op.bytes = p.ByteCount;
+      }
+      break;
+    case WindowMemCall::CopyUnified: {
+      op.kind = format::WindowOp::Kind::CopyD2D;
+      if (info.async) {
+        const auto& p = window_params_of<cuMemcpyAsync_params>(cb);
+        op.dst = p.dst, op.src = p.src, op.bytes = p.ByteCount, stream = p.hStream;
+      } else {
+        const auto& p = window_params_of<cuMemcpy_params>(cb);
+        op.dst = p.dst, op.src = p.src, op.bytes = p.ByteCount;
+      }
+      // Only a copy between tracked allocations is device-to-device; one that reads the host
+      // writes bytes no replay has, and one that writes the host changes nothing on the device.
+      bool dst_tracked = false, src_tracked = false;
+      for (const auto& r : inventory_.tracker.live()) {
+        dst_tracked |= op.dst >= r.base && op.dst - r.base + op.bytes <= r.size;
+        src_tracked |= op.src >= r.base && op.src - r.base + op.bytes <= r.size;
+      }
+      if (!dst_tracked) return;
+      if (!src_tracked) {
+        std::lock_guard lk(mu_);
+        if (state_ == State::Open) foreign(fmt::format("a copy of {} bytes from outside the tracked memory", op.bytes));
+        return;
+      }
+      break;
+    }
+    case WindowMemCall::CopyH2D: {
+      std::lock_guard lk(mu_);
+      if (state_ == State::Open)
+        foreign("a host-to-device copy (its host bytes are not kept: a window with one replays without it)");
+      return;
+    }
+    case WindowMemCall::None: return;
+  }
+  std::lock_guard lk(mu_);
+  if (state_ != State::Open) return;
+  if (info.async && stream != stream_) {
+    foreign(fmt::format("a {} on another stream", to_string(op.kind)));
+    return;
+  }
+  if (window_.ops.size() >= format::kMaxWindowOps) {
+    fail(fmt::format("the window has more than {} operations", format::kMaxWindowOps));
+    return;
+  }
+  window_.ops.push_back(op);
+  correlations_.push_back(0);
+}
+
+void WindowRecorder::foreign(const std::string& what) {
+  ++window_.foreign_ops;
+  if (window_.foreign_examples.size() < format::kMaxForeignExamples &&
+      std::find(window_.foreign_examples.begin(), window_.foreign_examples.end(), what) == window_.foreign_examples.end())
+    window_.foreign_examples.push_back(what);
+}
+
+void WindowRecorder::on_kernel_record(uint32_t correlation, const char* name, uint64_t start_ns, uint64_t end_ns) {
+  if (end_ns < start_ns || !name) return;
+  std::lock_guard lk(mu_);
+  if (state_ == State::Waiting || start_ns < open_ns_ || records_.size() >= kMaxRecords) return;
+  records_.push_back({correlation, name, start_ns, end_ns});
+}
+
+void WindowRecorder::fill_in_app(format::Window& w) const {
+  std::vector<const Record*> by_op(w.ops.size(), nullptr);
+  std::vector<bool> used(records_.size());
+  std::vector<size_t> order(records_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return records_[a].start < records_[b].start; });
+  size_t kernels = 0, timed = 0;
+  for (size_t i = 0; i < w.ops.size() && i < correlations_.size(); ++i) {
+    if (w.ops[i].kind != format::WindowOp::Kind::Kernel) continue;
+    ++kernels;
+    for (size_t r = 0; r < records_.size(); ++r)
+      if (!used[r] && correlations_[i] && records_[r].correlation == correlations_[i]) {
+        used[r] = true;
+        by_op[i] = &records_[r];
+        break;
+      }
+  }
+  // The rest by name, in launch order: each takes the earliest unused record of its kernel
+  // that began after the previous kernel's.
+  uint64_t after = 0;
+  for (size_t i = 0; i < w.ops.size(); ++i) {
+    if (w.ops[i].kind != format::WindowOp::Kind::Kernel) continue;
+    if (by_op[i]) {
+      after = by_op[i]->start;
+      continue;
+    }
+    for (size_t r : order)
+      if (!used[r] && records_[r].start >= after && records_[r].name == w.ops[i].mangled) {
+        used[r] = true;
+        by_op[i] = &records_[r];
+        after = records_[r].start;
+        break;
+      }
+  }
+  uint64_t first = UINT64_MAX, last = 0, sum = 0;
+  for (size_t i = 0; i < w.ops.size(); ++i) {
+    if (!by_op[i]) continue;
+    ++timed;
+    first = std::min(first, by_op[i]->start);
+    last = std::max(last, by_op[i]->end);
+    sum += by_op[i]->end - by_op[i]->start;
+    w.ops[i].in_app_ns = by_op[i]->end - by_op[i]->start;
+  }
+  for (size_t i = 0; i < w.ops.size(); ++i)
+    if (by_op[i]) w.ops[i].in_app_start_ns = by_op[i]->start - first;
+  if (kernels && timed == kernels) {
+    w.in_app_window_ns = last - first;
+    w.in_app_kernels_ns = sum;
+  } else if (kernels) {
+    log::info("window: in-app times for {} of its {} kernel launches (CUPTI records); no window time", timed, kernels);
+  }
+}
+
+void WindowRecorder::complete(const CUpti_CallbackData& last_exit) {
+  uint32_t first = 0;
+  {
+    std::lock_guard lk(mu_);
+    if (state_ != State::Ending) return;
+    state_ = State::Done;
+    first = first_correlation_;
+  }
+  // The window's in-app times are read after the capture's synchronise and flush, inside
+  // finish: the recorder hands over a function, not the window as it is now.
+  ends_.finish(first, last_exit, [this] {
+    std::lock_guard lk(mu_);
+    format::Window w = window_;
+    fill_in_app(w);
+    return w;
+  });
+}
+
+void WindowRecorder::fail(const std::string& why) {
+  state_ = State::Done;
+  log::warn("window: {}", why);
+  ends_.abandon(first_correlation_, why);
+}
+
+void WindowRecorder::at_exit() {
+  std::lock_guard lk(mu_);
+  if (state_ != State::Open && state_ != State::Ending) return;
+  fail(fmt::format("the application ended before the window's end: {} operation(s) recorded from {}, and '{}' "
+                   "matched {} time(s) of the {} needed (is the end's launch on the first launch's stream?)",
+                   window_.ops.size(), window_.from, window_.to, end_matches_, config_.window_end_dispatch + 1));
+}
+
+}  // namespace kerncap::capture

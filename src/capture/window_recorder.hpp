@@ -1,0 +1,129 @@
+#pragma once
+// Capture mode's window of launches (`kerncap window extract`, docs/window.md): the watcher
+// finds the window's first launch as an ordinary target (KERNCAP_KERNEL, KERNCAP_DISPATCH)
+// and hands it to this recorder instead of the capturer. The recorder has the capturer take
+// BEFORE there (every tracked region: --closure all), then records every operation the
+// application issues on that launch's stream — kernel launches (image, parameters, geometry,
+// attributes), memsets and device-to-device copies — until the Nth launch whose name
+// matches the window's end (KERNCAP_WINDOW); at that launch's exit the capturer takes AFTER
+// (every byte the window changed) and publishes, with the window's operations beside
+// (format/window.hpp). Work issued meanwhile on other streams, host-to-device copies and
+// graph launches are not part of the window: they are counted and named (validate says so).
+//
+// No CUDA call is made here: what a launch is comes through WindowOps and the work at the
+// window's ends through WindowEnds, so unit tests drive this with fake callbacks
+// (tests/unit/capture_window_test.cpp). Neither method throws into CUPTI.
+#include <cupti.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "capture/config.hpp"
+#include "capture/inventory.hpp"
+#include "capture/seams.hpp"
+#include "format/window.hpp"
+#include "names/match.hpp"
+
+namespace kerncap::capture {
+
+// The driver's part: a kernel launch, at its API entry, as a window operation (geometry,
+// attributes, parameter layout, the image's kind and hash); its parameter bytes and its
+// image's bytes are kept by the implementation for write(). False with `why` when the
+// launch cannot be described (the window is then abandoned: never a window that replays
+// something else than the application ran).
+class WindowOps {
+ public:
+  virtual ~WindowOps() = default;
+  virtual bool describe_kernel(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, const std::string& mangled,
+                               size_t index, format::WindowOp* op, std::string* why) = 0;
+  // CUPTI's clock now (the kernel records' time base); 0 when unknown.
+  virtual uint64_t gpu_clock_ns() { return 0; }
+};
+
+// The capture's part: BEFORE at the window's first launch, AFTER and the publication at the
+// end of its last one.
+class WindowEnds {
+ public:
+  virtual ~WindowEnds() = default;
+  // At the first launch's entry (TargetCapture::begin); false: abandoned and reported.
+  virtual bool begin(const TargetLaunch& first) = 0;
+  // At the last launch's exit: `first` is the first launch's correlation id (its capture is
+  // pending since begin), `last_exit` the last launch's exit callback. `window` gives the
+  // window as recorded, with the in-app times of the kernel records delivered so far: call it
+  // after the capture's synchronise and flush.
+  virtual void finish(uint32_t first, const CUpti_CallbackData& last_exit,
+                      const std::function<format::Window()>& window) = 0;
+  // The window cannot be completed (a launch that cannot be described, the application
+  // ending first): the pending capture is dropped and `why` reported.
+  virtual void abandon(uint32_t first, const std::string& why) = 0;
+};
+
+class WindowRecorder final : public TargetCapture {
+ public:
+  WindowRecorder(const Config& config, Inventory& inventory, LaunchQueries& driver, WindowOps& ops, WindowEnds& ends);
+
+  // The watcher's target: the window's first launch (entry) and its exit.
+  bool begin(const TargetLaunch& first) override;
+  void finish(const CUpti_CallbackData& exit) override;
+  // Every CUPTI callback, before the watcher sees it: the window's later operations.
+  void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  // The driver-API callbacks the window needs beyond the watcher's (memsets, copies).
+  static std::vector<CUpti_CallbackId> callback_ids();
+  // A kernel record (CUPTI activity): its correlation id, name, GPU start and end. Records are
+  // matched to the window's launches by correlation id, else (a runtime launch's record may
+  // carry the runtime call's id) by name in launch order among those that began after the
+  // window opened.
+  void on_kernel_record(uint32_t correlation, const char* name, uint64_t start_ns, uint64_t end_ns);
+  // The application is ending: a window begun and not ended is reported (never published).
+  void at_exit();
+
+  enum class State { Waiting, Open, Ending, Done };
+  State state() const;
+  // What the window holds so far (tests).
+  format::Window window() const;
+
+ private:
+  void on_launch_entry(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+  void on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+  void complete(const CUpti_CallbackData& last_exit);  // mu_ not held
+  void fail(const std::string& why);                   // mu_ held
+  void foreign(const std::string& what);               // mu_ held
+  // Whether `name` ends the window: counts the end pattern's matches (mu_ held).
+  bool is_end(const std::string& mangled);
+  // In-app times from the kernel records, into the window (mu_ held).
+  void fill_in_app(format::Window& w) const;
+
+  const Config& config_;
+  Inventory& inventory_;
+  LaunchQueries& driver_;
+  WindowOps& ops_;
+  WindowEnds& ends_;
+  names::Matcher end_;
+  mutable std::mutex mu_;
+  State state_ = State::Waiting;
+  format::Window window_;
+  CUstream stream_ = nullptr;
+  uint32_t first_correlation_ = 0;
+  uint32_t last_correlation_ = 0;
+  std::thread::id last_thread_;
+  uint64_t end_matches_ = 0;
+  uint64_t first_launch_index_ = 0;  // the first launch's index among the process's launches
+  uint64_t launches_since_ = 0;      // launches (any stream) since it
+  std::vector<uint32_t> correlations_;  // per op (0 for memsets and copies)
+  struct Record {
+    uint32_t correlation = 0;
+    std::string name;
+    uint64_t start = 0, end = 0;
+  };
+  std::vector<Record> records_;  // those that began after open_ns_, at most kMaxRecords
+  uint64_t open_ns_ = 0;
+  static constexpr size_t kMaxRecords = 1 << 20;
+};
+
+}  // namespace kerncap::capture

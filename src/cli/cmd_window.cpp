@@ -1,0 +1,442 @@
+// `kerncap window`: a window of launches (docs/window.md) — extract it from a running
+// application, list its operations, replay and time it, validate it (with kernels swapped for
+// variants). Parsing and printing; the work is in src/extract/window_run.cpp (the run),
+// src/replay/window_replay.cpp (the operations in a session) and the one judge (evaluate.hpp).
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/replay_options.hpp"
+#include "common/error.hpp"
+#include "common/hex.hpp"
+#include "extract/window_run.hpp"
+#include "format/capture_dir.hpp"
+#include "format/window.hpp"
+#include "names/demangle.hpp"
+#include "replay/evaluate.hpp"
+#include "replay/judge.hpp"
+#include "replay/window_replay.hpp"
+
+namespace kerncap::cli {
+namespace fs = std::filesystem;
+// Named, not anonymous: the CLI is built as unity files, where other commands' anonymous
+// namespaces share this one's scope.
+namespace window_cmd {
+
+inline constexpr const char* kWindowVerdictFormat = "kerncap-window-verdict";
+inline constexpr int kWindowVerdictVersion = 1;
+
+struct Opened {
+  std::shared_ptr<const format::Capture> capture;
+  format::Window window;
+};
+
+Opened open_window(const std::string& dir) {
+  Opened o;
+  o.capture = std::make_shared<const format::Capture>(format::open_capture(dir));
+  if (!format::is_window_capture(o.capture->dir))
+    input_error(fmt::format("{} is a one-launch capture, not a window (no {}): use kerncap replay/validate, or "
+                            "extract a window with `kerncap window extract --window FROM..TO`",
+                            dir, format::kWindowFile));
+  o.window = format::read_window(o.capture->dir);
+  return o;
+}
+
+std::string op_name(const format::WindowOp& op) {
+  switch (op.kind) {
+    case format::WindowOp::Kind::Kernel: return names::demangle(op.mangled);
+    case format::WindowOp::Kind::Memset:
+      return fmt::format("memset {} x {} B of {:#x} at {}", op.width, op.element_size, op.value, hex_addr(op.dst));
+    case format::WindowOp::Kind::CopyD2D:
+      return fmt::format("copy {} B {} -> {}", op.bytes, hex_addr(op.src), hex_addr(op.dst));
+  }
+  return "?";
+}
+
+std::string shorten(std::string s, size_t n = 60) {
+  if (s.size() > n) s = s.substr(0, n - 3) + "...";
+  return s;
+}
+
+std::string ms(std::optional<uint64_t> ns) { return ns ? fmt::format("{:.4f}", *ns / 1e6) : std::string("-"); }
+
+// The foreign-operations warning (their writes are in AFTER; no replay makes them).
+void warn_foreign(const format::Window& w) {
+  if (!w.foreign_ops) return;
+  std::fprintf(stderr,
+               "kerncap: warning: %llu operation(s) ran in the application during the window but are not part of it "
+               "(e.g. %s); what they wrote is in AFTER but no replay makes those writes\n",
+               static_cast<unsigned long long>(w.foreign_ops),
+               w.foreign_examples.empty() ? "?" : w.foreign_examples[0].c_str());
+}
+
+nlohmann::json window_summary(const format::Window& w) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (size_t i = 0; i < w.ops.size(); ++i) {
+    const auto& op = w.ops[i];
+    nlohmann::json j = {{"index", i}, {"kind", to_string(op.kind)}, {"name", op_name(op)}};
+    if (op.kind == format::WindowOp::Kind::Kernel) {
+      j["mangled"] = op.mangled;
+      j["grid"] = op.grid;
+      j["block"] = op.block;
+    }
+    j["in_app_ns"] = op.in_app_ns ? nlohmann::json(*op.in_app_ns) : nlohmann::json(nullptr);
+    ops.push_back(std::move(j));
+  }
+  return {{"from", w.from},
+          {"from_dispatch", w.from_dispatch},
+          {"to", w.to},
+          {"to_dispatch", w.to_dispatch},
+          {"ops", ops},
+          {"kernels", w.kernels()},
+          {"in_app_window_ns", w.in_app_window_ns ? nlohmann::json(*w.in_app_window_ns) : nlohmann::json(nullptr)},
+          {"in_app_kernels_ns", w.in_app_kernels_ns ? nlohmann::json(*w.in_app_kernels_ns) : nlohmann::json(nullptr)},
+          {"foreign_ops", w.foreign_ops},
+          {"foreign_examples", w.foreign_examples}};
+}
+
+void print_ops(const format::Window& w, const replay::WindowTiming* t) {
+  std::cout << fmt::format("  {:>3}  {:<9} {:<60} {:>11} {:>7}{}\n", "op", "kind", "name", "in-app ms", "share",
+                           t ? fmt::format(" {:>11} {:>6}", "replay ms", "ratio") : "");
+  for (size_t i = 0; i < w.ops.size(); ++i) {
+    const auto& op = w.ops[i];
+    const std::string share = op.in_app_ns && w.in_app_kernels_ns && *w.in_app_kernels_ns
+                                  ? fmt::format("{:.1f}%", 100.0 * *op.in_app_ns / *w.in_app_kernels_ns)
+                                  : "-";
+    std::string extra;
+    if (t && i < t->op_ms.size()) {
+      const double r = t->op_ms[i];
+      extra = fmt::format(" {:>11.4f} {:>6}", r, op.in_app_ns && *op.in_app_ns ? fmt::format("{:.2f}", r * 1e6 / *op.in_app_ns) : "-");
+    }
+    std::cout << fmt::format("  {:>3}  {:<9} {:<60} {:>11} {:>7}{}\n", i, to_string(op.kind), shorten(op_name(op)),
+                             ms(op.in_app_ns), share, extra);
+  }
+}
+
+std::string ratio_text(double replay_ms, std::optional<uint64_t> in_app_ns) {
+  if (!in_app_ns || !*in_app_ns) return "no in-app time";
+  return fmt::format("ratio {:.2f}", replay_ms * 1e6 / *in_app_ns);
+}
+
+nlohmann::json timing_json(const replay::WindowTiming& t, const format::Window& w) {
+  nlohmann::json j = {{"iterations", t.iterations}, {"window_ms", t.window_ms}, {"kernels_ms", t.kernels_ms}, {"op_ms", t.op_ms}};
+  j["in_app_window_ms"] = w.in_app_window_ns ? nlohmann::json(*w.in_app_window_ns / 1e6) : nlohmann::json(nullptr);
+  j["in_app_kernels_ms"] = w.in_app_kernels_ns ? nlohmann::json(*w.in_app_kernels_ns / 1e6) : nlohmann::json(nullptr);
+  j["window_ratio"] = w.in_app_window_ns && *w.in_app_window_ns
+                          ? nlohmann::json(t.window_ms * 1e6 / *w.in_app_window_ns) : nlohmann::json(nullptr);
+  return j;
+}
+
+// ---- extract ----
+struct ExtractArgs {
+  extract::Request request;
+  std::string window, output;
+  bool json = false;
+};
+
+void run_extract(ExtractArgs& a, int& exit_code) {
+  extract::Request& r = a.request;
+  r.output = a.output;
+  const extract::WindowEndSpec end = extract::parse_window_spec(a.window, &r);
+  const extract::WindowResult res = extract::run_window(r, end);
+  const format::Manifest& m = res.capture.manifest;
+  warn_foreign(res.window);
+  if (a.json) {
+    nlohmann::json j = window_summary(res.window);
+    j.update({{"output", res.out.string()},
+              {"capture", res.capture.dir.string()},
+              {"regions", m.regions.size()},
+              {"before_bytes", m.before_bytes},
+              {"after_bytes", m.after_bytes},
+              {"capture_seconds", m.capture_seconds},
+              {"application", res.stopped ? "stopped after capture" : res.app.describe()}});
+    std::cout << j.dump(2) << std::endl;
+  } else {
+    std::cout << fmt::format("captured a window of {} operations ({} kernel launches) from {} (launch #{})\n"
+                             "  {} regions, BEFORE {}, AFTER {} ({} runs), {:.2f} s\n  in-app: window {} ms, kernels {} ms\n",
+                             res.window.ops.size(), res.window.kernels(), m.demangled_name, m.launch_index,
+                             m.regions.size(), human_bytes(m.before_bytes), human_bytes(m.after_bytes), m.after.size(),
+                             m.capture_seconds, ms(res.window.in_app_window_ns), ms(res.window.in_app_kernels_ns));
+    print_ops(res.window, nullptr);
+    std::cout << "  -> " << res.capture.dir.string() << "\n";
+    if (res.stopped) std::cout << "  the application was stopped after the capture (--continue lets it finish)\n";
+    else std::cout << "  the application " << res.app.describe() << "\n";
+  }
+  exit_code = 0;
+}
+
+// ---- info ----
+void run_info(const std::string& dir, bool as_json, int& exit_code) {
+  const Opened o = open_window(dir);
+  if (as_json) {
+    std::cout << window_summary(o.window).dump(2) << std::endl;
+  } else {
+    const format::Manifest& m = o.capture->manifest;
+    std::cout << fmt::format("window {}@{}..{}@{}: {} operations ({} kernel launches), {} regions, BEFORE {}, AFTER {}\n"
+                             "  in-app: window {} ms, kernels {} ms\n",
+                             o.window.from, o.window.from_dispatch, o.window.to, o.window.to_dispatch,
+                             o.window.ops.size(), o.window.kernels(), m.regions.size(), human_bytes(m.before_bytes),
+                             human_bytes(m.after_bytes), ms(o.window.in_app_window_ns), ms(o.window.in_app_kernels_ns));
+    print_ops(o.window, nullptr);
+    warn_foreign(o.window);
+  }
+  exit_code = 0;
+}
+
+// ---- replay and validate ----
+struct RunArgs {
+  std::string dir;
+  int warmup = 3, iterations = 20;
+  bool json = false, quiet = false;
+  // validate
+  std::vector<std::string> swaps;  // INDEX=FILE
+  std::string live_out = "all";
+  std::string dtype;
+  std::optional<double> atol, rtol;
+  bool exact = false;
+};
+
+std::map<size_t, replay::VariantImage> read_swaps(const std::vector<std::string>& specs) {
+  std::map<size_t, replay::VariantImage> out;
+  for (const auto& s : specs) {
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size() ||
+        s.find_first_not_of("0123456789") != eq)
+      usage_error(fmt::format("--swap '{}': expected INDEX=FILE (an operation index of `kerncap window info`)", s));
+    const size_t index = std::stoull(s.substr(0, eq));
+    if (out.count(index)) usage_error(fmt::format("--swap: operation {} is swapped twice", index));
+    out.emplace(index, replay::read_variant_image(s.substr(eq + 1)));
+  }
+  return out;
+}
+
+// --live-out all | ID,ID,...: the regions judged.
+std::optional<std::set<uint32_t>> parse_live_out(const std::string& s, const format::Manifest& m) {
+  if (s == "all") return std::nullopt;
+  if (s == "auto")
+    usage_error("--live-out auto (the bytes the application reads after the window) is not implemented yet: use "
+                "all, or a list of region ids (docs/window.md)");
+  std::set<uint32_t> ids;
+  size_t at = 0;
+  while (at <= s.size()) {
+    const size_t comma = std::min(s.find(',', at), s.size());
+    const std::string part = s.substr(at, comma - at);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 9)
+      usage_error(fmt::format("--live-out '{}': expected all or region ids separated by commas", s));
+    const uint32_t id = static_cast<uint32_t>(std::stoul(part));
+    if (!m.find_region(id)) usage_error(fmt::format("--live-out: the capture has no region {}", id));
+    ids.insert(id);
+    at = comma + 1;
+  }
+  return ids;
+}
+
+replay::Options session_options(const Opened& o, bool quiet) {
+  replay::Options so;
+  so.capture = o.capture->dir;
+  so.opened = o.capture;
+  so.progress = !quiet;
+  return so;
+}
+
+void run_replay(const RunArgs& a, int& exit_code) {
+  const Opened o = open_window(a.dir);
+  replay::Session s(session_options(o, a.quiet || a.json));
+  replay::WindowReplay wr(s, o.window, {});
+  const replay::WindowTiming t = wr.time(a.warmup, a.iterations);
+  if (a.json) {
+    nlohmann::json j = window_summary(o.window);
+    j["timing"] = timing_json(t, o.window);
+    j["notes"] = wr.notes();
+    std::cout << j.dump(2) << std::endl;
+  } else {
+    for (const auto& n : wr.notes()) std::fprintf(stderr, "kerncap: note: %s\n", n.c_str());
+    warn_foreign(o.window);
+    std::cout << fmt::format("window of {} operations ({} kernels), {} iterations (median)\n", o.window.ops.size(),
+                             o.window.kernels(), t.iterations);
+    print_ops(o.window, &t);
+    std::cout << fmt::format("  window (first to last op): replay {:.4f} ms, in-app {} ms, {}\n", t.window_ms,
+                             ms(o.window.in_app_window_ns), ratio_text(t.window_ms, o.window.in_app_window_ns));
+    std::cout << fmt::format("  sum of kernel times:       replay {:.4f} ms, in-app {} ms, {}\n", t.kernels_ms,
+                             ms(o.window.in_app_kernels_ns), ratio_text(t.kernels_ms, o.window.in_app_kernels_ns));
+  }
+  exit_code = 0;
+}
+
+void run_validate(const RunArgs& a, int& exit_code) {
+  const Opened o = open_window(a.dir);
+  const format::Capture& cap = *o.capture;
+  const auto live = parse_live_out(a.live_out, cap.manifest);
+  const auto swaps = read_swaps(a.swaps);
+  replay::JudgeOverrides over;
+  if (!a.dtype.empty()) over.dtype = a.dtype;
+  over.atol = a.atol;
+  over.rtol = a.rtol;
+  over.exact = a.exact;
+  over.no_determinism = true;  // the determinism check replays the first kernel alone: not a window's
+  replay::EvaluateOptions eo;
+  eo.time = false;
+  eo.policy = replay::load_policy(over, cap);
+  // The captured window is judged byte for byte (the evidence that the replay reproduces it);
+  // with a swap, the judge's variant rules apply (typed regions within tolerance).
+  if (swaps.empty()) eo.policy.exact = true;
+  replay::Session s(session_options(o, a.quiet || a.json));
+  replay::WindowReplay wr(s, o.window, swaps);
+  replay::Evaluator ev(s, nullptr);
+  replay::Evaluation e = ev.evaluate(nullptr, eo, [&](CUstream st) { wr.enqueue(st); });
+  std::vector<uint32_t> ignored;
+  if (live) {
+    auto& regions = e.verdict.regions;
+    for (const auto& r : regions)
+      if (!live->count(r.id) && r.result.mismatches) ignored.push_back(r.id);
+    regions.erase(std::remove_if(regions.begin(), regions.end(), [&](const replay::RegionVerdict& r) { return !live->count(r.id); }),
+                  regions.end());
+  }
+  const bool pass = e.verdict.pass();
+  const std::string line = e.verdict.line();
+  // Which operation last wrote each failing region (replayed op by op).
+  std::vector<uint32_t> failing;
+  for (const auto& r : e.verdict.regions)
+    if (!r.result.pass()) failing.push_back(r.id);
+  const std::map<uint32_t, size_t> writers = failing.empty() ? std::map<uint32_t, size_t>{} : wr.last_writers(failing);
+  // Times: the window as judged, and the captured window beside it when kernels were swapped.
+  const replay::WindowTiming t = wr.time(a.warmup, a.iterations);
+  std::optional<replay::WindowTiming> base;
+  if (!swaps.empty()) {
+    replay::WindowReplay captured(s, o.window, {});
+    base = captured.time(a.warmup, a.iterations);
+  }
+  if (a.json) {
+    nlohmann::json j = {{"format", kWindowVerdictFormat}, {"version", kWindowVerdictVersion}};
+    j["result"] = pass ? "PASS" : "FAIL";
+    j["line"] = line;
+    j["verdict"] = e.to_json();
+    j["verdict"]["regions"] = e.verdict.to_json()["regions"];
+    j["live_out"] = live ? nlohmann::json(std::vector<uint32_t>(live->begin(), live->end())) : nlohmann::json("all");
+    j["not_live_out_differing"] = ignored;
+    nlohmann::json w = nlohmann::json::array();
+    for (const auto& [id, op] : writers) w.push_back({{"region", id}, {"op", op}, {"name", wr.describe(op)}});
+    j["last_writers"] = w;
+    nlohmann::json sw = nlohmann::json::array();
+    for (const auto& [i, v] : swaps) sw.push_back({{"op", i}, {"image", v.desc}});
+    j["swaps"] = sw;
+    j["timing"] = timing_json(t, o.window);
+    if (base) {
+      j["captured_timing"] = timing_json(*base, o.window);
+      j["speedup"] = t.window_ms > 0 ? base->window_ms / t.window_ms : 0.0;
+    }
+    j["notes"] = wr.notes();
+    j["foreign_ops"] = o.window.foreign_ops;
+    std::cout << j.dump(2) << std::endl;
+  } else {
+    for (const auto& n : wr.notes()) std::fprintf(stderr, "kerncap: note: %s\n", n.c_str());
+    warn_foreign(o.window);
+    std::cout << fmt::format("window of {} operations ({} kernels){}\n", o.window.ops.size(), o.window.kernels(),
+                             swaps.empty() ? std::string() : fmt::format(", {} swapped", swaps.size()));
+    for (const auto& r : e.verdict.regions) {
+      if (r.result.pass()) continue;
+      const auto wit = writers.find(r.id);
+      std::cout << fmt::format("  region {} ({} B at {}) differs: {}; last written by {}\n", r.id, r.size,
+                               hex_addr(r.base), r.summary(),
+                               wit == writers.end() ? std::string("no operation of this replay (the application wrote it)")
+                                                    : wr.describe(wit->second));
+    }
+    if (!ignored.empty())
+      std::cout << fmt::format("  {} region(s) outside --live-out differ and are not judged\n", ignored.size());
+    std::cout << fmt::format("  window time: replay {:.4f} ms (kernels {:.4f} ms), in-app {} ms, {}\n", t.window_ms,
+                             t.kernels_ms, ms(o.window.in_app_window_ns), ratio_text(t.window_ms, o.window.in_app_window_ns));
+    if (base)
+      std::cout << fmt::format("  captured window: {:.4f} ms; with the swap(s): {:.4f} ms: speed-up x{:.3f}\n",
+                               base->window_ms, t.window_ms, t.window_ms > 0 ? base->window_ms / t.window_ms : 0.0);
+    std::cout << line << "\n";
+  }
+  exit_code = pass ? 0 : 1;
+}
+
+void add_timing(CLI::App* cmd, RunArgs& a) {
+  cmd->add_option("--warmup", a.warmup, "Untimed runs of the window first")->check(CLI::Range(0, 1000))->default_val(3);
+  cmd->add_option("--iterations", a.iterations, "Timed runs of the window (medians)")
+      ->check(CLI::Range(1, 100000))
+      ->default_val(20);
+  cmd->add_flag("--json", a.json, "Print JSON on stdout");
+  cmd->add_flag("-q,--quiet", a.quiet, "Only errors and the result");
+}
+
+}  // namespace window_cmd
+
+void add_window(CLI::App& app, int& exit_code) {
+  using namespace window_cmd;
+  auto* cmd = app.add_subcommand("window", "A window of launches: extract, list, replay, validate (docs/window.md)");
+  cmd->require_subcommand(1);
+  cmd->footer(
+      "A window is the operations one stream of the application ran from the Nth launch of kernel FROM through the\n"
+      "Mth launch of kernel TO (counted from FROM's launch, on its stream): kernel launches with their images,\n"
+      "parameters and attributes, memsets and device-to-device copies. BEFORE is every tracked byte at the window's\n"
+      "start, AFTER every byte the window changed.\n"
+      "Example: kerncap window extract --window rms_norm@2..silu_mul -o iso/win -- python layer.py\n"
+      "Example: kerncap window validate iso/win --swap 1=fused.cubin --live-out 5,7");
+
+  auto ea = std::make_shared<ExtractArgs>();
+  auto* ex = cmd->add_subcommand("extract", "Run the application and capture a window of its launches");
+  ex->add_option("--window", ea->window,
+                 "FROM[@N]..TO[@M]: from the Nth (from 0) launch matching FROM to the Mth launch matching TO on the same "
+                 "stream, counted from FROM's launch (FROM's own launch counts when TO matches it too)")
+      ->required()
+      ->type_name("FROM[@N]..TO[@M]");
+  ex->add_option("--cmd", ea->request.cmd, "The application as one shell command line");
+  ex->add_option("-o,--output", ea->output, "Output directory: the window goes to OUT/capture")->required();
+  ex->add_flag("--regex", ea->request.regex, "FROM and TO are ECMAScript regular expressions");
+  ex->add_flag("--continue", ea->request.keep_running, "Let the application run to completion after the window");
+  ex->add_option("--store", ea->request.store, "A shared chunk store for the BEFORE memory (as extract --store)")
+      ->type_name("DIR");
+  ex->add_flag("--force", ea->request.force, "Replace an existing capture in the output directory");
+  ex->add_flag("-v,--verbose", [r = &ea->request](int64_t n) { r->verbose = 1 + static_cast<int>(n); },
+               "More output (repeatable)");
+  ex->add_flag("-q,--quiet", ea->request.quiet, "Only errors");
+  ex->add_flag("--json", ea->json, "Print the result as JSON on stdout");
+  ex->add_option("app", ea->request.argv, "The application and its arguments (after --)");
+  ex->callback([ea, &exit_code] { run_extract(*ea, exit_code); });
+
+  auto info_dir = std::make_shared<std::string>();
+  auto info_json = std::make_shared<bool>(false);
+  auto* in = cmd->add_subcommand("info", "List a window's operations with their in-app times and shares");
+  in->add_option("dir", *info_dir, "OUT or OUT/capture of `kerncap window extract`")->required();
+  in->add_flag("--json", *info_json, "Print JSON on stdout");
+  add_store_option(in);
+  in->callback([info_dir, info_json, &exit_code] { run_info(*info_dir, *info_json, exit_code); });
+
+  auto ra = std::make_shared<RunArgs>();
+  auto* rp = cmd->add_subcommand("replay", "Restore BEFORE, replay the window's operations in order, time them");
+  rp->add_option("dir", ra->dir, "OUT or OUT/capture of `kerncap window extract`")->required();
+  add_timing(rp, *ra);
+  add_store_option(rp);
+  rp->callback([ra, &exit_code] { run_replay(*ra, exit_code); });
+
+  auto va = std::make_shared<RunArgs>();
+  auto* vd = cmd->add_subcommand(
+      "validate", "Replay the window (with kernels swapped for variants) and judge the bytes it changed against AFTER");
+  vd->add_option("dir", va->dir, "OUT or OUT/capture of `kerncap window extract`")->required();
+  vd->add_option("--swap", va->swaps,
+                 "INDEX=FILE: operation INDEX (a kernel launch, `kerncap window info`) runs the kernel of the same name "
+                 "in FILE (cubin, fatbin or PTX) instead; repeatable")
+      ->type_name("INDEX=FILE");
+  vd->add_option("--live-out", va->live_out,
+                 "The bytes judged: all (every byte the window changed, the default) or region ids (e.g. 3,5); "
+                 "differences elsewhere are counted, not judged")
+      ->type_name("all|ID,...");
+  vd->add_option("--dtype", va->dtype, "Compare every byte as this type (fp32, fp16, bf16, ...)");
+  vd->add_option("--atol", va->atol, "Absolute tolerance (with --dtype)");
+  vd->add_option("--rtol", va->rtol, "Relative tolerance (with --dtype)");
+  vd->add_flag("--exact", va->exact, "Compare a swapped window byte for byte");
+  add_timing(vd, *va);
+  add_store_option(vd);
+  vd->callback([va, &exit_code] { run_validate(*va, exit_code); });
+}
+
+}  // namespace kerncap::cli

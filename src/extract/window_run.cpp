@@ -1,0 +1,88 @@
+#include "extract/window_run.hpp"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "extract/diagnose.hpp"
+#include "extract/environment.hpp"
+#include "extract/launcher.hpp"
+#include "format/events.hpp"
+#include "format/out_layout.hpp"
+#include "storage/capture_writer.hpp"
+
+namespace kerncap::extract {
+namespace {
+
+// "PATTERN@N" -> PATTERN, N; a pattern without @digits at its end has N 0.
+std::pair<std::string, uint64_t> window_split_at(const std::string& s, const char* which) {
+  const size_t at = s.rfind('@');
+  if (at != std::string::npos && at + 1 < s.size() &&
+      s.find_first_not_of("0123456789", at + 1) == std::string::npos) {
+    if (at == 0) usage_error(fmt::format("--window: the {} pattern is empty", which));
+    try {
+      return {s.substr(0, at), std::stoull(s.substr(at + 1))};
+    } catch (const std::exception&) {
+      usage_error(fmt::format("--window: '{}' is not a launch count", s.substr(at + 1)));
+    }
+  }
+  if (s.empty()) usage_error(fmt::format("--window: the {} pattern is empty", which));
+  return {s, 0};
+}
+
+}  // namespace
+
+WindowEndSpec parse_window_spec(const std::string& text, Request* r) {
+  const size_t dots = text.find("..");
+  if (dots == std::string::npos)
+    usage_error(fmt::format("--window '{}': expected FROM[@N]..TO[@M] (e.g. rms_norm@2..silu_mul)", text));
+  auto [from, n] = window_split_at(text.substr(0, dots), "first");
+  auto [to, m] = window_split_at(text.substr(dots + 2), "last");
+  r->kernel = from;
+  r->dispatch = n;
+  return {to, m};
+}
+
+WindowResult run_window(const Request& r, const WindowEndSpec& end) {
+  check_request(r);
+  if (r.kernel.empty() || end.kernel.empty()) usage_error("a window needs FROM and TO kernel patterns");
+  if (r.rank >= 0 || r.device >= 0 || !r.targets.empty())
+    usage_error("a window takes no --rank, --device or several targets (not yet: docs/window.md)");
+  const HostEnv host = read_host_env();
+  refuse_other_tool(host, "capture");
+  WindowResult res;
+  res.out = fs::absolute(r.output);
+  prepare_output(res.out, r.force);
+  const fs::path lib = find_injection_library(host.library);
+  format::Config config = library_config(r, res.out);
+  config.closure_all = true;  // the later launches' pointers are not known at the window's start
+  config.window_end = end.kernel;
+  config.window_end_dispatch = end.dispatch;
+  const auto env = app_environment(config, lib);
+  if (!r.quiet)
+    std::fprintf(stderr, "kerncap: running the application to capture the window from '%s' (dispatch %llu) to '%s' "
+                         "(its match %llu on that launch's stream)\n",
+                 r.kernel.c_str(), static_cast<unsigned long long>(r.dispatch), end.kernel.c_str(),
+                 static_cast<unsigned long long>(end.dispatch));
+  res.app = r.cmd.empty() ? run_application(r.argv, false, env) : run_application({r.cmd}, true, env);
+  const auto log = format::events::read_dir(format::out::state_dir(res.out));
+  check_protocol(log, lib);
+  const fs::path cap = format::out::capture_dir(res.out);
+  if (!fs::exists(cap / format::kManifestName)) {
+    const std::string why = diagnose({r.kernel, r.dispatch, r.rank, r.device}, log, res.app);
+    format::abandon_partials(res.out, why);
+    fail(ErrorKind::Input, why);
+  }
+  if (auto store = chunk_store(r)) format::set_default_store(*store);
+  res.capture = format::open_capture(cap);
+  if (!format::is_window_capture(res.capture.dir))
+    input_error(fmt::format("{} holds a capture but no {}: the library did not record a window (is it an older "
+                            "libkerncap.so?)",
+                            res.capture.dir.string(), format::kWindowFile));
+  res.window = format::read_window(res.capture.dir);
+  res.stopped = log.stopping;
+  return res;
+}
+
+}  // namespace kerncap::extract

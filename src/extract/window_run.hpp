@@ -1,0 +1,33 @@
+#pragma once
+// `kerncap window extract` without the printing: the application run once with the capture
+// library in window mode (Config::window_end), every tracked region kept (--closure all: the
+// later launches' pointers are not known at the window's start), then the capture and its
+// window.json opened and checked. docs/window.md.
+#include <cstdint>
+#include <string>
+
+#include "extract/capture_run.hpp"
+#include "format/window.hpp"
+
+namespace kerncap::extract {
+
+struct WindowEndSpec {
+  std::string kernel;     // the pattern of the window's last launch
+  uint64_t dispatch = 0;  // its Nth match from the window's first launch, on that launch's stream
+};
+
+// "FROM[@N]..TO[@M]" -> the first launch (r.kernel, r.dispatch) and the end. Error(Usage).
+WindowEndSpec parse_window_spec(const std::string& text, Request* r);
+
+struct WindowResult {
+  fs::path out;
+  format::Capture capture;
+  format::Window window;
+  AppExit app;
+  bool stopped = false;
+};
+
+// Throws Error(Usage) for a bad request, Error(Input) when no window was captured (why).
+WindowResult run_window(const Request& r, const WindowEndSpec& end);
+
+}  // namespace kerncap::extract

@@ -1,0 +1,93 @@
+#pragma once
+// A window of launches (`kerncap window extract`, docs/window.md): the operations one stream
+// of the application ran from the window's first kernel launch through its last, in order.
+// It lives in the capture directory of the window's first launch as `window.json`, beside
+// the files it names (window/op-NNN.params, image/<hash>.<kind>). The capture directory's
+// manifest describes the first launch and holds the memory: BEFORE at the window's start
+// (every tracked region) and AFTER at its end (every byte the window changed).
+//
+// Written by the capture library, read here as untrusted input: strict types, bounded
+// counts and sizes, file names not read from the document but derived from the operation's
+// index and the image's hash (so every name is confined to the directory by construction).
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "format/manifest.hpp"
+
+namespace kerncap::format {
+
+inline constexpr const char* kWindowFormat = "kerncap-window";
+inline constexpr int kWindowVersion = 1;
+inline constexpr const char* kWindowFile = "window.json";
+inline constexpr size_t kMaxWindowOps = 65536;           // operations in one window
+inline constexpr uint64_t kMaxWindowParamBytes = 1 << 20; // one launch's parameter buffer (CUDA: 32 KiB)
+
+// One operation of the window, in the order the application issued it on the stream.
+struct WindowOp {
+  enum class Kind { Kernel, Memset, CopyD2D };
+  Kind kind = Kind::Kernel;
+  uint64_t launch_index = 0;  // among all kernel launches of the process (kernels only)
+  // Kernel.
+  std::string mangled;
+  std::string image_kind;  // cubin | fatbin | ptx
+  uint64_t image_hash = 0;
+  std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  uint32_t shared_mem_bytes = 0;
+  bool cooperative = false;
+  std::vector<LaunchAttr> launch_attrs;
+  std::vector<FuncAttr> func_attrs;
+  std::vector<ParamSlot> params;  // empty: the buffer is passed as `extra`
+  uint64_t params_size = 0;
+  // The module globals of this launch's image that are not regions of the capture (an image
+  // other than the first launch's): they start at their load-time values in a replay.
+  std::vector<std::string> uncaptured_globals;
+  // Memset: `count` elements of `element_size` (1, 2, 4) bytes of `value` at `dst`, rows of
+  // `width` elements `pitch` bytes apart (height 1: one run). Copy: `bytes` from `src` to `dst`.
+  uint64_t dst = 0, src = 0;
+  uint32_t value = 0, element_size = 1;
+  uint64_t width = 0, height = 1, pitch = 0;
+  uint64_t bytes = 0;
+  // In-app GPU time of this operation (CUPTI kernel record), when known.
+  std::optional<uint64_t> in_app_ns;
+  std::optional<uint64_t> in_app_start_ns;  // relative to the window's first operation's start
+};
+std::string to_string(WindowOp::Kind k);
+
+// The files of operation i (derived, never read from the document).
+std::string window_params_file(size_t index);          // window/op-000042.params
+std::string window_image_file(uint64_t hash, const std::string& kind);  // image/<16 hex>.<kind>
+
+struct Window {
+  int version = kWindowVersion;
+  std::string from, to;            // the patterns
+  uint64_t from_dispatch = 0, to_dispatch = 0;
+  bool regex = false;
+  uint64_t stream = 0;             // the application's stream handle (informational)
+  std::vector<WindowOp> ops;
+  // In-app time of the window at capture: the first operation's start to the last one's end,
+  // and the sum of the kernels' own times (CUPTI records); absent when unknown.
+  std::optional<uint64_t> in_app_window_ns, in_app_kernels_ns;
+  // What ran in the process during the window but is not part of it: kernel launches on
+  // other streams, host-to-device or other copies, graph launches. Said by validate, since
+  // their writes are in AFTER but no replay makes them.
+  uint64_t foreign_ops = 0;
+  std::vector<std::string> foreign_examples;  // at most kMaxForeignExamples
+  size_t kernels() const;
+};
+inline constexpr size_t kMaxForeignExamples = 16;
+
+nlohmann::json to_json(const Window& w);
+// The strict reader: Error(Input) naming the field for anything that is not what the
+// writer writes.
+Window window_from_json(const nlohmann::json& j);
+// Reads DIR/window.json (DIR: a capture directory), bounded; Error(Input) when absent or bad.
+Window read_window(const std::filesystem::path& capture_dir);
+// Whether a capture directory holds a window.
+bool is_window_capture(const std::filesystem::path& capture_dir);
+
+}  // namespace kerncap::format

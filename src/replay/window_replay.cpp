@@ -1,0 +1,289 @@
+#include "replay/window_replay.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/driver.hpp"
+#include "common/error.hpp"
+#include "common/hex.hpp"
+#include "common/log.hpp"
+#include "cubin/cubin.hpp"
+#include "names/demangle.hpp"
+#include "replay/state_reset.hpp"
+
+#include <xxhash.h>
+
+namespace kerncap::replay {
+namespace {
+
+using Kind = format::WindowOp::Kind;
+
+CUmodule window_load_module(std::vector<uint8_t> bytes, const std::string& desc) {
+  if (cubin::detect_kind(bytes) == cubin::ImageKind::Ptx) bytes.push_back(0);  // PTX text must end in NUL
+  CUmodule mod = nullptr;
+  const CUresult r = KC_CU_TRY(cuModuleLoadData(&mod, bytes.data()));
+  if (r != CUDA_SUCCESS)
+    device_error(cu_error_text(r, fmt::format("cuModuleLoadData({})", desc).c_str(), __FILE__, __LINE__) +
+                 "; was it built for this GPU's architecture?");
+  return mod;
+}
+
+double window_median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+CUfunction WindowReplay::function_in(CUmodule module, const std::string& name, const std::string& desc) {
+  CUfunction f = nullptr;
+  const CUresult r = KC_CU_TRY(cuModuleGetFunction(&f, module, name.c_str()));
+  if (r != CUDA_SUCCESS) input_error(fmt::format("{} has no kernel {} (the window's operation needs it)", desc, name));
+  return f;
+}
+
+WindowReplay::WindowReplay(Session& s, format::Window window, const std::map<size_t, VariantImage>& swaps)
+    : s_(s), window_(std::move(window)) {
+  const format::Capture& cap = s_.capture();
+  const format::Manifest& m = cap.manifest;
+  if (window_.ops.empty() || window_.ops[0].kind != Kind::Kernel || window_.ops[0].image_hash != m.image_hash ||
+      window_.ops[0].mangled != m.mangled_name)
+    input_error("window.json does not begin with the capture's own launch (its kernel and image): the window "
+                "capture is damaged or crafted; extract it again");
+  for (const auto& [op, image] : swaps) {
+    if (op >= window_.ops.size())
+      usage_error(fmt::format("--swap {}: the window has operations 0 to {}", op, window_.ops.size() - 1));
+    if (window_.ops[op].kind != Kind::Kernel)
+      usage_error(fmt::format("--swap {}: operation {} is a {}, not a kernel launch", op, op, to_string(window_.ops[op].kind)));
+  }
+  s_.use(Session::Which::Captured);
+  s_.make_current();
+  CUmodule own = nullptr;
+  KC_CU(cuFuncGetModule(&own, s_.function()));
+  std::map<uint64_t, CUmodule> by_hash{{m.image_hash, own}};
+  kernels_.resize(window_.ops.size());
+  try {
+    for (size_t i = 0; i < window_.ops.size(); ++i) {
+      const format::WindowOp& op = window_.ops[i];
+      if (op.kind != Kind::Kernel) continue;
+      Kernel& k = kernels_[i];
+      if (const auto sw = swaps.find(i); sw != swaps.end()) {
+        const std::string name = kernel_in_variant(sw->second.bytes, sw->second.desc, op.mangled);
+        modules_.push_back(window_load_module(sw->second.bytes, sw->second.desc));
+        k.function = function_in(modules_.back(), name, sw->second.desc);
+        k.swapped = true;
+        notes_.push_back(fmt::format("operation {} ({}) runs {} (its module globals, if any, start at their "
+                                     "load-time values)",
+                                     i, names::demangle(op.mangled), sw->second.desc));
+      } else {
+        auto it = by_hash.find(op.image_hash);
+        if (it == by_hash.end()) {
+          const std::string rel = format::window_image_file(op.image_hash, op.image_kind);
+          std::vector<uint8_t> bytes = cap.read(rel, "a window kernel's code image");
+          if (image_hash(bytes) != op.image_hash)
+            input_error(fmt::format("{} does not match its hash: the window capture is damaged; extract it again", rel));
+          modules_.push_back(window_load_module(std::move(bytes), rel));
+          it = by_hash.emplace(op.image_hash, modules_.back()).first;
+        }
+        k.function = function_in(it->second, op.mangled, format::window_image_file(op.image_hash, op.image_kind));
+        if (!op.uncaptured_globals.empty())
+          notes_.push_back(fmt::format("operation {} ({}): its module's globals ({}{}) are not in the capture and "
+                                       "start at their load-time values",
+                                       i, names::demangle(op.mangled), op.uncaptured_globals[0],
+                                       op.uncaptured_globals.size() > 1 ? ", ..." : ""));
+      }
+      for (const auto& fa : op.func_attrs)
+        if (settable_function_attribute(fa.id))
+          KC_CU(cuFuncSetAttribute(k.function, static_cast<CUfunction_attribute>(fa.id), fa.value));
+      if (op.shared_mem_bytes > 48 * 1024)
+        KC_CU(cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 static_cast<int>(op.shared_mem_bytes)));
+      for (const auto& la : op.launch_attrs) {
+        if (!replayable_launch_attribute(la.id)) continue;
+        CUlaunchAttribute at{};
+        at.id = static_cast<CUlaunchAttributeID>(la.id);
+        std::memcpy(&at.value, la.raw.data(), std::min(la.raw.size(), sizeof(at.value)));
+        k.attrs.push_back(at);
+      }
+      if (op.cooperative && std::none_of(k.attrs.begin(), k.attrs.end(),
+                                         [](const CUlaunchAttribute& a) { return a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE; })) {
+        CUlaunchAttribute at{};
+        at.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        at.value.cooperative = 1;
+        k.attrs.push_back(at);
+      }
+      k.params = cap.read(format::window_params_file(i), "a window kernel's parameters");
+      if (k.params.size() != op.params_size)
+        input_error(fmt::format("{} has {} bytes, window.json says {}: the window capture is damaged",
+                                format::window_params_file(i), k.params.size(), op.params_size));
+    }
+  } catch (...) {
+    for (CUmodule mod : modules_) KC_CU_TRY(cuModuleUnload(mod));
+    modules_.clear();
+    throw;
+  }
+  relocate();
+}
+
+WindowReplay::~WindowReplay() {
+  for (CUmodule mod : modules_)
+    if (const CUresult r = KC_CU_TRY(cuModuleUnload(mod)); r != CUDA_SUCCESS)
+      log::warn("{}", cu_error_text(r, "cuModuleUnload", __FILE__, __LINE__));
+}
+
+void WindowReplay::relocate() {
+  for (size_t i = 0; i < kernels_.size(); ++i) {
+    Kernel& k = kernels_[i];
+    if (!k.function) continue;
+    k.relocated = k.params;
+    s_.relocations().rewrite(k.relocated.data(), k.relocated.size(), 0);
+    k.ptrs.clear();
+    for (const auto& slot : window_.ops[i].params) k.ptrs.push_back(k.relocated.data() + slot.offset);
+  }
+}
+
+void WindowReplay::enqueue(CUstream stream, size_t begin, size_t end) {
+  for (size_t i = begin; i < end && i < window_.ops.size(); ++i) {
+    const format::WindowOp& op = window_.ops[i];
+    switch (op.kind) {
+      case Kind::Kernel: {
+        Kernel& k = kernels_[i];
+        CUlaunchConfig cfg{};
+        cfg.gridDimX = op.grid[0];
+        cfg.gridDimY = op.grid[1];
+        cfg.gridDimZ = op.grid[2];
+        cfg.blockDimX = op.block[0];
+        cfg.blockDimY = op.block[1];
+        cfg.blockDimZ = op.block[2];
+        cfg.sharedMemBytes = op.shared_mem_bytes;
+        cfg.hStream = stream;
+        cfg.attrs = k.attrs.empty() ? nullptr : k.attrs.data();
+        cfg.numAttrs = static_cast<unsigned>(k.attrs.size());
+        size_t size = k.relocated.size();
+        void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, k.relocated.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                         CU_LAUNCH_PARAM_END};
+        const bool use_extra = op.params.empty() && !k.relocated.empty();
+        const CUresult r = KC_CU_TRY(cuLaunchKernelEx(&cfg, k.function, use_extra ? nullptr : k.ptrs.data(),
+                                                      use_extra ? extra : nullptr));
+        if (r != CUDA_SUCCESS)
+          device_error(cu_error_text(r, fmt::format("launching {}", describe(i)).c_str(), __FILE__, __LINE__));
+        break;
+      }
+      case Kind::Memset: {
+        const CUdeviceptr dst = s_.translate(op.dst);
+        if (op.element_size == 1) KC_CU(cuMemsetD8Async(dst, static_cast<unsigned char>(op.value), op.width, stream));
+        else if (op.element_size == 2)
+          KC_CU(cuMemsetD16Async(dst, static_cast<unsigned short>(op.value), op.width, stream));
+        else KC_CU(cuMemsetD32Async(dst, op.value, op.width, stream));
+        break;
+      }
+      case Kind::CopyD2D:
+        KC_CU(cuMemcpyDtoDAsync(s_.translate(op.dst), s_.translate(op.src), op.bytes, stream));
+        break;
+    }
+  }
+}
+
+WindowTiming WindowReplay::time(int warmup, int iterations) {
+  if (iterations < 1) usage_error("the window is timed over at least one iteration");
+  s_.restore();
+  const StateReset reset(s_);
+  const size_t n = window_.ops.size();
+  std::vector<CUevent> ev(n + 1, nullptr);
+  for (auto& e : ev) KC_CU(cuEventCreate(&e, CU_EVENT_DEFAULT));
+  WindowTiming t;
+  t.iterations = iterations;
+  std::vector<std::vector<double>> per_op(n);
+  std::vector<double> whole;
+  try {
+    const CUstream st = s_.stream();
+    for (int it = 0; it < warmup + iterations; ++it) {
+      reset.reset(st);
+      for (size_t i = 0; i < n; ++i) {
+        KC_CU(cuEventRecord(ev[i], st));
+        enqueue(st, i, i + 1);
+      }
+      KC_CU(cuEventRecord(ev[n], st));
+      s_.synchronize();
+      if (it < warmup) continue;
+      for (size_t i = 0; i < n; ++i) {
+        float ms = 0;
+        KC_CU(cuEventElapsedTime(&ms, ev[i], ev[i + 1]));
+        per_op[i].push_back(ms);
+      }
+      float ms = 0;
+      KC_CU(cuEventElapsedTime(&ms, ev[0], ev[n]));
+      whole.push_back(ms);
+    }
+    reset.reset(st);
+    s_.synchronize();
+  } catch (...) {
+    for (auto& e : ev) KC_CU_TRY(cuEventDestroy(e));
+    throw;
+  }
+  for (auto& e : ev) KC_CU_TRY(cuEventDestroy(e));
+  t.window_ms = window_median(whole);
+  for (size_t i = 0; i < n; ++i) {
+    t.op_ms.push_back(window_median(per_op[i]));
+    if (window_.ops[i].kind == Kind::Kernel) t.kernels_ms += t.op_ms.back();
+  }
+  return t;
+}
+
+std::map<uint32_t, size_t> WindowReplay::last_writers(const std::vector<uint32_t>& regions, uint64_t max_bytes) {
+  const format::Manifest& m = s_.capture().manifest;
+  struct Watched {
+    uint32_t id;
+    size_t index;
+    uint64_t size;
+    uint64_t hash = 0;
+  };
+  std::vector<Watched> watched;
+  uint64_t total = 0;
+  for (uint32_t id : regions)
+    for (size_t i = 0; i < m.regions.size(); ++i)
+      if (m.regions[i].id == id && m.regions[i].kind != format::MemKind::Global &&
+          m.regions[i].kind != format::MemKind::Array && total + m.regions[i].size <= max_bytes) {
+        watched.push_back({id, i, m.regions[i].size});
+        total += m.regions[i].size;
+      }
+  std::map<uint32_t, size_t> out;
+  if (watched.empty()) return out;
+  s_.restore();
+  std::vector<uint8_t> buf;
+  auto hash_all = [&] {
+    for (auto& w : watched) {
+      buf.resize(w.size);
+      KC_CU(cuMemcpyDtoH(buf.data(), s_.address(w.index), w.size));
+      w.hash = XXH3_64bits(buf.data(), buf.size());
+    }
+  };
+  hash_all();
+  for (size_t op = 0; op < window_.ops.size(); ++op) {
+    std::vector<uint64_t> before;
+    for (const auto& w : watched) before.push_back(w.hash);
+    enqueue(s_.stream(), op, op + 1);
+    s_.synchronize();
+    hash_all();
+    for (size_t j = 0; j < watched.size(); ++j)
+      if (watched[j].hash != before[j]) out[watched[j].id] = op;
+  }
+  return out;
+}
+
+std::string WindowReplay::describe(size_t op) const {
+  if (op >= window_.ops.size()) return fmt::format("op {}", op);
+  const format::WindowOp& o = window_.ops[op];
+  switch (o.kind) {
+    case Kind::Kernel: return fmt::format("op {} {}{}", op, names::demangle(o.mangled), kernels_[op].swapped ? " (swapped)" : "");
+    case Kind::Memset: return fmt::format("op {} memset {} x{} of {:#x} at {}", op, o.width, o.element_size, o.value, hex_addr(o.dst));
+    case Kind::CopyD2D: return fmt::format("op {} copy {} B {} -> {}", op, o.bytes, hex_addr(o.src), hex_addr(o.dst));
+  }
+  return fmt::format("op {}", op);
+}
+
+}  // namespace kerncap::replay

@@ -1,0 +1,80 @@
+#pragma once
+// Replaying a window of launches (format/window.hpp, docs/window.md) in an open Session: the
+// session reserves the captured addresses, restores BEFORE (the window's start) and compares
+// with AFTER (its end) as for one launch; this adds the window's operations — each kernel
+// with its own image, parameters (pointers into moved ranges rewritten) and attributes, the
+// memsets and device-to-device copies — enqueued in order on one stream. A kernel of the
+// window may be replaced by a variant image (a swap). The one judge judges the result:
+// launch() is the evaluation loop's caller launch (Evaluator::evaluate).
+#include <cuda.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "format/window.hpp"
+#include "replay/session.hpp"
+#include "replay/variant_image.hpp"
+
+namespace kerncap::replay {
+
+// Times of the window in this replay: medians over iterations of each operation (events
+// between consecutive operations on the stream) and of the whole (first to last).
+struct WindowTiming {
+  int iterations = 0;
+  double window_ms = 0;             // median, first operation's start to last one's end
+  double kernels_ms = 0;            // sum of the kernel operations' medians
+  std::vector<double> op_ms;        // median per operation
+};
+
+class WindowReplay {
+ public:
+  // Loads every image the window's kernels need (the first launch's image is the session's
+  // module: its globals are the capture's), and `swaps` (operation index -> variant image)
+  // in place of the captured ones. Error(Input) for a swap of an operation that is no kernel,
+  // a variant without the kernel, a parameter file of the wrong size; Error(Device) when the
+  // driver refuses an image.
+  WindowReplay(Session& s, format::Window window, const std::map<size_t, VariantImage>& swaps);
+  ~WindowReplay();
+  WindowReplay(const WindowReplay&) = delete;
+  WindowReplay& operator=(const WindowReplay&) = delete;
+
+  const format::Window& window() const { return window_; }
+  // Enqueues operations [begin, end) on `stream` (no wait). Parameters are relocated as the
+  // session's last restore relocated memory (call after a restore).
+  void enqueue(CUstream stream, size_t begin, size_t end);
+  void enqueue(CUstream stream) { enqueue(stream, 0, window_.ops.size()); }
+  // `warmup` + `iterations` runs of the whole window, memory put back before each (the bytes
+  // the window changes: StateReset); the session's memory is restored first.
+  WindowTiming time(int warmup, int iterations);
+  // For each region id in `regions`: the last operation of this replay that changed its bytes
+  // (restored first, then replayed operation by operation, each region's bytes hashed after
+  // each); absent when none did. Regions larger than `max_bytes` together are left out.
+  std::map<uint32_t, size_t> last_writers(const std::vector<uint32_t>& regions, uint64_t max_bytes = 1ull << 30);
+  // "op 2 gemm(float const*, ...)" for messages.
+  std::string describe(size_t op) const;
+  // Notes for the user: module globals the capture does not hold, swapped operations.
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  struct Kernel {
+    CUfunction function = nullptr;
+    std::vector<uint8_t> params;     // as captured
+    std::vector<uint8_t> relocated;  // as launched
+    std::vector<void*> ptrs;
+    std::vector<CUlaunchAttribute> attrs;
+    bool swapped = false;
+  };
+  CUfunction function_in(CUmodule module, const std::string& name, const std::string& desc);
+  void relocate();
+
+  Session& s_;
+  format::Window window_;
+  std::vector<Kernel> kernels_;  // per operation (empty function for memsets and copies)
+  std::vector<CUmodule> modules_;  // loaded here (the session's own module is not among them)
+  std::vector<std::string> notes_;
+};
+
+}  // namespace kerncap::replay

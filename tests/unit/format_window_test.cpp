@@ -1,0 +1,167 @@
+// window.json, the operations of a window of launches: what the library writes reads back
+// the same, and the strict reader refuses what the writer never writes (untrusted input:
+// wrong types, sizes out of bounds, a newer version, names that would leave the directory).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.hpp"
+#include "format/window.hpp"
+
+using namespace kerncap::format;
+
+namespace {
+
+Window sample() {
+  Window w;
+  w.from = "rms_norm";
+  w.from_dispatch = 2;
+  w.to = "silu";
+  w.to_dispatch = 0;
+  w.stream = 0x5000;
+  WindowOp k;
+  k.kind = WindowOp::Kind::Kernel;
+  k.launch_index = 7;
+  k.mangled = "_Z8rms_normPfPKfi";
+  k.image_kind = "cubin";
+  k.image_hash = 0xfedcba9876543210ull;
+  k.grid = {64, 1, 1};
+  k.block = {256, 1, 1};
+  k.shared_mem_bytes = 1024;
+  k.params = {{0, 8}, {8, 8}, {16, 4}};
+  k.params_size = 24;
+  k.launch_attrs.push_back({8, "priority", {1, 0, 0, 0}});
+  k.func_attrs.push_back({8, "max_dynamic_shared_size_bytes", 1024});
+  k.in_app_ns = 4100;
+  k.in_app_start_ns = 0;
+  w.ops.push_back(k);
+  WindowOp m;
+  m.kind = WindowOp::Kind::Memset;
+  m.dst = 0x7f0000001000ull;
+  m.value = 0xdeadbeef;
+  m.element_size = 4;
+  m.width = 256;
+  w.ops.push_back(m);
+  WindowOp c;
+  c.kind = WindowOp::Kind::CopyD2D;
+  c.dst = 0x7f0000002000ull;
+  c.src = 0x7f0000003000ull;
+  c.bytes = 4096;
+  w.ops.push_back(c);
+  k.mangled = "_Z4siluPfi";
+  k.image_hash = 0x1234;
+  k.uncaptured_globals = {"table"};
+  w.ops.push_back(k);
+  w.in_app_window_ns = 9000;
+  w.in_app_kernels_ns = 8200;
+  w.foreign_ops = 2;
+  w.foreign_examples = {"kernel x on another stream"};
+  return w;
+}
+
+// `mutate` changes the written document; the reader must refuse it with `needle` in the message.
+void expect_refused(const std::function<void(nlohmann::json&)>& mutate, const std::string& needle) {
+  nlohmann::json j = to_json(sample());
+  mutate(j);
+  try {
+    window_from_json(j);
+    ADD_FAILURE() << "accepted: " << needle;
+  } catch (const kerncap::Error& e) {
+    EXPECT_EQ(e.kind(), kerncap::ErrorKind::Input);
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+TEST(FormatWindow, RoundTrip) {
+  const Window w = sample();
+  const Window r = window_from_json(nlohmann::json::parse(to_json(w).dump()));
+  EXPECT_EQ(r.version, kWindowVersion);
+  EXPECT_EQ(r.from, "rms_norm");
+  EXPECT_EQ(r.from_dispatch, 2u);
+  EXPECT_EQ(r.to, "silu");
+  EXPECT_EQ(r.stream, 0x5000u);
+  ASSERT_EQ(r.ops.size(), 4u);
+  EXPECT_EQ(r.kernels(), 2u);
+  const WindowOp& k = r.ops[0];
+  EXPECT_EQ(k.mangled, "_Z8rms_normPfPKfi");
+  EXPECT_EQ(k.image_hash, 0xfedcba9876543210ull);  // 64 bits survive (hex text)
+  EXPECT_EQ(k.grid, (std::array<uint32_t, 3>{64, 1, 1}));
+  EXPECT_EQ(k.params.size(), 3u);
+  EXPECT_EQ(k.params[2].offset, 16u);
+  ASSERT_EQ(k.launch_attrs.size(), 1u);
+  EXPECT_EQ(k.launch_attrs[0].raw, (std::vector<uint8_t>{1, 0, 0, 0}));
+  EXPECT_EQ(k.func_attrs[0].value, 1024);
+  EXPECT_EQ(k.in_app_ns, 4100u);
+  EXPECT_EQ(r.ops[1].kind, WindowOp::Kind::Memset);
+  EXPECT_EQ(r.ops[1].dst, 0x7f0000001000ull);
+  EXPECT_EQ(r.ops[1].value, 0xdeadbeefu);
+  EXPECT_EQ(r.ops[2].kind, WindowOp::Kind::CopyD2D);
+  EXPECT_EQ(r.ops[2].bytes, 4096u);
+  EXPECT_EQ(r.ops[3].uncaptured_globals, std::vector<std::string>{"table"});
+  EXPECT_EQ(r.in_app_window_ns, 9000u);
+  EXPECT_EQ(r.foreign_ops, 2u);
+}
+
+TEST(FormatWindow, FileNamesAreDerivedNotRead) {
+  EXPECT_EQ(window_params_file(3), "window/op-000003.params");
+  EXPECT_EQ(window_image_file(0xab, "cubin"), "image/00000000000000ab.cubin");
+  // The document names no file: a crafted "params" path has nowhere to go.
+  const std::string text = to_json(sample()).dump();
+  EXPECT_EQ(text.find("window/"), std::string::npos);
+  EXPECT_EQ(text.find("image/"), std::string::npos);
+}
+
+TEST(FormatWindow, StrictReader) {
+  expect_refused([](auto& j) { j["format"] = "kerncap-capture"; }, "kerncap-window");
+  expect_refused([](auto& j) { j["version"] = kWindowVersion + 1; }, "newer kerncap");
+  expect_refused([](auto& j) { j["version"] = 0; }, "version");
+  expect_refused([](auto& j) { j["version"] = "1"; }, "version");
+  expect_refused([](auto& j) { j["ops"] = nlohmann::json::array(); }, "is empty");
+  expect_refused([](auto& j) { j["ops"].erase(0); }, "must be a kernel launch");
+  expect_refused([](auto& j) { j["ops"][1]["kind"] = "graph"; }, "unknown operation kind");
+  expect_refused([](auto& j) { j["ops"][0]["image_kind"] = "../../etc"; }, "cubin, fatbin or ptx");
+  expect_refused([](auto& j) { j["ops"][0]["image_hash"] = 12; }, "image_hash");
+  expect_refused([](auto& j) { j["ops"][0]["grid"] = {0, 1, 1}; }, "grid");
+  expect_refused([](auto& j) { j["ops"][0]["block"] = {1024, 2, 1}; }, "threads");
+  expect_refused([](auto& j) { j["ops"][0]["params"][2] = {20, 8}; }, "outside the parameter buffer");
+  expect_refused([](auto& j) { j["ops"][0]["params_size"] = (1 << 20) + 1; }, "params_size");
+  expect_refused([](auto& j) { j["ops"][0]["mangled"] = ""; }, "is empty");
+  expect_refused([](auto& j) { j["ops"][0]["cooperative"] = 1; }, "cooperative");
+  expect_refused([](auto& j) { j["ops"][0]["attributes"][0]["raw"] = "0g"; }, "hex");
+  expect_refused([](auto& j) { j["ops"][1]["element_size"] = 3; }, "1, 2 or 4");
+  expect_refused([](auto& j) { j["ops"][1]["element_size"] = 8; }, "element_size");
+  expect_refused([](auto& j) {
+    j["ops"][1]["element_size"] = 1;
+    j["ops"][1]["value"] = 256;
+  }, "does not fit");
+  expect_refused([](auto& j) { j["ops"][2]["bytes"] = -1; }, "bytes");
+  expect_refused([](auto& j) { j["ops"][2]["dst"] = 4096; }, "dst");
+  expect_refused([](auto& j) { j["foreign_examples"] = std::vector<std::string>(kMaxForeignExamples + 1, "x"); },
+                 "foreign_examples");
+  expect_refused([](auto& j) { j["in_app_window_ns"] = -5; }, "in_app_window_ns");
+  expect_refused([](auto& j) { j.erase("stream"); }, "stream");
+}
+
+TEST(FormatWindow, ReadFromADirectory) {
+  const auto dir = std::filesystem::temp_directory_path() / ("kerncap-window-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  EXPECT_FALSE(is_window_capture(dir));
+  EXPECT_THROW(read_window(dir), kerncap::Error);  // absent
+  { std::ofstream(dir / kWindowFile) << to_json(sample()).dump(); }
+  EXPECT_TRUE(is_window_capture(dir));
+  EXPECT_EQ(read_window(dir).ops.size(), 4u);
+  { std::ofstream(dir / kWindowFile) << "{\"format\": \"kerncap-window\", "; }
+  EXPECT_THROW(read_window(dir), kerncap::Error);  // truncated
+  // A link is not followed (the reader opens names confined to the directory).
+  std::filesystem::remove(dir / kWindowFile);
+  { std::ofstream(dir / "elsewhere.json") << to_json(sample()).dump(); }
+  std::filesystem::create_symlink(dir / "elsewhere.json", dir / kWindowFile);
+  EXPECT_THROW(read_window(dir), kerncap::Error);
+  std::filesystem::remove_all(dir);
+}
