@@ -40,6 +40,7 @@
 #include "capture/cupti_check.hpp"
 #include "capture/launch_info.hpp"
 #include "capture/launch_sampler.hpp"
+#include "capture/shadow_driver.hpp"
 #include "capture/swap_driver.hpp"
 #include "capture/swapper.hpp"
 #include "capture/tool_scope.hpp"
@@ -342,7 +343,8 @@ bool start(const Config& config) {
   const bool launch_callbacks = sampled || (config.profile_sample >= 2 && tuning.callback == Callback::Empty);
   if (!config.swaps.empty()) {
     p.output = config.output;
-    p.swapper = new Swapper(config.swaps, *new DriverSwapDriver);  // never freed, as g_profiler
+    // Never freed, as g_profiler.
+    p.swapper = new Swapper(config.swaps, *new DriverSwapDriver, new DriverShadowDriver);
   }
   const Subscription sub = subscribe_named(p.swapper ? &on_swap_callback
                                            : sampled ? &on_sample_callback

@@ -90,6 +90,11 @@ bool DriverSwapDriver::allow_shared(CUfunction v, uint32_t shared_mem) {
   return true;
 }
 
+bool DriverSwapDriver::stream_capturing(CUstream stream) {
+  DriverLaunchQueries q;
+  return q.stream_is_capturing(stream);
+}
+
 CUcontext DriverSwapDriver::current_context() {
   CUcontext c = nullptr;
   KC_CU_TRY(cuCtxGetCurrent(&c));

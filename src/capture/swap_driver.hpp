@@ -18,6 +18,7 @@ class DriverSwapDriver final : public SwapDriver {
   std::vector<format::ParamSlot> variant_layout(CUfunction v) override;
   bool allow_shared(CUfunction v, uint32_t shared_mem) override;
   CUcontext current_context() override;
+  bool stream_capturing(CUstream stream) override;
 
  private:
   std::mutex mu_;

@@ -1,5 +1,7 @@
 #include "capture/swapper.hpp"
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "capture/launch_info.hpp"
@@ -20,7 +22,8 @@ std::string layout_mismatch(const std::vector<format::ParamSlot>& app, const std
   return "";
 }
 
-Swapper::Swapper(std::vector<format::SwapSpec> specs, SwapDriver& driver) : driver_(driver) {
+Swapper::Swapper(std::vector<format::SwapSpec> specs, SwapDriver& driver, ShadowDriver* shadow)
+    : driver_(driver), shadow_(shadow) {
   for (auto& s : specs) {
     auto k = std::make_unique<Kernel>();
     k->spec = std::move(s);
@@ -64,7 +67,7 @@ void Swapper::refuse(Kernel& k, const std::string& why) {
 
 CUfunction Swapper::variant_for(int index, CUfunction f, CUcontext ctx, uint32_t shared_mem) {
   Kernel& k = *kernels_[static_cast<size_t>(index)];
-  if (!k.spec.apply) return nullptr;
+  if (!k.spec.apply && !k.spec.shadow_every) return nullptr;
   CUfunction v = nullptr;
   {
     std::lock_guard lk(k.mu);
@@ -104,7 +107,12 @@ bool Swapper::swap_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   if (!decode_launch(cbid, cb->functionParams, &a) || !a.f) return false;
   const int k = kernel_index(a.f);
   if (k < 0) return false;
-  kernels_[static_cast<size_t>(k)]->launches.fetch_add(1, std::memory_order_relaxed);
+  Kernel& kernel = *kernels_[static_cast<size_t>(k)];
+  const uint64_t index = kernel.launches.fetch_add(1, std::memory_order_relaxed);
+  if (kernel.spec.shadow_every) {
+    if (index % kernel.spec.shadow_every == 0) shadow_before(k, cbid, cb, a, index);
+    return false;  // the application's own kernel runs
+  }
   CUcontext ctx = cb->context ? cb->context : driver_.current_context();
   CUfunction v = variant_for(k, a.f, ctx, a.shared_mem);
   if (!v) return false;
@@ -219,14 +227,132 @@ bool Swapper::swap_node(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   return true;
 }
 
+namespace {
+thread_local Swapper* t_pending_owner = nullptr;  // a check is pending on this thread
+}  // namespace
+
 bool Swapper::on_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) noexcept {
   try {
-    if (!cb || cb->callbackSite != CUPTI_API_ENTER || t_in_tool || !cb->functionParams) return false;
+    if (!cb || t_in_tool || !cb->functionParams) return false;
+    if (cb->callbackSite == CUPTI_API_EXIT) {
+      if (t_pending_owner == this && is_launch_cbid(cbid)) {
+        ToolScope scope;
+        shadow_after(cb);
+      }
+      return false;
+    }
+    if (cb->callbackSite != CUPTI_API_ENTER) return false;
     ToolScope scope;  // loading a variant fires callbacks of its own
     if (is_launch_cbid(cbid)) return swap_launch(cbid, cb);
     return swap_node(cbid, cb);
   } catch (...) {
     return false;  // out of memory: this call runs as the application made it
+  }
+}
+
+thread_local Swapper::Pending* Swapper::t_pending_ = nullptr;
+
+namespace {
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+void Swapper::shadow_skip(Kernel& k, const std::string& why) {
+  k.shadow_skipped.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lk(k.mu);
+  if (k.shadow_skip_reason.empty()) {
+    k.shadow_skip_reason = why;
+    log::warn("shadow: a launch of {} was not checked: {}", k.spec.kernel, why);
+  }
+}
+
+void Swapper::shadow_before(int k, CUpti_CallbackId, const CUpti_CallbackData* cb, const LaunchArgs& a, uint64_t index) {
+  Kernel& kernel = *kernels_[static_cast<size_t>(k)];
+  if (!shadow_) return shadow_skip(kernel, "no shadow driver");
+  if (t_pending_) return shadow_skip(kernel, "a check is already pending on this thread");
+  if (driver_.stream_capturing(a.stream))
+    return shadow_skip(kernel, "the launch is recorded into a CUDA graph (graph launches are not checked)");
+  const double t0 = now_s();
+  CUcontext ctx = cb->context ? cb->context : driver_.current_context();
+  CUfunction v = variant_for(k, a.f, ctx, a.shared_mem);
+  if (!v) return shadow_skip(kernel, "the variant cannot serve this launch (see the refusal)");
+  const std::vector<format::ParamSlot> slots = driver_.layout_of(a.f);
+  std::vector<uint8_t> params;
+  std::string source, why;
+  if (slots.empty() || !pack_params(a, slots, &params, &source, &why))
+    return shadow_skip(kernel, why.empty() ? "the parameter layout is unknown" : why);
+  auto pending = std::make_unique<Pending>();
+  pending->kernel = k;
+  pending->correlation = cb->correlationId;
+  pending->index = index;
+  pending->launch = a;
+  pending->regions = shadow_regions(*shadow_, params, slots, kernel.spec.param_dtypes);
+  uint64_t bytes = 0;
+  for (const auto& r : pending->regions) bytes += r.size;
+  if (kernel.spec.shadow_max_bytes && bytes > kernel.spec.shadow_max_bytes)
+    return shadow_skip(kernel, fmt::format("it reaches {} bytes, more than --shadow-max-bytes", bytes));
+  if (pending->regions.empty()) return shadow_skip(kernel, "its parameters point into no device allocation");
+  if (!shadow_->run_variant(v, a, pending->regions, &why)) return shadow_skip(kernel, why);
+  pending->seconds = now_s() - t0;
+  t_pending_ = pending.release();
+  t_pending_owner = this;
+}
+
+void Swapper::shadow_after(const CUpti_CallbackData* cb) {
+  std::unique_ptr<Pending> p(t_pending_);
+  t_pending_ = nullptr;
+  t_pending_owner = nullptr;
+  if (!p || p->correlation != cb->correlationId) {
+    if (shadow_) shadow_->release();
+    return;
+  }
+  Kernel& kernel = *kernels_[static_cast<size_t>(p->kernel)];
+  const double t0 = now_s();
+  std::string why;
+  if (!shadow_->finish_original(&why)) {
+    shadow_->release();
+    return shadow_skip(kernel, why);
+  }
+  constexpr uint64_t kChunk = 16ull << 20;
+  std::vector<uint8_t> expected, actual;
+  nlohmann::json failure;
+  for (size_t i = 0; i < p->regions.size() && failure.is_null(); ++i) {
+    const ShadowRegion& r = p->regions[i];
+    compare::Comparator cmp(r.dtype, compare::default_tolerance(r.dtype));
+    const uint64_t step = r.dtype == compare::DType::Bytes ? kChunk : kChunk - kChunk % compare::dtype_size(r.dtype);
+    for (uint64_t off = 0; off < r.size; off += step) {
+      const uint64_t n = std::min(step, r.size - off);
+      expected.resize(n);
+      actual.resize(n);
+      if (!shadow_->read(i, off, n, expected.data(), actual.data())) {
+        shadow_->release();
+        return shadow_skip(kernel, "the results could not be read back");
+      }
+      cmp.feed(expected.data(), actual.data(), n, off);
+    }
+    if (!cmp.result().pass()) {
+      const LaunchArgs& a = p->launch;
+      failure = {{"launch", p->index},
+                 {"grid", {a.grid[0], a.grid[1], a.grid[2]}},
+                 {"block", {a.block[0], a.block[1], a.block[2]}},
+                 {"shared", a.shared_mem},
+                 {"param", r.param},
+                 {"region", {{"base", fmt::format("{:#x}", r.base)}, {"size", r.size}, {"dtype", compare::to_string(r.dtype)}}},
+                 {"summary", compare::summary(cmp.result())}};
+    }
+  }
+  shadow_->release();
+  kernel.shadow_checked.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lk(kernel.mu);
+  kernel.shadow_seconds += p->seconds + (now_s() - t0);
+  if (!failure.is_null()) {
+    kernel.shadow_failed.fetch_add(1, std::memory_order_relaxed);
+    if (kernel.first_failure.is_null()) {
+      kernel.first_failure = failure;
+      log::warn("shadow: launch {} of {} (grid {}x{}x{}) differs from the original: {}", p->index, kernel.spec.kernel,
+                p->launch.grid[0], p->launch.grid[1], p->launch.grid[2], failure["summary"].get<std::string>());
+    }
   }
 }
 
@@ -241,9 +367,15 @@ format::SwapReport Swapper::report(int64_t pid) const {
     c.launches = k->launches.load();
     c.swapped = k->swapped.load();
     c.graph_nodes = k->graph_nodes.load();
+    c.shadow_checked = k->shadow_checked.load();
+    c.shadow_skipped = k->shadow_skipped.load();
+    c.shadow_failed = k->shadow_failed.load();
     {
       std::lock_guard lk(k->mu);
       c.refused = k->refused;
+      c.shadow_skip_reason = k->shadow_skip_reason;
+      c.shadow_seconds = k->shadow_seconds;
+      c.first_failure = k->first_failure;
     }
     r.kernels.push_back(std::move(c));
   }

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "capture/shadow.hpp"
 #include "format/manifest.hpp"
 #include "format/swaps.hpp"
 
@@ -45,6 +46,8 @@ class SwapDriver {
   virtual bool allow_shared(CUfunction v, uint32_t shared_mem) = 0;
   // The context current on this thread (graph nodes name none).
   virtual CUcontext current_context() = 0;
+  // Whether a launch on `stream` is being recorded into a graph (it runs later: not checked).
+  virtual bool stream_capturing(CUstream stream) = 0;
 };
 
 // "" when the layouts agree, else why not ("parameter 2 is 8 bytes at offset 16 in the
@@ -54,11 +57,13 @@ std::string layout_mismatch(const std::vector<format::ParamSlot>& app, const std
 
 class Swapper {
  public:
-  Swapper(std::vector<format::SwapSpec> specs, SwapDriver& driver);
+  // `shadow`: the device side of shadow checking (needed when a spec has shadow_every).
+  Swapper(std::vector<format::SwapSpec> specs, SwapDriver& driver, ShadowDriver* shadow = nullptr);
   // The driver callbacks to enable: the launches and the graph kernel-node calls.
   static std::vector<CUpti_CallbackId> callback_ids();
-  // At a driver API entry (exits are ignored): writes the variant into a launch's argument
-  // block, or points a graph call at a copy of its node parameters that names the variant.
+  // At a driver API entry: writes the variant into a launch's argument block, or points a
+  // graph call at a copy of its node parameters that names the variant; a shadowed kernel's
+  // checked launch runs the variant on the side here and is compared at its API exit.
   // True when it swapped. Never throws (a failure leaves the call as the application made it).
   bool on_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) noexcept;
   format::SwapReport report(int64_t pid) const;
@@ -70,7 +75,24 @@ class Swapper {
     std::mutex mu;                              // guards the fields below
     std::map<CUcontext, CUfunction> variants;   // loaded per context
     std::string refused;                        // first reason a launch was left alone
+    // Shadow checking (under mu but the atomics).
+    std::atomic<uint64_t> shadow_checked{0}, shadow_skipped{0}, shadow_failed{0};
+    std::string shadow_skip_reason;
+    double shadow_seconds = 0;
+    nlohmann::json first_failure;
   };
+  // The launch being checked on this thread, between its entry and its exit.
+  struct Pending {
+    int kernel = -1;
+    uint64_t correlation = 0, index = 0;
+    LaunchArgs launch;
+    std::vector<ShadowRegion> regions;
+    double seconds = 0;
+  };
+  static thread_local Pending* t_pending_;
+  void shadow_before(int k, CUpti_CallbackId cbid, const CUpti_CallbackData* cb, const LaunchArgs& a, uint64_t index);
+  void shadow_after(const CUpti_CallbackData* cb);
+  void shadow_skip(Kernel& k, const std::string& why);
   // -1: not a kernel we swap.
   int kernel_index(CUfunction f);
   // The variant for a launch of kernels_[k] through `f` in `ctx` taking `shared_mem`; null
@@ -81,6 +103,7 @@ class Swapper {
   void refuse(Kernel& k, const std::string& why);
 
   SwapDriver& driver_;
+  ShadowDriver* shadow_ = nullptr;
   std::vector<std::unique_ptr<Kernel>> kernels_;
   std::shared_mutex handles_mu_;
   std::unordered_map<CUfunction, int> handles_;        // launch handle -> kernel index or -1

@@ -47,7 +47,18 @@ the unmodified run printed (stdout), and --check's verdict. --check CMD runs aft
 run with KERNCAP_RUN_ARM (base|swap), KERNCAP_RUN_INDEX, KERNCAP_RUN_DIR and
 KERNCAP_RUN_STDOUT (the application's stdout) set; exit 0 means the run's results are right.
 
-Verdicts: ok; refused (the variant could not serve the kernel: layout, loading, shared
+--shadow runs the application's own kernel in the second arm and checks it: at every
+--every'th launch, before it runs, the allocations its parameters point into are saved, the
+variant runs on them on a stream of kerncap's, its results are kept and the saved bytes put
+back; the original then runs as the application made it, and its results are compared with
+the variant's by the judge's comparator (each allocation within the default tolerance of the
+element type its parameter points at, from the kernel's C++ signature; bytes otherwise). The
+application keeps the original's results. The report names the first launch that differs
+(its index among the kernel's launches, grid, block, the parameter and what differs) and the
+checking time per launch. Not followed: pointers stored in memory; graph kernel nodes are not
+checked. A variant that faults takes the application with it: validate it first.
+
+Verdicts: ok; shadow_failed (--shadow: a launch differs); not_checked; refused (the variant could not serve the kernel: layout, loading, shared
 memory); not_swapped (a swapped run launched the kernel without the variant, or never);
 app_failed; check_failed; output_differs (without --check, when the unmodified runs agree
 among themselves).
@@ -63,7 +74,8 @@ struct SwapRunArgs {
   std::vector<std::string> swaps, argv;
   std::string cmd, check, dir;
   size_t repeat = 1;
-  bool json = false;
+  bool json = false, shadow = false;
+  uint64_t every = 1, shadow_max_bytes = 0;
   int verbose = 0;
 };
 
@@ -76,6 +88,10 @@ void run_with_swaps(const SwapRunArgs& a, int& exit_code) {
   o.pairs = a.repeat;
   o.check = a.check;
   o.verbose = a.verbose;
+  if (a.shadow) {
+    o.shadow_every = a.every;
+    o.shadow_max_bytes = a.shadow_max_bytes;
+  }
   if (a.dir.empty()) {
     std::string tmpl = (fs::temp_directory_path() / "kerncap-run-XXXXXX").string();
     if (!mkdtemp(tmpl.data()))
@@ -109,6 +125,13 @@ void add_run(CLI::App& app, int& exit_code) {
       ->allow_extra_args(false);
   cmd->add_option("--repeat", a->repeat, "Pairs of runs (unmodified, swapped)")->default_val(1)->check(CLI::Range(1, 1000));
   cmd->add_option("--check", a->check, "Shell command judging each run's results (exit 0: right)");
+  cmd->add_flag("--shadow", a->shadow,
+                "Instead of swapping: run the original, and check each launch against the variant run on the side");
+  cmd->add_option("--every", a->every, "With --shadow: check every Kth launch of the kernel")
+      ->default_val(1)
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  cmd->add_option("--shadow-max-bytes", a->shadow_max_bytes,
+                  "With --shadow: skip a launch that reaches more bytes than this (0: no limit)");
   cmd->add_option("--dir", a->dir, "Keep each run's records, stdout and check output in this new directory");
   cmd->add_flag("--json", a->json, "Print the report (kerncap-run-report 1) as one JSON line");
   cmd->add_option("--cmd", a->cmd, "The application as one shell command line (instead of -- APP ARGS)");

@@ -9,6 +9,8 @@
 #include "cubin/cubin.hpp"
 #include "format/capture_dir.hpp"
 #include "names/demangle.hpp"
+#include "names/kernel_name.hpp"
+#include "replay/signature.hpp"
 #include "replay/variant_image.hpp"
 
 namespace kerncap::extract {
@@ -41,7 +43,28 @@ bool is_capture(const fs::path& p) {
 
 }  // namespace
 
+namespace {
+// The element type each parameter points at, from the kernel's C++ signature (shadow checking
+// compares a region within its type's tolerance); empty without one.
+std::vector<std::string> param_dtypes(const std::string& mangled) {
+  const names::KernelName n = names::parse_kernel_name(mangled, names::demangle(mangled));
+  std::vector<std::string> out;
+  if (!n.cxx) return out;
+  for (const auto& p : n.params) {
+    const auto t = replay::pointee_dtype(p);
+    out.push_back(t ? compare::to_string(*t) : "");
+  }
+  return out;
+}
+}  // namespace
+
 SwapPlan plan_swap(const std::string& arg) {
+  SwapPlan plan = plan_swap_names(arg);
+  plan.spec.param_dtypes = param_dtypes(plan.spec.kernel);
+  return plan;
+}
+
+SwapPlan plan_swap_names(const std::string& arg) {
   auto [target, image_arg] = split_swap_arg(arg);
   SwapPlan plan;
   plan.target = target;

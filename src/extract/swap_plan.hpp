@@ -25,6 +25,8 @@ struct SwapPlan {
 std::pair<std::string, std::string> split_swap_arg(const std::string& arg);
 // Resolves one --swap; throws Error(Usage) / Error(Input) saying what is wrong.
 SwapPlan plan_swap(const std::string& arg);
+// The same without the parameters' element types (plan_swap adds them).
+SwapPlan plan_swap_names(const std::string& arg);
 // Every --swap, refusing one kernel named twice.
 std::vector<SwapPlan> plan_swaps(const std::vector<std::string>& args);
 

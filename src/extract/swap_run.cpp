@@ -56,7 +56,11 @@ RunArm run_once(const SwapRunOptions& o, size_t index, bool swapped) {
   c.profile_sample = 0;  // every launch timed: the kernel's totals must be exact in both arms
   for (const auto& p : o.plans) {
     format::SwapSpec s = p.spec;
-    s.apply = swapped;
+    s.apply = swapped && !o.shadow_every;
+    if (swapped && o.shadow_every) {
+      s.shadow_every = o.shadow_every;
+      s.shadow_max_bytes = o.shadow_max_bytes;
+    }
     c.swaps.push_back(std::move(s));
   }
   const std::map<std::string, std::string> env = app_environment(c, lib);
@@ -88,6 +92,16 @@ RunArm run_once(const SwapRunOptions& o, size_t index, bool swapped) {
         arm.swapped_launches += k.swapped;
         arm.graph_nodes += k.graph_nodes;
         if (!k.refused.empty()) arm.refused.push_back(fmt::format("pid {}: {}", rep.pid, k.refused));
+        arm.shadow_checked += k.shadow_checked;
+        arm.shadow_skipped += k.shadow_skipped;
+        arm.shadow_failed += k.shadow_failed;
+        arm.shadow_seconds += k.shadow_seconds;
+        if (arm.shadow_skip_reason.empty()) arm.shadow_skip_reason = k.shadow_skip_reason;
+        if (arm.first_failure.is_null() && !k.first_failure.is_null()) {
+          arm.first_failure = k.first_failure;
+          arm.first_failure["pid"] = rep.pid;
+          arm.first_failure["kernel"] = k.kernel;
+        }
       }
   } catch (const Error& e) {
     arm.refused.push_back(std::string("the swap report cannot be read: ") + e.what());
@@ -138,7 +152,7 @@ std::string first_line_difference(const std::string& a, const std::string& b) {
   }
 }
 
-void summarise(SwapRunResult& r, const std::vector<std::string>& outputs, bool has_check) {
+void summarise(SwapRunResult& r, const std::vector<std::string>& outputs, bool has_check, bool shadow) {
   for (int s = 0; s < 2; ++s) {
     r.wall[s] = profile::median_ci(values(r.runs, s == 1, &RunArm::wall_s));
     r.gpu[s] = profile::median_ci(values(r.runs, s == 1, &RunArm::gpu_ns));
@@ -169,14 +183,38 @@ void summarise(SwapRunResult& r, const std::vector<std::string>& outputs, bool h
     }
 
   bool base_ok = true, swap_ok = true, refused = false, all_swapped = true;
+  uint64_t checked = 0;
+  double check_seconds = 0;
+  const RunArm* failed_check = nullptr;
   for (const auto& a : r.runs) {
     (a.swapped ? swap_ok : base_ok) &= ok_exit(a.exit);
     if (!a.swapped) continue;
     if (!a.refused.empty()) refused = true;
     if (a.launches == 0 && a.graph_nodes == 0) all_swapped = false;
-    if (a.swapped_launches < a.launches) all_swapped = false;
+    if (!shadow && a.swapped_launches < a.launches) all_swapped = false;
+    checked += a.shadow_checked;
+    check_seconds += a.shadow_seconds;
+    if (!failed_check && a.shadow_failed) failed_check = &a;
   }
-  if (refused) {
+  if (checked) r.shadow_overhead_s = check_seconds / static_cast<double>(checked);
+  if (shadow && failed_check) {
+    const nlohmann::json& f = failed_check->first_failure;
+    r.verdict = "shadow_failed";
+    r.why = fmt::format("the variant differs from the original at launch {} of the kernel (grid {}, block {}, "
+                        "parameter {}, {}) in run {}; {} of {} checked launches differ",
+                        f.value("launch", uint64_t{0}), f.contains("grid") ? f["grid"].dump() : "?",
+                        f.contains("block") ? f["block"].dump() : "?", f.value("param", -1),
+                        f.value("summary", std::string("?")), failed_check->index, failed_check->shadow_failed,
+                        failed_check->shadow_checked);
+  } else if (shadow && !refused && checked == 0) {
+    r.verdict = "not_checked";
+    r.why = "no launch of the kernel was checked";
+    for (const auto& a : r.runs)
+      if (a.swapped && !a.shadow_skip_reason.empty()) {
+        r.why += ": " + a.shadow_skip_reason;
+        break;
+      }
+  } else if (refused) {
     r.verdict = "refused";
     for (const auto& a : r.runs)
       if (a.swapped && !a.refused.empty()) {
@@ -199,6 +237,7 @@ void summarise(SwapRunResult& r, const std::vector<std::string>& outputs, bool h
   } else {
     r.verdict = "ok";
     r.why = !base_ok ? "the application failed in both arms (its own failure, not the variant's)"
+            : shadow ? fmt::format("the variant agreed with the original on all {} checked launches", checked)
             : has_check ? "the check passed after every swapped run"
             : r.base_outputs_agree ? "every swapped run printed what the unmodified run printed"
                                    : "the unmodified runs print different things each time, so their output decides "
@@ -220,7 +259,7 @@ SwapRunResult run_swapped(const SwapRunOptions& o, const RunProgress& progress) 
     if (progress) progress(a, total);
     r.runs.push_back(std::move(a));
   }
-  summarise(r, outputs, !o.check.empty());
+  summarise(r, outputs, !o.check.empty(), o.shadow_every > 0);
   return r;
 }
 
@@ -259,6 +298,10 @@ nlohmann::json run_report_json(const SwapRunOptions& o, const SwapRunResult& r) 
                         {"refused", a.refused},
                         {"stdout", a.stdout_file.string()}};
     if (!a.records_problem.empty()) j["records_problem"] = a.records_problem;
+    if (a.swapped && o.shadow_every)
+      j["shadow"] = {{"checked", a.shadow_checked}, {"skipped", a.shadow_skipped}, {"failed", a.shadow_failed},
+                     {"skip_reason", a.shadow_skip_reason}, {"seconds", a.shadow_seconds},
+                     {"first_failure", a.first_failure}};
     if (a.check_status) j["check"] = {{"status", *a.check_status}, {"output", a.check_output}};
     runs.push_back(std::move(j));
   }
@@ -271,10 +314,12 @@ nlohmann::json run_report_json(const SwapRunOptions& o, const SwapRunResult& r) 
       {"outputs_identical", r.outputs_identical},
       {"first_difference", r.first_difference},
       {"checks_run", r.checks_run},
-      {"checks_failed", r.checks_failed}};
+      {"checks_failed", r.checks_failed},
+      {"shadow_overhead_s", r.shadow_overhead_s}};
   return {{"format", kRunReportFormat}, {"version", kRunReportVersion},
           {"command", o.app.as_argv()},  {"check", o.check},
           {"pairs", o.pairs},            {"dir", o.dir.string()},
+          {"mode", o.shadow_every ? "shadow" : "swap"}, {"shadow_every", o.shadow_every},
           {"swaps", swaps},              {"runs", runs},
           {"summary", summary},          {"verdict", r.verdict},
           {"why", r.why}};
@@ -295,10 +340,25 @@ std::string run_report_text(const SwapRunOptions& o, const SwapRunResult& r) {
       swapped = std::max(swapped, a.swapped_launches);
       nodes = std::max(nodes, a.graph_nodes);
     }
-  s += fmt::format("launches of the kernel(s) per swapped run: {} host launches ({} served by the variant), {} graph "
-                   "kernel nodes given the variant\n\n",
-                   launches, swapped, nodes);
-  s += fmt::format("{} pair(s), unmodified then swapped; median [95% interval]{}\n", o.pairs,
+  if (o.shadow_every) {
+    uint64_t checked = 0, skipped = 0, failed = 0;
+    for (const auto& a : r.runs)
+      if (a.swapped) checked += a.shadow_checked, skipped += a.shadow_skipped, failed += a.shadow_failed;
+    s += fmt::format("shadow: every {} launch(es) of the kernel checked against the variant: {} checked, {} differ, {} "
+                     "skipped; {:.3f} ms of checking per checked launch\n",
+                     o.shadow_every, checked, failed, skipped, r.shadow_overhead_s * 1e3);
+    for (const auto& a : r.runs)
+      if (a.swapped && !a.shadow_skip_reason.empty()) {
+        s += "  skipped because: " + a.shadow_skip_reason + "\n";
+        break;
+      }
+    s += "\n";
+  } else {
+    s += fmt::format("launches of the kernel(s) per swapped run: {} host launches ({} served by the variant), {} graph "
+                     "kernel nodes given the variant\n\n",
+                     launches, swapped, nodes);
+  }
+  s += fmt::format("{} pair(s), unmodified then {}; median [95% interval]{}\n", o.pairs, o.shadow_every ? "shadow-checked" : "swapped",
                    r.wall[0].exact95 ? "" : " (* fewer than 6 runs per arm: the range, not a 95% interval)");
   s += fmt::format("  {:<22} {:<30} {:<30} {}\n", "", "unmodified", "swapped", "unmodified/swapped (paired)");
   s += fmt::format("  {:<22} {:<30} {:<30} {}\n", "wall time", ci_text(r.wall[0], 1, " s"), ci_text(r.wall[1], 1, " s"),

@@ -30,6 +30,10 @@ struct SwapRunOptions {
   size_t pairs = 1;         // --repeat
   std::string check;        // --check: a shell command run after each run ("" none)
   std::filesystem::path dir;  // where each run's records and output go (created)
+  // --shadow: the second arm runs the original kernel and checks every shadow_every-th
+  // launch against the variant (capture/shadow.hpp) instead of swapping (0: swap).
+  uint64_t shadow_every = 0;
+  uint64_t shadow_max_bytes = 0;
   int verbose = 0;
 };
 
@@ -41,6 +45,10 @@ struct RunArm {
   uint64_t gpu_ns = 0, kernel_ns = 0;  // CUPTI: all kernels; the swapped kernels (either name)
   uint64_t launches = 0, swapped_launches = 0, graph_nodes = 0;
   std::vector<std::string> refused;    // the library's reasons, per kernel that was left alone
+  uint64_t shadow_checked = 0, shadow_skipped = 0, shadow_failed = 0;
+  std::string shadow_skip_reason;
+  double shadow_seconds = 0;
+  nlohmann::json first_failure;        // the first launch the variant got wrong (null: none)
   std::string records_problem;         // why the records cannot be read ("" when they can)
   std::filesystem::path stdout_file;
   std::optional<int> check_status;     // the --check command's exit status
@@ -55,7 +63,9 @@ struct SwapRunResult {
   bool outputs_identical = true;      // every swapped run printed what the first unmodified run did
   std::string first_difference;       // "run 3, line 12: '...' (unmodified: '...')"
   size_t checks_failed = 0, checks_run = 0;
-  std::string verdict;                // ok | refused | not_swapped | app_failed | output_differs | check_failed
+  double shadow_overhead_s = 0;       // per checked launch: host time the checks took
+  // ok | refused | not_swapped | app_failed | output_differs | check_failed | shadow_failed | not_checked
+  std::string verdict;
   std::string why;                    // one sentence for the verdict
 };
 
@@ -69,6 +79,6 @@ std::string run_report_text(const SwapRunOptions& o, const SwapRunResult& r);
 // The first line where two outputs differ, "" when they are the same. Pure (unit tested).
 std::string first_line_difference(const std::string& a, const std::string& b);
 // Fills the summary fields of `r` from its runs (medians, ratios, outputs, verdict).
-void summarise(SwapRunResult& r, const std::vector<std::string>& outputs, bool has_check);
+void summarise(SwapRunResult& r, const std::vector<std::string>& outputs, bool has_check, bool shadow = false);
 
 }  // namespace kerncap::extract

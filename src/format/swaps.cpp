@@ -20,8 +20,12 @@ constexpr uint64_t kMaxReportBytes = 1 << 20;
 
 std::string swaps_to_text(const std::vector<SwapSpec>& swaps) {
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& s : swaps)
-    list.push_back({{"kernel", s.kernel}, {"entry", s.entry}, {"image", s.image}, {"apply", s.apply}});
+  for (const auto& s : swaps) {
+    nlohmann::json e = {{"kernel", s.kernel}, {"entry", s.entry}, {"image", s.image}, {"apply", s.apply}};
+    if (s.shadow_every) e["shadow"] = {{"every", s.shadow_every}, {"max_bytes", s.shadow_max_bytes}};
+    if (!s.param_dtypes.empty()) e["param_dtypes"] = s.param_dtypes;
+    list.push_back(std::move(e));
+  }
   return nlohmann::json{{"version", kSwapsVersion}, {"swaps", list}}.dump();
 }
 
@@ -54,6 +58,23 @@ std::string swaps_from_text(std::string_view text, std::vector<SwapSpec>* out) {
       if (!a->is_boolean()) return "has a swap whose \"apply\" is not true or false";
       s.apply = a->get<bool>();
     }
+    if (auto sh = e.find("shadow"); sh != e.end()) {
+      auto every = sh->is_object() ? sh->find("every") : sh->end();
+      auto max = sh->is_object() ? sh->find("max_bytes") : sh->end();
+      if (every == sh->end() || !every->is_number_unsigned() || every->get<uint64_t>() == 0 || max == sh->end() ||
+          !max->is_number_unsigned())
+        return "has a \"shadow\" that is not {\"every\": N >= 1, \"max_bytes\": N}";
+      s.shadow_every = every->get<uint64_t>();
+      s.shadow_max_bytes = max->get<uint64_t>();
+      if (s.apply) return "has a swap both applied and shadowed";
+    }
+    if (auto dt = e.find("param_dtypes"); dt != e.end()) {
+      if (!dt->is_array() || dt->size() > 4096) return "has \"param_dtypes\" that is not an array of names";
+      for (const auto& d : *dt) {
+        if (!d.is_string() || d.get_ref<const std::string&>().size() > 16) return "has a parameter type that is not a short name";
+        s.param_dtypes.push_back(d.get<std::string>());
+      }
+    }
     if (std::any_of(swaps.begin(), swaps.end(), [&](const SwapSpec& o) { return o.kernel == s.kernel; }))
       return "names one kernel twice";
     swaps.push_back(std::move(s));
@@ -68,6 +89,10 @@ nlohmann::json swap_report_json(const SwapReport& r) {
     nlohmann::json e = {{"kernel", k.kernel},           {"entry", k.entry},       {"apply", k.apply},
                         {"launches", k.launches},       {"swapped", k.swapped},   {"graph_nodes", k.graph_nodes}};
     if (!k.refused.empty()) e["refused"] = k.refused;
+    if (k.shadow_checked || k.shadow_skipped)
+      e["shadow"] = {{"checked", k.shadow_checked}, {"skipped", k.shadow_skipped}, {"failed", k.shadow_failed},
+                     {"skip_reason", k.shadow_skip_reason}, {"seconds", k.shadow_seconds},
+                     {"first_failure", k.first_failure}};
     kernels.push_back(std::move(e));
   }
   return {{"format", kSwapReportFormat}, {"version", kSwapReportVersion}, {"pid", r.pid}, {"kernels", kernels}};
@@ -98,6 +123,16 @@ SwapReport read_swap_report(const fs::path& file) {
     c.swapped = e.at("swapped").u64(0, c.launches);
     c.graph_nodes = e.at("graph_nodes").u64();
     if (auto why = e.find("refused")) c.refused = why->str(4096);
+    if (auto sh = e.find("shadow")) {
+      c.shadow_checked = sh->at("checked").u64();
+      c.shadow_skipped = sh->at("skipped").u64();
+      c.shadow_failed = sh->at("failed").u64(0, c.shadow_checked);
+      c.shadow_skip_reason = sh->at("skip_reason").str(4096);
+      c.shadow_seconds = sh->at("seconds").number();
+      const nlohmann::json& ff = sh->at("first_failure").json();
+      if (!ff.is_null() && !ff.is_object()) sh->at("first_failure").wrong_type("an object or null");
+      c.first_failure = ff;
+    }
     r.kernels.push_back(std::move(c));
   }
   return r;

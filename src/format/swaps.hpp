@@ -37,6 +37,14 @@ struct SwapSpec {
   // false: the library resolves and counts the kernel's launches but leaves them alone (the
   // unmodified arm of `run --repeat`, which then pays the same callbacks as the swapped arm).
   bool apply = true;
+  // Shadow checking (`run --shadow`, with apply false): every shadow_every-th launch of the
+  // kernel (0: none) also runs the variant on the side, on a copy of what it can reach, and
+  // the two results are compared; the application keeps its own kernel's.
+  uint64_t shadow_every = 0;
+  uint64_t shadow_max_bytes = 0;  // a launch reaching more is skipped (0: no limit)
+  // The element type each parameter points at (compare::to_string names, "" untyped), from
+  // the kernel's C++ signature: a region is compared within its type's default tolerance.
+  std::vector<std::string> param_dtypes;
   bool operator==(const SwapSpec&) const = default;
 };
 
@@ -52,6 +60,12 @@ struct SwapCount {
   uint64_t swapped = 0;      // of them, served by the variant
   uint64_t graph_nodes = 0;  // kernel nodes of explicitly built graphs given the variant
   std::string refused;       // why the variant was not used ("" when it was, or never asked)
+  // Shadow checking: launches compared, skipped (and the first reason), and the first that
+  // differed: its index among the kernel's launches, its shape, and what differs.
+  uint64_t shadow_checked = 0, shadow_skipped = 0, shadow_failed = 0;
+  std::string shadow_skip_reason;
+  double shadow_seconds = 0;  // host time spent checking (the overhead)
+  nlohmann::json first_failure;  // null, or {"launch", "grid", "block", "shared", "param", "region", "summary"}
 };
 
 struct SwapReport {

@@ -15,6 +15,11 @@
 #                  application runs (no run directory made), the message gives both layouts
 #   layout_name    the same variant named by the kernel's name: refused by the library at the first
 #                  launch (verdict refused), the application's results unchanged
+#   tail_shadow    the tail-mask variant passes `validate --cubin` on the captured launch (a size
+#                  that is a multiple of 4) and `run --shadow` names the first launch it gets
+#                  wrong (launch 0, grid 65537: size 2^24+3), the application's results unchanged
+#   fast_shadow    --shadow with the correct variant: every host launch outside graph capture
+#                  checked, none differs; the checking time per launch
 #   torch_graph    torch.cuda.CUDAGraph replaying an elementwise kernel: the kernel's own image
 #                  (from a capture) swapped in; every replay served by it, results identical
 # Prints one row per case and "N passed, N failed". Exit 0 all passed, 1 some failed, 77 skipped
@@ -121,6 +126,29 @@ if want layout_name; then
   [ "$(r layout_name verdict)" = refused ] || P+="verdict $(r layout_name verdict); "
   [ "$(r layout_name 'j["summary"]["outputs_identical"]')" = True ] || P+="the application's results changed; "
   case_row layout_name "$P" "$(r layout_name why | cut -c1-160)"
+fi
+
+if want tail_shadow; then
+  P=""
+  run tail_shadow.validate "$KC" validate "$CAP" --cubin "$WORK/swap_tail.cubin"
+  VR=$(result_word)
+  [ "$VR" = PASS ] || P+="validate on the captured launch: ${VR:-rc=$RC}; "
+  run tail_shadow "$KC" run --swap scale_add="$WORK/swap_tail.cubin" --shadow --json -- "$APP" 2
+  [ $RC = 1 ] || P+="exit $RC; "
+  [ "$(r tail_shadow verdict)" = shadow_failed ] || P+="verdict $(r tail_shadow verdict) ($(r tail_shadow why)); "
+  [ "$(r tail_shadow 'j["runs"][1]["shadow"]["first_failure"]["launch"]')" = 0 ] || P+="first failing launch $(r tail_shadow 'j["runs"][1]["shadow"]["first_failure"]["launch"]'); "
+  [ "$(r tail_shadow 'j["summary"]["outputs_identical"]')" = True ] || P+="the application's results changed; "
+  case_row tail_shadow "$P" "validate on the capture: ${VR:-?}; $(r tail_shadow why | cut -c1-220)"
+fi
+
+if want fast_shadow; then
+  P=""
+  run fast_shadow "$KC" run --swap scale_add="$WORK/swap_fast.cubin" --shadow --json -- "$APP" $ITERS
+  [ $RC = 0 ] || P+="exit $RC; "
+  [ "$(r fast_shadow verdict)" = ok ] || P+="verdict $(r fast_shadow verdict) ($(r fast_shadow why)); "
+  CH=$(r fast_shadow 'j["runs"][1]["shadow"]["checked"]')
+  [ "$CH" = $((HOST_LAUNCHES - 2)) ] || P+="checked $CH of $((HOST_LAUNCHES - 2)) launches outside graph capture; "
+  case_row fast_shadow "$P" "checked $CH, skipped $(r fast_shadow 'j["runs"][1]["shadow"]["skipped"]') ($(r fast_shadow 'j["runs"][1]["shadow"]["skip_reason"]' | cut -c1-60)); $(JSON_FLOAT=.3f r fast_shadow 'j["summary"]["shadow_overhead_s"]*1e3') ms per checked launch (2 x 64 MiB saved, compared on the host)"
 fi
 
 if want torch_graph; then

@@ -42,6 +42,8 @@ class FakeDriver final : public SwapDriver {
   std::vector<format::ParamSlot> variant_layout(CUfunction) override { return variant_layout_v; }
   bool allow_shared(CUfunction, uint32_t bytes) override { return bytes <= shared_limit; }
   CUcontext current_context() override { return kCtx; }
+  bool capturing = false;
+  bool stream_capturing(CUstream) override { return capturing; }
 };
 
 format::SwapSpec spec(bool apply = true) { return {"_Z4vaddPfS_S_i", "_Z4vaddPfS_S_i", "/tmp/v.cubin", apply}; }
@@ -195,6 +197,119 @@ TEST(Swapper, LayoutMismatchText) {
   EXPECT_EQ(layout_mismatch({{0, 8}}, {{0, 8}}), "");
   EXPECT_EQ(layout_mismatch({}, {{0, 8}}), "") << "unknown agrees (the launcher checked what it could)";
   EXPECT_NE(layout_mismatch({{0, 8}}, {{0, 8}, {8, 4}}).find("takes 1 parameters, the variant 2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kerncap::capture
+
+namespace kerncap::capture {
+namespace {
+
+// The device side of shadow checking, in host memory: two "allocations"; the variant's
+// result is whatever the test says.
+class FakeShadow final : public ShadowDriver {
+ public:
+  std::vector<uint8_t> y = std::vector<uint8_t>(64, 0), x = std::vector<uint8_t>(64, 1);
+  static constexpr uint64_t kY = 0x10000, kX = 0x20000;
+  std::vector<float> variant_y, original_y;  // what each leaves in y
+  int runs = 0, releases = 0;
+  std::optional<std::pair<uint64_t, uint64_t>> allocation_of(uint64_t a) override {
+    if (a >= kY && a < kY + 64) return std::make_pair(kY, uint64_t{64});
+    if (a >= kX && a < kX + 64) return std::make_pair(kX, uint64_t{64});
+    return std::nullopt;
+  }
+  bool run_variant(CUfunction, const LaunchArgs&, const std::vector<ShadowRegion>& regions, std::string*) override {
+    ++runs;
+    seen = regions;
+    return true;
+  }
+  bool finish_original(std::string*) override { return true; }
+  bool read(size_t i, uint64_t off, uint64_t n, uint8_t* expected, uint8_t* actual) override {
+    const bool is_y = seen[i].base == kY;
+    for (uint64_t b = 0; b < n; ++b) {
+      expected[b] = is_y ? reinterpret_cast<const uint8_t*>(original_y.data())[off + b] : x[off + b];
+      actual[b] = is_y ? reinterpret_cast<const uint8_t*>(variant_y.data())[off + b] : x[off + b];
+    }
+    return true;
+  }
+  void release() override { ++releases; }
+  std::vector<ShadowRegion> seen;
+};
+
+struct ShadowLaunch {
+  uint64_t y = FakeShadow::kY + 16, x = FakeShadow::kX;  // y points inside its allocation
+  float a = 2;
+  int n = 16;
+  void* args[4] = {&y, &x, &a, &n};
+  cuLaunchKernel_params p{};
+  ShadowLaunch() {
+    p.f = kApp;
+    p.kernelParams = args;
+    p.gridDimX = 3;
+    p.blockDimX = 256;
+  }
+};
+
+format::SwapSpec shadow_spec(uint64_t every) {
+  format::SwapSpec s = spec(false);
+  s.shadow_every = every;
+  s.param_dtypes = {"fp32", "fp32", "", ""};
+  return s;
+}
+
+void launch(Swapper& s, ShadowLaunch& l, uint32_t correlation) {
+  CUpti_CallbackData cb = entry(&l.p);
+  cb.correlationId = correlation;
+  EXPECT_FALSE(s.on_callback(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb)) << "a shadowed launch runs the original";
+  EXPECT_EQ(l.p.f, kApp);
+  CUpti_CallbackData ex = entry(&l.p, CUPTI_API_EXIT);
+  ex.correlationId = correlation;
+  s.on_callback(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &ex);
+}
+
+TEST(Shadow, ComparesEveryKthLaunchWithinTheTypeAndNamesTheFirstThatDiffers) {
+  FakeDriver d;
+  FakeShadow sh;
+  sh.original_y = std::vector<float>(16, 1.0f);
+  sh.variant_y = sh.original_y;
+  sh.variant_y[3] = 1.0f + 1e-7f;  // within fp32's default tolerance
+  Swapper s({shadow_spec(2)}, d, &sh);
+  ShadowLaunch l;
+  launch(s, l, 1);  // launch 0: checked, passes
+  ASSERT_EQ(sh.seen.size(), 2u) << "y's and x's allocations";
+  EXPECT_EQ(sh.seen[0].base, FakeShadow::kY);
+  EXPECT_EQ(sh.seen[0].dtype, compare::DType::F32);
+  launch(s, l, 2);  // launch 1: not checked (every 2nd)
+  sh.variant_y[5] = 7.0f;  // a wrong element
+  l.p.gridDimX = 5;
+  launch(s, l, 3);  // launch 2: checked, fails
+  const auto r = s.report(1).kernels.at(0);
+  EXPECT_EQ(r.launches, 3u);
+  EXPECT_EQ(r.shadow_checked, 2u);
+  EXPECT_EQ(r.shadow_failed, 1u);
+  EXPECT_EQ(sh.runs, 2);
+  EXPECT_EQ(sh.releases, 2);
+  ASSERT_TRUE(r.first_failure.is_object());
+  EXPECT_EQ(r.first_failure["launch"], 2);
+  EXPECT_EQ(r.first_failure["grid"][0], 5);
+  EXPECT_EQ(r.first_failure["param"], 0);
+  EXPECT_NE(r.first_failure["summary"].get<std::string>().find("1 of 16 fp32"), std::string::npos)
+      << r.first_failure.dump();
+}
+
+TEST(Shadow, SkipsWhatItCannotCheckAndSaysWhy) {
+  FakeDriver d;
+  FakeShadow sh;
+  auto sp = shadow_spec(1);
+  sp.shadow_max_bytes = 100;  // the launch reaches 128 bytes
+  Swapper s({sp}, d, &sh);
+  ShadowLaunch l;
+  launch(s, l, 1);
+  const auto r = s.report(1).kernels.at(0);
+  EXPECT_EQ(r.shadow_checked, 0u);
+  EXPECT_EQ(r.shadow_skipped, 1u);
+  EXPECT_NE(r.shadow_skip_reason.find("128 bytes"), std::string::npos) << r.shadow_skip_reason;
+  EXPECT_EQ(sh.runs, 0);
 }
 
 }  // namespace

@@ -93,6 +93,30 @@ TEST(SwapRun, VerdictFromTheRuns) {
   EXPECT_EQ(crashed.verdict, "app_failed");
 }
 
+TEST(SwapRun, ShadowVerdictNamesTheFirstLaunchThatDiffers) {
+  SwapRunResult r;
+  r.runs.push_back(arm(0, false, 2.0, 1000, 10, 0));
+  r.runs.push_back(arm(1, true, 2.5, 1000, 10, 0));  // shadow: nothing swapped
+  r.runs[1].shadow_checked = 10;
+  r.runs[1].shadow_seconds = 0.5;
+  summarise(r, {"same", "same"}, false, true);
+  EXPECT_EQ(r.verdict, "ok") << r.why;
+  EXPECT_DOUBLE_EQ(r.shadow_overhead_s, 0.05);
+  r.runs[1].shadow_failed = 3;
+  r.runs[1].first_failure = {{"launch", 4}, {"grid", {65537, 1, 1}}, {"block", {256, 1, 1}}, {"param", 0},
+                             {"summary", "3 of 16777219 fp32 elements differ"}};
+  summarise(r, {"same", "same"}, false, true);
+  EXPECT_EQ(r.verdict, "shadow_failed");
+  EXPECT_NE(r.why.find("launch 4 of the kernel (grid [65537,1,1]"), std::string::npos) << r.why;
+  SwapRunResult none;
+  none.runs.push_back(arm(0, false, 2.0, 1000, 10, 0));
+  none.runs.push_back(arm(1, true, 2.0, 1000, 10, 0));
+  none.runs[1].shadow_skipped = 10;
+  none.runs[1].shadow_skip_reason = "the launch is recorded into a CUDA graph";
+  summarise(none, {"a", "a"}, false, true);
+  EXPECT_EQ(none.verdict, "not_checked");
+}
+
 TEST(SwapRun, FirstLineDifference) {
   EXPECT_EQ(first_line_difference("a\nb\n", "a\nb\n"), "");
   EXPECT_EQ(first_line_difference("a\nb\n", "a\nc\n"), "line 2: 'c' (unmodified: 'b')");
