@@ -28,6 +28,16 @@ def load(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def steady_rate(stats):
+    """Candidates per second once every GPU's worker had opened, to the last result (start-up
+    and the end left out): the pool's steady_count over its time."""
+    prof = stats.get("profile") or {}
+    since, last = prof.get("steady_from_s"), stats.get("last_result_s")
+    if since is None or not last or last <= since:
+        return 0.0
+    return prof.get("steady_count", 0) / (last - since)
+
+
 def profile(recs, stats):
     n = max(1, len(recs))
     gpus = stats.get("gpus") or len(stats.get("devices") or {}) or 1
@@ -36,6 +46,8 @@ def profile(recs, stats):
     out = {"candidates": len(recs), "gpus": gpus, "seconds": stats["seconds"],
            "rate": len(recs) / stats["seconds"] if stats["seconds"] else 0.0,
            "rate_to_last": len(recs) / stats["last_result_s"] if stats.get("last_result_s") else 0.0,
+           # once every GPU judges: from the last worker open to the last result
+           "steady_rate": steady_rate(stats),
            "restarts": stats.get("restarts", 0), "spare_takeovers": prof.get("spare_takeovers", 0)}
     startup = sum((prof.get("startup_s") or {}).values())
     restarts = prof.get("restart_wait_s", 0.0)
@@ -73,7 +85,7 @@ def line(p, label):
     c = p["per_candidate_ms"]
     ph = ", ".join(f"{k} {v:.2f}" for k, v in c["phases"].items() if v >= 0.005)
     return (f"{label}: {p['candidates']} on {p['gpus']} GPU(s), {p['rate']:.1f}/s ({p['rate_to_last']:.1f}/s to the "
-            f"last result); per candidate (GPU-ms) "
+            f"last result, {p['steady_rate']:.1f}/s once every GPU judges); per candidate (GPU-ms) "
             f"{c['total']:.2f} = start-up {c['startup']:.2f} + restarts {c['restarts']:.2f} "
             f"({p['restarts']} restart(s), {p['spare_takeovers']} by a spare) + judging {c['judging']:.2f} "
             f"[engine {c['engine']:.2f} ({ph}; CUPTI flushes {c['cupti_flush']:.2f} ms, "

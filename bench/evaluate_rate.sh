@@ -12,8 +12,9 @@
 # no hanging candidates (a hang costs the time limit, not throughput; tests/gpu/evaluate_e2e.sh
 # checks them). Each run is checked as evaluate_e2e.sh checks it (every candidate once, the
 # copies PASS, the faults do not, the verdicts identical to the capture's 1-GPU run).
-# Rates are whole `kerncap evaluate` commands (interpreter, workers' start-up included) and
-# the pool's own (stats "seconds"); scaling = rate on N / (N x rate on 1), both measured here.
+# Rates are whole `kerncap evaluate` commands (interpreter, workers' start-up included), the
+# pool's own (stats "seconds"), and steady (once every GPU's worker had opened, to the last
+# result); scaling = rate on N / (N x rate on 1), both measured here.
 # EVAL_SPARES="0 1" also runs each with --spares 0 (no spare workers), side by side.
 # Exit 0 when every run's checks passed (the rate is reported, not judged), 1 otherwise, 77
 # without a GPU.
@@ -87,8 +88,8 @@ prepare() {
   candidates "$CANDS" "$N" "$copy" "$wrong" "$w/fault.cubin"
 }
 
-printf '| capture | GPUs | spares | candidates | command s | evaluations/s | pool evaluations/s | per GPU | scaling | verdicts | restarts | checks |\n' >"$WORK/table"
-printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' >>"$WORK/table"
+printf '| capture | GPUs | spares | candidates | command s | evaluations/s | pool evaluations/s | per GPU | scaling | steady evaluations/s | steady per GPU | steady scaling | verdicts | restarts | checks |\n' >"$WORK/table"
+printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' >>"$WORK/table"
 : >"$WORK/profile"
 for cap in ${EVAL_CAPTURES:-small gemm}; do
   if ! prepare "$cap"; then
@@ -97,7 +98,7 @@ for cap in ${EVAL_CAPTURES:-small gemm}; do
     printf '| %s | cannot prepare | | | | | | | | | | FAIL |\n' "$cap" >>"$WORK/table"
     continue
   fi
-  REF="" ONE_RATE=""
+  REF="" ONE_RATE="" ONE_STEADY=""
   for spares in ${EVAL_SPARES:-1}; do
     for g in $counts; do
       tag=$cap-g$g-s$spares
@@ -112,17 +113,22 @@ for cap in ${EVAL_CAPTURES:-small gemm}; do
       pool=$(json_get "$WORK/$tag.stats.json" '"%.1f" % (m["candidates"] / m["seconds"])' || echo "?")
       per=$(awk -v r="$pool" -v g="$g" 'BEGIN { printf "%.1f", r / g }')
       restarts=$(json_get "$WORK/$tag.stats.json" 'm["restarts"]' || echo "?")
-      scaling="-"
+      steady=$(python3 -c 'import json, sys; sys.path.insert(0, sys.argv[2]); import evaluate_profile as p
+print("%.1f" % p.steady_rate(json.load(open(sys.argv[1]))))' "$WORK/$tag.stats.json" "$HERE" || echo 0)
+      steady_per=$(awk -v r="$steady" -v g="$g" 'BEGIN { printf "%.1f", r / g }')
+      scaling="-" steady_scaling="-"
       if [ "$g" = 1 ]; then  # each spares setting scales over its own 1-GPU run
-        ONE_RATE=$pool
+        ONE_RATE=$pool ONE_STEADY=$steady
         [ -n "$REF" ] || REF=$WORK/$tag.out
       elif [ -n "$ONE_RATE" ]; then
         scaling=$(awk -v r="$pool" -v o="$ONE_RATE" -v g="$g" 'BEGIN { printf "%.2f", r / (o * g) }')
+        steady_scaling=$(awk -v r="$steady" -v o="$ONE_STEADY" -v g="$g" 'BEGIN { if (o > 0) printf "%.2f", r / (o * g); else print "-" }')
       fi
       st=$(pass_unless "$problems")
       tally "$st"
-      printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$cap" "$g" "$spares" "$N" "$secs" \
-        "$rate" "$pool" "$per" "$scaling" "${chk[0]:-}" "$restarts" "${problems:-$st}" >>"$WORK/table"
+      printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$cap" "$g" "$spares" "$N" \
+        "$secs" "$rate" "$pool" "$per" "$scaling" "$steady" "$steady_per" "$steady_scaling" "${chk[0]:-}" "$restarts" \
+        "${problems:-$st}" >>"$WORK/table"
       python3 "$HERE/evaluate_profile.py" "$WORK/$tag.out" "$WORK/$tag.stats.json" --label "$tag" >>"$WORK/profile" 2>&1
       echo "  $tag: $pool evaluations/s ($per per GPU, command $rate/s) ${chk[0]:-} $st"
     done

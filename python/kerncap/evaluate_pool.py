@@ -460,9 +460,10 @@ class HostPool:
         self.draining: Dict[int, Tuple[Any, float]] = {}
         self.no_spare: set = set()
         self.blocked_since: Dict[int, float] = {}
+        self.zombies: List[Any] = []  # ended workers nobody waits for: reaped as they go, and at the end
         self.stats: Dict[str, Any] = {"candidates": 0, "devices": {}, "restarts": 0, "seconds": 0.0,
                                       "profile": {"startup_s": {}, "restart_wait_s": 0.0, "busy_s": 0.0,
-                                                  "spare_takeovers": 0, "spare_failures": 0}}
+                                                  "spare_takeovers": 0, "spare_failures": 0, "drains": 0}}
         self._it = self._run()
 
     def __iter__(self) -> "HostPool":
@@ -485,11 +486,17 @@ class HostPool:
         sp.start()
         self.spare[i] = sp
 
-    def _restart(self, slot: Slot, reason: str) -> None:
+    def _restart(self, slot: Slot, reason: str, drain: bool = False) -> None:
+        """Replaces slot's worker (its spare takes over when there is one). drain: the ended
+        worker may still run a kernel (killed at the time limit): the slot judges again only
+        once that process is gone. A worker that lost its context or died runs nothing more."""
         i = self.slots.index(slot)
         proc = slot.detach()
-        if proc is not None:
+        if proc is not None and drain:
             self.draining[i] = (proc, time.monotonic())
+            self.stats["profile"]["drains"] += 1
+        elif proc is not None:
+            self.zombies.append(proc)
         slot.restarts += 1
         self.stats["restarts"] += 1
         per = self.stats.setdefault("restarts_by_device", {})
@@ -580,12 +587,13 @@ class HostPool:
                     if rec is not None:
                         done += 1
                         yield self._count(rec, done, t0)
+                self.zombies = [p for p in self.zombies if p.exitcode is None]  # exitcode reaps
                 now = time.monotonic()
                 for s in list(live):  # the time limit; a session that never opens; a slow exit
                     i = self.slots.index(s)
                     if s.busy is not None and self.time_limit is not None and now - s.busy[2] > self.time_limit:
                         rec = s.record(now - s.busy[2], failed("FAIL", f"timed out after {self.time_limit:g} s"))
-                        self._restart(s, rec["error"])
+                        self._restart(s, rec["error"], drain=True)
                         done += 1
                         yield self._count(rec, done, t0)
                     elif not s.ready and now - s.started_at > OPEN_TIMEOUT_S:
@@ -598,13 +606,21 @@ class HostPool:
                                     reason=f"an ended worker is still not gone after {DRAIN_TIMEOUT_S:.0f} s")
                         self._drained(i, wait=False)
         finally:
-            for s in self.slots:  # every worker closes its session at once, then each is waited for
+            # Every worker closes its session at once and every spare is killed at once; then
+            # each is waited for.
+            for s in self.slots:
                 s.request_stop()
-            for i, s in enumerate(self.slots):
-                self._stop_spare(i)
+            for i in list(self.spare):
+                proc = self.spare.pop(i).detach()
+                if proc is not None:
+                    self.zombies.append(proc)
+            for s in self.slots:
                 s.stop()
             for i in list(self.draining):
                 self._drained(i, wait=True)
+            for proc in self.zombies:
+                proc.join(30)
+            self.zombies = []
             self.stats["seconds"] = time.monotonic() - t0
 
     def _drained(self, i: int, wait: bool = False) -> None:
@@ -681,7 +697,12 @@ class HostPool:
 
     def _count(self, rec: Dict[str, Any], done: int, t0: float) -> Dict[str, Any]:
         self.stats["candidates"] += 1
-        self.stats["last_result_s"] = time.monotonic() - t0
+        self.stats["last_result_s"] = elapsed = time.monotonic() - t0
+        prof = self.stats["profile"]
+        if "steady_from_s" in prof:  # every GPU had its worker open: the steady rate counts this one
+            prof["steady_count"] += 1
+        elif len(prof["startup_s"]) == len(self.slots):
+            prof["steady_from_s"], prof["steady_count"] = elapsed, 0
         d = self.stats["devices"].setdefault(str(rec["device"]), {"evaluated": 0, "device_name": rec["device_name"]})
         d["evaluated"] += 1
         self._event(event="result", done=done, elapsed=time.monotonic() - t0, record=rec)

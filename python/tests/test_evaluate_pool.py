@@ -188,6 +188,8 @@ def test_the_profile_says_where_the_time_went(capture):
     prof = stats["profile"]
     assert set(prof["startup_s"]) == {0, 1} and all(v > 0 for v in prof["startup_s"].values())
     assert prof["busy_s"] > 0 and prof["restart_wait_s"] >= 0
+    # the steady rate counts what finished once both GPUs had their worker open
+    assert 0 <= prof["steady_count"] < len(recs) and 0 < prof["steady_from_s"] <= stats["last_result_s"]
     for r in recs:
         if r["verdict"] is not None:
             assert 0 <= r["judge_seconds"] <= r["seconds"]
@@ -205,3 +207,10 @@ def test_the_device_name_is_asked_while_the_session_opens(tmp_path, monkeypatch)
     assert _device_name(_ask_device_name()) == "NVIDIA H200"
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
     assert _ask_device_name() is None and _device_name(None) is None
+
+
+def test_only_a_worker_killed_at_the_time_limit_is_waited_for(capture):
+    # a hung kernel holds its GPU until its process is gone; a lost context or a death runs nothing
+    recs, stats, _ = run(capture, [0], mix=["pass", "hang", "pass", "lost", "pass", "fault", "pass"], spares=1)
+    check_exactly_once(recs, mix=["pass", "hang", "pass", "lost", "pass", "fault", "pass"])
+    assert stats["restarts"] == 3 and stats["profile"]["drains"] == 1

@@ -95,7 +95,9 @@ Evaluation EvaluationSession::evaluate(const VariantImage* image, const Evaluate
     return evaluation_loop().evaluate(image, o, caller);
   } catch (const Error& err) {
     if (err.kind() != ErrorKind::Device || !variant) throw;
+    const auto caught = std::chrono::steady_clock::now();
     Evaluation e;
+    e.phases.emplace_back("until_fault", std::chrono::duration<double>(caught - t0).count());
     e.policy = o.policy;
     e.policy_iterations = o.timing.iterations;
     e.kernel = session->capture().manifest.demangled_name;
@@ -110,8 +112,10 @@ Evaluation EvaluationSession::evaluate(const VariantImage* image, const Evaluate
       evaluator.reset();  // nothing more is judged in this session
     } else if (!recover_in_process && context_broken(*session)) {
       log::warn("the candidate {} faulted; this process's CUDA context is unusable and is not recovered here", desc);
-      evaluator.reset();
-      session.reset();
+      // Left as they are, not destroyed: every release call on a broken context fails (slowly),
+      // and the caller replaces the process, whose end frees everything.
+      (void)evaluator.release();
+      (void)session.release();
       poison.reset();
       e.context_lost = true;
     } else if (context_broken(*session)) {
@@ -148,7 +152,9 @@ Evaluation EvaluationSession::evaluate(const VariantImage* image, const Evaluate
     }
     e.line = e.verdict.line();
     e.determinism_checked = false;
-    e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto end = std::chrono::steady_clock::now();
+    e.phases.emplace_back("after_fault", std::chrono::duration<double>(end - caught).count());
+    e.seconds = std::chrono::duration<double>(end - t0).count();
     return e;
   }
 }

@@ -121,8 +121,10 @@ uint64_t Evaluator::reset_bytes() const { return reset_ ? reset_->bytes() : 0; }
 
 void Evaluator::prepare() {
   (void)types();
-  { const KernelClock warm; }  // libcupti loaded, its callbacks registered
+  KernelClock::keep_enabled(true);  // this process times evaluation after evaluation
+  { const KernelClock warm; }       // libcupti loaded, its callbacks registered, records on
   (void)s_.uniform_check();
+  keep_expected_bytes(s_);
 }
 
 void Evaluator::full_restore() {
@@ -290,6 +292,10 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
   const CompareSpec first = first_spec(p, cap, e.captured_image ? signature_ : types(), !e.captured_image);
   lap("spec");
   launch(caller);
+  // This launch's own writes are what the reset puts back: memory is still as reset_ knows it
+  // (a candidate that fails sets `full` below). Without this, timing saw the generation its
+  // own launch moved and restored every byte from the capture again (milliseconds each time).
+  generation_ = s_.generation();
   lap("launch");
   e.verdict = compare(first, p);
   lap("compare");
@@ -308,6 +314,7 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
         e.memory = "full";
         e.restore = last_restore_;
         launch(caller);
+        generation_ = s_.generation();
       }
       e.verdict = compare(tolerant, p);
       e.verdict.nondeterministic = nondeterministic_;

@@ -94,6 +94,8 @@ namespace {
 std::mutex g_mu;
 std::vector<KernelSpan> g_spans;
 std::atomic<bool> g_active{false};
+std::atomic<bool> g_keep{false};     // KernelClock::keep_enabled
+bool g_enabled = false;              // the records are enabled now (under g_active)
 constexpr size_t kBufferBytes = 4u << 20;
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -146,12 +148,14 @@ KernelClock::KernelClock() {
   }
   static const CuptiCall registered =
       KC_CUPTI_CALL(cuptiActivityRegisterCallbacks, (buffer_requested, buffer_completed));
-  CuptiCall r = registered ? KC_CUPTI_CALL(cuptiActivityEnable, (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) : registered;
+  CuptiCall r = registered;
+  if (r && !g_enabled) r = KC_CUPTI_CALL(cuptiActivityEnable, (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   if (!r) {
     why_ = r.error;
     g_active = false;
     return;
   }
+  g_enabled = true;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     g_spans.clear();
@@ -159,10 +163,15 @@ KernelClock::KernelClock() {
   ok_ = true;
 }
 
+void KernelClock::keep_enabled(bool keep) { g_keep = keep; }
+
 KernelClock::~KernelClock() {
   if (!ok_) return;
-  (void)KC_CUPTI_CALL(cuptiActivityFlushAll, (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-  (void)KC_CUPTI_CALL(cuptiActivityDisable, (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  if (!g_keep) {
+    (void)KC_CUPTI_CALL(cuptiActivityFlushAll, (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    (void)KC_CUPTI_CALL(cuptiActivityDisable, (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    g_enabled = false;
+  }
   std::lock_guard<std::mutex> lock(g_mu);
   g_spans.clear();
   g_active = false;

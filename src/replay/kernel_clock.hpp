@@ -42,6 +42,12 @@ class KernelClock {
   // after waits growing from 10 µs to 1 ms (a record usually completes within microseconds of
   // the stream going idle); plainly for 40 ms, then forced until 50 ms.
   KernelSum take(uint64_t since_ns, size_t expect = 1);
+  // Whether the kernel records stay enabled after a KernelClock ends (default false: each one
+  // enables them and disables them again). A process that times over and over (the evaluation
+  // pool's workers, Evaluator::prepare) keeps them: enabling and disabling CUPTI's records per
+  // timing costs milliseconds. Records taken are the same either way (take() counts only
+  // kernels started after its `since`).
+  static void keep_enabled(bool keep);
   // What take() cost so far: seconds inside it, and flushes (a profile of the timing loop).
   double take_seconds() const { return take_s_; }
   uint64_t flushes() const { return flushes_; }

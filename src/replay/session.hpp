@@ -153,6 +153,13 @@ class Session {
   // cannot run here (the reason is logged once), and comparisons read every byte back.
   UniformCheck* uniform_check();
   uint64_t staging_bytes() const { return staging_bytes_; }
+  // What comparisons expect in each region (BEFORE with AFTER over it, pointers relocated),
+  // kept by compare_with_after for the session's later comparisons (validate.cpp says when).
+  struct ExpectedBytes {
+    bool tried = false;
+    std::vector<std::vector<uint8_t>> regions;  // empty: not kept
+  };
+  ExpectedBytes& expected_bytes() { return expected_; }
 
  private:
   // One image loaded into the context: its module, the kernel, and where the module globals
@@ -196,6 +203,7 @@ class Session {
   uint8_t* staging_a_ = nullptr;
   uint8_t* staging_b_ = nullptr;
   uint64_t staging_bytes_ = 64ull << 20;
+  ExpectedBytes expected_;
   bool verified_ = false;
   uint64_t generation_ = 0;
   bool launched_ = false;

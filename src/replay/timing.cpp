@@ -131,7 +131,8 @@ nlohmann::json Timing::to_json() const {
   if (options.restore == RestoreMode::Written)
     j["reset"] = {{"bytes", reset_bytes}, {"ranges", reset_ranges}, {"staging", reset_staging}};
   if (options.cache == CacheMode::Cold) j["l2_flush_bytes"] = flush_bytes;
-  j["overhead"] = {{"wall_s", wall_s}, {"cupti_take_s", cupti_take_s}, {"cupti_flushes", cupti_flushes}};
+  j["overhead"] = {
+      {"wall_s", wall_s}, {"setup_s", setup_s}, {"cupti_take_s", cupti_take_s}, {"cupti_flushes", cupti_flushes}};
   return j;
 }
 
@@ -341,6 +342,7 @@ Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch,
   bool done = false;
   if (o.timer == TimerKind::Auto || o.timer == TimerKind::Cupti) {
     KernelClock kc;
+    t.setup_s = std::chrono::duration<double>(Clock::now() - wall0).count();
     if (!kc.ok())
       t.method_note = "CUPTI unavailable: " + kc.why();
     else if (!(done = time_with_cupti(kc, s, o, run, prepare, t)))

@@ -91,6 +91,7 @@ struct Timing {
   // Where the timing's wall time went (a profile, not a measurement of the kernel): all of
   // it, inside CUPTI's flushes (KernelClock::take) and how many flushes.
   double wall_s = 0, cupti_take_s = 0;
+  double setup_s = 0;  // before the first launch: the reset, clocks, CUPTI's records enabled
   uint64_t cupti_flushes = 0;
   nlohmann::json to_json() const;
   // "method: cupti-activity; cache: warm; restore: written (4.0 KiB in 2 ranges, device copy);

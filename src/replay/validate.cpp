@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -185,6 +186,52 @@ CompareSpec invariant_typing(const CompareSpec& spec, const std::vector<TypedSpa
   return out;
 }
 
+namespace {
+
+// The expected bytes of every region, read from the capture once and kept by the session
+// for its later comparisons, when they are all of the same image: the capture has no module
+// globals (their relocations change with the image loaded) and its regions together hold at
+// most kKeptExpectedBytes. Null otherwise: each comparison reads them from the capture.
+constexpr uint64_t kKeptExpectedBytes = 512ull << 20;
+
+const std::vector<std::vector<uint8_t>>* kept_expected(Session& session, uint64_t step) {
+  Session::ExpectedBytes& kept = session.expected_bytes();
+  if (kept.tried) return kept.regions.empty() ? nullptr : &kept.regions;
+  kept.tried = true;
+  const format::Manifest& m = session.capture().manifest;
+  uint64_t total = 0;
+  for (const format::Region& r : m.regions) {
+    if (r.kind == format::MemKind::Global) return nullptr;
+    total += r.size;
+  }
+  if (total > kKeptExpectedBytes) return nullptr;
+  std::vector<std::vector<uint8_t>> regions(m.regions.size());
+  for (size_t i = 0; i < m.regions.size(); ++i) {
+    const format::Region& r = m.regions[i];
+    regions[i].resize(r.size);
+    Expected expected(session.capture(), r, session.relocations(), static_cast<uint8_t*>(session.staging(0)));
+    for (uint64_t off = 0; off < r.size; off += step) {
+      const uint64_t n = std::min(step, r.size - off);
+      std::memcpy(regions[i].data() + off, expected.at(off, n), n);
+    }
+  }
+  kept.regions = std::move(regions);
+  return &kept.regions;
+}
+
+double since(std::chrono::steady_clock::time_point& t) {
+  const auto now = std::chrono::steady_clock::now();
+  const double s = std::chrono::duration<double>(now - t).count();
+  t = now;
+  return s;
+}
+
+}  // namespace
+
+void keep_expected_bytes(Session& session) {
+  (void)kept_expected(session, Expected::step(session.staging_bytes()));
+}
+
 Verdict compare_with_after(Session& session, const CompareSpec& spec, const InvariantRequest* inv) {
   const format::Manifest& m = session.capture().manifest;
   auto* actual = static_cast<uint8_t*>(session.staging(1));
@@ -192,12 +239,19 @@ Verdict compare_with_after(Session& session, const CompareSpec& spec, const Inva
   const auto t0 = std::chrono::steady_clock::now();
   Verdict v;
   v.spec_source = spec.source;
+  auto lap = t0;
+  const std::vector<std::vector<uint8_t>>* kept = kept_expected(session, step);
+  v.expected_kept = kept != nullptr;
+  v.expected_s += since(lap);
   for (size_t i = 0; i < m.regions.size(); ++i) {
     const format::Region& r = m.regions[i];
     RegionVerdict rv{r.id, format::to_string(r.kind), r.base, r.size, 0, {}, {}};
     for (const auto& a : m.after)
       if (a.region == r.id) rv.written += a.size;
-    Expected expected(session.capture(), r, session.relocations(), static_cast<uint8_t*>(session.staging(0)));
+    // Read from the capture only when the session keeps no copy (the same bytes either way).
+    std::optional<Expected> expected;
+    if (!kept)
+      expected.emplace(session.capture(), r, session.relocations(), static_cast<uint8_t*>(session.staging(0)));
     // Where the expected bytes are one known value, the device vouches for the blocks that
     // hold it and only the others are read back (compare_plan.hpp).
     const std::vector<UniformRange> uniform = uniform_expected(session, r);
@@ -219,9 +273,13 @@ Verdict compare_with_after(Session& session, const CompareSpec& spec, const Inva
           v.compared_on_device += st.size;
           continue;
         }
-        const uint8_t* e = expected.at(st.offset, st.size);
+        (void)since(lap);
+        const uint8_t* e = kept ? (*kept)[i].data() + st.offset : expected->at(st.offset, st.size);
+        v.expected_s += since(lap);
         KC_CU(cuMemcpyDtoH(actual, session.address(i) + st.offset, st.size));
+        v.read_back_s += since(lap);
         cmp.feed(e, actual, st.size, st.offset - p.begin);
+        v.host_s += since(lap);
         v.read_back += st.size;
       }
       PieceVerdict pv{p, cmp.result()};
@@ -452,7 +510,8 @@ nlohmann::json Verdict::to_json() const {
                                    : "none: the launch changed no byte"},
           {"footprint_written_bytes", footprint_written},
           {"compare_work", {{"on_device_bytes", compared_on_device}, {"read_back_bytes", read_back},
-                            {"seconds", compare_s}}},
+                            {"seconds", compare_s}, {"expected_s", expected_s}, {"read_back_s", read_back_s},
+                            {"host_s", host_s}, {"expected_kept", expected_kept}}},
           {"poisoned_bytes", poisoned},
           {"nondeterministic_regions", nondeterministic},
           {"nondeterministic_cause", nondeterministic.empty() ? nlohmann::json(nullptr)

@@ -60,6 +60,10 @@ struct Verdict {
   // read back and compared on the host, and its wall time (invariants included).
   uint64_t compared_on_device = 0, read_back = 0;
   double compare_s = 0;
+  // Of compare_s: reading the expected bytes from the capture (0 when the session keeps them),
+  // copying the replay's bytes back, comparing them on the host. A profile, not the verdict.
+  double expected_s = 0, read_back_s = 0, host_s = 0;
+  bool expected_kept = false;  // the expected bytes came from the session's copy
   // The candidate faulted (an illegal address, a trap): nothing it left can be compared, and
   // the verdict is FAIL naming the fault (the evaluation loop recovers its session).
   std::string fault;
@@ -86,8 +90,13 @@ struct InvariantRequest {
 // where it has them, the kernel's signature types (`signature`) in what it leaves as bytes.
 CompareSpec invariant_typing(const CompareSpec& spec, const std::vector<TypedSpan>& signature);
 
+// Reads every region's expected bytes into the session's copy now, where compare_with_after
+// would keep them (no module globals, at most 512 MiB in all); otherwise does nothing.
+void keep_expected_bytes(Session& session);
+
 // Every region, piece by piece as `spec` types it (pieces_of), streamed through the
-// session's pinned staging buffers; then, with `inv`, the invariants over the bytes the
+// session's pinned staging buffers (the expected bytes from the session's copy when it keeps
+// one, else from the capture); then, with `inv`, the invariants over the bytes the
 // application's launch changed (its AFTER runs).
 Verdict compare_with_after(Session& session, const CompareSpec& spec, const InvariantRequest* inv = nullptr);
 // Records in a verdict what the capture's closure left out (omitted regions, and those of
