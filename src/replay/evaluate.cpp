@@ -290,6 +290,8 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
   // A variant's typed regions compare within tolerance: the SASS's types too (the captured
   // image's code, read once); the captured image's own replay needs none.
   const CompareSpec first = first_spec(p, cap, e.captured_image ? signature_ : types(), !e.captured_image);
+  // From the second evaluation on, a loop: the comparison's expected bytes are kept.
+  if (++evaluations_ >= 2) keep_expected_bytes(s_);
   lap("spec");
   launch(caller);
   // This launch's own writes are what the reset puts back: memory is still as reset_ knows it

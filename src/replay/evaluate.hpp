@@ -163,6 +163,7 @@ class Evaluator {
   std::unique_ptr<StateReset> reset_;
   uint64_t generation_ = 0;  // the session's generation when memory was last as reset_ knows it
   bool need_full_ = true;
+  uint64_t evaluations_ = 0;
   uint64_t rewritten_words_ = 0;  // by the last full restore
   RestoreStats last_restore_;     // the last full restore
   bool determinism_known_ = false;

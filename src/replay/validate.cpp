@@ -189,14 +189,16 @@ CompareSpec invariant_typing(const CompareSpec& spec, const std::vector<TypedSpa
 namespace {
 
 // The expected bytes of every region, read from the capture once and kept by the session
-// for its later comparisons, when they are all of the same image: the capture has no module
-// globals (their relocations change with the image loaded) and its regions together hold at
-// most kKeptExpectedBytes. Null otherwise: each comparison reads them from the capture.
+// for its later comparisons (`start`: read them now if not tried yet; keep_expected_bytes,
+// which an evaluation loop calls from its second evaluation on), when they are all of the
+// same image: the capture has no module globals (their relocations change with the image
+// loaded) and its regions together hold at most kKeptExpectedBytes. Null otherwise: each
+// comparison reads them from the capture.
 constexpr uint64_t kKeptExpectedBytes = 512ull << 20;
 
-const std::vector<std::vector<uint8_t>>* kept_expected(Session& session, uint64_t step) {
+const std::vector<std::vector<uint8_t>>* kept_expected(Session& session, uint64_t step, bool start) {
   Session::ExpectedBytes& kept = session.expected_bytes();
-  if (kept.tried) return kept.regions.empty() ? nullptr : &kept.regions;
+  if (kept.tried || !start) return kept.regions.empty() ? nullptr : &kept.regions;
   kept.tried = true;
   const format::Manifest& m = session.capture().manifest;
   uint64_t total = 0;
@@ -229,7 +231,7 @@ double since(std::chrono::steady_clock::time_point& t) {
 }  // namespace
 
 void keep_expected_bytes(Session& session) {
-  (void)kept_expected(session, Expected::step(session.staging_bytes()));
+  (void)kept_expected(session, Expected::step(session.staging_bytes()), true);
 }
 
 Verdict compare_with_after(Session& session, const CompareSpec& spec, const InvariantRequest* inv) {
@@ -240,7 +242,7 @@ Verdict compare_with_after(Session& session, const CompareSpec& spec, const Inva
   Verdict v;
   v.spec_source = spec.source;
   auto lap = t0;
-  const std::vector<std::vector<uint8_t>>* kept = kept_expected(session, step);
+  const std::vector<std::vector<uint8_t>>* kept = kept_expected(session, step, false);
   v.expected_kept = kept != nullptr;
   v.expected_s += since(lap);
   for (size_t i = 0; i < m.regions.size(); ++i) {

@@ -90,8 +90,9 @@ struct InvariantRequest {
 // where it has them, the kernel's signature types (`signature`) in what it leaves as bytes.
 CompareSpec invariant_typing(const CompareSpec& spec, const std::vector<TypedSpan>& signature);
 
-// Reads every region's expected bytes into the session's copy now, where compare_with_after
-// would keep them (no module globals, at most 512 MiB in all); otherwise does nothing.
+// Reads every region's expected bytes into the session's copy now, for compare_with_after
+// to use from then on, when they can be kept (no module globals, at most 512 MiB in all);
+// otherwise does nothing. A one-shot comparison never keeps them.
 void keep_expected_bytes(Session& session);
 
 // Every region, piece by piece as `spec` types it (pieces_of), streamed through the
