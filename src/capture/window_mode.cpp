@@ -66,7 +66,7 @@ class DriverWindowOps final : public WindowOps {
     m.cc_major = sm_ / 10;
     m.cc_minor = sm_ % 10;
     describe_attributes(args, fn.function, &m);
-    const KeptImage* image = inventory_.images.find(mangled, module_function_names(fn.module), fn.module,
+    const KeptImage* image = inventory_.images.find(mangled, functions_of(fn.module), fn.module,
                                                     function_facts(args, fn.function, m));
     if (!image) {
       *why = "its code image was not seen at module load (loaded before kerncap was injected?)";
@@ -138,6 +138,14 @@ class DriverWindowOps final : public WindowOps {
   }
 
  private:
+  // A module's function names, asked of the driver once per module (every launch of the
+  // window is described while the application waits).
+  const std::vector<std::string>& functions_of(CUmodule module) {
+    std::lock_guard lk(mu_);
+    auto it = functions_.find(module);
+    if (it == functions_.end()) it = functions_.emplace(module, module_function_names(module)).first;
+    return it->second;
+  }
   const cubin::Image* parsed_image(const KeptImage& image) {
     std::lock_guard lk(mu_);
     auto it = parsed_.find(image.hash);
@@ -159,6 +167,7 @@ class DriverWindowOps final : public WindowOps {
   std::map<size_t, std::vector<uint8_t>> params_;  // by operation index
   std::map<uint64_t, std::pair<std::string, std::vector<uint8_t>>> images_;  // hash -> kind, bytes
   std::map<uint64_t, std::optional<cubin::Image>> parsed_;
+  std::map<CUmodule, std::vector<std::string>> functions_;
 };
 
 class CapturerWindowEnds final : public WindowEnds {

@@ -15,7 +15,7 @@ namespace kerncap::capture {
 namespace {
 
 // The memory operations a window records or notes, by callback id.
-enum class WindowMemCall { None, Memset8, Memset16, Memset32, CopyD2D, CopyUnified, CopyH2D };
+enum class WindowMemCall { None, Memset8, Memset16, Memset32, CopyD2D, CopyUnified, CopyH2D, Alloc };
 struct WindowMemInfo {
   WindowMemCall call = WindowMemCall::None;
   bool async = false;  // on a stream (else ordered with everything, as the legacy stream is)
@@ -47,6 +47,15 @@ WindowMemInfo window_mem_call(CUpti_CallbackId id) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds: return {WindowMemCall::CopyH2D, false};
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz: return {WindowMemCall::CopyH2D, true};
+    // Memory allocated inside the window is not in BEFORE (it did not exist at the window's start).
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: return {WindowMemCall::Alloc, false};
     default: return {};
   }
 }
@@ -150,10 +159,8 @@ void WindowRecorder::finish(const CUpti_CallbackData& exit) {
 
 void WindowRecorder::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || t_in_tool) return;
-  {
-    std::lock_guard lk(mu_);
-    if (state_ != State::Open && state_ != State::Ending) return;
-  }
+  // Before and after the window every callback ends here, without the lock.
+  if (const State st = state_.load(std::memory_order_acquire); st != State::Open && st != State::Ending) return;
   ToolScope scope;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   if (is_launch_cbid(cbid)) {
@@ -292,6 +299,12 @@ void WindowRecorder::on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackDat
         return;
       }
       break;
+    }
+    case WindowMemCall::Alloc: {
+      std::lock_guard lk(mu_);
+      if (state_ == State::Open)
+        foreign("an allocation inside the window (memory that did not exist at its start is not in BEFORE)");
+      return;
     }
     case WindowMemCall::CopyH2D: {
       std::lock_guard lk(mu_);

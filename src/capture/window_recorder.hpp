@@ -15,6 +15,7 @@
 // (tests/unit/capture_window_test.cpp). Neither method throws into CUPTI.
 #include <cupti.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -106,7 +107,7 @@ class WindowRecorder final : public TargetCapture {
   WindowEnds& ends_;
   names::Matcher end_;
   mutable std::mutex mu_;
-  State state_ = State::Waiting;
+  std::atomic<State> state_{State::Waiting};  // read without the lock on every callback, written under it
   format::Window window_;
   CUstream stream_ = nullptr;
   uint32_t first_correlation_ = 0;

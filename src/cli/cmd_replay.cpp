@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "format/capture_dir.hpp"
+#include "format/window.hpp"
 #include "cli/replay_options.hpp"
 #include "common/error.hpp"
 #include "replay/peer.hpp"
@@ -17,6 +19,8 @@ namespace {
 
 void run_replay(const ReplayCommon& c, const replay::TimingOptions& t, int& exit_code) {
   replay::check(t);
+  if (format::is_window_capture(format::resolve_capture_dir(c.dir)))
+    usage_error(c.dir + " holds a window of launches: replay it with `kerncap window replay " + c.dir + "`");
   replay::Session s(with_fresh_variant(c, "replaying").options());
   auto rs = s.restore();
   const replay::Timing timing = replay::time_launches(s, t);

@@ -18,6 +18,7 @@
 #include "format/capture_dir.hpp"
 #include "format/protocol.hpp"
 #include "format/regimes_index.hpp"
+#include "format/window.hpp"
 #include "replay/eval_session.hpp"
 #include "replay/evaluate.hpp"
 #include "replay/judge.hpp"
@@ -86,6 +87,8 @@ void run_validate(const ReplayCommon& given, const ValidateArgs& a, int& exit_co
   // route, the footprint, the session and the printer all read this one.
   const auto opened = std::make_shared<const format::Capture>(format::open_capture(c.dir));
   const format::Capture& cap = *opened;
+  if (format::is_window_capture(cap.dir))  // its AFTER is the window's, not its first launch's
+    usage_error(c.dir + " holds a window of launches: validate it with `kerncap window validate " + c.dir + "`");
   const replay::EvaluateOptions eo = replay::evaluate_options_from_json(options, cap);
   if (a.min_speedup && c.cubin.empty())
     usage_error("--min-speedup compares a variant with the captured image: give --cubin V (or build the "

@@ -110,6 +110,11 @@ struct Harness {
     FakeCall<cuMemcpyDtoDAsync_v2_params> m(cuMemcpyDtoDAsync_v2_params{dst, src, n, s}, CUPTI_API_ENTER, next++);
     call(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2, &m.cb);
   }
+  void alloc(size_t n) {
+    CUdeviceptr p = 0;
+    FakeCall<cuMemAlloc_v2_params> m(cuMemAlloc_v2_params{&p, n}, CUPTI_API_ENTER, next++);
+    call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &m.cb);
+  }
   void copy_h2d(CUdeviceptr dst, size_t n, CUstream s) {
     static const char host[16] = {};
     FakeCall<cuMemcpyHtoDAsync_v2_params> m(cuMemcpyHtoDAsync_v2_params{dst, host, n, s}, CUPTI_API_ENTER, next++);
@@ -175,18 +180,23 @@ TEST(CaptureWindow, OtherStreamsAndHostCopiesAreCountedNotRecorded) {
   h.launch(kGemm, other);  // another stream
   h.memset_async(0x7000, 1, 8, other);
   h.copy_h2d(0x7000, 16, s);  // the host bytes are not kept: noted
+  h.alloc(1 << 20);           // memory that did not exist at the window's start
   h.launch(kAct, other);      // the end's pattern on another stream does not end it
   EXPECT_TRUE(h.ends.finished.empty());
   h.launch(kAct, s);
   ASSERT_EQ(h.ends.finished.size(), 1u);
   const auto& w = h.ends.finished[0].window;
   EXPECT_EQ(kinds_and_names(w), (std::vector<std::string>{kNorm, kAct}));
-  EXPECT_EQ(w.foreign_ops, 4u);
-  ASSERT_GE(w.foreign_examples.size(), 3u);
+  EXPECT_EQ(w.foreign_ops, 5u);
+  ASSERT_GE(w.foreign_examples.size(), 4u);
   EXPECT_NE(w.foreign_examples[0].find("another stream"), std::string::npos);
-  bool h2d = false;
-  for (const auto& e : w.foreign_examples) h2d |= e.find("host-to-device") != std::string::npos;
+  bool h2d = false, alloc = false;
+  for (const auto& e : w.foreign_examples) {
+    h2d |= e.find("host-to-device") != std::string::npos;
+    alloc |= e.find("allocation inside the window") != std::string::npos;
+  }
   EXPECT_TRUE(h2d);
+  EXPECT_TRUE(alloc);
 }
 
 TEST(CaptureWindow, TheEndCountsFromTheFirstLaunchItself) {

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# GPU suite for windows of launches (`kerncap window`, docs/window.md), on
+# tests/gpu/window_apps/window_app.cu: four kernels and a copy and a memset on one stream,
+# four iterations (rms_norm -> copy -> memset -> gemm -> silu -> residual_add).
+#   extract        the window rms_norm@2..residual_add: 6 operations in order (kernel, copy_d2d,
+#                  memset, kernel, kernel, kernel), none foreign, an in-app window time
+#   replay         window time and sum of kernel times beside the in-app ones (kernels' ratio within
+#                  0.8..1.25, the window's within 0.6..1.5: the in-app window holds kerncap's per-launch work)
+#   captured       the captured window PASSes byte for byte
+#   swap_good      gemm swapped for a variant with another summation order: PASS within fp32
+#                  tolerance, the speed-up printed
+#   swap_bad       gemm swapped for one that skips the last row: FAIL naming z's region, last
+#                  written by the gemm (op 3)
+#   live_out       the same bad swap judged only on W (never written): PASS, the differing
+#                  regions counted as outside the live-out
+#   one_op         a window of one launch (gemm@1..gemm): 1 operation, PASS
+#   end_missing    a window whose end never comes: no capture, the reason said
+#   torch_mlp      tests/gpu/window_apps/window_torch.py (layer_norm, cuBLAS GEMMs, GELU, add in bf16):
+#                  the window layer_norm@2..GeluCUDAKernelImpl (3 kernels: ATen and cuBLAS images)
+#                  PASSes byte for byte; its times beside the in-app ones (reported, not bounded)
+#   llama          tests/gpu/hf_llama.py (transformers, random weights): the window from layer 0's
+#                  attention kernel in the second forward to the next SiLU (o_proj, residual, RMSNorm's
+#                  kernels, gate/up GEMMs) PASSes byte for byte; times reported (SKIP without transformers)
+# Exit 0 all passed, 1 some failed, 77 skipped (no GPU).
+#
+#   tests/gpu/window_e2e.sh BUILD_DIR
+#
+# Environment: OUT (work files under it), KERNCAP_GPU_TIMEOUT, KERNCAP_GPU_CASES, WINDOW_APPS (a
+# folder with window_app, gemm_unrolled.cubin and gemm_skip_row.cubin already built; else built
+# here with NVCC for this GPU's architecture).
+set -u -o pipefail
+
+BUILD=${1:?usage: tests/gpu/window_e2e.sh BUILD_DIR}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_build "$BUILD"
+HERE=$(cd "$(dirname "$0")" && pwd)
+unset KERNCAP_SERVE
+gpu_work_dir window
+VERDICT_STYLE=line
+echo "window suite: work in $WORK"
+
+py() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($1)" "${@:2}"; }
+
+APPS=${WINDOW_APPS:-}
+if [ -z "$APPS" ]; then
+  APPS=$WORK/apps
+  mkdir -p "$APPS"
+  SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+  SRC=$HERE/window_apps/window_app.cu
+  "$NVCC" -O2 -arch="sm_$SM" -o "$APPS/window_app" "$SRC" &&
+    "$NVCC" -O2 -arch="sm_$SM" -cubin -DVARIANT -DVARIANT_gemm_unrolled -o "$APPS/gemm_unrolled.cubin" "$SRC" &&
+    "$NVCC" -O2 -arch="sm_$SM" -cubin -DVARIANT -DVARIANT_gemm_skip_row -o "$APPS/gemm_skip_row.cubin" "$SRC" ||
+    { echo "cannot build the window apps with $NVCC"; exit 1; }
+fi
+APP=$APPS/window_app
+ROWS=1024 DIM=1024
+N=$((ROWS * DIM))
+S=$WORK/win
+
+# region_of SIZE_IN_FLOATS: the id of the capture's region of that many bytes (the app's buffers
+# have distinct sizes: x n, y n+16, z n+32, a n+48, xs n+64, w d, W d*d floats).
+region_of() { python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print([r['id'] for r in m['regions'] if r['size'] == int(sys.argv[2]) * 4][0])" "$S/capture/manifest.json" "$1" 2>/dev/null; }
+
+if run extract "$KC" window extract --window 'rms_norm@2..residual_add' --json -o "$S" -- "$APP" 4 "$ROWS" "$DIM"; then
+  cp "$STEP_OUT" "$WORK/extract.json"
+  kinds=$(py '",".join(o["kind"] for o in d["ops"])' "$WORK/extract.json")
+  names=$(py '",".join(o["name"].split("(")[0] for o in d["ops"] if o["kind"] == "kernel")' "$WORK/extract.json")
+  foreign=$(py 'd["foreign_ops"]' "$WORK/extract.json")
+  inapp=$(py 'd["in_app_window_ns"]' "$WORK/extract.json")
+  ok=$([ "$kinds" = "kernel,copy_d2d,memset,kernel,kernel,kernel" ] && [ "$names" = "rms_norm,gemm,silu,residual_add" ] &&
+    [ "$foreign" = 0 ] && [ "$inapp" != None ] && echo 1)
+  verdict extract "$(pass_if "$ok")" "ops $kinds ($names), foreign $foreign, in-app window ${inapp} ns, BEFORE $(py 'd["before_bytes"]' "$WORK/extract.json") B in $(py 'd["regions"]' "$WORK/extract.json") regions, AFTER $(py 'd["after_bytes"]' "$WORK/extract.json") B"
+  run info "$KC" window info "$S"
+  cat "$STEP_OUT"
+
+  if want replay; then
+    run replay_json "$KC" window replay "$S" --json --iterations 20
+    cp "$STEP_OUT" "$WORK/replay.json"
+    ratio=$(py '"%.3f" % d["timing"]["window_ratio"]' "$WORK/replay.json")
+    kr=$(py '"%.3f" % (d["timing"]["kernels_ms"] / d["timing"]["in_app_kernels_ms"])' "$WORK/replay.json")
+    # The kernels' own times must agree; the window's in-app time also holds the host's gaps
+    # between launches (kerncap describes each launch as it is made), so its bound is looser.
+    within=$(python3 -c "print(1 if 0.8 <= $kr <= 1.25 and 0.6 <= $ratio <= 1.5 else 0)" 2>/dev/null)
+    verdict replay "$(pass_if "$within")" "window replay $(py '"%.4f" % d["timing"]["window_ms"]' "$WORK/replay.json") ms vs in-app $(py '"%.4f" % d["timing"]["in_app_window_ms"]' "$WORK/replay.json") ms (ratio $ratio); kernels $(py '"%.4f" % d["timing"]["kernels_ms"]' "$WORK/replay.json") ms vs $(py '"%.4f" % d["timing"]["in_app_kernels_ms"]' "$WORK/replay.json") ms (ratio $kr)"
+    run replay "$KC" window replay "$S"
+    cat "$STEP_OUT"
+  fi
+
+  # judge LABEL EXPECT [validate flags]: the document in $WORK/LABEL.json, JUDGED its result.
+  judge() {
+    local label=$1 expect=$2
+    shift 2
+    run "$label" "$KC" window validate "$S" --json --iterations 10 "$@"
+    cp "$STEP_OUT" "$WORK/$label.json" 2>/dev/null
+    JUDGED=$(py 'd["result"]' "$WORK/$label.json" 2>/dev/null)
+    LAST_LINE=$(py 'd["line"]' "$WORK/$label.json" 2>/dev/null)
+    LAST_LINE=${LAST_LINE:-rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ')}
+    [ "$JUDGED" = "$expect" ]
+  }
+  if want captured; then
+    judge captured PASS
+    verdict captured "$(pass_if "$([ "$JUDGED" = PASS ] && echo 1)")" "$LAST_LINE"
+  fi
+  if want swap_good; then
+    # Another summation order over 1024 terms moves fp32 results by ~1e-5 (near-zero outputs
+    # by a large relative amount): the tolerance of a reordered reduction, not fp32's default.
+    judge swap_good PASS --swap "3=$APPS/gemm_unrolled.cubin" --dtype fp32 --atol 1e-4 --rtol 1e-3
+    sp=$(py '"%.3f" % d["speedup"]' "$WORK/swap_good.json" 2>/dev/null)
+    verdict swap_good "$(pass_if "$([ "$JUDGED" = PASS ] && echo 1)")" "$LAST_LINE; window speed-up x$sp"
+  fi
+  ZR=$(region_of $((N + 32)))
+  if want swap_bad; then
+    judge swap_bad FAIL --swap "3=$APPS/gemm_skip_row.cubin" --dtype fp32 --atol 1e-4 --rtol 1e-3
+    failing=$(py '",".join(str(r["id"]) for r in d["verdict"]["regions"] if not r["pass"])' "$WORK/swap_bad.json" 2>/dev/null)
+    writer=$(py '[w["op"] for w in d["last_writers"] if w["region"] == '"${ZR:-999999}"'][0]' "$WORK/swap_bad.json" 2>/dev/null)
+    ok=$([ "$JUDGED" = FAIL ] && [[ ",$failing," == *",$ZR,"* ]] && [ "$writer" = 3 ] && echo 1)
+    verdict swap_bad "$(pass_if "$ok")" "$LAST_LINE (failing regions $failing; z is region $ZR, last written by op $writer)"
+    run swap_bad_text "$KC" window validate "$S" --iterations 5 --swap "3=$APPS/gemm_skip_row.cubin" --dtype fp32 --atol 1e-4 --rtol 1e-3
+    cat "$STEP_OUT"
+  fi
+  if want live_out; then
+    WR=$(region_of $((DIM * DIM)))
+    judge live_out PASS --swap "3=$APPS/gemm_skip_row.cubin" --dtype fp32 --live-out "$WR"
+    ign=$(py 'len(d["not_live_out_differing"])' "$WORK/live_out.json" 2>/dev/null)
+    verdict live_out "$(pass_if "$([ "$JUDGED" = PASS ] && [ "${ign:-0}" -ge 1 ] && echo 1)")" "$LAST_LINE (W is region $WR; $ign differing region(s) outside the live-out)"
+  fi
+else
+  verdict extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
+fi
+
+if want one_op; then
+  S1=$WORK/one
+  if run one_extract "$KC" window extract --window 'gemm@1..gemm' --json -o "$S1" -- "$APP" 3 "$ROWS" "$DIM"; then
+    nops=$(py 'len(d["ops"])' "$STEP_OUT")
+    run one_validate "$KC" window validate "$S1" --json --iterations 3
+    res=$(py 'd["result"]' "$STEP_OUT" 2>/dev/null)
+    verdict one_op "$(pass_if "$([ "$nops" = 1 ] && [ "$res" = PASS ] && echo 1)")" "$nops operation(s); $(py 'd["line"]' "$STEP_OUT" 2>/dev/null)"
+  else
+    verdict one_op FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
+  fi
+fi
+
+if want end_missing; then
+  run end_missing "$KC" window extract --window 'rms_norm@3..residual_add@2' -o "$WORK/missing" -- "$APP" 4 "$ROWS" "$DIM"
+  said=$(grep -c "ended before the window's end" "$STEP_ERR" "$STEP_OUT" 2>/dev/null | awk -F: '{s+=$NF} END {print s+0}')
+  verdict end_missing "$(pass_if "$([ "$RC" != 0 ] && [ ! -e "$WORK/missing/capture/manifest.json" ] && [ "$said" -ge 1 ] && echo 1)")" "rc $RC: $(grep -h "window" "$STEP_ERR" | tail -1 | cut -c1-200)"
+fi
+
+PY=${TORCH_PY:-python3}
+# torch_window NAME WINDOW [--regex] -- APP...: extract, replay and validate a window of a PyTorch program.
+torch_window() {
+  local name=$1 win=$2
+  shift 2
+  local flags=()
+  [ "${1:-}" = --regex ] && { flags=(--regex); shift; }
+  [ "${1:-}" = -- ] && shift
+  local T=$WORK/$name
+  if ! run "${name}_extract" "$KC" window extract --window "$win" "${flags[@]}" --json -o "$T" -- "$@"; then
+    verdict "$name" FAIL "extract rc $RC: $(grep -v '^kerncap: note' "$STEP_ERR" | tail -2 | tr '\n' ' ' | cut -c1-300)"
+    return
+  fi
+  sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/$name.extract.json"  # the application's own lines come first
+  local ops foreign
+  ops=$(py '" > ".join(o["name"].split("(")[0].split("<")[0][-40:] for o in d["ops"])' "$WORK/$name.extract.json")
+  foreign=$(py 'd["foreign_ops"]' "$WORK/$name.extract.json")
+  run "${name}_info" "$KC" window info "$T"
+  cat "$STEP_OUT"
+  run "${name}_replay" "$KC" window replay "$T" --json --iterations 20
+  cp "$STEP_OUT" "$WORK/$name.replay.json"
+  local times
+  times=$(py '"window %.4f ms vs in-app %s ms, kernels %.4f ms vs in-app %s ms" % (d["timing"]["window_ms"], d["timing"]["in_app_window_ms"], d["timing"]["kernels_ms"], d["timing"]["in_app_kernels_ms"])' "$WORK/$name.replay.json" 2>/dev/null)
+  run "${name}_validate" "$KC" window validate "$T" --json --iterations 10
+  cp "$STEP_OUT" "$WORK/$name.validate.json"
+  local res line
+  res=$(py 'd["result"]' "$WORK/$name.validate.json" 2>/dev/null)
+  line=$(py 'd["line"]' "$WORK/$name.validate.json" 2>/dev/null)
+  verdict "$name" "$(pass_if "$([ "$res" = PASS ] && echo 1)")" "${line:-validate rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ' | cut -c1-300)}; $(py 'len(d["ops"])' "$WORK/$name.extract.json") ops ($ops), foreign $foreign; $times"
+}
+if want torch_mlp; then
+  if torch_ok "$PY"; then
+    torch_window torch_mlp 'layer_norm@2..GeluCUDAKernelImpl' -- "$PY" "$HERE/window_apps/window_torch.py" 4
+  else
+    verdict torch_mlp SKIP "no torch with CUDA in $PY"
+  fi
+fi
+if want llama; then
+  if torch_ok "$PY" && "$PY" -c 'import transformers' 2>/dev/null; then
+    torch_window llama 'flash_fwd|fmha|attention_kernel|efficient_attention@2..silu' --regex -- "$PY" "$HERE/hf_llama.py" 3
+  else
+    verdict llama SKIP "no torch with CUDA or no transformers in $PY"
+  fi
+fi
+
+summary -s
+[ "$failed" = 0 ]
