@@ -46,6 +46,9 @@ class ShadowDriver {
   // `n` bytes at `offset` of region `i`: what the original left there (expected) and what the
   // variant did (actual). False when they cannot be read.
   virtual bool read(size_t i, uint64_t offset, uint64_t n, uint8_t* expected, uint8_t* actual) = 0;
+  // The byte ranges (offset, size) of region `i` where the two results may differ: the rest
+  // is known identical (the device compared them). Default: all of it.
+  virtual std::vector<std::pair<uint64_t, uint64_t>> may_differ(size_t /*i*/, uint64_t size) { return {{0, size}}; }
   // Frees what run_variant kept.
   virtual void release() = 0;
 };

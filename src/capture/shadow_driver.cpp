@@ -7,6 +7,8 @@
 namespace kerncap::capture {
 
 thread_local std::vector<DriverShadowDriver::Kept> DriverShadowDriver::kept_;
+thread_local std::unique_ptr<GpuScanner> DriverShadowDriver::scanner_;
+thread_local bool DriverShadowDriver::scanner_tried_ = false;
 
 namespace {
 std::string cu_text(CUresult r) {
@@ -108,6 +110,35 @@ bool DriverShadowDriver::read(size_t i, uint64_t offset, uint64_t n, uint8_t* ex
   const Kept& k = kept_[i];
   return KC_CU_TRY(cuMemcpyDtoH(expected, static_cast<CUdeviceptr>(k.region.base + offset), n)) == CUDA_SUCCESS &&
          KC_CU_TRY(cuMemcpyDtoH(actual, k.variant + offset, n)) == CUDA_SUCCESS;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> DriverShadowDriver::may_differ(size_t i, uint64_t size) {
+  const std::vector<std::pair<uint64_t, uint64_t>> all = {{0, size}};
+  if (i >= kept_.size() || size != kept_[i].region.size) return all;
+  if (!scanner_tried_) {
+    scanner_tried_ = true;
+    std::string why;
+    scanner_ = GpuScanner::create(&why);
+  }
+  if (!scanner_) return all;
+  constexpr uint32_t kChunk = 64u << 10;
+  try {
+    const Kept& k = kept_[i];
+    const std::vector<uint64_t> a = scanner_->scan(k.region.base, size, kChunk);
+    const std::vector<uint64_t> b = scanner_->scan(k.variant, size, kChunk);
+    if (a.size() != b.size()) return all;
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    for (size_t c = 0; c < a.size(); ++c) {
+      // The last chunk always: its bytes past the last aligned word are not hashed.
+      if (a[c] == b[c] && c + 1 < a.size()) continue;
+      const uint64_t off = c * uint64_t{kChunk}, n = std::min<uint64_t>(kChunk, size - off);
+      if (!out.empty() && out.back().first + out.back().second == off) out.back().second += n;
+      else out.emplace_back(off, n);
+    }
+    return out;
+  } catch (...) {
+    return all;  // the scan failed: compare every byte on the host
+  }
 }
 
 void DriverShadowDriver::release() {

@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/error.hpp"
 #include "cubin/cubin.hpp"
@@ -87,7 +88,22 @@ SwapPlan plan_swap_names(const std::string& arg) {
     plan.capture = cap.dir.string();
     plan.spec.kernel = m.mangled_name;
     plan.demangled = m.demangled_name;
-    plan.spec.entry = replay::kernel_in_variant(image.bytes, image.desc, m.mangled_name);
+    try {
+      plan.spec.entry = replay::kernel_in_variant(image.bytes, image.desc, m.mangled_name);
+    } catch (const Error& e) {
+      // A C++ kernel's name spells its parameter types: a variant of another layout has
+      // another name. Say so, when the image has a kernel of the same base name.
+      const names::KernelName want = names::parse_kernel_name(m.mangled_name, m.demangled_name);
+      if (readable && want.cxx)
+        for (const auto& k : parsed.kernels) {
+          const names::KernelName have = names::parse_kernel_name(k.name, names::demangle(k.name));
+          if (have.cxx && have.base == want.base && have.scopes == want.scopes)
+            input_error(fmt::format("--swap {}: the variant's {} takes ({}) where the captured kernel takes ({}): "
+                                    "another parameter layout, refused before the application runs",
+                                    arg, have.base, fmt::join(have.params, ", "), fmt::join(want.params, ", ")));
+        }
+      throw;
+    }
     if (readable && !m.params.empty()) {
       if (const cubin::KernelInfo* k = kernel_of(parsed, plan.spec.entry); k && !k->params.empty()) {
         std::vector<format::ParamSlot> variant;

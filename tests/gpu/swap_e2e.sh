@@ -11,10 +11,13 @@
 #                  the in-app kernel ratio beside `validate --cubin --speedup` on the capture
 #   tail_output    a variant with a tail-mask bug: verdict output_differs, exit 1, names the line
 #   tail_check     the same with --check comparing the hash: verdict check_failed
-#   layout_capture a variant whose parameters differ, named by the capture: refused before the
-#                  application runs (no run directory made), the message gives both layouts
+#   layout_capture an extern "C" kernel's variant whose parameters differ (same name), named by a
+#                  capture: refused before the application runs (no run directory made), the
+#                  message gives both layouts
 #   layout_name    the same variant named by the kernel's name: refused by the library at the first
 #                  launch (verdict refused), the application's results unchanged
+#   layout_cxx     a C++ kernel's variant with other parameter types (so another mangled name),
+#                  named by a capture: refused before the run, the message gives both signatures
 #   tail_shadow    the tail-mask variant passes `validate --cubin` on the captured launch (a size
 #                  that is a multiple of 4) and `run --shadow` names the first launch it gets
 #                  wrong (launch 0, grid 65537: size 2^24+3), the application's results unchanged
@@ -72,12 +75,14 @@ if want fast_name; then
   [ "$(r fast_name 'j["runs"][0]["swapped_launches"]')" = 0 ] || P+="the unmodified arm was swapped; "
   [ "$(r fast_name 'j["summary"]["outputs_identical"]')" = True ] || P+="outputs differ; "
   KR=$(r fast_name 'j["summary"]["kernel_ns"]["ratio"]["median"]')
-  [ "$(r fast_name 'j["summary"]["kernel_ns"]["ratio"]["median"] > 1.5')" = True ] || P+="kernel ratio $KR; "
+  [ "$(r fast_name 'j["summary"]["kernel_ns"]["ratio"]["median"] > 1.3')" = True ] || P+="kernel ratio $KR; "
   case_row fast_name "$P" "kernel x$KR, GPU x$(r fast_name 'j["summary"]["gpu_ns"]["ratio"]["median"]'), wall x$(r fast_name 'j["summary"]["wall_s"]["ratio"]["median"]'); swapped $(r fast_name 'j["runs"][1]["swapped_launches"]')/$HOST_LAUNCHES host + $(r fast_name 'j["runs"][1]["graph_nodes"]') nodes; output identical $(r fast_name 'j["summary"]["outputs_identical"]')"
 fi
 
 CAP=$WORK/scale_add.cap
-"$KC" extract scale_add --dispatch 1 -o "$CAP" -- "$APP" 2 >"$WORK/extract.log" 2>&1
+"$KC" extract _Z9scale_add --dispatch 1 -o "$CAP" -- "$APP" 2 >"$WORK/extract.log" 2>&1
+CAPC=$WORK/scale_add_c.cap
+"$KC" extract scale_add_c -o "$CAPC" -- "$APP" 2 >"$WORK/extract_c.log" 2>&1
 
 if want fast_capture; then
   P=""
@@ -112,7 +117,8 @@ fi
 
 if want layout_capture; then
   P=""
-  run layout_capture "$KC" run --swap "$CAP=$WORK/swap_layout.cubin" --dir "$WORK/layout_capture.runs" -- "$APP" 2
+  [ -f "$CAPC/capture/manifest.json" ] || P+="extract of scale_add_c failed: $(tail -2 "$WORK/extract_c.log" | tr '\n' ' '); "
+  run layout_capture "$KC" run --swap "$CAPC=$WORK/swap_layout.cubin" --dir "$WORK/layout_capture.runs" -- "$APP" 2
   [ $RC = 3 ] || [ $RC = 1 ] || P+="exit $RC; "
   grep -q "another layout" "$D/layout_capture.err" || P+="message: $(head -c 200 "$D/layout_capture.err"); "
   [ ! -e "$WORK/layout_capture.runs" ] || P+="the application ran; "
@@ -121,11 +127,27 @@ fi
 
 if want layout_name; then
   P=""
-  run layout_name "$KC" run --swap scale_add="$WORK/swap_layout.cubin" --json -- "$APP" 2
+  run layout_name "$KC" run --swap scale_add_c="$WORK/swap_layout.cubin" --json -- "$APP" 2
   [ $RC = 1 ] || P+="exit $RC; "
   [ "$(r layout_name verdict)" = refused ] || P+="verdict $(r layout_name verdict); "
   [ "$(r layout_name 'j["summary"]["outputs_identical"]')" = True ] || P+="the application's results changed; "
   case_row layout_name "$P" "$(r layout_name why | cut -c1-160)"
+fi
+
+if want layout_cxx; then
+  P=""
+  cat >"$WORK/swap_layout_cxx.cu" <<'CUEOF'
+__global__ void scale_add(float* y, const float* x, double a, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = static_cast<float>(a) * x[i] + y[i];
+}
+CUEOF
+  "$NVCC" -O2 -cubin -arch=sm_"$SM" -o "$WORK/swap_layout_cxx.cubin" "$WORK/swap_layout_cxx.cu" >>"$WORK/build.log" 2>&1
+  run layout_cxx "$KC" run --swap "$CAP=$WORK/swap_layout_cxx.cubin" --dir "$WORK/layout_cxx.runs" -- "$APP" 2
+  [ $RC != 0 ] || P+="exit 0; "
+  grep -q "another parameter layout" "$D/layout_cxx.err" || P+="message: $(head -c 200 "$D/layout_cxx.err"); "
+  [ ! -e "$WORK/layout_cxx.runs" ] || P+="the application ran; "
+  case_row layout_cxx "$P" "rc=$RC: $(grep -o 'takes.*where[^:]*' "$D/layout_cxx.err" | head -1 | cut -c1-140)"
 fi
 
 if want tail_shadow; then

@@ -233,6 +233,14 @@ class FakeShadow final : public ShadowDriver {
     return true;
   }
   void release() override { ++releases; }
+  // With device_compared: the device found all but y's first 32 bytes identical.
+  bool device_compared = false;
+  uint64_t host_bytes = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> may_differ(size_t i, uint64_t size) override {
+    if (!device_compared) return {{0, size}};
+    if (seen[i].base == kY) return {{0, 32}};
+    return {};
+  }
   std::vector<ShadowRegion> seen;
 };
 
@@ -295,6 +303,36 @@ TEST(Shadow, ComparesEveryKthLaunchWithinTheTypeAndNamesTheFirstThatDiffers) {
   EXPECT_EQ(r.first_failure["param"], 0);
   EXPECT_NE(r.first_failure["summary"].get<std::string>().find("1 of 16 fp32"), std::string::npos)
       << r.first_failure.dump();
+}
+
+TEST(Shadow, OnlyWhatTheDeviceFoundDifferentIsReadButTheWholeRegionIsCounted) {
+  FakeDriver d;
+  FakeShadow sh;
+  sh.device_compared = true;
+  sh.original_y = std::vector<float>(16, 1.0f);
+  sh.variant_y = sh.original_y;
+  sh.variant_y[5] = 7.0f;
+  Swapper s({shadow_spec(1)}, d, &sh);
+  ShadowLaunch l;
+  launch(s, l, 1);
+  const auto r = s.report(1).kernels.at(0);
+  ASSERT_EQ(r.shadow_failed, 1u);
+  EXPECT_NE(r.first_failure["summary"].get<std::string>().find("1 of 16 fp32"), std::string::npos)
+      << r.first_failure.dump();
+}
+
+TEST(Shadow, LeavesGraphNodesToTheOriginal) {
+  FakeDriver d;
+  FakeShadow sh;
+  Swapper s({shadow_spec(1)}, d, &sh);
+  CUDA_KERNEL_NODE_PARAMS node{};
+  node.func = kApp;
+  cuGraphAddKernelNode_v2_params p{};
+  p.nodeParams = &node;
+  auto cb = entry(&p);
+  EXPECT_FALSE(s.on_callback(CUPTI_DRIVER_TRACE_CBID_cuGraphAddKernelNode_v2, &cb));
+  EXPECT_EQ(p.nodeParams, &node);
+  EXPECT_EQ(s.report(1).kernels.at(0).graph_nodes, 0u);
 }
 
 TEST(Shadow, SkipsWhatItCannotCheckAndSaysWhy) {

@@ -37,6 +37,13 @@ __global__ void scale_add(float* y, const float* x, float a, int n) {
   y[i] = a * v + y[i];
 }
 
+// The same operation under a C name (extern "C": the name does not spell the parameter types,
+// so a variant with other parameters has the same name and only its layout tells it apart).
+extern "C" __global__ void scale_add_c(float* y, const float* x, float a, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+
 uint64_t fnv(const std::vector<float>& v) {
   uint64_t h = 1469598103934665603ull;
   const auto* b = reinterpret_cast<const unsigned char*>(v.data());
@@ -63,6 +70,7 @@ int main(int argc, char** argv) {
   for (int it = 0; it < iters; ++it)
     for (int m : sizes) scale_add<<<grid(m), block, 0, s>>>(y, x, 0.5f, m);
   CK(cudaGetLastError());
+  scale_add_c<<<grid(n), block, 0, s>>>(y, x, 0.75f, n);
 
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(grid(n));
