@@ -30,8 +30,8 @@ from . import cli_path, runner
 from .errors import KerncapError, KerncapVersionError, cli_message, error_for
 from .json_fields import from_json
 from .results import (BaselineResult, DiffResult, ExtractResult, FootprintResult, InfoResult, LintResult,
-                      LocateResult, ProfileResult, RegimesResult, RegimeValidateResult, ReplayResult, ServeStatus,
-                      ValidateResult)
+                      LocateResult, ProfileResult, RegimesResult, RegimeValidateResult, ReplayResult, RunResult,
+                      ServeStatus, ValidateResult)
 from .runner import ProgressFn
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,6 +54,7 @@ KNOWN_FORMATS: Dict[str, tuple] = {
     "kerncap-verdict": ("version", 1),
     "kerncap-regimes": ("version", 1),
     "kerncap-regime-verdict": ("version", 1),
+    "kerncap-run-report": ("version", 1),
 }
 
 
@@ -225,6 +226,22 @@ class Kerncap:
         args = ["validate", dir, "--json"] + _opt("--cubin", cubin) + _opt("--min-speedup", min_speedup)
         args += _opt("--footprint", footprint) + _opt("--speedup-iterations", speedup_iterations)
         return self._typed(RegimeValidateResult, args, ok=(0, 1), progress=progress)
+
+    def run_swapped(self, swaps: Union[str, Sequence[str]], cmd: Command, repeat: int = 1,
+                    check: Optional[str] = None, shadow: bool = False, every: int = 1,
+                    shadow_max_bytes: Optional[int] = None, dir: Optional[str] = None,
+                    progress: Optional[ProgressFn] = None) -> RunResult:
+        """`kerncap run --swap TARGET=IMAGE ... --json -- CMD`: the application with each TARGET
+        kernel (a capture directory or a kernel name) served by IMAGE, `repeat` pairs of runs
+        against the unmodified application; check: a shell command judging each run's results.
+        shadow=True: the original runs, and every `every`-th launch is checked against the variant
+        run on the side (the first differing launch is named). The verdict is the result's
+        `verdict` (passed: "ok"); a variant refused before the run raises KerncapInputError."""
+        args = ["run", "--json", "--repeat", str(repeat)]
+        args += _each("--swap", [swaps] if isinstance(swaps, str) else swaps)
+        args += _opt("--check", check) + _flag("--shadow", shadow) + (["--every", str(every)] if shadow else [])
+        args += _opt("--shadow-max-bytes", shadow_max_bytes) + _opt("--dir", dir)
+        return self._typed(RunResult, args + ["--"] + _argv(cmd), ok=(0, 1), progress=progress)
 
     def report(self, dir: str, verdict: Optional[str] = None, output: Optional[str] = None,
                lint: bool = True) -> str:
@@ -409,3 +426,4 @@ diff = _on_default(Kerncap.diff)
 locate = _on_default(Kerncap.locate)
 serve = _on_default(Kerncap.serve)
 serve_status = _on_default(Kerncap.serve_status)
+run_swapped = _on_default(Kerncap.run_swapped)

@@ -590,6 +590,39 @@ class RegimeVerdict:
 
 
 @dataclass
+class RunResult:
+    """`kerncap run --swap ... --json` (format kerncap-run-report): the application run in pairs,
+    unmodified and with the variant swapped in (or, with shadow, its launches checked against the
+    variant); medians with 95% intervals of wall, GPU and kernel time and the paired ratios
+    (summary), each run's facts (runs), and the verdict: ok, refused, not_swapped, app_failed,
+    output_differs, check_failed, shadow_failed or not_checked (why says more)."""
+    format: str = ""
+    version: int = 0
+    mode: str = ""
+    verdict: str = ""
+    why: str = ""
+    pairs: int = 0
+    dir: str = ""
+    swaps: List[Dict[str, Any]] = field(default_factory=list)
+    runs: List[Dict[str, Any]] = field(default_factory=list)
+    summary: Dict[str, Any] = field(default_factory=dict)
+    raw: Dict[str, Any] = _raw()
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "ok"
+
+    @property
+    def line(self) -> str:
+        return f"Run: {self.verdict} ({self.why})"
+
+    def ratio(self, what: str = "kernel_ns") -> Optional[float]:
+        """The median paired ratio unmodified/swapped of wall_s, gpu_ns or kernel_ns."""
+        r = self.summary.get(what, {}).get("ratio", {})
+        return r.get("median") if r.get("n") else None
+
+
+@dataclass
 class RegimeValidateResult:
     """`kerncap validate OUT --json` over a regime set (format kerncap-regime-verdict): every
     regime's verdict and speed-up, the speed-up weighted by in-app time share and its Amdahl

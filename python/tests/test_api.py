@@ -106,6 +106,13 @@ elif cmd == "serve":
     os.remove(up)
     os.remove(stop)
     print("kerncap serve: stopped (stop requested)")
+elif cmd == "run":
+    shadow = "--shadow" in a
+    print(json.dumps({"format": "kerncap-run-report", "version": 1, "mode": "shadow" if shadow else "swap",
+                      "verdict": "shadow_failed" if shadow else "ok", "why": "launch 4 differs" if shadow else "same",
+                      "pairs": int(a[a.index("--repeat") + 1]), "dir": "/tmp/r", "swaps": [], "runs": [],
+                      "summary": {"kernel_ns": {"ratio": {"n": 3, "median": 1.5}}}}))
+    sys.exit(1 if shadow else 0)
 elif cmd == "info":
     if not os.path.isdir(a[1]):
         print("kerncap: device error: no CUDA device", file=sys.stderr); sys.exit(3)
@@ -308,3 +315,15 @@ def test_a_server_that_never_answers_is_stopped(tmp_path, monkeypatch):
     with pytest.raises(KerncapError) as e:
         Kerncap(binary=str(exe)).serve(str(tmp_path / "cap"), ready_timeout=0.5)
     assert "did not answer within 0.5 s" in e.value.message
+
+
+def test_run_swapped(kc, tmp_path):
+    r = kc.run_swapped("iso/k=v.cubin", ["./app", "7"], repeat=3, check="cmp a b")
+    assert r.passed and r.ratio("kernel_ns") == 1.5 and r.line == "Run: ok (same)"
+    s = kc.run_swapped(["iso/k=v.cubin", "b=w.cubin"], "./app", shadow=True, every=4)
+    assert not s.passed and s.verdict == "shadow_failed" and s.mode == "shadow"
+    argv = [c["argv"] for c in calls(tmp_path)]
+    assert argv[0] == ["run", "--json", "--repeat", "3", "--swap", "iso/k=v.cubin", "--check", "cmp a b", "--",
+                       "./app", "7"]
+    assert argv[1][:11] == ["run", "--json", "--repeat", "1", "--swap", "iso/k=v.cubin", "--swap", "b=w.cubin",
+                            "--shadow", "--every", "4"]

@@ -7,6 +7,7 @@
 #include "format/footprint.hpp"
 #include "cli/validate_regimes.hpp"
 #include "format/manifest.hpp"
+#include "extract/swap_run.hpp"
 #include "format/regimes_index.hpp"
 #include "lint/baseline.hpp"
 #include "profile/report_json.hpp"
@@ -28,7 +29,8 @@ inline nlohmann::json document_versions() {
           {"kerncap-serve-status", doc("version", kServeStatusVersion)},
           {replay::kVerdictFormat, doc("version", replay::kVerdictVersion)},
           {std::string(format::kRegimesFormat), doc("version", format::kRegimesVersion)},
-          {kRegimeVerdictFormat, doc("version", kRegimeVerdictVersion)}};
+          {kRegimeVerdictFormat, doc("version", kRegimeVerdictVersion)},
+          {std::string(extract::kRunReportFormat), doc("version", extract::kRunReportVersion)}};
 }
 
 }  // namespace kerncap::cli
