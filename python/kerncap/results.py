@@ -278,6 +278,9 @@ class ValidateResult:
     # device vouched for and bytes read back (compare).
     restore_work: Dict[str, Any] = field(default_factory=dict)
     compare_work: Dict[str, Any] = field(default_factory=dict)
+    # Seconds per step of the evaluation (image, restore, spec, launch, compare, determinism,
+    # time, fuzz, speedup; a fault's until_fault, after_fault): a profile, not the verdict.
+    phases: Dict[str, float] = field(default_factory=dict)
     invariants: Optional[InvariantResult] = None
     fuzz: Optional[FuzzResult] = None
     speedup: Optional[SpeedupResult] = None
