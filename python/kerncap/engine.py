@@ -589,8 +589,8 @@ def evaluate_all(path: str, images: Iterable[ImageArg], devices: Union[None, str
     by kerncap.evaluate_pool instead, one worker process and Session per GPU (devices=None
     there: one worker on the default GPU), and what is yielded are its records in completion
     order (index, image, result, line, error, device, device_name, worker_pid, seconds,
-    timed_on, verdict: this function's usual document). Its keywords judge=, progress= and
-    open_options= pass through. docs/evaluate.md."""
+    timed_on, verdict: this function's usual document). Its keywords judge=, progress=,
+    open_options= and spares= pass through. docs/evaluate.md."""
     if devices is not None or time_limit is not None:
         from .evaluate_pool import HostPool, resolve_devices  # not in a reproducer's copy of this file
         pool = HostPool(path, images, [None] if devices is None else resolve_devices(devices),

@@ -627,6 +627,8 @@ class HostPool:
         """The ended worker of slot i is gone (or no longer waited for): the slot judges again."""
         proc, _ = self.draining.pop(i)
         proc.join(30 if wait else 0)
+        if proc.exitcode is None:  # still not gone: reaped at the end with the others
+            self.zombies.append(proc)
 
     def _stop_spare(self, i: int) -> None:
         sp = self.spare.pop(i, None)
