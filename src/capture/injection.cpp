@@ -141,7 +141,15 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     if (config.mode == Mode::Off) return 1;
     events_open(config.output);
     auto start_line = kerncap::format::events::start(kerncap::format::to_string(config.mode));
-    if (config.mode == Mode::Capture && config.rank >= 0) {
+    if (config.mode == Mode::Profile && !config.swaps.empty() && config.rank >= 0) {
+      // `kerncap run --swap --rank R`: every process is profiled (both arms' times), only rank
+      // R's launches are swapped or shadow-checked.
+      const RankDecision d = decide_rank(config, read_process_rank(),
+                                         [&] { return kerncap::format::take_start_slot(config.output); });
+      kerncap::format::events::add_rank(start_line, d.rank, d.source, d.selected);
+      emit(start_line);
+      if (!d.selected) config.swaps.clear();
+    } else if (config.mode == Mode::Capture && config.rank >= 0) {
       const RankDecision d = decide_rank(config, read_process_rank(),
                                          [&] { return kerncap::format::take_start_slot(config.output); });
       kerncap::format::events::add_rank(start_line, d.rank, d.source, d.selected);

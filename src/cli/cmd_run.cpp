@@ -76,6 +76,7 @@ struct SwapRunArgs {
   size_t repeat = 1;
   bool json = false, shadow = false;
   uint64_t every = 1, shadow_max_bytes = 0;
+  int64_t rank = -1;
   int verbose = 0;
 };
 
@@ -88,6 +89,7 @@ void run_with_swaps(const SwapRunArgs& a, int& exit_code) {
   o.pairs = a.repeat;
   o.check = a.check;
   o.verbose = a.verbose;
+  o.rank = a.rank;
   if (a.shadow) {
     o.shadow_every = a.every;
     o.shadow_max_bytes = a.shadow_max_bytes;
@@ -132,6 +134,10 @@ void add_run(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   cmd->add_option("--shadow-max-bytes", a->shadow_max_bytes,
                   "With --shadow: skip a launch that reaches more bytes than this (0: no limit)");
+  cmd->add_option("--rank", a->rank,
+                  "Multi-process jobs: swap (or check) only in the process of this rank (RANK, LOCAL_RANK, "
+                  "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; else cuInit order); every process is timed")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   cmd->add_option("--dir", a->dir, "Keep each run's records, stdout and check output in this new directory");
   cmd->add_flag("--json", a->json, "Print the report (kerncap-run-report 1) as one JSON line");
   cmd->add_option("--cmd", a->cmd, "The application as one shell command line (instead of -- APP ARGS)");

@@ -54,6 +54,7 @@ RunArm run_once(const SwapRunOptions& o, size_t index, bool swapped) {
   c.output = records.string();
   c.verbose = o.verbose;
   c.profile_sample = 0;  // every launch timed: the kernel's totals must be exact in both arms
+  c.rank = o.rank;
   for (const auto& p : o.plans) {
     format::SwapSpec s = p.spec;
     s.apply = swapped && !o.shadow_every;

@@ -34,6 +34,7 @@ struct SwapRunOptions {
   // launch against the variant (capture/shadow.hpp) instead of swapping (0: swap).
   uint64_t shadow_every = 0;
   uint64_t shadow_max_bytes = 0;
+  int64_t rank = -1;  // --rank: only that process of a multi-process job is swapped (-1: all)
   int verbose = 0;
 };
 
