@@ -2,6 +2,7 @@
 // loop that kc_open/kc_evaluate give Python (replay/eval_session.hpp) — and answers
 // `kerncap validate DIR` over a Unix socket (src/serve/), so that each validation of the edit
 // loop costs an evaluation, not a process that starts the driver and restores every byte.
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -113,9 +114,25 @@ void server_status(const std::string& dir, bool as_json, int& exit_code) {
     std::printf("kerncap serve: none is running for %s\n", key.c_str());
 }
 
+// Every descriptor above stdio closes at exec: what a library opened without O_CLOEXEC (the
+// driver's, CUPTI's for timing) would otherwise stay open in the new image, which opens its
+// own, one more set per restart (issue 38's soak: a Session's serve child gained about one fd
+// per faulting candidate).
+void close_at_exec() {
+  std::vector<int> fds;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) fds.push_back(std::stoi(name));
+  }
+  for (int fd : fds)
+    if (fd > 2) ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // the directory's own descriptor is closed by now
+}
+
 // Replaces this process by the same command (argv from /proc/self/cmdline); returns only when
 // that fails, as an Error(Device).
 [[noreturn]] void exec_self() {
+  close_at_exec();
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> args;
   for (std::string a; std::getline(in, a, '\0');) args.push_back(a);

@@ -101,12 +101,24 @@ wait_path() {
   done
   return 1
 }
+# dfl CMD...: CMD with SIGINT and SIGQUIT at their defaults, as from a terminal (a background
+# job of a script starts with both ignored, and an ignored signal stays ignored in kerncap
+# and its application).
+dfl() {
+  if env --default-signal=INT true 2>/dev/null; then
+    env --default-signal=INT,QUIT "$@"
+  else
+    python3 -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL); signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+  fi
+}
 # start_extract OUT ARGS... -- APPARGS: kerncap extract fm_step in the background (EXP its pid,
 # its output in OUT.log).
 start_extract() {
   local out=$1
   shift
-  "$KC" extract fm_step -o "$out" "$@" >"$out.log" 2>&1 &
+  dfl "$KC" extract fm_step -o "$out" "$@" >"$out.log" 2>&1 &
   EXP=$!
 }
 # wait_extract: its exit status in RC; after TIMEOUT seconds it and its application are killed
@@ -277,7 +289,8 @@ kill_extract() {
   local name=$1 sig=$2 group=${3:-} app
   begin "$name"
   if [ -n "$group" ]; then
-    setsid "$KC" extract fm_step --dispatch 1 -o "$D/out" -- "$APP" ok "$BIG" 1 >"$D/out.log" 2>&1 &
+    setsid env --default-signal=INT,QUIT "$KC" extract fm_step --dispatch 1 -o "$D/out" -- "$APP" ok "$BIG" 1 \
+      >"$D/out.log" 2>&1 &
     EXP=$!
   else
     start_extract "$D/out" --dispatch 1 -- "$APP" ok "$BIG" 1
@@ -454,7 +467,8 @@ if want -E chunk_deleted_validate; then
   timeout -k 5 "$TIMEOUT" "$KC" validate "$WORK/v" --store "$SV" >"$D/v.log" 2>&1 &
   pv=$!
   sleep 0.3
-  rm -f "${chunks[100]:-/nonexistent}"
+  cp -p "${chunks[100]}" "$WORK/saved-chunk"
+  rm -f "${chunks[100]}"
   wait $pv
   RC=$?
   w=$(grep -m1 -o '^Result: [A-Z]*' "$D/v.log" | cut -c9-)
@@ -466,6 +480,7 @@ if want -E chunk_deleted_validate; then
   kcx info "$WORK/v" --store "$SV" --verify >"$D/verify.log" 2>&1
   rv=$?
   [ $rv = 2 ] || problem "info --verify exit $rv, expected 2"
+  mv "$WORK/saved-chunk" "${chunks[100]}"  # for the next row
   fm_row chunk_deleted_validate "validate PASSes (read before) or exits 2 naming the chunk; never a crash or a wrong verdict; --verify then names it" \
     "validate exit $RC ${w:+$w }$( [ $RC = 2 ] && err_line "$D/v.log" | cut -c1-110); verify exit $rv: $(err_line "$D/verify.log" | cut -c1-80)" "$P"
 fi

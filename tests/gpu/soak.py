@@ -47,14 +47,33 @@ def proc_stats(pid):
         return None
 
 
-def gpu_used_mib():
-    """Device memory in use on GPU 0 (nvidia-smi), MiB."""
+def gpu_used_mib(pid):
+    """Device memory the process pid holds (nvidia-smi's compute apps), MiB."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
+        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
                              capture_output=True, text=True, timeout=20).stdout
-        return float(out.split()[0])
-    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+        for line in out.splitlines():
+            p, used = (x.strip() for x in line.split(","))
+            if int(p) == pid:
+                return float(used)
         return float("nan")
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return float("nan")
+
+
+def fd_targets(pid):
+    """What each open fd of pid is (numbers in socket:[N], pipe:[N] dropped)."""
+    out = {}
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                t = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            out[int(fd)] = t.split(":[")[0] if ":[" in t else t
+    except OSError:
+        pass
+    return out
 
 
 def cu_used_mib():
@@ -93,11 +112,15 @@ class Phase:
         self.name, self.n, self.mismatch, self.errors, self.samples = name, 0, [], [], []
         self.t0 = time.monotonic()
         self.kinds = dict.fromkeys(KINDS, 0)
+        self.fds_first, self.fds_last = {}, {}  # pid: fd targets at its first and last sample
 
     def sample(self, pid, gpu):
         st = proc_stats(pid)
         if st:
-            self.samples.append((self.n,) + st + (gpu,))
+            self.samples.append((self.n,) + st + (gpu, pid, self.kinds["fault"]))
+            t = fd_targets(pid)
+            self.fds_first.setdefault(pid, (self.n, self.kinds["fault"], t))
+            self.fds_last[pid] = (self.n, self.kinds["fault"], t)
 
     def judge(self, kind, got, refs):
         self.n += 1
@@ -116,16 +139,33 @@ class Phase:
             print("  differs:", m)
         for e in self.errors[:5]:
             print("  error:", e)
-        print("| metric | first | last | slope per 1,000 evals | growth over the run |")
+        # The process that judged at the end (a Session's serve child after its first fault).
+        last_pid = self.samples[-1][5] if self.samples else None
+        samples = [s for s in self.samples if s[5] == last_pid]
+        if len(samples) < len(self.samples):
+            print(f"(slopes over pid {last_pid}, the serve child, from evaluation {samples[0][0]}; "
+                  f"{len(self.samples) - len(samples)} earlier samples were of this Python process)")
+        print("| metric | first | last | slope per 1,000 evaluations | growth over the run |")
         print("| --- | --- | --- | --- | --- |")
-        xs = [s[0] for s in self.samples]
+        xs = [s[0] for s in samples]
         for i, name in enumerate(("host RSS MiB", "open fds", "threads", "GPU memory used MiB"), start=1):
-            ys = [s[i] for s in self.samples]
+            ys = [s[i] for s in samples]
             if not ys:
                 continue
             b, g = slope(xs, ys)
             print(f"| {name} | {ys[0]:.1f} | {ys[-1]:.1f} | {b:+.3f} | {g:+.2f} % |")
-        print(f"({len(self.samples)} samples)")
+        print(f"({len(samples)} samples)")
+        if last_pid in self.fds_first:
+            (n0, f0, t0), (n1, f1, t1) = self.fds_first[last_pid], self.fds_last[last_pid]
+            added = {}
+            for fd, t in t1.items():
+                if t0.get(fd) != t:
+                    added[t] = added.get(t, 0) + 1
+            gone = sum(1 for fd in t0 if fd not in t1)
+            print(f"open fds of pid {last_pid}: {len(t0)} at evaluation {n0} ({f0} faults so far), {len(t1)} at "
+                  f"{n1} ({f1} faults); new since: {added or 'none'}; closed: {gone}")
+            print("fds over the run (evaluation:faults:fds): "
+                  + " ".join(f"{s[0]}:{s[6]}:{s[2]}" for s in samples[:: max(1, len(samples) // 12)]))
         return self.n > 0 and not self.mismatch and not self.errors
 
 
@@ -157,7 +197,7 @@ def session_phase(ph, s, cands, refs, seconds, fault_every, sample_every, in_pro
         if ph.n % sample_every == 0:
             child = s._child  # the serve child after a fault: the process that judges
             pid = child.proc.pid if child is not None else os.getpid()
-            gpu = cu_used_mib() if in_process and child is None else gpu_used_mib()
+            gpu = cu_used_mib() if in_process and child is None else gpu_used_mib(pid)
             ph.sample(pid, gpu)
 
 
@@ -191,7 +231,7 @@ def serve_phase(ph, kc, cap, cands, refs, seconds, clients, sample_every):
                     served[0] += "evaluated by kerncap serve" in r.stderr
                     counter[0] += 1
                     if counter[0] % sample_every == 0:
-                        ph.sample(srv.pid, gpu_used_mib())
+                        ph.sample(srv.pid, gpu_used_mib(srv.pid))
 
         ts = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
         for t in ts:
