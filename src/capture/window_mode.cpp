@@ -66,19 +66,21 @@ class DriverWindowOps final : public WindowOps {
     m.cc_major = sm_ / 10;
     m.cc_minor = sm_ % 10;
     describe_attributes(args, fn.function, &m);
-    const KeptImage* image = inventory_.images.find(mangled, functions_of(fn.module), fn.module,
-                                                    function_facts(args, fn.function, m));
+    const FunctionFacts facts = function_facts(args, fn.function, m);
+    const KeptImage* image = inventory_.images.find(mangled, functions_of(fn.module), fn.module, facts);
     if (!image) {
       *why = "its code image was not seen at module load (loaded before kerncap was injected?)";
       return false;
     }
     const cubin::ImageKind kind = cubin::detect_kind(image->bytes);
     const std::string kind_name = kind == cubin::ImageKind::Unknown ? "cubin" : cubin::to_string(kind);
-    const cubin::Image* parsed = parsed_image(*image);
+    // Everything here runs while the application waits for its launch (and counts in the
+    // window's in-app time): the image is parsed only when the driver cannot give the layout.
     std::vector<format::ParamSlot> slots = driver_param_layout(args.f, fn.was_kernel_handle);
-    if (slots.empty() && parsed)
-      if (const auto* k = parsed->find_kernel(mangled))
-        for (const auto& pi : k->params) slots.push_back({pi.offset, pi.size});
+    if (slots.empty())
+      if (const cubin::Image* parsed = parsed_image(image->hash, image->bytes))
+        if (const auto* k = parsed->find_kernel(mangled))
+          for (const auto& pi : k->params) slots.push_back({pi.offset, pi.size});
     std::vector<uint8_t> bytes;
     std::string source;
     if (!pack_params(args, slots, &bytes, &source, why)) return false;
@@ -98,18 +100,15 @@ class DriverWindowOps final : public WindowOps {
     op->func_attrs = m.func_attrs;
     op->params = source == "extra" ? std::vector<format::ParamSlot>{} : slots;
     op->params_size = bytes.size();
-    // The first launch's module globals are regions of the capture; another image's are not.
-    if (index == 0) first_image_ = image->hash;
-    if (image->hash != first_image_ && parsed && fn.module)
-      for (const auto& g : parsed->globals) {
-        CUdeviceptr addr = 0;
-        size_t size = 0;
-        if (KC_CU_TRY(cuModuleGetGlobal(&addr, &size, fn.module, g.name.c_str())) == CUDA_SUCCESS && size)
-          op->uncaptured_globals.push_back(g.name);
-      }
     std::lock_guard lk(mu_);
+    if (index == 0) first_image_ = image->hash;
     params_[index] = std::move(bytes);
-    if (!images_.count(image->hash)) images_[image->hash] = {kind_name, image->bytes};
+    // The image's bytes are copied at the window's end (write), not here (an image is megabytes
+    // and this is the application's time): the store's entry stays where it is while no image
+    // is added; otherwise the same query finds it again (checked by hash).
+    if (!images_.count(image->hash))
+      images_[image->hash] = Found{kind_name, mangled, fn.module, facts, image, inventory_.images.loaded(), {}};
+    if (fn.module) modules_.emplace(image->hash, fn.module);
     return true;
   }
 
@@ -118,9 +117,40 @@ class DriverWindowOps final : public WindowOps {
     return KC_CUPTI(cuptiGetTimestamp(&t)) ? t : 0;
   }
 
-  // The window's files into the capture directory being written.
-  void write(format::CaptureWriter& writer, const format::Window& w) {
+  // The window's files into the capture directory being written, after its operations' module
+  // globals that the capture does not hold are named (the first launch's module globals are
+  // regions of the capture; another image's are not). At the window's end: not in its time.
+  void write(format::CaptureWriter& writer, format::Window& w) {
     std::lock_guard lk(mu_);
+    for (auto& [hash, found] : images_) {
+      const KeptImage* image = inventory_.images.loaded() == found.loaded_at
+                                   ? found.image
+                                   : inventory_.images.find(found.mangled, functions_of_locked(found.module),
+                                                            found.module, found.facts);
+      if (!image || image->hash != hash)
+        device_error(fmt::format("the code image of {} cannot be found again at the window's end", found.mangled));
+      found.bytes = image->bytes;
+    }
+    std::map<uint64_t, std::vector<std::string>> uncaptured;
+    for (auto& op : w.ops) {
+      if (op.kind != format::WindowOp::Kind::Kernel || op.image_hash == first_image_) continue;
+      auto it = uncaptured.find(op.image_hash);
+      if (it == uncaptured.end()) {
+        std::vector<std::string> names;
+        const auto img = images_.find(op.image_hash);
+        const auto mod = modules_.find(op.image_hash);
+        const cubin::Image* parsed = img == images_.end() ? nullptr : parse_locked(op.image_hash, img->second.bytes);
+        if (parsed && mod != modules_.end())
+          for (const auto& g : parsed->globals) {
+            CUdeviceptr addr = 0;
+            size_t size = 0;
+            if (KC_CU_TRY(cuModuleGetGlobal(&addr, &size, mod->second, g.name.c_str())) == CUDA_SUCCESS && size)
+              names.push_back(g.name);
+          }
+        it = uncaptured.emplace(op.image_hash, std::move(names)).first;
+      }
+      op.uncaptured_globals = it->second;
+    }
     files::create_private_dirs(writer.dir() / "window");
     for (size_t i = 0; i < w.ops.size(); ++i) {
       if (w.ops[i].kind != format::WindowOp::Kind::Kernel) continue;
@@ -130,8 +160,8 @@ class DriverWindowOps final : public WindowOps {
       format::write_file(writer.dir() / format::window_params_file(i), it->second.data(), it->second.size());
     }
     for (const auto& [hash, image] : images_) {
-      const std::string rel = format::window_image_file(hash, image.first);
-      if (!std::filesystem::exists(writer.dir() / rel)) format::write_file(writer.dir() / rel, image.second.data(), image.second.size());
+      const std::string rel = format::window_image_file(hash, image.kind);
+      if (!std::filesystem::exists(writer.dir() / rel)) format::write_file(writer.dir() / rel, image.bytes.data(), image.bytes.size());
     }
     const std::string text = to_json(w).dump(1);
     format::write_file(writer.dir() / format::kWindowFile, text.data(), text.size());
@@ -142,21 +172,27 @@ class DriverWindowOps final : public WindowOps {
   // window is described while the application waits).
   const std::vector<std::string>& functions_of(CUmodule module) {
     std::lock_guard lk(mu_);
+    return functions_of_locked(module);
+  }
+  const std::vector<std::string>& functions_of_locked(CUmodule module) {  // mu_ held
     auto it = functions_.find(module);
     if (it == functions_.end()) it = functions_.emplace(module, module_function_names(module)).first;
     return it->second;
   }
-  const cubin::Image* parsed_image(const KeptImage& image) {
+  const cubin::Image* parsed_image(uint64_t hash, const std::vector<uint8_t>& bytes) {
     std::lock_guard lk(mu_);
-    auto it = parsed_.find(image.hash);
+    return parse_locked(hash, bytes);
+  }
+  const cubin::Image* parse_locked(uint64_t hash, const std::vector<uint8_t>& bytes) {  // mu_ held
+    auto it = parsed_.find(hash);
     if (it != parsed_.end()) return it->second ? &*it->second : nullptr;
     std::optional<cubin::Image> p;
     try {
-      p = cubin::parse_image(image.bytes, sm_);
+      p = cubin::parse_image(bytes, sm_);
     } catch (const std::exception& e) {
-      log::warn("window: cannot read a code image ({}): its parameter layout comes from the driver only", e.what());
+      log::warn("window: cannot read a code image ({}): its module globals are not named", e.what());
     }
-    auto& slot = parsed_[image.hash] = std::move(p);
+    auto& slot = parsed_[hash] = std::move(p);
     return slot ? &*slot : nullptr;
   }
 
@@ -165,9 +201,18 @@ class DriverWindowOps final : public WindowOps {
   int sm_ = 0;
   uint64_t first_image_ = 0;
   std::map<size_t, std::vector<uint8_t>> params_;  // by operation index
-  std::map<uint64_t, std::pair<std::string, std::vector<uint8_t>>> images_;  // hash -> kind, bytes
+  struct Found {  // how a window launch's image was found, to find it again at the end
+    std::string kind, mangled;
+    CUmodule module = nullptr;
+    FunctionFacts facts;
+    const KeptImage* image = nullptr;  // valid while the store's count of loads is `loaded_at`
+    size_t loaded_at = 0;
+    std::vector<uint8_t> bytes;  // filled at the end
+  };
+  std::map<uint64_t, Found> images_;  // by image hash
   std::map<uint64_t, std::optional<cubin::Image>> parsed_;
   std::map<CUmodule, std::vector<std::string>> functions_;
+  std::map<uint64_t, CUmodule> modules_;  // image hash -> the module a window launch ran it from
 };
 
 class CapturerWindowEnds final : public WindowEnds {
@@ -177,7 +222,7 @@ class CapturerWindowEnds final : public WindowEnds {
   void finish(uint32_t first, const CUpti_CallbackData& last_exit,
               const std::function<format::Window()>& window) override {
     capturer_.set_before_publish([&](format::CaptureWriter& writer, format::Manifest& m) {
-      const format::Window w = window();
+      format::Window w = window();
       ops_.write(writer, w);
       log::info("window: {} operations ({} kernel launches), AFTER {} in {} runs{}", w.ops.size(), w.kernels(),
                 m.after_bytes, m.after.size(),

@@ -185,7 +185,7 @@ if want torch_mlp; then
 fi
 if want llama; then
   if torch_ok "$PY" && "$PY" -c 'import transformers' 2>/dev/null; then
-    torch_window llama 'flash_fwd|fmha|attention_kernel|efficient_attention@2..silu' --regex -- "$PY" "$HERE/hf_llama.py" 3
+    torch_window llama 'flash_fwd|fmha|sdpa|attention@2..silu' --regex -- "$PY" "$HERE/hf_llama.py" 3
   else
     verdict llama SKIP "no torch with CUDA or no transformers in $PY"
   fi
