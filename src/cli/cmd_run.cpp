@@ -14,6 +14,7 @@
 
 #include "cli/commands.hpp"
 #include "common/error.hpp"
+#include "cli/swap_plan.hpp"
 #include "extract/swap_run.hpp"
 
 namespace kerncap::cli {
@@ -85,7 +86,7 @@ void run_with_swaps(const SwapRunArgs& a, int& exit_code) {
     usage_error("give the application after -- (kerncap run --swap K=V.cubin -- ./app args), or as --cmd \"./app args\"");
   extract::SwapRunOptions o;
   o.app = {a.cmd, a.argv};
-  o.plans = extract::plan_swaps(a.swaps);  // refuses a wrong variant before anything runs
+  o.plans = plan_swaps(a.swaps);  // refuses a wrong variant before anything runs
   o.pairs = a.repeat;
   o.check = a.check;
   o.verbose = a.verbose;

@@ -15,11 +15,19 @@
 
 #include "extract/launcher.hpp"
 #include "extract/profile_run.hpp"
-#include "extract/swap_plan.hpp"
 #include "format/swaps.hpp"
 #include "profile/paired_stats.hpp"
 
 namespace kerncap::extract {
+
+// One --swap resolved (cli/swap_plan.hpp resolves them before anything runs).
+struct SwapPlan {
+  format::SwapSpec spec;
+  std::string target;           // as given
+  std::string capture;          // the capture it came from ("" for a name)
+  std::string demangled;        // for messages
+  bool layout_checked = false;  // against the capture's layout (else the library checks at the first launch)
+};
 
 inline constexpr std::string_view kRunReportFormat = "kerncap-run-report";
 inline constexpr int kRunReportVersion = 1;

@@ -9,17 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "format/swaps.hpp"
+#include "extract/swap_run.hpp"
 
-namespace kerncap::extract {
+namespace kerncap::cli {
 
-struct SwapPlan {
-  format::SwapSpec spec;
-  std::string target;      // as given
-  std::string capture;     // the capture it came from ("" for a name)
-  std::string demangled;   // for messages
-  bool layout_checked = false;  // against the capture's layout (else the library checks at the first launch)
-};
+using extract::SwapPlan;
 
 // Splits "TARGET=IMAGE" at its last '=' (Error(Usage) without one).
 std::pair<std::string, std::string> split_swap_arg(const std::string& arg);
@@ -30,4 +24,4 @@ SwapPlan plan_swap_names(const std::string& arg);
 // Every --swap, refusing one kernel named twice.
 std::vector<SwapPlan> plan_swaps(const std::vector<std::string>& args);
 
-}  // namespace kerncap::extract
+}  // namespace kerncap::cli

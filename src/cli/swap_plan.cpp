@@ -1,4 +1,4 @@
-#include "extract/swap_plan.hpp"
+#include "cli/swap_plan.hpp"
 
 #include <filesystem>
 #include <system_error>
@@ -14,7 +14,7 @@
 #include "replay/signature.hpp"
 #include "replay/variant_image.hpp"
 
-namespace kerncap::extract {
+namespace kerncap::cli {
 namespace fs = std::filesystem;
 
 std::pair<std::string, std::string> split_swap_arg(const std::string& arg) {
@@ -163,4 +163,4 @@ std::vector<SwapPlan> plan_swaps(const std::vector<std::string>& args) {
   return plans;
 }
 
-}  // namespace kerncap::extract
+}  // namespace kerncap::cli
