@@ -44,19 +44,20 @@ std::vector<CUpti_CallbackId> Swapper::callback_ids() {
   return ids;
 }
 
-int Swapper::kernel_index(CUfunction f) {
+Swapper::Handle Swapper::handle_of(CUfunction f) {
   {
     std::shared_lock lk(handles_mu_);
     if (auto it = handles_.find(f); it != handles_.end()) return it->second;
   }
   const std::string name = driver_.name_of(f);
-  int index = -1;
+  Handle h;
   for (size_t i = 0; i < kernels_.size(); ++i)
-    if (!name.empty() && name == kernels_[i]->spec.kernel) index = static_cast<int>(i);
+    if (!name.empty() && name == kernels_[i]->spec.kernel) h.index = static_cast<int>(i);
   std::unique_lock lk(handles_mu_);
-  handles_.emplace(f, index);
-  return index;
+  return handles_.emplace(f, h).first->second;
 }
+
+int Swapper::kernel_index(CUfunction f) { return handle_of(f).index; }
 
 void Swapper::refuse(Kernel& k, const std::string& why) {
   // under k.mu
@@ -105,7 +106,8 @@ CUfunction Swapper::variant_for(int index, CUfunction f, CUcontext ctx, uint32_t
 bool Swapper::swap_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   LaunchArgs a;
   if (!decode_launch(cbid, cb->functionParams, &a) || !a.f) return false;
-  const int k = kernel_index(a.f);
+  const Handle h = handle_of(a.f);
+  const int k = h.index;
   if (k < 0) return false;
   Kernel& kernel = *kernels_[static_cast<size_t>(k)];
   const uint64_t index = kernel.launches.fetch_add(1, std::memory_order_relaxed);
@@ -114,8 +116,17 @@ bool Swapper::swap_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     return false;  // the application's own kernel runs
   }
   CUcontext ctx = cb->context ? cb->context : driver_.current_context();
-  CUfunction v = variant_for(k, a.f, ctx, a.shared_mem);
-  if (!v) return false;
+  // The checks passed for this handle in this context before: the variant, at once (a launch
+  // asking for more than the default shared memory is checked each time).
+  CUfunction v = h.variant && h.ctx == ctx && a.shared_mem <= 48 * 1024 ? h.variant : nullptr;
+  if (!v) {
+    v = variant_for(k, a.f, ctx, a.shared_mem);
+    if (!v) return false;
+    std::unique_lock lk(handles_mu_);
+    Handle& cached = handles_[a.f];
+    cached.ctx = ctx;
+    cached.variant = v;
+  }
   // The argument block is the call's own (CUPTI passes it as const void*; the driver reads
   // it back after the callback): every launch kind names its function in a field `f`.
   void* params = const_cast<void*>(cb->functionParams);

@@ -106,7 +106,15 @@ class Swapper {
   ShadowDriver* shadow_ = nullptr;
   std::vector<std::unique_ptr<Kernel>> kernels_;
   std::shared_mutex handles_mu_;
-  std::unordered_map<CUfunction, int> handles_;        // launch handle -> kernel index or -1
+  // Launch handle -> kernel index (-1: not ours) and, once a launch through it in `ctx` passed
+  // every check, the variant: the per-launch path is then one shared lock and one lookup.
+  struct Handle {
+    int index = -1;
+    CUcontext ctx = nullptr;
+    CUfunction variant = nullptr;
+  };
+  std::unordered_map<CUfunction, Handle> handles_;
+  Handle handle_of(CUfunction f);
   std::mutex layouts_mu_;
   std::map<std::pair<CUfunction, CUfunction>, std::string> layouts_;  // (app, variant) -> mismatch
 };
