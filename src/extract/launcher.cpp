@@ -53,7 +53,7 @@ fs::path find_injection_library(const std::optional<std::string>& named) {
 
 std::string AppExit::describe() const {
   const std::string passed =
-      forwarded ? fmt::format(" (kerncap received {} and passed it on)", sigabbrev_np(forwarded) ? sigabbrev_np(forwarded) : "a signal")
+      forwarded ? fmt::format(" (kerncap received SIG{} and passed it on)", sigabbrev_np(forwarded) ? sigabbrev_np(forwarded) : "?")
                 : std::string();
   if (exited) return fmt::format("exited with code {}{}", code, passed);
   return fmt::format("was killed by signal {} ({}){}", code, strsignal(code), passed);
