@@ -52,9 +52,9 @@ fs::path find_injection_library(const std::optional<std::string>& named) {
 }
 
 std::string AppExit::describe() const {
+  const char* name = forwarded ? sigabbrev_np(forwarded) : nullptr;
   const std::string passed =
-      forwarded ? fmt::format(" (kerncap received SIG{} and passed it on)", sigabbrev_np(forwarded) ? sigabbrev_np(forwarded) : "?")
-                : std::string();
+      forwarded ? fmt::format(" (kerncap received SIG{} and passed it on)", name ? name : "?") : std::string();
   if (exited) return fmt::format("exited with code {}{}", code, passed);
   return fmt::format("was killed by signal {} ({}){}", code, strsignal(code), passed);
 }
