@@ -23,6 +23,11 @@
 #                  wrong (launch 0, grid 65537: size 2^24+3), the application's results unchanged
 #   fast_shadow    --shadow with the correct variant: every host launch outside graph capture
 #                  checked, none differs; the checking time per launch
+#   torch_ext      a PyTorch custom CUDA extension (torch.utils.cpp_extension.load_inline) whose
+#                  kernel re-reads its input; a faster variant (one read, same bits) compiled by
+#                  nvcc: verdict ok, every launch swapped, the in-app kernel ratio beside replay's
+#   triton_id      a Triton kernel (launched by Triton's own launcher) served by its own captured
+#                  image: every launch swapped, results identical
 #   torch_graph    torch.cuda.CUDAGraph replaying an elementwise kernel: the kernel's own image
 #                  (from a capture) swapped in; every replay served by it, results identical
 # Prints one row per case and "N passed, N failed". Exit 0 all passed, 1 some failed, 77 skipped
@@ -171,6 +176,98 @@ if want fast_shadow; then
   CH=$(r fast_shadow 'j["runs"][1]["shadow"]["checked"]')
   [ "$CH" = $((HOST_LAUNCHES - 2)) ] || P+="checked $CH of $((HOST_LAUNCHES - 2)) launches outside graph capture; "
   case_row fast_shadow "$P" "checked $CH, skipped $(r fast_shadow 'j["runs"][1]["shadow"]["skipped"]') ($(r fast_shadow 'j["runs"][1]["shadow"]["skip_reason"]' | cut -c1-60)); $(JSON_FLOAT=.3f r fast_shadow 'j["summary"]["shadow_overhead_s"]*1e3') ms per checked launch (2 x 64 MiB saved, compared on the host)"
+fi
+
+if want torch_ext; then
+  P=""
+  mkdir -p "$WORK/ext"
+  cat >"$WORK/ext_app.py" <<'PYEOF'
+import os, torch
+from torch.utils.cpp_extension import load_inline
+src = r"""
+#include <ATen/cuda/CUDAContext.h>
+__global__ void rowscale_kernel(float* out, const float* x, const float* s, int rows, int cols) {
+  const int r = blockIdx.x;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    float v = -INFINITY;
+#pragma unroll 1
+    for (int k = 0; k < 8; ++k) v = fmaxf(v, __ldcv(&x[(size_t)r * cols + c]));
+    out[(size_t)r * cols + c] = v * s[r];
+  }
+}
+torch::Tensor rowscale(torch::Tensor x, torch::Tensor s) {
+  auto out = torch::empty_like(x);
+  rowscale_kernel<<<x.size(0), 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+      out.data_ptr<float>(), x.data_ptr<float>(), s.data_ptr<float>(), x.size(0), x.size(1));
+  return out;
+}
+"""
+ext = load_inline("kc_rowscale", cpp_sources="torch::Tensor rowscale(torch::Tensor x, torch::Tensor s);",
+                  cuda_sources=src, functions=["rowscale"], build_directory=os.environ["EXT_DIR"])
+x = torch.randn(4096, 4096, device="cuda")
+s = torch.rand(4096, device="cuda")
+acc = torch.zeros_like(x)
+for _ in range(30):
+    acc += ext.rowscale(x, s)
+torch.cuda.synchronize()
+print("APP", float(acc.double().sum()), float(acc[17, 99]))
+PYEOF
+  cat >"$WORK/ext_variant.cu" <<'CUEOF'
+#include <cmath>
+__global__ void rowscale_kernel(float* out, const float* x, const float* s, int rows, int cols) {
+  const int r = blockIdx.x;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float v = fmaxf(-INFINITY, __ldcv(&x[(size_t)r * cols + c]));
+    out[(size_t)r * cols + c] = v * s[r];
+  }
+}
+CUEOF
+  "$NVCC" -O3 -cubin -arch=sm_"$SM" -o "$WORK/ext_variant.cubin" "$WORK/ext_variant.cu" >>"$WORK/build.log" 2>&1
+  export EXT_DIR=$WORK/ext
+  run torch_ext.build "$PY" "$WORK/ext_app.py" || P+="the extension does not build or run ($(tail -c 200 "$D/torch_ext.build.err")); "
+  run torch_ext.extract "$KC" extract rowscale_kernel --dispatch 2 -o "$WORK/ext.cap" -- "$PY" "$WORK/ext_app.py"
+  [ -f "$WORK/ext.cap/capture/manifest.json" ] || P+="extract failed: $(first_error torch_ext.extract); "
+  run torch_ext.validate "$KC" validate "$WORK/ext.cap" --cubin "$WORK/ext_variant.cubin" --speedup --json
+  VS=$(json_get "$D/torch_ext.validate.out" 'j["speedup"]["speedup"]')
+  [ "$(json_get "$D/torch_ext.validate.out" result)" = PASS ] || P+="validate: $(json_get "$D/torch_ext.validate.out" line); "
+  run torch_ext "$KC" run --swap "$WORK/ext.cap=$WORK/ext_variant.cubin" --repeat 3 --json -- "$PY" "$WORK/ext_app.py"
+  [ "$(r torch_ext verdict)" = ok ] || P+="verdict $(r torch_ext verdict) ($(r torch_ext why)); "
+  [ "$(r torch_ext 'j["runs"][1]["swapped_launches"]')" = 30 ] || P+="swapped $(r torch_ext 'j["runs"][1]["swapped_launches"]') of 30; "
+  case_row torch_ext "$P" "in-app kernel x$(r torch_ext 'j["summary"]["kernel_ns"]["ratio"]["median"]') vs replay x${VS:-?}; GPU x$(r torch_ext 'j["summary"]["gpu_ns"]["ratio"]["median"]'), wall x$(r torch_ext 'j["summary"]["wall_s"]["ratio"]["median"]'); swapped $(r torch_ext 'j["runs"][1]["swapped_launches"]')/30; output identical $(r torch_ext 'j["summary"]["outputs_identical"]')"
+fi
+
+if want triton_id; then
+  P=""
+  cat >"$WORK/triton_app.py" <<'PYEOF'
+import torch, triton, triton.language as tl
+
+@triton.jit
+def kc_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.0 + tl.load(y_ptr + offs, mask=m), mask=m)
+
+n = (1 << 22) + 5
+x = torch.randn(n, device="cuda")
+y = torch.randn(n, device="cuda")
+out = torch.empty_like(x)
+acc = torch.zeros_like(x)
+for _ in range(10):
+    kc_add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    acc += out
+torch.cuda.synchronize()
+print("APP", float(acc.double().sum()))
+PYEOF
+  run triton_id.extract "$KC" extract kc_add_kernel --dispatch 1 -o "$WORK/triton.cap" -- "$PY" "$WORK/triton_app.py"
+  IMG=$(ls "$WORK"/triton.cap/capture/image/* 2>/dev/null | head -1)
+  if [ -z "$IMG" ]; then
+    P+="no capture ($(first_error triton_id.extract)); "
+  else
+    run triton_id "$KC" run --swap "$WORK/triton.cap=$IMG" --repeat 2 --json -- "$PY" "$WORK/triton_app.py"
+    [ "$(r triton_id verdict)" = ok ] || P+="verdict $(r triton_id verdict) ($(r triton_id why)); "
+    [ "$(r triton_id 'j["runs"][1]["swapped_launches"]')" = 10 ] || P+="swapped $(r triton_id 'j["runs"][1]["swapped_launches"]') of 10; "
+  fi
+  case_row triton_id "$P" "swapped $(r triton_id 'j["runs"][1]["swapped_launches"]' 2>/dev/null)/10 launches, kernel ns base/swap $(r triton_id 'j["summary"]["kernel_ns"]["ratio"]["median"]' 2>/dev/null), output identical $(r triton_id 'j["summary"]["outputs_identical"]' 2>/dev/null)"
 fi
 
 if want torch_graph; then
