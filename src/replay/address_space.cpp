@@ -135,6 +135,23 @@ void AddressSpace::reserve(const std::vector<Span>& regions, const std::vector<b
   for (size_t i = 0; i < regions.size(); ++i) addresses_[i] = relocations_.translate(regions[i].begin);
 }
 
+// Issue 38's fault matrix (a capture larger than the GPU memory another process left free): say
+// how much the capture needs, what the device has free, and what to do, not only the driver's
+// CUDA_ERROR_OUT_OF_MEMORY.
+void AddressSpace::out_of_device_memory(uint64_t piece) const {
+  uint64_t need = 0;
+  for (const ToMap& t : to_map_)
+    if (!t.host) need += t.span.size();
+  size_t free = 0, total = 0;
+  const bool known = KC_CU_TRY(cuMemGetInfo(&free, &total)) == CUDA_SUCCESS;
+  device_error(fmt::format(
+      "out of device memory while mapping the capture at its addresses (CUDA_ERROR_OUT_OF_MEMORY for a {} piece, "
+      "{} already mapped): the capture needs {} of device memory{}; other processes may hold the rest (nvidia-smi "
+      "lists them): free it, or replay on another GPU (CUDA_VISIBLE_DEVICES)",
+      human_bytes(piece), human_bytes(stats_.mapped_bytes), human_bytes(need),
+      known ? fmt::format(" and the GPU has {} free of {}", human_bytes(free), human_bytes(total)) : std::string()));
+}
+
 void AddressSpace::map() {
   const CUmemAllocationProp on_device = device_prop(dev_);
   const bool host_ok = std::any_of(to_map_.begin(), to_map_.end(), [](const ToMap& t) { return t.host; }) &&
@@ -147,7 +164,9 @@ void AddressSpace::map() {
     const bool host = t.host && host_ok;
     const CUmemAllocationProp prop = host ? host_prop() : on_device;
     Mapping m{s.begin, s.size(), 0};
-    KC_CU(cuMemCreate(&m.handle, m.size, &prop, 0));
+    const CUresult created = KC_CU_TRY(cuMemCreate(&m.handle, m.size, &prop, 0));
+    if (created == CUDA_ERROR_OUT_OF_MEMORY && !host) out_of_device_memory(m.size);
+    if (created != CUDA_SUCCESS) cu_fail(created, "cuMemCreate(&m.handle, m.size, &prop, 0)", __FILE__, __LINE__);
     CUresult r = KC_CU_TRY(cuMemMap(m.addr, m.size, 0, m.handle, 0));
     if (r != CUDA_SUCCESS) {
       driver().cuMemRelease(m.handle);

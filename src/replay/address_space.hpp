@@ -60,6 +60,7 @@ class AddressSpace {
   uint64_t granularity_ = kPieceAlign;
   std::vector<Reservation> reservations_;
   std::vector<Reservation> occupiers_;
+  [[noreturn]] void out_of_device_memory(uint64_t piece) const;
   struct ToMap {
     Span span;          // where physical memory goes (new address)
     bool host = false;  // pinned host memory rather than device memory
