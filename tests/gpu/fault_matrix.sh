@@ -397,7 +397,7 @@ if want -E replay_oom; then
   wait "$HOG" 2>/dev/null
   HOG=""
   [ "$RC" = 3 ] || problem "exit $RC, expected 3 (device)"
-  grep -q -i -E "memory" "$D/validate.log" || problem "the error does not name memory"
+  grep -q -E "needs .* of device memory" "$D/validate.log" || problem "the error does not say what the capture needs"
   w=$(validate_word "$L")
   [ "$w" = PASS ] || problem "after the other process is gone: '$w'"
   fm_row replay_oom "exit 3 naming the memory it needs and what is free; no crash; PASS once memory is free" \
