@@ -204,6 +204,7 @@ torch::Tensor rowscale(torch::Tensor x, torch::Tensor s) {
 """
 ext = load_inline("kc_rowscale", cpp_sources="torch::Tensor rowscale(torch::Tensor x, torch::Tensor s);",
                   cuda_sources=src, functions=["rowscale"], build_directory=os.environ["EXT_DIR"])
+torch.manual_seed(0)  # the same inputs in every run: the printed results are comparable
 x = torch.randn(4096, 4096, device="cuda")
 s = torch.rand(4096, device="cuda")
 acc = torch.zeros_like(x)
@@ -232,6 +233,7 @@ CUEOF
   [ "$(json_get "$D/torch_ext.validate.out" result)" = PASS ] || P+="validate: $(json_get "$D/torch_ext.validate.out" line); "
   run torch_ext "$KC" run --swap "$WORK/ext.cap=$WORK/ext_variant.cubin" --repeat 3 --json -- "$PY" "$WORK/ext_app.py"
   [ "$(r torch_ext verdict)" = ok ] || P+="verdict $(r torch_ext verdict) ($(r torch_ext why)); "
+  [ "$(r torch_ext 'j["summary"]["outputs_identical"] and j["summary"]["base_outputs_agree"]')" = True ] || P+="printed results differ; "
   [ "$(r torch_ext 'j["runs"][1]["swapped_launches"]')" = 30 ] || P+="swapped $(r torch_ext 'j["runs"][1]["swapped_launches"]') of 30; "
   case_row torch_ext "$P" "in-app kernel x$(r torch_ext 'j["summary"]["kernel_ns"]["ratio"]["median"]') vs replay x${VS:-?}; GPU x$(r torch_ext 'j["summary"]["gpu_ns"]["ratio"]["median"]'), wall x$(r torch_ext 'j["summary"]["wall_s"]["ratio"]["median"]'); swapped $(r torch_ext 'j["runs"][1]["swapped_launches"]')/30; output identical $(r torch_ext 'j["summary"]["outputs_identical"]')"
 fi
@@ -248,6 +250,7 @@ def kc_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.0 + tl.load(y_ptr + offs, mask=m), mask=m)
 
 n = (1 << 22) + 5
+torch.manual_seed(0)  # the same inputs in every run: the printed results are comparable
 x = torch.randn(n, device="cuda")
 y = torch.randn(n, device="cuda")
 out = torch.empty_like(x)
@@ -265,6 +268,7 @@ PYEOF
   else
     run triton_id "$KC" run --swap "$WORK/triton.cap=$IMG" --repeat 2 --json -- "$PY" "$WORK/triton_app.py"
     [ "$(r triton_id verdict)" = ok ] || P+="verdict $(r triton_id verdict) ($(r triton_id why)); "
+    [ "$(r triton_id 'j["summary"]["outputs_identical"] and j["summary"]["base_outputs_agree"]')" = True ] || P+="printed results differ; "
     [ "$(r triton_id 'j["runs"][1]["swapped_launches"]')" = 10 ] || P+="swapped $(r triton_id 'j["runs"][1]["swapped_launches"]') of 10; "
   fi
   case_row triton_id "$P" "swapped $(r triton_id 'j["runs"][1]["swapped_launches"]' 2>/dev/null)/10 launches, kernel ns base/swap $(r triton_id 'j["summary"]["kernel_ns"]["ratio"]["median"]' 2>/dev/null), output identical $(r triton_id 'j["summary"]["outputs_identical"]' 2>/dev/null)"
