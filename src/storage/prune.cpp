@@ -110,6 +110,31 @@ bool chunk_name(const std::string& name, std::pair<uint64_t, uint64_t>* key) {
   return true;
 }
 
+// A chunk's temporary, ".<32 hex>.<pid>.<n>.tmp" (format/chunk_store.cpp).
+bool chunk_temporary(const std::string& name) {
+  ChunkRef c;
+  return name.size() > 38 && name[0] == '.' && name[33] == '.' && name.ends_with(".tmp") &&
+         parse_chunk_hash(std::string_view(name).substr(1, 32), c);
+}
+
+// The chunk files of the capture's own chunks/ that no region of `m` names, and chunk
+// temporaries: what a prune left when it was killed (between writing its manifest and deleting
+// them, or while writing a chunk). Only under prune's exclusive lock: nothing else writes into
+// a published capture's chunks/ (a shared store is never cleaned: other captures use it).
+std::vector<std::string> unreferenced_chunks(const fs::path& dir, const Manifest& m) {
+  std::set<std::pair<uint64_t, uint64_t>> used;
+  for (const auto& r : m.regions)
+    for (const auto& ch : r.chunks) used.insert({ch.hash_hi, ch.hash_lo});
+  std::vector<std::string> unused;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir / kChunkDir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::pair<uint64_t, uint64_t> key;
+    const std::string name = it->path().filename().string();
+    if ((chunk_name(name, &key) && !used.count(key)) || chunk_temporary(name)) unused.push_back(name);
+  }
+  return unused;
+}
+
 // A linear or pitch2D texture reads the region: the footprint does not see texture fetches.
 bool read_through_texture(const Manifest& m, const Region& r) {
   for (const auto& o : m.textures.objects)
@@ -217,8 +242,23 @@ PruneResult prune_capture(const std::filesystem::path& dir_in, bool dry_run) {
   s += fmt::format("{} stored bytes: {} -> {} ({} dropped); {} replayed as 0x{:02X} (never touched by the launch)\n",
                    dry_run ? "would prune" : "pruned", human_bytes(p.stored_before), human_bytes(p.stored_after),
                    human_bytes(p.stored_before - p.stored_after), human_bytes(p.pruned_after), kOmittedFill);
+  auto remove_counted = [&](const fs::path& parent, const std::string& name) {
+    struct stat sb {};
+    if (::lstat((parent / name).c_str(), &sb) != 0 || !S_ISREG(sb.st_mode)) return;
+    files::remove_inside(parent, name);
+    ++res.files_deleted;
+    res.bytes_reclaimed += static_cast<uint64_t>(sb.st_size);
+  };
   if (dry_run || !p.changed()) {
     if (!p.changed()) s += "nothing to prune: the capture already holds only what the launch touches\n";
+    if (!dry_run && !c.manifest.external_store) {
+      // A prune killed after its manifest and before its deletions (issue 38's fault matrix)
+      // left chunk files nothing names; they go now.
+      for (const auto& name : unreferenced_chunks(c.dir, c.manifest)) remove_counted(c.dir / kChunkDir, name);
+      if (res.files_deleted)
+        s += fmt::format("{} chunk files no longer referenced (left by an interrupted prune) removed ({} reclaimed)\n",
+                         res.files_deleted, human_bytes(res.bytes_reclaimed));
+    }
     return res;
   }
   if (c.manifest.external_store && !c.store)
@@ -274,30 +314,12 @@ PruneResult prune_capture(const std::filesystem::path& dir_in, bool dry_run) {
 
   // 3. Files nothing references any more: the rewritten regions' old files, and chunks of
   //    the capture's own chunks/ (a shared store is never cleaned: other captures use it).
-  auto remove_counted = [&](const fs::path& parent, const std::string& name) {
-    struct stat sb {};
-    if (::lstat((parent / name).c_str(), &sb) != 0 || !S_ISREG(sb.st_mode)) return;
-    files::remove_inside(parent, name);
-    ++res.files_deleted;
-    res.bytes_reclaimed += static_cast<uint64_t>(sb.st_size);
-  };
   for (const auto& old : old_files) {
     const fs::path rel(old);
     remove_counted(c.dir / rel.parent_path(), rel.filename().string());
   }
-  if (!nm.external_store) {
-    std::set<std::pair<uint64_t, uint64_t>> used;
-    for (const auto& r : nm.regions)
-      for (const auto& ch : r.chunks) used.insert({ch.hash_hi, ch.hash_lo});
-    std::vector<std::string> unused;
-    std::error_code ec;
-    for (fs::directory_iterator it(c.dir / kChunkDir, ec), end; !ec && it != end; it.increment(ec)) {
-      std::pair<uint64_t, uint64_t> key;
-      const std::string name = it->path().filename().string();
-      if (chunk_name(name, &key) && !used.count(key)) unused.push_back(name);
-    }
-    for (const auto& name : unused) remove_counted(c.dir / kChunkDir, name);
-  }
+  if (!nm.external_store)
+    for (const auto& name : unreferenced_chunks(c.dir, nm)) remove_counted(c.dir / kChunkDir, name);
   s += fmt::format("{} new chunks written ({}); {} files no longer referenced removed ({} reclaimed){}\n",
                    res.chunks_written, human_bytes(res.bytes_written), res.files_deleted,
                    human_bytes(res.bytes_reclaimed),
