@@ -35,8 +35,10 @@ cooperative), cooperative launches, launches recorded into CUDA graphs by stream
 and kernel nodes of graphs built or updated by hand. The library writes the variant's
 function into the launch's own arguments at its API entry: nothing else is launched, and
 the application cannot tell apart from time. Launches from the device (dynamic
-parallelism) are not swapped. A Triton kernel is swapped through its compiled cubin
-(`kerncap validate --triton-variant` prints where it is kept).
+parallelism) are not swapped. A Triton kernel: IMAGE may be the capture's edited
+OUT/kernel_variant.py: OUT/reproducer.py recompiles it with the application's Triton (and
+judges it on the captured launch; its verdict is printed) into OUT/candidate.cubin, which
+must keep the captured launch geometry (a swap keeps the application's grid and block).
 
 The application runs --repeat N times in each arm, alternating: unmodified, swapped. Both
 arms run with the same instrumentation (CUPTI kernel records, the swap callbacks; the

@@ -1,6 +1,8 @@
 #include "cli/swap_plan.hpp"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -8,7 +10,11 @@
 
 #include "common/error.hpp"
 #include "cubin/cubin.hpp"
+#include "extract/environment.hpp"
+#include "extract/launcher.hpp"
 #include "format/capture_dir.hpp"
+#include "format/out_layout.hpp"
+#include "format/strict_json.hpp"
 #include "names/demangle.hpp"
 #include "names/kernel_name.hpp"
 #include "replay/signature.hpp"
@@ -59,6 +65,67 @@ std::vector<std::string> param_dtypes(const std::string& mangled) {
 }
 }  // namespace
 
+std::string compile_triton_variant(const fs::path& out, const fs::path& py, const std::array<uint32_t, 3>& grid,
+                                   const std::array<uint32_t, 3>& block, uint32_t shared,
+                                   const std::array<uint32_t, 3>& cluster, std::string* verdict) {
+  std::error_code ec;
+  const fs::path reproducer = out / format::out::kReproducerPy;
+  const fs::path own = out / format::out::kKernelVariantPy;
+  if (!fs::is_regular_file(reproducer, ec))
+    input_error(fmt::format("{} is a Python file, but {} has no {}: a kernel_variant.py is swapped through the "
+                            "reproducer of a Triton capture (extract a Triton kernel)",
+                            py.string(), out.string(), format::out::kReproducerPy));
+  if (!fs::equivalent(py, own, ec))
+    input_error(fmt::format("{}: give {} (the file the reproducer compiles; edit that one)", py.string(), own.string()));
+  const extract::HostEnv host = extract::read_host_env();
+  const std::string python = host.python.value_or("python3");
+  const fs::path log = out / ".kerncap" / "swap-compile.log";
+  fs::create_directories(log.parent_path(), ec);
+  fs::remove(out / format::out::kCandidateJson, ec);
+  const extract::AppOutput output{log, log};
+  const extract::AppExit e = extract::run_application({python, reproducer.string(), "--json"}, false, {}, &output);
+  std::string text;
+  {
+    std::ifstream in(log, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  if (!e.exited || (e.code != 0 && e.code != 1) || !fs::is_regular_file(out / format::out::kCandidateJson, ec))
+    input_error(fmt::format("the reproducer could not compile {} ({} {}; its output is in {}):\n{}", py.string(),
+                            python, e.describe(), log.string(), text.size() > 1500 ? text.substr(text.size() - 1500) : text));
+  for (size_t p = text.rfind("Result:"); p != std::string::npos;) {
+    *verdict = text.substr(p, text.find('\n', p) - p);
+    break;
+  }
+  const fs::path cand = out / format::out::kCandidateJson;
+  std::ifstream in(cand, std::ios::binary);
+  const std::string doc_text((std::istreambuf_iterator<char>(in)), {});
+  const format::JsonDoc doc{"candidate.json " + cand.string(), "run the reproducer again"};
+  const nlohmann::json j = format::parse_bounded_json(doc_text, doc);
+  const format::JsonField root(j, doc);
+  auto dims = [&](const char* key) {
+    std::array<uint32_t, 3> d{};
+    const format::JsonField f = root.at(key);
+    if (f.array_size(3) != 3) f.fail("is not three numbers");
+    for (size_t i = 0; i < 3; ++i) d[i] = f.elem(i).u32();
+    return d;
+  };
+  const auto g = dims("grid"), b = dims("block"), c = dims("cluster");
+  const uint32_t sh = root.at("shared_mem_bytes").u32();
+  auto text3 = [](const std::array<uint32_t, 3>& d) { return fmt::format("{}x{}x{}", d[0], d[1], d[2]); };
+  auto same_cluster = [](const std::array<uint32_t, 3>& x, const std::array<uint32_t, 3>& y) {
+    auto none = [](const std::array<uint32_t, 3>& d) { return d[0] <= 1 && d[1] <= 1 && d[2] <= 1; };
+    return x == y || (none(x) && none(y));
+  };
+  if (g != grid || b != block || sh != shared || !same_cluster(c, cluster))
+    input_error(fmt::format(
+        "the edited {} changes the launch geometry (grid {} -> {}, block {} -> {}, shared {} -> {} bytes): a swap "
+        "keeps the application's own grid and block for every launch, so this variant cannot serve them; keep "
+        "BLOCK, num_warps and the other meta-parameters that decide the geometry (or change them in the "
+        "application)",
+        py.filename().string(), text3(grid), text3(g), text3(block), text3(b), shared, sh));
+  return (out / format::out::kCandidateCubin).string();
+}
+
 SwapPlan plan_swap(const std::string& arg) {
   SwapPlan plan = plan_swap_names(arg);
   plan.spec.param_dtypes = param_dtypes(plan.spec.kernel);
@@ -70,6 +137,18 @@ SwapPlan plan_swap_names(const std::string& arg) {
   SwapPlan plan;
   plan.target = target;
   std::error_code ec;
+  if (image_arg.ends_with(".py")) {
+    // A Triton capture's kernel_variant.py: compiled by its reproducer into candidate.cubin.
+    if (!is_capture(target))
+      usage_error(fmt::format("--swap {}: a kernel_variant.py needs its capture as TARGET (OUT=OUT/kernel_variant.py)", arg));
+    const fs::path cap = format::resolve_capture_dir(target);
+    const fs::path out = cap.filename() == "capture" ? cap.parent_path() : cap;
+    const format::Capture c = format::open_capture(cap);
+    const format::Manifest& m = c.manifest;
+    plan.compiled_from = fs::absolute(image_arg, ec).string();
+    image_arg = compile_triton_variant(out, image_arg, m.grid, m.block, m.shared_mem_bytes, m.cluster,
+                                       &plan.compile_verdict);
+  }
   const fs::path image_path = fs::absolute(image_arg, ec);
   const replay::VariantImage image = replay::read_variant_image(image_path);
   plan.spec.image = fs::weakly_canonical(image_path, ec).string();

@@ -284,7 +284,9 @@ nlohmann::json run_report_json(const SwapRunOptions& o, const SwapRunResult& r) 
                      {"demangled", p.demangled},
                      {"entry", p.spec.entry},
                      {"image", p.spec.image},
-                     {"layout_checked", p.layout_checked}});
+                     {"layout_checked", p.layout_checked},
+                     {"compiled_from", p.compiled_from},
+                     {"compile_verdict", p.compile_verdict}});
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& a : r.runs) {
     nlohmann::json j = {{"index", a.index},
@@ -333,6 +335,9 @@ std::string run_report_text(const SwapRunOptions& o, const SwapRunResult& r) {
                      p.spec.entry, p.spec.image,
                      p.layout_checked ? "checked against the capture " + p.capture
                                       : "checked by the driver at the first launch");
+    if (!p.compiled_from.empty())
+      s += fmt::format("  compiled from {} by its reproducer; on the captured launch: {}\n", p.compiled_from,
+                       p.compile_verdict.empty() ? "(no verdict printed)" : p.compile_verdict);
   }
   uint64_t launches = 0, swapped = 0, nodes = 0;
   for (const auto& a : r.runs)

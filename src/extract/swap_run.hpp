@@ -27,6 +27,8 @@ struct SwapPlan {
   std::string capture;          // the capture it came from ("" for a name)
   std::string demangled;        // for messages
   bool layout_checked = false;  // against the capture's layout (else the library checks at the first launch)
+  std::string compiled_from;    // a Triton kernel_variant.py the image was compiled from ("" otherwise)
+  std::string compile_verdict;  // its reproducer's verdict line on the captured launch
 };
 
 inline constexpr std::string_view kRunReportFormat = "kerncap-run-report";
