@@ -43,19 +43,29 @@ std::vector<std::string> AppCommand::as_argv() const {
 }
 
 AppExit run_profiled(const AppCommand& app, const fs::path& records, int verbose, uint32_t sample) {
+  ProfiledRun how;
+  how.verbose = verbose;
+  how.sample = sample;
+  return run_profiled(app, records, how);
+}
+
+AppExit run_profiled(const AppCommand& app, const fs::path& records, const ProfiledRun& how) {
   const HostEnv host = read_host_env();
-  refuse_other_tool(host, "profile");
+  refuse_other_tool(host, how.doing);
   const fs::path lib = find_injection_library(host.library);
   format::Config c;
   c.mode = format::Mode::Profile;
   c.output = records.string();
-  c.verbose = verbose;
-  c.profile_sample = sample;
+  c.verbose = how.verbose;
+  c.profile_sample = how.sample;
+  c.swaps = how.swaps;
+  c.rank = how.rank;
   std::map<std::string, std::string> env = app_environment(c, lib);
   // The Triton shim tells the library which launches are benchmarks (kerncap_ignore_begin/end),
   // so the profile shows them apart and its dispatch indices are extract's.
   add_triton_shim(env, records, host);
-  AppExit exit = app.cmd.empty() ? run_application(app.argv, false, env) : run_application({app.cmd}, true, env);
+  AppExit exit = app.cmd.empty() ? run_application(app.argv, false, env, how.output)
+                                 : run_application({app.cmd}, true, env, how.output);
   check_protocol(format::events::read_dir(format::out::state_dir(records)), lib);
   return exit;
 }

@@ -9,6 +9,7 @@
 
 #include "extract/launcher.hpp"
 #include "format/profile_records.hpp"
+#include "format/swaps.hpp"
 #include "profile/aggregate.hpp"
 #include "profile/report_json.hpp"
 
@@ -37,9 +38,20 @@ struct AppCommand {
   std::vector<std::string> as_argv() const;  // what actually runs
 };
 
+// A profiled run's settings beyond the records directory.
+struct ProfiledRun {
+  int verbose = 0;
+  uint32_t sample = 0;                  // Config::profile_sample
+  std::vector<format::SwapSpec> swaps;  // `kerncap run`: kernels served by variants (Config::swaps)
+  int64_t rank = -1;                    // with swaps: only that rank's process swaps
+  const AppOutput* output = nullptr;    // where the application's stdout/stderr go (null: ours)
+  std::string_view doing = "profile";   // for the refusal when another CUDA tool is attached
+};
+
 // Runs the application with the library writing its records into `records`; throws
 // Error(Input) when the library speaks another protocol. `sample`: Config::profile_sample.
 AppExit run_profiled(const AppCommand& app, const fs::path& records, int verbose, uint32_t sample = 0);
+AppExit run_profiled(const AppCommand& app, const fs::path& records, const ProfiledRun& how);
 profile::RunInfo run_info(const AppCommand& app, const AppExit& exit);
 
 // How the application ended, as an exit status for us to pass on (0 = fine).

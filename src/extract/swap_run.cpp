@@ -9,10 +9,6 @@
 
 #include "common/error.hpp"
 #include "common/private_files.hpp"
-#include "extract/diagnose.hpp"
-#include "extract/environment.hpp"
-#include "format/events.hpp"
-#include "format/out_layout.hpp"
 #include "format/profile_records.hpp"
 #include "profile/aggregate.hpp"
 
@@ -46,15 +42,11 @@ RunArm run_once(const SwapRunOptions& o, size_t index, bool swapped) {
   const fs::path records = dir / "records";
   files::create_private_dirs(records);
 
-  const HostEnv host = read_host_env();
-  refuse_other_tool(host, "run");
-  const fs::path lib = find_injection_library(host.library);
-  format::Config c;
-  c.mode = format::Mode::Profile;
-  c.output = records.string();
-  c.verbose = o.verbose;
-  c.profile_sample = 0;  // every launch timed: the kernel's totals must be exact in both arms
-  c.rank = o.rank;
+  ProfiledRun how;
+  how.verbose = o.verbose;
+  how.sample = 0;  // every launch timed: the kernel's totals must be exact in both arms
+  how.rank = o.rank;
+  how.doing = "run";
   for (const auto& p : o.plans) {
     format::SwapSpec s = p.spec;
     s.apply = swapped && !o.shadow_every;
@@ -62,16 +54,14 @@ RunArm run_once(const SwapRunOptions& o, size_t index, bool swapped) {
       s.shadow_every = o.shadow_every;
       s.shadow_max_bytes = o.shadow_max_bytes;
     }
-    c.swaps.push_back(std::move(s));
+    how.swaps.push_back(std::move(s));
   }
-  const std::map<std::string, std::string> env = app_environment(c, lib);
-  AppOutput out{dir / "stdout.txt", dir / "stderr.txt"};
+  const AppOutput out{dir / "stdout.txt", dir / "stderr.txt"};
+  how.output = &out;
   arm.stdout_file = out.stdout_file;
   const auto t0 = std::chrono::steady_clock::now();
-  arm.exit = o.app.cmd.empty() ? run_application(o.app.argv, false, env, &out)
-                               : run_application({o.app.cmd}, true, env, &out);
+  arm.exit = run_profiled(o.app, records, how);
   arm.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  check_protocol(format::events::read_dir(format::out::state_dir(records)), lib);
 
   try {
     const profile::Summary s = profile::aggregate(format::read_records(records));
