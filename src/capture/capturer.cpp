@@ -171,8 +171,13 @@ void Capturer::begin_capture(const TargetLaunch& t, std::unique_ptr<Pending>& p)
   log::info("capturing launch {} of {} (dispatch {})", m.launch_index, m.demangled_name, m.dispatch);
 
   if (!driver_missing_entries().empty()) log::debug("driver lacks: {}", driver_missing_entries());
-  // Everything queued before this launch must have finished: BEFORE is its true input.
-  KC_CU(cuCtxSynchronize());
+  // Everything queued before this launch must have finished: BEFORE is its true input. A
+  // failure here is the application's own: work it queued before the target failed.
+  if (const CUresult r = KC_CU_TRY(cuCtxSynchronize()); r != CUDA_SUCCESS)
+    device_error(fmt::format("the application's work before the target launch failed on the GPU ({}): a kernel or "
+                             "copy it queued earlier faulted, not the target (run the application under "
+                             "compute-sanitizer to find it); nothing was captured",
+                             cu_error_text(r, "cuCtxSynchronize", __FILE__, __LINE__)));
   fill_device(m);
   log::debug("device {} sm_{}{}", m.device_name, m.cc_major, m.cc_minor);
 
@@ -410,7 +415,11 @@ void Capturer::finish_capture(std::unique_ptr<Pending> p, const CUpti_CallbackDa
     const auto* rv = static_cast<const CUresult*>(cb->functionReturnValue);
     if (rv && *rv != CUDA_SUCCESS)
       device_error(cu_error_text(*rv, "the captured launch", __FILE__, __LINE__));
-    KC_CU(cuCtxSynchronize());
+    // A failure here is the target's own (its inputs were complete and valid at BEFORE).
+    if (const CUresult r = KC_CU_TRY(cuCtxSynchronize()); r != CUDA_SUCCESS)
+      device_error(fmt::format("the target launch itself failed on the GPU ({}): the kernel faulted with the "
+                               "application's inputs (the work before it had completed); nothing was captured",
+                               cu_error_text(r, "cuCtxSynchronize", __FILE__, __LINE__)));
     format::Manifest& m = p->manifest;
     // The in-app time: the target's kernel record has completed with it.
     flush_in_app_records();

@@ -344,7 +344,7 @@ crash_before() {
 }
 want -E crash_abort_before && crash_before crash_abort_before abort_before "signal 6"
 want -E crash_segv_before && crash_before crash_segv_before segv_before "signal 11"
-want -E crash_gpufault_before && crash_before crash_gpufault_before gpufault_before "illegal|fault"
+want -E crash_gpufault_before && crash_before crash_gpufault_before gpufault_before "work before the target launch failed.*(ILLEGAL|fault)"
 
 # crash_after NAME MODE: with --continue, the application crashes after the target launch was
 # captured: the capture is complete and validates.
@@ -370,6 +370,7 @@ if want -E crash_fault_in_target; then
   wait_extract
   [ $RC = 0 ] && problem "extract succeeded"
   grep -q -i -E "illegal|fault|exception" "$D/out.log" || problem "the error does not name the fault"
+  grep -q "the target launch itself failed" "$D/out.log" || problem "the error does not say the target faulted"
   no_capture "$D/out"
   app_gone
   fm_row crash_fault_in_target "error naming the fault of the target launch; no capture (AFTER would be what a faulted launch left)" \
