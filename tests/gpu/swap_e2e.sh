@@ -28,6 +28,9 @@
 #                  nvcc: verdict ok, every launch swapped, the in-app kernel ratio beside replay's
 #   triton_id      a Triton kernel (launched by Triton's own launcher) served by its own captured
 #                  image: every launch swapped, results identical
+#   triton_variant the same Triton capture swapped with its OUT/kernel_variant.py (recompiled by the
+#                  reproducer into candidate.cubin): verdict ok, the reproducer's verdict shown;
+#                  then BLOCK edited 1024 -> 512 (another grid): refused before the run, naming it
 #   torch_graph    torch.cuda.CUDAGraph replaying an elementwise kernel: the kernel's own image
 #                  (from a capture) swapped in; every replay served by it, results identical
 # Prints one row per case and "N passed, N failed". Exit 0 all passed, 1 some failed, 77 skipped
@@ -272,6 +275,27 @@ PYEOF
     [ "$(r triton_id 'j["runs"][1]["swapped_launches"]')" = 10 ] || P+="swapped $(r triton_id 'j["runs"][1]["swapped_launches"]') of 10; "
   fi
   case_row triton_id "$P" "swapped $(r triton_id 'j["runs"][1]["swapped_launches"]' 2>/dev/null)/10 launches, kernel ns base/swap $(r triton_id 'j["summary"]["kernel_ns"]["ratio"]["median"]' 2>/dev/null), output identical $(r triton_id 'j["summary"]["outputs_identical"]' 2>/dev/null)"
+fi
+
+if want triton_variant; then
+  P=""
+  KV=$WORK/triton.cap/kernel_variant.py
+  if [ ! -f "$KV" ]; then
+    P+="no kernel_variant.py in the Triton capture; "
+  else
+    run triton_variant "$KC" run --swap "$WORK/triton.cap=$KV" --repeat 1 --json -- "$PY" "$WORK/triton_app.py"
+    [ "$(r triton_variant verdict)" = ok ] || P+="verdict $(r triton_variant verdict) ($(r triton_variant why)); "
+    [ "$(r triton_variant 'j["runs"][1]["swapped_launches"]')" = 10 ] || P+="swapped $(r triton_variant 'j["runs"][1]["swapped_launches"]') of 10; "
+    CV=$(r triton_variant 'j["swaps"][0]["compile_verdict"]')
+    cp "$KV" "$KV.orig"
+    sed -i 's/"BLOCK": 1024,/"BLOCK": 512,/' "$KV"
+    run triton_variant.block "$KC" run --swap "$WORK/triton.cap=$KV" --dir "$WORK/triton_variant.block.runs" -- "$PY" "$WORK/triton_app.py"
+    cp "$KV.orig" "$KV"
+    [ $RC != 0 ] || P+="a BLOCK edit was swapped; "
+    grep -q "changes the launch geometry" "$D/triton_variant.block.err" || P+="message: $(head -c 200 "$D/triton_variant.block.err"); "
+    [ ! -e "$WORK/triton_variant.block.runs" ] || P+="the application ran with a BLOCK edit; "
+  fi
+  case_row triton_variant "$P" "reproducer: ${CV:-?}; BLOCK 1024->512: $(grep -o 'grid [^)]*' "$D/triton_variant.block.err" 2>/dev/null | head -1 | cut -c1-100)"
 fi
 
 if want torch_graph; then
