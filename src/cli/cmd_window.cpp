@@ -18,10 +18,11 @@
 #include "extract/window_run.hpp"
 #include "format/capture_dir.hpp"
 #include "format/window.hpp"
-#include "names/demangle.hpp"
+#include "format/out_layout.hpp"
 #include "replay/evaluate.hpp"
 #include "replay/judge.hpp"
 #include "replay/window_replay.hpp"
+#include "reproducer/window_reproducer.hpp"
 
 namespace kerncap::cli {
 namespace fs = std::filesystem;
@@ -48,15 +49,37 @@ Opened open_window(const std::string& dir) {
   return o;
 }
 
-std::string op_name(const format::WindowOp& op) {
-  switch (op.kind) {
-    case format::WindowOp::Kind::Kernel: return names::demangle(op.mangled);
-    case format::WindowOp::Kind::Memset:
-      return fmt::format("memset {} x {} B of {:#x} at {}", op.width, op.element_size, op.value, hex_addr(op.dst));
-    case format::WindowOp::Kind::CopyD2D:
-      return fmt::format("copy {} B {} -> {}", op.bytes, hex_addr(op.src), hex_addr(op.dst));
-  }
-  return "?";
+// One name for an operation, the reproducer's README and Makefile's too.
+std::string op_name(const format::WindowOp& op) { return reproducer::window_op_name(op); }
+
+// The binary the reproducer's Makefile calls: this one.
+fs::path window_self_exe() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path("kerncap") : p;
+}
+
+// Where the reproducer goes: OUT of OUT/capture (the Makefile's commands name `.`, which
+// resolves to ./capture).
+fs::path reproducer_out(const format::Capture& c) {
+  fs::path dir = fs::absolute(c.dir).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();  // "OUT/capture/"
+  if (dir.filename().string() != format::out::kCapture)
+    usage_error(fmt::format("{}: the reproducer is written beside a capture directory named {}/ (OUT/{}), which its "
+                            "Makefile's commands name as `.`; this one is named {}",
+                            c.dir.string(), format::out::kCapture, format::out::kCapture, dir.filename().string()));
+  return dir.parent_path();
+}
+
+void print_reproducer(const fs::path& out, const reproducer::WindowGenerated& g) {
+  for (const auto& n : g.notes) std::cout << "  note: " << n << "\n";
+  std::cout << fmt::format("  reproducer: {} (make help; README.md lists the operations): make run | time | validate "
+                           "[SWAP=INDEX=FILE] [LIVE_OUT=ids]\n",
+                           out.string());
+}
+
+nlohmann::json reproducer_json(const reproducer::WindowGenerated& g) {
+  return {{"makefile", g.makefile.string()}, {"readme", g.readme.string()}, {"notes", g.notes}};
 }
 
 std::string shorten(std::string s, size_t n = 60) {
@@ -143,6 +166,7 @@ struct ExtractArgs {
 void run_extract(ExtractArgs& a, int& exit_code) {
   extract::Request& r = a.request;
   r.output = a.output;
+  r.kerncap = window_self_exe();
   const extract::WindowEndSpec end = extract::parse_window_spec(a.window, &r);
   const extract::WindowResult res = extract::run_window(r, end);
   const format::Manifest& m = res.capture.manifest;
@@ -155,6 +179,7 @@ void run_extract(ExtractArgs& a, int& exit_code) {
               {"before_bytes", m.before_bytes},
               {"after_bytes", m.after_bytes},
               {"capture_seconds", m.capture_seconds},
+              {"reproducer", reproducer_json(res.reproducer)},
               {"application", res.stopped ? "stopped after capture" : res.app.describe()}});
     std::cout << j.dump(2) << std::endl;
   } else {
@@ -165,6 +190,7 @@ void run_extract(ExtractArgs& a, int& exit_code) {
                              m.capture_seconds, ms(res.window.in_app_window_ns), ms(res.window.in_app_kernels_ns));
     print_ops(res.window, nullptr);
     std::cout << "  -> " << res.capture.dir.string() << "\n";
+    print_reproducer(res.out, res.reproducer);
     if (res.stopped) std::cout << "  the application was stopped after the capture (--continue lets it finish)\n";
     else std::cout << "  the application " << res.app.describe() << "\n";
   }
@@ -185,6 +211,24 @@ void run_info(const std::string& dir, bool as_json, int& exit_code) {
                              human_bytes(m.after_bytes), ms(o.window.in_app_window_ns), ms(o.window.in_app_kernels_ns));
     print_ops(o.window, nullptr);
     warn_foreign(o.window);
+  }
+  exit_code = 0;
+}
+
+// ---- reproducer ----
+void run_reproducer(const std::string& dir, bool as_json, int& exit_code) {
+  const Opened o = open_window(dir);
+  const fs::path out = reproducer_out(*o.capture);
+  const reproducer::WindowGenerated g =
+      reproducer::generate_window_reproducer({out, window_self_exe()}, *o.capture, o.window);
+  if (as_json) {
+    nlohmann::json j = reproducer_json(g);
+    j["output"] = out.string();
+    std::cout << j.dump(2) << std::endl;
+  } else {
+    std::cout << fmt::format("wrote {} and {} for the window of {} operations ({} kernel launches)\n",
+                             g.makefile.string(), g.readme.string(), o.window.ops.size(), o.window.kernels());
+    print_reproducer(out, g);
   }
   exit_code = 0;
 }
@@ -372,13 +416,15 @@ void add_timing(CLI::App* cmd, RunArgs& a) {
 
 void add_window(CLI::App& app, int& exit_code) {
   using namespace window_cmd;
-  auto* cmd = app.add_subcommand("window", "A window of launches: extract, list, replay, validate (docs/window.md)");
+  auto* cmd = app.add_subcommand("window",
+                                 "A window of launches: extract, list, replay, validate, reproducer (docs/window.md)");
   cmd->require_subcommand(1);
   cmd->footer(
       "A window is the operations one stream of the application ran from the Nth launch of kernel FROM through the\n"
       "Mth launch of kernel TO (counted from FROM's launch, on its stream): kernel launches with their images,\n"
       "parameters and attributes, memsets and device-to-device copies. BEFORE is every tracked byte at the window's\n"
-      "start, AFTER every byte the window changed.\n"
+      "start, AFTER every byte the window changed. extract writes OUT/Makefile (make run | time | validate) and\n"
+      "OUT/README.md (the operations with their in-app times and shares) beside OUT/capture.\n"
       "Example: kerncap window extract --window rms_norm@2..silu_mul -o iso/win -- python layer.py\n"
       "Example: kerncap window validate iso/win --swap 1=fused.cubin --live-out 5,7");
 
@@ -410,6 +456,16 @@ void add_window(CLI::App& app, int& exit_code) {
   in->add_flag("--json", *info_json, "Print JSON on stdout");
   add_store_option(in);
   in->callback([info_dir, info_json, &exit_code] { run_info(*info_dir, *info_json, exit_code); });
+
+  auto repro_dir = std::make_shared<std::string>();
+  auto repro_json = std::make_shared<bool>(false);
+  auto* rd = cmd->add_subcommand(
+      "reproducer", "(Re)write a window capture's reproducer: OUT/Makefile (run, time, validate, info) and OUT/README.md");
+  rd->add_option("dir", *repro_dir, "OUT or OUT/capture of `kerncap window extract`")->required();
+  rd->add_flag("--json", *repro_json, "Print the files written as JSON on stdout");
+  rd->footer("`kerncap window extract` writes them after every capture; this writes them again (a capture made before\n"
+             "they existed, or files you deleted). The Makefile and README.md in OUT are replaced.");
+  rd->callback([repro_dir, repro_json, &exit_code] { run_reproducer(*repro_dir, *repro_json, exit_code); });
 
   auto ra = std::make_shared<RunArgs>();
   auto* rp = cmd->add_subcommand("replay", "Restore BEFORE, replay the window's operations in order, time them");

@@ -82,6 +82,13 @@ WindowResult run_window(const Request& r, const WindowEndSpec& end) {
                             res.capture.dir.string(), format::kWindowFile));
   res.window = format::read_window(res.capture.dir);
   res.stopped = log.stopping;
+  try {
+    res.reproducer = reproducer::generate_window_reproducer({res.out, r.kerncap}, res.capture, res.window);
+  } catch (const Error& e) {
+    fail(e.kind(), fmt::format("the window capture in {} is complete, but writing its reproducer next to it failed: "
+                               "{} (`kerncap window reproducer {}` writes it again)",
+                               res.capture.dir.string(), e.what(), res.out.string()));
+  }
   return res;
 }
 

@@ -2,12 +2,14 @@
 // `kerncap window extract` without the printing: the application run once with the capture
 // library in window mode (Config::window_end), every tracked region kept (--closure all: the
 // later launches' pointers are not known at the window's start), then the capture and its
-// window.json opened and checked. docs/window.md.
+// window.json opened and checked, and the window's reproducer (Makefile, README.md) written
+// beside it (reproducer/window_reproducer.hpp). docs/window.md.
 #include <cstdint>
 #include <string>
 
 #include "extract/capture_run.hpp"
 #include "format/window.hpp"
+#include "reproducer/window_reproducer.hpp"
 
 namespace kerncap::extract {
 
@@ -25,9 +27,11 @@ struct WindowResult {
   format::Window window;
   AppExit app;
   bool stopped = false;
+  reproducer::WindowGenerated reproducer;
 };
 
-// Throws Error(Usage) for a bad request, Error(Input) when no window was captured (why).
+// Throws Error(Usage) for a bad request, Error(Input) when no window was captured (why). The
+// reproducer is written with r.kerncap as the binary its Makefile calls.
 WindowResult run_window(const Request& r, const WindowEndSpec& end);
 
 }  // namespace kerncap::extract
