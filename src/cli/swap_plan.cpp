@@ -83,7 +83,8 @@ std::string compile_triton_variant(const fs::path& out, const fs::path& py, cons
   fs::create_directories(log.parent_path(), ec);
   fs::remove(out / format::out::kCandidateJson, ec);
   const extract::AppOutput output{log, log};
-  const extract::AppExit e = extract::run_application({python, reproducer.string(), "--json"}, false, {}, &output);
+  // Without --json the reproducer ends with the judge's one line, "Result: ..." (printed beside the swap).
+  const extract::AppExit e = extract::run_application({python, reproducer.string()}, false, {}, &output);
   std::string text;
   {
     std::ifstream in(log, std::ios::binary);
@@ -92,10 +93,11 @@ std::string compile_triton_variant(const fs::path& out, const fs::path& py, cons
   if (!e.exited || (e.code != 0 && e.code != 1) || !fs::is_regular_file(out / format::out::kCandidateJson, ec))
     input_error(fmt::format("the reproducer could not compile {} ({} {}; its output is in {}):\n{}", py.string(),
                             python, e.describe(), log.string(), text.size() > 1500 ? text.substr(text.size() - 1500) : text));
-  for (size_t p = text.rfind("Result:"); p != std::string::npos;) {
-    *verdict = text.substr(p, text.find('\n', p) - p);
-    break;
-  }
+  if (const size_t p = text.rfind("\nResult:"); p != std::string::npos)
+    *verdict = text.substr(p + 1, text.find('\n', p + 1) == std::string::npos ? std::string::npos
+                                                                             : text.find('\n', p + 1) - p - 1);
+  else if (text.starts_with("Result:"))
+    *verdict = text.substr(0, text.find('\n'));
   const fs::path cand = out / format::out::kCandidateJson;
   std::ifstream in(cand, std::ios::binary);
   const std::string doc_text((std::istreambuf_iterator<char>(in)), {});

@@ -70,6 +70,8 @@ ITERS=20
 HOST_LAUNCHES=$((ITERS * 3 + 4))
 GRAPH_NODES=2
 r() { json_get "$D/$1.out" "$2"; }
+# A case's row at once too (a suite cut short by a time limit still shows what it measured).
+row_now() { case_row "$@"; tail -n1 "$ROWS"; }
 D=$WORK
 
 if want fast_name; then
@@ -84,7 +86,7 @@ if want fast_name; then
   [ "$(r fast_name 'j["summary"]["outputs_identical"]')" = True ] || P+="outputs differ; "
   KR=$(r fast_name 'j["summary"]["kernel_ns"]["ratio"]["median"]')
   [ "$(r fast_name 'j["summary"]["kernel_ns"]["ratio"]["median"] > 1.3')" = True ] || P+="kernel ratio $KR; "
-  case_row fast_name "$P" "kernel x$KR, GPU x$(r fast_name 'j["summary"]["gpu_ns"]["ratio"]["median"]'), wall x$(r fast_name 'j["summary"]["wall_s"]["ratio"]["median"]'); swapped $(r fast_name 'j["runs"][1]["swapped_launches"]')/$HOST_LAUNCHES host + $(r fast_name 'j["runs"][1]["graph_nodes"]') nodes; output identical $(r fast_name 'j["summary"]["outputs_identical"]')"
+  row_now fast_name "$P" "kernel x$KR, GPU x$(r fast_name 'j["summary"]["gpu_ns"]["ratio"]["median"]'), wall x$(r fast_name 'j["summary"]["wall_s"]["ratio"]["median"]'); swapped $(r fast_name 'j["runs"][1]["swapped_launches"]')/$HOST_LAUNCHES host + $(r fast_name 'j["runs"][1]["graph_nodes"]') nodes; output identical $(r fast_name 'j["summary"]["outputs_identical"]')"
 fi
 
 CAP=$WORK/scale_add.cap
@@ -101,7 +103,7 @@ if want fast_capture; then
   run fast_capture.validate "$KC" validate "$CAP" --cubin "$WORK/swap_fast.cubin" --speedup --json
   VS=$(json_get "$D/fast_capture.validate.out" 'j["speedup"]["speedup"] if "speedup" in j else j.get("timing",{}).get("speedup")')
   KR=$(r fast_capture 'j["summary"]["kernel_ns"]["ratio"]["median"]')
-  case_row fast_capture "$P" "in-app kernel x$KR vs replay x${VS:-?} (validate --speedup on dispatch 1, n=2^24+3)"
+  row_now fast_capture "$P" "in-app kernel x$KR vs replay x${VS:-?} (validate --speedup on dispatch 1, n=2^24+3)"
 fi
 
 if want tail_output; then
@@ -109,7 +111,7 @@ if want tail_output; then
   run tail_output "$KC" run --swap scale_add="$WORK/swap_tail.cubin" --json -- "$APP" 2
   [ $RC = 1 ] || P+="exit $RC; "
   [ "$(r tail_output verdict)" = output_differs ] || P+="verdict $(r tail_output verdict); "
-  case_row tail_output "$P" "$(r tail_output why | cut -c1-140)"
+  row_now tail_output "$P" "$(r tail_output why | cut -c1-140)"
 fi
 
 if want tail_check; then
@@ -120,7 +122,7 @@ if want tail_check; then
   [ $RC = 1 ] || P+="exit $RC; "
   [ "$(r tail_check verdict)" = check_failed ] || P+="verdict $(r tail_check verdict); "
   [ "$(r tail_check 'j["runs"][0]["check"]["status"]')" = 0 ] || P+="the check failed on the unmodified run; "
-  case_row tail_check "$P" "$(r tail_check why)"
+  row_now tail_check "$P" "$(r tail_check why)"
 fi
 
 if want layout_capture; then
@@ -130,7 +132,7 @@ if want layout_capture; then
   { [ $RC != 0 ] && [ $RC != 70 ] && [ $RC -lt 124 ]; } || P+="exit $RC; "
   grep -q "another layout" "$D/layout_capture.err" || P+="message: $(head -c 200 "$D/layout_capture.err"); "
   [ ! -e "$WORK/layout_capture.runs" ] || P+="the application ran; "
-  case_row layout_capture "$P" "rc=$RC: $(grep -o 'size@offset[^;]*' "$D/layout_capture.err" | head -1 | cut -c1-120)"
+  row_now layout_capture "$P" "rc=$RC: $(grep -o 'size@offset[^;]*' "$D/layout_capture.err" | head -1 | cut -c1-120)"
 fi
 
 if want layout_name; then
@@ -139,7 +141,7 @@ if want layout_name; then
   [ $RC = 1 ] || P+="exit $RC; "
   [ "$(r layout_name verdict)" = refused ] || P+="verdict $(r layout_name verdict); "
   [ "$(r layout_name 'j["summary"]["outputs_identical"]')" = True ] || P+="the application's results changed; "
-  case_row layout_name "$P" "$(r layout_name why | cut -c1-160)"
+  row_now layout_name "$P" "$(r layout_name why | cut -c1-160)"
 fi
 
 if want layout_cxx; then
@@ -155,7 +157,7 @@ CUEOF
   [ $RC != 0 ] || P+="exit 0; "
   grep -q "another parameter layout" "$D/layout_cxx.err" || P+="message: $(head -c 200 "$D/layout_cxx.err"); "
   [ ! -e "$WORK/layout_cxx.runs" ] || P+="the application ran; "
-  case_row layout_cxx "$P" "rc=$RC: $(grep -o 'takes.*where[^:]*' "$D/layout_cxx.err" | head -1 | cut -c1-140)"
+  row_now layout_cxx "$P" "rc=$RC: $(grep -o 'takes.*where[^:]*' "$D/layout_cxx.err" | head -1 | cut -c1-140)"
 fi
 
 if want tail_shadow; then
@@ -168,7 +170,7 @@ if want tail_shadow; then
   [ "$(r tail_shadow verdict)" = shadow_failed ] || P+="verdict $(r tail_shadow verdict) ($(r tail_shadow why)); "
   [ "$(r tail_shadow 'j["runs"][1]["shadow"]["first_failure"]["launch"]')" = 0 ] || P+="first failing launch $(r tail_shadow 'j["runs"][1]["shadow"]["first_failure"]["launch"]'); "
   [ "$(r tail_shadow 'j["summary"]["outputs_identical"]')" = True ] || P+="the application's results changed; "
-  case_row tail_shadow "$P" "validate on the capture: ${VR:-?}; $(r tail_shadow why | cut -c1-220)"
+  row_now tail_shadow "$P" "validate on the capture: ${VR:-?}; $(r tail_shadow why | cut -c1-220)"
 fi
 
 if want fast_shadow; then
@@ -178,7 +180,7 @@ if want fast_shadow; then
   [ "$(r fast_shadow verdict)" = ok ] || P+="verdict $(r fast_shadow verdict) ($(r fast_shadow why)); "
   CH=$(r fast_shadow 'j["runs"][1]["shadow"]["checked"]')
   [ "$CH" = $((HOST_LAUNCHES - 2)) ] || P+="checked $CH of $((HOST_LAUNCHES - 2)) launches outside graph capture; "
-  case_row fast_shadow "$P" "checked $CH, skipped $(r fast_shadow 'j["runs"][1]["shadow"]["skipped"]') ($(r fast_shadow 'j["runs"][1]["shadow"]["skip_reason"]' | cut -c1-60)); $(JSON_FLOAT=.3f r fast_shadow 'j["summary"]["shadow_overhead_s"]*1e3') ms per checked launch (2 x 64 MiB saved, compared on the host)"
+  row_now fast_shadow "$P" "checked $CH, skipped $(r fast_shadow 'j["runs"][1]["shadow"]["skipped"]') ($(r fast_shadow 'j["runs"][1]["shadow"]["skip_reason"]' | cut -c1-60)); $(JSON_FLOAT=.3f r fast_shadow 'j["summary"]["shadow_overhead_s"]*1e3') ms per checked launch (2 x 64 MiB saved, compared on the host)"
 fi
 
 if want torch_ext; then
@@ -238,7 +240,7 @@ CUEOF
   [ "$(r torch_ext verdict)" = ok ] || P+="verdict $(r torch_ext verdict) ($(r torch_ext why)); "
   [ "$(r torch_ext 'j["summary"]["outputs_identical"] and j["summary"]["base_outputs_agree"]')" = True ] || P+="printed results differ; "
   [ "$(r torch_ext 'j["runs"][1]["swapped_launches"]')" = 30 ] || P+="swapped $(r torch_ext 'j["runs"][1]["swapped_launches"]') of 30; "
-  case_row torch_ext "$P" "in-app kernel x$(r torch_ext 'j["summary"]["kernel_ns"]["ratio"]["median"]') vs replay x${VS:-?}; GPU x$(r torch_ext 'j["summary"]["gpu_ns"]["ratio"]["median"]'), wall x$(r torch_ext 'j["summary"]["wall_s"]["ratio"]["median"]'); swapped $(r torch_ext 'j["runs"][1]["swapped_launches"]')/30; output identical $(r torch_ext 'j["summary"]["outputs_identical"]')"
+  row_now torch_ext "$P" "in-app kernel x$(r torch_ext 'j["summary"]["kernel_ns"]["ratio"]["median"]') vs replay x${VS:-?}; GPU x$(r torch_ext 'j["summary"]["gpu_ns"]["ratio"]["median"]'), wall x$(r torch_ext 'j["summary"]["wall_s"]["ratio"]["median"]'); swapped $(r torch_ext 'j["runs"][1]["swapped_launches"]')/30; output identical $(r torch_ext 'j["summary"]["outputs_identical"]')"
 fi
 
 if want triton_id; then
@@ -274,7 +276,7 @@ PYEOF
     [ "$(r triton_id 'j["summary"]["outputs_identical"] and j["summary"]["base_outputs_agree"]')" = True ] || P+="printed results differ; "
     [ "$(r triton_id 'j["runs"][1]["swapped_launches"]')" = 10 ] || P+="swapped $(r triton_id 'j["runs"][1]["swapped_launches"]') of 10; "
   fi
-  case_row triton_id "$P" "swapped $(r triton_id 'j["runs"][1]["swapped_launches"]' 2>/dev/null)/10 launches, kernel ns base/swap $(r triton_id 'j["summary"]["kernel_ns"]["ratio"]["median"]' 2>/dev/null), output identical $(r triton_id 'j["summary"]["outputs_identical"]' 2>/dev/null)"
+  row_now triton_id "$P" "swapped $(r triton_id 'j["runs"][1]["swapped_launches"]' 2>/dev/null)/10 launches, kernel ns base/swap $(r triton_id 'j["summary"]["kernel_ns"]["ratio"]["median"]' 2>/dev/null), output identical $(r triton_id 'j["summary"]["outputs_identical"]' 2>/dev/null)"
 fi
 
 if want triton_variant; then
@@ -295,7 +297,7 @@ if want triton_variant; then
     grep -q "changes the launch geometry" "$D/triton_variant.block.err" || P+="message: $(head -c 200 "$D/triton_variant.block.err"); "
     [ ! -e "$WORK/triton_variant.block.runs" ] || P+="the application ran with a BLOCK edit; "
   fi
-  case_row triton_variant "$P" "reproducer: ${CV:-?}; BLOCK 1024->512: $(grep -o 'grid [^)]*' "$D/triton_variant.block.err" 2>/dev/null | head -1 | cut -c1-100)"
+  row_now triton_variant "$P" "reproducer: ${CV:-?}; BLOCK 1024->512: $(grep -o 'grid [^)]*' "$D/triton_variant.block.err" 2>/dev/null | head -1 | cut -c1-100)"
 fi
 
 if want torch_graph; then
@@ -328,7 +330,7 @@ PYEOF
     [ "$(r torch_graph verdict)" = ok ] || P+="verdict $(r torch_graph verdict) ($(r torch_graph why)); "
     [ "$(r torch_graph 'j["runs"][1]["swapped_launches"] >= 4')" = True ] || P+="swapped $(r torch_graph 'j["runs"][1]["swapped_launches"]') launches; "
   fi
-  case_row torch_graph "$P" "swapped $(r torch_graph 'j["runs"][1]["swapped_launches"]' 2>/dev/null) launches (3 eager + 1 captured; 20 replays), kernel ns base/swap $(r torch_graph 'j["summary"]["kernel_ns"]["ratio"]["median"]' 2>/dev/null), output identical $(r torch_graph 'j["summary"]["outputs_identical"]' 2>/dev/null)"
+  row_now torch_graph "$P" "swapped $(r torch_graph 'j["runs"][1]["swapped_launches"]' 2>/dev/null) launches (3 eager + 1 captured; 20 replays), kernel ns base/swap $(r torch_graph 'j["summary"]["kernel_ns"]["ratio"]["median"]' 2>/dev/null), output identical $(r torch_graph 'j["summary"]["outputs_identical"]' 2>/dev/null)"
 fi
 
 table "case | measured | verdict"

@@ -60,7 +60,9 @@ struct TritonOut {
                          "\"shared_mem_bytes\": 0, \"cluster\": [0, 0, 0], \"sha256\": \"x\"}' \"${FAKE_BLOCK:-128}\" "
                          "> \"$d/candidate.json\"\n"
                          "echo cubin > \"$d/candidate.cubin\"\n"
+                         "echo 'kernel_variant.py compiled'\n"
                          "echo 'Result: PASS (byte-exact)'\n"
+                         "echo '  candidate.cubin written'\n"
                          "exit \"${FAKE_EXIT:-0}\"\n";
     fs::permissions(py, fs::perms::owner_all);
     ::setenv("KERNCAP_PYTHON", py.c_str(), 1);
