@@ -39,7 +39,10 @@ std::vector<CUpti_CallbackId> Swapper::callback_ids() {
         CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams,
         CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2, CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode,
         CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2, CUPTI_DRIVER_TRACE_CBID_cuGraphNodeSetParams,
-        CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams})
+        CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams, CUPTI_DRIVER_TRACE_CBID_cuModuleUnload,
+        CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload, CUPTI_DRIVER_TRACE_CBID_cuCtxDestroy,
+        CUPTI_DRIVER_TRACE_CBID_cuCtxDestroy_v2, CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset,
+        CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2})
     ids.push_back(id);
   return ids;
 }
@@ -58,6 +61,23 @@ Swapper::Handle Swapper::handle_of(CUfunction f) {
 }
 
 int Swapper::kernel_index(CUfunction f) { return handle_of(f).index; }
+
+void Swapper::forget_handles() {
+  {
+    std::unique_lock lk(handles_mu_);
+    handles_.clear();
+  }
+  std::lock_guard lk(layouts_mu_);
+  layouts_.clear();
+}
+
+void Swapper::forget_contexts() {
+  for (auto& k : kernels_) {
+    std::lock_guard lk(k->mu);
+    k->variants.clear();
+  }
+  forget_handles();
+}
 
 void Swapper::refuse(Kernel& k, const std::string& why) {
   // under k.mu
@@ -247,6 +267,20 @@ bool Swapper::on_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) n
   try {
     if (!cb || t_in_tool || !cb->functionParams) return false;
     if (cb->callbackSite == CUPTI_API_EXIT) {
+      switch (cbid) {
+        case CUPTI_DRIVER_TRACE_CBID_cuModuleUnload:
+        case CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload:
+          forget_handles();
+          return false;
+        case CUPTI_DRIVER_TRACE_CBID_cuCtxDestroy:
+        case CUPTI_DRIVER_TRACE_CBID_cuCtxDestroy_v2:
+        case CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset:
+        case CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2:
+          forget_contexts();
+          return false;
+        default:
+          break;
+      }
       if (t_pending_owner == this && is_launch_cbid(cbid)) {
         ToolScope scope;
         shadow_after(cb);

@@ -99,6 +99,10 @@ class Swapper {
   // (reason recorded) when it must run as the application made it.
   CUfunction variant_for(int k, CUfunction f, CUcontext ctx, uint32_t shared_mem);
   bool swap_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+  // A module or library unloaded (its handles may be reused for other kernels), or a context
+  // destroyed (with the variants loaded in it): what was learnt about handles is forgotten.
+  void forget_handles();
+  void forget_contexts();
   bool swap_node(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   void refuse(Kernel& k, const std::string& why);
 

@@ -193,6 +193,32 @@ TEST(Swapper, GraphKernelNodesGetACopyNamingTheVariant) {
   EXPECT_EQ(s.report(1).kernels[0].graph_nodes, 2u);
 }
 
+TEST(Swapper, AnUnloadedModulesHandlesAndADestroyedContextsVariantsAreForgotten) {
+  FakeDriver d;
+  Swapper s({spec()}, d);
+  cuLaunchKernel_params p{};
+  p.f = kApp;
+  auto cb = entry(&p);
+  EXPECT_TRUE(s.on_callback(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb));
+  // The module is unloaded; the same handle value now names another kernel.
+  cuModuleUnload_params u{};
+  auto unload = entry(&u, CUPTI_API_EXIT);
+  s.on_callback(CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, &unload);
+  d.names[kApp] = "_Z5otherPf";
+  p.f = kApp;
+  auto cb2 = entry(&p);
+  EXPECT_FALSE(s.on_callback(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb2)) << "a reused handle is asked again";
+  EXPECT_EQ(p.f, kApp);
+  // A destroyed context: the variant is loaded again in the next one.
+  d.names[kApp] = "_Z4vaddPfS_S_i";
+  cuCtxDestroy_v2_params c{};
+  auto destroy = entry(&c, CUPTI_API_EXIT);
+  s.on_callback(CUPTI_DRIVER_TRACE_CBID_cuCtxDestroy_v2, &destroy);
+  auto cb3 = entry(&p);
+  EXPECT_TRUE(s.on_callback(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb3));
+  EXPECT_EQ(d.loads, 2);
+}
+
 TEST(Swapper, LayoutMismatchText) {
   EXPECT_EQ(layout_mismatch({{0, 8}}, {{0, 8}}), "");
   EXPECT_EQ(layout_mismatch({}, {{0, 8}}), "") << "unknown agrees (the launcher checked what it could)";
