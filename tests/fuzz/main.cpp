@@ -69,7 +69,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--findings") o.findings = next();
     else {
       std::fprintf(stderr, "usage: kerncap_fuzz [--seconds N] [--seed S] [--targets "
-                           "cubin,reproducer,reader,outfiles,locate,profile,serve] "
+                           "cubin,reproducer,window,reader,outfiles,locate,profile,serve] "
                            "[--fixtures DIR] [--findings DIR]\n");
       std::exit(2);
     }
@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
     for (const auto& t : all_targets())
       if (t.name == name) found = &t;
     if (!found) {
-      std::fprintf(stderr, "kerncap_fuzz: no target '%s' (cubin, reproducer, reader, outfiles, locate, "
+      std::fprintf(stderr, "kerncap_fuzz: no target '%s' (cubin, reproducer, window, reader, outfiles, locate, "
                            "profile, serve)\n", name.c_str());
       return 2;
     }

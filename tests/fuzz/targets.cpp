@@ -1,5 +1,6 @@
 #include "targets.hpp"
 
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 
@@ -11,8 +12,10 @@
 #include "format/capture_dir.hpp"
 #include "format/footprint.hpp"
 #include "format/region_bytes.hpp"
+#include "format/window.hpp"
 #include "inputs.hpp"
 #include "reproducer/generator.hpp"
+#include "reproducer/window_reproducer.hpp"
 #include "../unit/scratch_capture.hpp"
 
 namespace kerncap::fuzz {
@@ -229,12 +232,94 @@ int run_reproducer(const fs::path& work) {
   });
 }
 
+// --- the window's reproducer (src/reproducer/window_*.cpp) -------------------------------
+// A window.json beside a capture the reader accepts: hostile kernel names, patterns, foreign
+// examples and globals, extreme times and sizes, some documents JSON-mutated. What is written
+// is then run where make is installed (`make -n` of every target, `make help` for real): a
+// file the payloads create ("PWNED") is a finding, as an internal error or a crash is.
+
+uint64_t window_fuzz_number(Rng& rng) {
+  static const uint64_t kValues[] = {0, 1, 7, 1000, 4096, uint64_t{1} << 32, uint64_t{1} << 46, UINT64_MAX / 2,
+                                     UINT64_MAX};
+  return kValues[rng() % std::size(kValues)];
+}
+
+// Mostly within the reader's bounds (4 KiB patterns, 64 KiB names), so most windows reach the
+// generator; one in four keeps its length.
+std::string window_fuzz_string(Rng& rng) {
+  std::string s = hostile_string(rng);
+  if (rng() % 4) s.resize(std::min<size_t>(s.size(), 4000));
+  return s;
+}
+
+void prepare_window_reproducer(const Seeds& s, Rng& rng, const fs::path& work) {
+  CaptureFiles files = s.captures[rng() % s.captures.size()];
+  format::Window w;
+  w.from = rng() % 2 ? window_fuzz_string(rng) : "rms_norm";
+  w.to = rng() % 2 ? window_fuzz_string(rng) : "silu";
+  w.from_dispatch = window_fuzz_number(rng);
+  w.stream = window_fuzz_number(rng);
+  const size_t n = 1 + rng() % 24;
+  for (size_t i = 0; i < n; ++i) {
+    format::WindowOp op;
+    const uint64_t kind = i == 0 ? 0 : rng() % 3;
+    op.kind = kind == 0 ? format::WindowOp::Kind::Kernel
+              : kind == 1 ? format::WindowOp::Kind::Memset
+                          : format::WindowOp::Kind::CopyD2D;
+    if (rng() % 2) op.in_app_ns = window_fuzz_number(rng);
+    if (op.kind == format::WindowOp::Kind::Kernel) {
+      op.mangled = rng() % 2 ? window_fuzz_string(rng) : std::string("_Z4gemmPKfS0_Pfi");
+      op.image_kind = "cubin";
+      op.image_hash = window_fuzz_number(rng);
+      op.grid = {static_cast<uint32_t>(1 + rng() % 65536), 1, 1};
+      op.shared_mem_bytes = static_cast<uint32_t>(rng() % 2 ? 0 : 49152);
+      if (rng() % 4 == 0) op.uncaptured_globals = {window_fuzz_string(rng), window_fuzz_string(rng)};
+    } else if (op.kind == format::WindowOp::Kind::Memset) {
+      op.dst = window_fuzz_number(rng);
+      op.element_size = 4;
+      op.width = window_fuzz_number(rng) % ((uint64_t{1} << 44) + 1);
+      if (rng() % 2) {
+        op.height = 1 + rng() % 1024;
+        op.pitch = op.width * op.element_size + rng() % 64;
+      }
+    } else {
+      op.src = window_fuzz_number(rng);
+      op.dst = window_fuzz_number(rng);
+      op.bytes = window_fuzz_number(rng) % ((uint64_t{1} << 46) + 1);
+    }
+    w.ops.push_back(std::move(op));
+  }
+  if (rng() % 2) w.in_app_window_ns = window_fuzz_number(rng);
+  if (rng() % 2) w.in_app_kernels_ns = window_fuzz_number(rng);
+  w.foreign_ops = window_fuzz_number(rng);
+  if (rng() % 2) w.foreign_examples = {window_fuzz_string(rng)};
+  nlohmann::json j = format::to_json(w);
+  if (rng() % 4 == 0) mutate_json(j, rng);
+  const std::string text = j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+  files[format::kWindowFile].assign(text.begin(), text.end());
+  write_tree(work / "out" / "capture", files);
+}
+
+int run_window_reproducer(const fs::path& work) {
+  return guarded([&] {
+    const fs::path out = work / "out";
+    (void)reproducer::generate_window_reproducer({out, "/opt/kerncap/bin/kerncap"});
+    if (std::system("make --version >/dev/null 2>&1") != 0) return;
+    for (const char* target : {"-n run", "-n time", "-n validate", "-n info", "help"})
+      (void)std::system(("cd '" + out.string() + "' && make -s " + target + " >/dev/null 2>&1").c_str());
+    for (const auto& e : fs::directory_iterator(out))
+      if (e.path().filename().string().find("PWNED") != std::string::npos)
+        fail(ErrorKind::Internal, "the window's Makefile ran a command from the capture: " + e.path().string());
+  });
+}
+
 }  // namespace
 
 const std::vector<Target>& all_targets() {
   static const std::vector<Target> targets = {
       {"cubin", prepare_code, run_code},
       {"reproducer", prepare_reproducer, run_reproducer},
+      {"window", prepare_window_reproducer, run_window_reproducer},
       {"reader", prepare_reader, run_reader, 4},
   };
   static const std::vector<Target> all = [] {
