@@ -66,7 +66,8 @@ memory); not_swapped (a swapped run launched the kernel without the variant, or 
 app_failed; check_failed; output_differs (without --check, when the unmodified runs agree
 among themselves).
 
-Exit status: 0 for ok, 1 for any other verdict, 2 for bad usage.
+Exit status: 0 for ok, 1 for any other verdict, 2 for bad usage or a variant refused before the
+application runs (layout, geometry, no such kernel), 3 for a device error.
 
 Examples:
   kerncap run --swap iso/vadd=v.cubin -- ./app 1000000
