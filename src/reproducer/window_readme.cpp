@@ -46,7 +46,7 @@ std::string window_readme_ops(const format::Window& w, const WindowShares& s) {
   return rows;
 }
 
-std::string window_readme_shares_note(const format::Window& w, const WindowShares& s) {
+std::string window_readme_shares_text(const format::Window& w, const WindowShares& s) {
   if (s.kernels_timed == 0)
     return "No in-app times: CUPTI gave no kernel records for the window's kernels, so there is nothing to compare "
            "the replay's times with.\n";
@@ -71,6 +71,14 @@ std::string window_readme_shares_note(const format::Window& w, const WindowShare
   return note;
 }
 
+// One paragraph, without its last newline (the template separates the sections).
+std::string window_readme_shares_note(const format::Window& w, const WindowShares& s) {
+  std::string note = window_readme_shares_text(w, s);
+  while (!note.empty() && note.back() == '\n') note.pop_back();
+  return note;
+}
+
+// Each a paragraph followed by a blank line; empty when there is nothing to warn about.
 std::string window_readme_warnings(const format::Window& w) {
   std::string s;
   if (w.foreign_ops) {
