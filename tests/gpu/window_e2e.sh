@@ -13,6 +13,9 @@
 #                  written by the gemm (op 3)
 #   live_out       the same bad swap judged only on W (never written): PASS, the differing
 #                  regions counted as outside the live-out
+#   reproducer     the Makefile and README.md extract wrote beside the capture: the README's table lists
+#                  the 6 operations, `make validate` PASSes the captured window and `make validate
+#                  SWAP=3=gemm_unrolled.cubin` the good variant (with VALIDATE_FLAGS' tolerance)
 #   one_op         a window of one launch (gemm@1..gemm): 1 operation, PASS
 #   end_missing    a window whose end never comes: no capture, the reason said
 #   torch_mlp      tests/gpu/window_apps/window_torch.py (layer_norm, cuBLAS GEMMs, GELU, add in bf16):
@@ -123,6 +126,17 @@ if run extract "$KC" window extract --window 'rms_norm@2..residual_add' --json -
     judge live_out PASS --swap "3=$APPS/gemm_skip_row.cubin" --dtype fp32 --live-out "$WR"
     ign=$(py 'len(d["not_live_out_differing"])' "$WORK/live_out.json" 2>/dev/null)
     verdict live_out "$(pass_if "$([ "$JUDGED" = PASS ] && [ "${ign:-0}" -ge 1 ] && echo 1)")" "$LAST_LINE (W is region $WR; $ign differing region(s) outside the live-out)"
+  fi
+  if want reproducer; then
+    rows=$(grep -cE '^\| [0-9]+ \| (kernel|copy|memset) \|' "$S/README.md" 2>/dev/null)
+    run repro_validate make -s -C "$S" validate ITERATIONS=3 WARMUP=1
+    rc_captured=$RC
+    run repro_swap make -s -C "$S" validate ITERATIONS=3 WARMUP=1 SWAP="3=$APPS/gemm_unrolled.cubin" \
+      VALIDATE_FLAGS="--dtype fp32 --atol 1e-4 --rtol 1e-3"
+    rc_swap=$RC
+    cat "$STEP_OUT"
+    verdict reproducer "$(pass_if "$([ "${rows:-0}" = 6 ] && [ "$rc_captured" = 0 ] && [ "$rc_swap" = 0 ] && echo 1)")" \
+      "README rows ${rows:-0}; make validate rc $rc_captured; make validate SWAP=3=gemm_unrolled.cubin rc $rc_swap"
   fi
 else
   verdict extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
