@@ -344,6 +344,29 @@ TEST_F(WindowReproducer, OneLaunchCaptureIsRefusedAndFilesArePrivate) {
   }
 }
 
+TEST_F(WindowReproducer, LongWindowReadmeListsAllMakefileAFew) {
+  format::Window w = win_sample();
+  while (w.ops.size() < 500) w.ops.push_back(win_kernel("_Z4siluPfi", w.ops.size() + 7, 10));
+  w.in_app_kernels_ns.reset();
+  write_window(w);
+  generate();
+  const std::string readme = testing::slurp(out_ / "README.md");
+  const auto rows = op_rows(readme);
+  ASSERT_EQ(rows.size(), 500u);
+  EXPECT_EQ(cells(rows[499])[0], "499");
+  // Rounded to 0.1 % in the table (497 launches of 10 ns show 0.0%); the shares themselves add up.
+  const WindowShares sh = window_shares(w);
+  double total = 0;
+  for (const auto& x : sh.share) total += x.value_or(0);
+  EXPECT_NEAR(total, 1.0, 1e-9);
+  EXPECT_EQ(sh.timed_ns, 4100u + 369700u + 3700u + 495u * 10u);
+  const std::string mk = testing::slurp(out_ / "Makefile");
+  EXPECT_NE(mk.find("#   op 399  kernel"), std::string::npos);
+  EXPECT_EQ(mk.find("#   op 400  kernel"), std::string::npos);
+  EXPECT_NE(mk.find("#   ... 100 more (README.md)"), std::string::npos);
+  EXPECT_NE(mk.find("@echo '  ... 460 more (README.md, make info)'"), std::string::npos) << mk;
+}
+
 TEST(WindowReproducerPieces, NamesShapesAndHottest) {
   const format::Window w = win_sample();
   EXPECT_EQ(window_op_name(w.ops[0]), "rms_norm(float*, float const*, int)");
