@@ -90,6 +90,45 @@ TEST(SwapRun, ShadowVerdictNamesTheFirstLaunchThatDiffers) {
   EXPECT_EQ(none.verdict, "not_checked");
 }
 
+TEST(SwapRun, TheReportSaysWhatWasRunAndFound) {
+  SwapRunOptions o;
+  o.app.argv = {"./app", "7"};
+  o.pairs = 6;
+  SwapPlan p;
+  p.spec = {"_Z4vaddPfS_S_i", "_Z4vaddPfS_S_i", "/v.cubin", true};
+  p.target = "iso/vadd";
+  p.capture = "/iso/vadd/capture";
+  p.demangled = "vadd(float*, float*, float*, int)";
+  p.layout_checked = true;
+  o.plans = {p};
+  SwapRunResult r;
+  for (size_t i = 0; i < 6; ++i) {
+    r.runs.push_back(arm(2 * i, false, 2.0, 1000, 10, 0));
+    r.runs.push_back(arm(2 * i + 1, true, 1.5, 500, 10, 10));
+  }
+  summarise(r, std::vector<std::string>(12, "same\n"), false);
+  const nlohmann::json j = run_report_json(o, r);
+  EXPECT_EQ(j["format"], "kerncap-run-report");
+  EXPECT_EQ(j["version"], 1);
+  EXPECT_EQ(j["verdict"], "ok");
+  EXPECT_EQ(j["runs"].size(), 12u);
+  EXPECT_EQ(j["summary"]["kernel_ns"]["ratio"]["median"], 2.0);
+  EXPECT_EQ(j["swaps"][0]["layout_checked"], true);
+  const std::string t = run_report_text(o, r);
+  EXPECT_NE(t.find("checked against the capture /iso/vadd/capture"), std::string::npos) << t;
+  EXPECT_NE(t.find("10 host launches (10 served by the variant)"), std::string::npos) << t;
+  EXPECT_NE(t.find("2.000x [2.000, 2.000]"), std::string::npos) << t;
+  EXPECT_NE(t.find("verdict: ok"), std::string::npos) << t;
+
+  o.shadow_every = 4;
+  r.runs[1].shadow_checked = 3;
+  r.runs[1].shadow_seconds = 0.003;
+  const std::string shadow = run_report_text(o, r);
+  EXPECT_NE(shadow.find("every 4 launch(es) of the kernel checked against the variant: 3 checked"), std::string::npos)
+      << shadow;
+  EXPECT_EQ(run_report_json(o, r)["mode"], "shadow");
+}
+
 TEST(SwapRun, FirstLineDifference) {
   EXPECT_EQ(first_line_difference("a\nb\n", "a\nb\n"), "");
   EXPECT_EQ(first_line_difference("a\nb\n", "a\nc\n"), "line 2: 'c' (unmodified: 'b')");
