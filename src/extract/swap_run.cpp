@@ -225,6 +225,13 @@ void summarise(SwapRunResult& r, const std::vector<std::string>& outputs, bool h
   } else if (!has_check && !r.outputs_identical && r.base_outputs_agree) {
     r.verdict = "output_differs";
     r.why = "the application printed something else with the variant: " + r.first_difference;
+    // With one unmodified run there is nothing to tell an application that prints times or
+    // addresses from a wrong result.
+    size_t base_runs = 0;
+    for (const auto& a : r.runs) base_runs += !a.swapped;
+    if (base_runs < 2)
+      r.why += " (with one unmodified run kerncap cannot tell whether the application prints something else every "
+               "time, such as times or addresses: --repeat 2 shows it, --check judges the results)";
   } else {
     r.verdict = "ok";
     r.why = !base_ok ? "the application failed in both arms (its own failure, not the variant's)"

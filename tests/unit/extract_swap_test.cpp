@@ -90,6 +90,15 @@ TEST(SwapRun, ShadowVerdictNamesTheFirstLaunchThatDiffers) {
   EXPECT_EQ(none.verdict, "not_checked");
 }
 
+TEST(SwapRun, OneUnmodifiedRunCannotTellATimingLineFromAWrongResult) {
+  SwapRunResult r;
+  r.runs.push_back(arm(0, false, 2.0, 1000, 10, 0));
+  r.runs.push_back(arm(1, true, 1.5, 500, 10, 10));
+  summarise(r, {"took 2.0 ms\nPASS\n", "took 1.5 ms\nPASS\n"}, false);
+  EXPECT_EQ(r.verdict, "output_differs");
+  EXPECT_NE(r.why.find("--repeat 2 shows it"), std::string::npos) << r.why;
+}
+
 TEST(SwapRun, TheReportSaysWhatWasRunAndFound) {
   SwapRunOptions o;
   o.app.argv = {"./app", "7"};
