@@ -229,11 +229,12 @@ class Kerncap:
 
     def run_swapped(self, swaps: Union[str, Sequence[str]], cmd: Command, repeat: int = 1,
                     check: Optional[str] = None, shadow: bool = False, every: int = 1,
-                    shadow_max_bytes: Optional[int] = None, dir: Optional[str] = None,
+                    shadow_max_bytes: Optional[int] = None, dir: Optional[str] = None, warmup: int = 0,
                     progress: Optional[ProgressFn] = None) -> RunResult:
         """`kerncap run --swap TARGET=IMAGE ... --json -- CMD`: the application with each TARGET
         kernel (a capture directory or a kernel name) served by IMAGE, `repeat` pairs of runs
         against the unmodified application; check: a shell command judging each run's results.
+        warmup: pairs run first and left out of the times (still judged).
         shadow=True: the original runs, and every `every`-th launch is checked against the variant
         run on the side (the first differing launch is named). The verdict is the result's
         `verdict` (passed: "ok"); a variant refused before the run raises KerncapInputError."""
@@ -241,6 +242,7 @@ class Kerncap:
         args += _each("--swap", [swaps] if isinstance(swaps, str) else swaps)
         args += _opt("--check", check) + _flag("--shadow", shadow) + (["--every", str(every)] if shadow else [])
         args += _opt("--shadow-max-bytes", shadow_max_bytes) + _opt("--dir", dir)
+        args += ["--warmup", str(warmup)] if warmup else []
         return self._typed(RunResult, args + ["--"] + _argv(cmd), ok=(0, 1), progress=progress)
 
     def report(self, dir: str, verdict: Optional[str] = None, output: Optional[str] = None,

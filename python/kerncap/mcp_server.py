@@ -231,7 +231,8 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
 
     @server.tool()
     async def run_swapped(swaps: List[str], command: List[str], ctx: Context, repeat: int = 3,
-                          check: Optional[str] = None, shadow: bool = False, every: int = 1) -> Dict[str, Any]:
+                          check: Optional[str] = None, shadow: bool = False, every: int = 1,
+                          warmup: int = 0) -> Dict[str, Any]:
         """The last step before claiming a win: run the application itself with the kernel served by
         the variant. swaps: ["CAPTURE_DIR=variant.cubin"] (or "KERNEL_NAME=variant.cubin"); the
         variant's parameter layout must be the captured kernel's. `repeat` pairs of runs, unmodified
@@ -239,11 +240,12 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
         ratios, whether the swapped runs printed the same, and `check` (a shell command judging each
         run's outputs; exit 0 = right). shadow=True instead runs the original and checks every
         `every`-th launch against the variant, naming the first launch (and its shape) that differs.
-        Returns the run report; verdict "ok" is a pass."""
+        warmup: pairs run first and left out of the times. Returns the run report; verdict "ok" is a
+        pass."""
         swaps = [s if "=" not in s else (_operand(s.rsplit("=", 1)[0], "capture") or "") + "=" +
                  (_operand(s.rsplit("=", 1)[1], "cubin") or "") for s in swaps]
         return _document(await call(ctx, lambda kc, pr: kc.run_swapped(
-            swaps, command, repeat=repeat, check=check, shadow=shadow, every=every, progress=pr)))
+            swaps, command, repeat=repeat, check=check, shadow=shadow, every=every, warmup=warmup, progress=pr)))
 
     @server.tool()
     async def report(dir: str, ctx: Context, verdict: Optional[str] = None,

@@ -40,9 +40,10 @@ OUT/kernel_variant.py: OUT/reproducer.py recompiles it with the application's Tr
 judges it on the captured launch; its verdict is printed) into OUT/candidate.cubin, which
 must keep the captured launch geometry (a swap keeps the application's grid and block).
 
-The application runs --repeat N times in each arm, alternating: unmodified, swapped. Both
-arms run with the same instrumentation (CUPTI kernel records, the swap callbacks; the
-unmodified arm's swaps only count), so their ratio is the variant's effect. Reported, each
+The application runs --repeat N times in each arm, alternating: unmodified, swapped (after
+--warmup K pairs that are judged but left out of the times). Both arms run with the same
+instrumentation (CUPTI kernel records, the swap callbacks; the unmodified arm's swaps only
+count), so their ratio is the variant's effect. Reported, each
 as a median with a 95% interval (order statistics; with fewer than 6 runs per arm, the
 range): wall time, GPU time of all kernels, the kernel's own GPU time, and the paired
 ratios unmodified/swapped; each run's exit status; whether the swapped runs printed what
@@ -77,7 +78,7 @@ Examples:
 struct SwapRunArgs {
   std::vector<std::string> swaps, argv;
   std::string cmd, check, dir;
-  size_t repeat = 1;
+  size_t repeat = 1, warmup = 0;
   bool json = false, shadow = false;
   uint64_t every = 1, shadow_max_bytes = 0;
   int64_t rank = -1;
@@ -91,6 +92,7 @@ void run_with_swaps(const SwapRunArgs& a, int& exit_code) {
   o.app = {a.cmd, a.argv};
   o.plans = plan_swaps(a.swaps);  // refuses a wrong variant before anything runs
   o.pairs = a.repeat;
+  o.warmup_pairs = a.warmup;
   o.check = a.check;
   o.verbose = a.verbose;
   o.rank = a.rank;
@@ -130,6 +132,11 @@ void add_run(CLI::App& app, int& exit_code) {
       ->required()
       ->allow_extra_args(false);
   cmd->add_option("--repeat", a->repeat, "Pairs of runs (unmodified, swapped)")->default_val(1)->check(CLI::Range(1, 1000));
+  cmd->add_option("--warmup", a->warmup,
+                  "Pairs run first and left out of the times (first-run costs: JIT, caches, clocks); their results "
+                  "are still judged")
+      ->default_val(0)
+      ->check(CLI::Range(0, 100));
   cmd->add_option("--check", a->check, "Shell command judging each run's results (exit 0: right)");
   cmd->add_flag("--shadow", a->shadow,
                 "Instead of swapping: run the original, and check each launch against the variant run on the side");

@@ -116,13 +116,13 @@ RunArm run_once(const SwapRunOptions& o, size_t index, bool swapped) {
 std::vector<double> values(const std::vector<RunArm>& runs, bool swapped, double RunArm::*field) {
   std::vector<double> v;
   for (const auto& r : runs)
-    if (r.swapped == swapped) v.push_back(r.*field);
+    if (r.swapped == swapped && !r.warmup) v.push_back(r.*field);
   return v;
 }
 std::vector<double> values(const std::vector<RunArm>& runs, bool swapped, uint64_t RunArm::*field) {
   std::vector<double> v;
   for (const auto& r : runs)
-    if (r.swapped == swapped) v.push_back(static_cast<double>(r.*field));
+    if (r.swapped == swapped && !r.warmup) v.push_back(static_cast<double>(r.*field));
   return v;
 }
 
@@ -249,10 +249,11 @@ SwapRunResult run_swapped(const SwapRunOptions& o, const RunProgress& progress) 
   files::create_private_dirs(o.dir);
   SwapRunResult r;
   std::vector<std::string> outputs;
-  const size_t total = 2 * o.pairs;
+  const size_t total = 2 * (o.warmup_pairs + o.pairs);
   for (size_t i = 0; i < total; ++i) {
     // Alternating arms, unmodified first: drift (clocks, caches, other tenants) hits both.
     RunArm a = run_once(o, i, i % 2 == 1);
+    a.warmup = i < 2 * o.warmup_pairs;
     outputs.push_back(read_text(a.stdout_file));
     if (progress) progress(a, total);
     r.runs.push_back(std::move(a));
@@ -288,6 +289,7 @@ nlohmann::json run_report_json(const SwapRunOptions& o, const SwapRunResult& r) 
   for (const auto& a : r.runs) {
     nlohmann::json j = {{"index", a.index},
                         {"arm", a.swapped ? "swap" : "base"},
+                        {"warmup", a.warmup},
                         {"wall_s", a.wall_s},
                         {"exit", {{"exited", a.exit.exited}, {"code", a.exit.code}, {"text", a.exit.describe()}}},
                         {"gpu_ns", a.gpu_ns},
@@ -318,7 +320,7 @@ nlohmann::json run_report_json(const SwapRunOptions& o, const SwapRunResult& r) 
       {"shadow_overhead_s", r.shadow_overhead_s}};
   return {{"format", kRunReportFormat}, {"version", kRunReportVersion},
           {"command", o.app.as_argv()},  {"check", o.check},
-          {"pairs", o.pairs},            {"dir", o.dir.string()},
+          {"pairs", o.pairs},            {"warmup_pairs", o.warmup_pairs}, {"dir", o.dir.string()},
           {"mode", o.shadow_every ? "shadow" : "swap"}, {"shadow_every", o.shadow_every},
           {"swaps", swaps},              {"runs", runs},
           {"summary", summary},          {"verdict", r.verdict},
@@ -361,7 +363,9 @@ std::string run_report_text(const SwapRunOptions& o, const SwapRunResult& r) {
                      "kernel nodes given the variant\n\n",
                      launches, swapped, nodes);
   }
-  s += fmt::format("{} pair(s), unmodified then {}; median [95% interval]{}\n", o.pairs, o.shadow_every ? "shadow-checked" : "swapped",
+  s += fmt::format("{} pair(s){}, unmodified then {}; median [95% interval]{}\n", o.pairs,
+                   o.warmup_pairs ? fmt::format(" after {} warm-up pair(s)", o.warmup_pairs) : "",
+                   o.shadow_every ? "shadow-checked" : "swapped",
                    r.wall[0].exact95 ? "" : " (* fewer than 6 runs per arm: the range, not a 95% interval)");
   s += fmt::format("  {:<22} {:<30} {:<30} {}\n", "", "unmodified", "swapped", "unmodified/swapped (paired)");
   s += fmt::format("  {:<22} {:<30} {:<30} {}\n", "wall time", ci_text(r.wall[0], 1, " s"), ci_text(r.wall[1], 1, " s"),

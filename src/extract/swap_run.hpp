@@ -38,6 +38,7 @@ struct SwapRunOptions {
   AppCommand app;
   std::vector<SwapPlan> plans;
   size_t pairs = 1;         // --repeat
+  size_t warmup_pairs = 0;  // --warmup: pairs run first and left out of the times (caches, JIT, clocks)
   std::string check;        // --check: a shell command run after each run ("" none)
   std::filesystem::path dir;  // where each run's records and output go (created)
   // --shadow: the second arm runs the original kernel and checks every shadow_every-th
@@ -51,6 +52,7 @@ struct SwapRunOptions {
 struct RunArm {
   size_t index = 0;   // from 0, in the order run
   bool swapped = false;
+  bool warmup = false;  // a warm-up run: judged like the others, left out of the times
   double wall_s = 0;
   AppExit exit;
   uint64_t gpu_ns = 0, kernel_ns = 0;  // CUPTI: all kernels; the swapped kernels (either name)

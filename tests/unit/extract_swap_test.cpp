@@ -138,6 +138,21 @@ TEST(SwapRun, TheReportSaysWhatWasRunAndFound) {
   EXPECT_EQ(run_report_json(o, r)["mode"], "shadow");
 }
 
+TEST(SwapRun, WarmUpRunsAreJudgedButLeftOutOfTheTimes) {
+  SwapRunResult r;
+  r.runs.push_back(arm(0, false, 9.0, 9000, 10, 0));  // the first pair pays for caches and JIT
+  r.runs.push_back(arm(1, true, 9.0, 9000, 10, 10));
+  r.runs[0].warmup = r.runs[1].warmup = true;
+  r.runs.push_back(arm(2, false, 2.0, 1000, 10, 0));
+  r.runs.push_back(arm(3, true, 1.0, 500, 10, 10));
+  summarise(r, std::vector<std::string>(4, "x"), false);
+  EXPECT_EQ(r.kernel[0].n, 1u);
+  EXPECT_DOUBLE_EQ(r.kernel_ratio.median, 2.0);
+  r.runs[1].swapped_launches = 3;  // a warm-up run still counts for the verdict
+  summarise(r, std::vector<std::string>(4, "x"), false);
+  EXPECT_EQ(r.verdict, "not_swapped");
+}
+
 TEST(SwapRun, FirstLineDifference) {
   EXPECT_EQ(first_line_difference("a\nb\n", "a\nb\n"), "");
   EXPECT_EQ(first_line_difference("a\nb\n", "a\nc\n"), "line 2: 'c' (unmodified: 'b')");
