@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -151,6 +152,124 @@ struct Forwarding {
   }
 };
 
+// ---- the guard --------------------------------------------------------------------------------
+// Between kerncap and the application sits a guard process (forked from kerncap, it never
+// execs): the application's parent and a child subreaper, so whatever the application starts
+// and leaves (a `--cmd` shell's commands, torchrun's workers) stays below it. When kerncap dies,
+// even of SIGKILL, the guard learns it (PR_SET_PDEATHSIG) and kills that whole tree; otherwise
+// it waits for the application and ends as it ended, so kerncap reads the application's own
+// status. It ignores the signals kerncap passes on (they go to the application and its
+// descendants directly). After fork in a process that may have threads, only async-signal-safe
+// calls: no allocation, /proc read with read(2) into a fixed buffer.
+
+// The guard's direct children, from /proc/self/task/<tid>/children (a subreaper's orphans
+// included); up to `max`, or -1 when the file cannot be read.
+int guard_children(pid_t* out, int max) {
+  char path[64] = "/proc/self/task/";
+  long tid = static_cast<long>(::getpid());  // the guard is single-threaded: its tid is its pid
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + tid % 10);
+    tid /= 10;
+  } while (tid && n < 20);
+  size_t len = std::strlen(path);
+  while (n) path[len++] = digits[--n];
+  const char* tail = "/children";
+  for (const char* c = tail; *c; ++c) path[len++] = *c;
+  path[len] = 0;
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  static char buf[16384];
+  ssize_t got = 0, r = 0;
+  while (got < static_cast<ssize_t>(sizeof buf) - 1 && (r = ::read(fd, buf + got, sizeof buf - 1 - got)) > 0) got += r;
+  ::close(fd);
+  int count = 0;
+  long v = -1;
+  for (ssize_t i = 0; i <= got && count < max; ++i) {
+    const char c = i < got ? buf[i] : ' ';
+    if (c >= '0' && c <= '9') v = (v < 0 ? 0 : v * 10) + (c - '0');
+    else if (v >= 0) {
+      out[count++] = static_cast<pid_t>(v);
+      v = -1;
+    }
+  }
+  return count;
+}
+
+// kerncap is gone: the application and everything below the guard, until nothing is left.
+[[noreturn]] void guard_kill_tree(pid_t app) {
+  ::kill(app, SIGKILL);
+  for (int round = 0; round < 200; ++round) {  // about 4 s at most
+    int status = 0;
+    while (::waitpid(-1, &status, WNOHANG) > 0) {
+    }
+    pid_t kids[512];
+    const int n = guard_children(kids, 512);
+    if (n == 0 || (n < 0 && ::waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD)) break;
+    for (int i = 0; i < n; ++i) ::kill(kids[i], SIGKILL);
+    struct timespec ts{0, 20 * 1000 * 1000};
+    nanosleep(&ts, nullptr);
+  }
+  _exit(137);
+}
+
+// Ends the guard as the application ended (its exit code, or its signal, without a core).
+[[noreturn]] void guard_end_like(int status) {
+  if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
+  const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+  struct rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  struct sigaction dfl{};
+  dfl.sa_handler = SIG_DFL;
+  sigaction(sig, &dfl, nullptr);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  sigprocmask(SIG_UNBLOCK, &one, nullptr);
+  ::raise(sig);
+  _exit(128 + sig);
+}
+
+[[noreturn]] void run_guard(char* const* argv, char* const* envp, int out_fd, int err_fd) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, &old);  // nothing reaches the guard before it is ready
+  const pid_t guard = ::getpid();
+  const pid_t app = ::fork();
+  if (app < 0) _exit(127);
+  if (app == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != guard) _exit(127);
+    sigprocmask(SIG_SETMASK, &old, nullptr);  // the application gets kerncap's mask and dispositions
+    if (out_fd >= 0) dup2(out_fd, STDOUT_FILENO);
+    if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
+    execvpe(argv[0], const_cast<char* const*>(argv), const_cast<char* const*>(envp));
+    const char* msg = "kerncap: cannot start the application: ";
+    (void)!::write(STDERR_FILENO, msg, std::strlen(msg));
+    (void)!::write(STDERR_FILENO, argv[0], std::strlen(argv[0]));
+    (void)!::write(STDERR_FILENO, "\n", 1);
+    _exit(127);
+  }
+  struct sigaction ign{};
+  ign.sa_handler = SIG_IGN;
+  for (int sig : {SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGPIPE}) sigaction(sig, &ign, nullptr);
+  sigset_t wanted;
+  sigemptyset(&wanted);
+  sigaddset(&wanted, SIGCHLD);
+  sigaddset(&wanted, SIGUSR2);
+  for (;;) {
+    int status = 0;
+    pid_t r;
+    while ((r = ::waitpid(-1, &status, WNOHANG)) > 0)
+      if (r == app) guard_end_like(status);  // orphans it reaped on the way are done too
+    siginfo_t info;
+    struct timespec ts{0, 100 * 1000 * 1000};
+    if (sigtimedwait(&wanted, &info, &ts) == SIGUSR2) guard_kill_tree(app);
+  }
+}
+
 }  // namespace
 
 AppExit run_application(const std::vector<std::string>& argv, bool shell,
@@ -184,14 +303,10 @@ AppExit run_application(const std::vector<std::string>& argv, bool shell,
   pid_t pid = fork();
   if (pid < 0) device_error(fmt::format("fork failed: {}", std::strerror(errno)));
   if (pid == 0) {
-    // Killed with kerncap: nobody would report the capture, or stop the application.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // The guard: killed with kerncap, it takes the application's whole tree with it.
+    prctl(PR_SET_PDEATHSIG, SIGUSR2);
     if (getppid() != parent) _exit(127);  // kerncap died before the line above
-    if (out_fd >= 0) dup2(out_fd, STDOUT_FILENO);
-    if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
-    execvpe(cargv[0], cargv.data(), cenv.data());
-    std::fprintf(stderr, "kerncap: cannot start '%s': %s\n", cargv[0], std::strerror(errno));
-    _exit(127);
+    run_guard(cargv.data(), cenv.data(), out_fd, err_fd);
   }
   // Signals for us go to the application while it runs (Forwarding); we report what it left.
   int status = 0;

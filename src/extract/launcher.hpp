@@ -33,8 +33,10 @@ struct AppOutput {
 // kerncap, and SIGINT or SIGQUIT sent to it by another process (`kill -INT`, a job runner;
 // a terminal's Ctrl-C reaches the application by itself), are passed on to the application,
 // and kerncap goes on to report what it left; a kerncap killed outright (SIGKILL) takes the
-// application with it (PR_SET_PDEATHSIG). A signal ignored when kerncap started (nohup) stays
-// ignored.
+// application and everything it started with it: a guard process between kerncap and the
+// application (its parent, a child subreaper, told of kerncap's death by PR_SET_PDEATHSIG) kills
+// that whole tree, and otherwise ends as the application ended, so the status is the
+// application's. A signal ignored when kerncap started (nohup) stays ignored.
 AppExit run_application(const std::vector<std::string>& argv, bool shell,
                         const std::map<std::string, std::string>& env, const AppOutput* output = nullptr);
 

@@ -113,6 +113,34 @@ TEST(LauncherSignals, ASigkilledLauncherTakesTheApplicationWithIt) {
   expect_gone(app);
 }
 
+TEST(LauncherSignals, ASigkilledLauncherTakesWhatTheApplicationStartedWithIt) {
+  // `--cmd` through a shell that leaves a child running (torchrun's workers, a pipeline): the
+  // guard between kerncap and the application kills the whole tree when kerncap dies.
+  Scratch s;
+  const fs::path report = s.dir / "report";
+  const pid_t launcher = start_launcher(s, report, false);
+  const pid_t worker = wait_pid_file(s.dir / "app.pid");  // the shell's background sleep
+  ASSERT_GT(worker, 0);
+  ASSERT_TRUE(alive(worker));
+  ASSERT_EQ(::kill(launcher, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  expect_gone(worker);
+}
+
+TEST(LauncherSignals, TheApplicationsOwnEndIsReported) {
+  // Through the guard: an exit code, and a signal, reach kerncap as the application's own.
+  const AppExit code = run_application({"exit 7"}, true, {});
+  EXPECT_TRUE(code.exited);
+  EXPECT_EQ(code.code, 7);
+  const AppExit killed = run_application({"kill -SEGV $$"}, true, {});
+  EXPECT_FALSE(killed.exited);
+  EXPECT_EQ(killed.code, SIGSEGV) << killed.describe();
+  const AppExit missing = run_application({"/no/such/program"}, false, {});
+  EXPECT_TRUE(missing.exited);
+  EXPECT_EQ(missing.code, 127);
+}
+
 TEST(LauncherSignals, AnIgnoredSignalStaysIgnored) {
   // nohup: SIGHUP ignored when kerncap starts; the application runs on, kerncap too.
   Scratch s;
