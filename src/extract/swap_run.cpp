@@ -145,14 +145,14 @@ std::string first_line_difference(const std::string& a, const std::string& b) {
 
 void summarise(SwapRunResult& r, const std::vector<std::string>& outputs, bool has_check, bool shadow) {
   for (int s = 0; s < 2; ++s) {
-    r.wall[s] = profile::median_ci(values(r.runs, s == 1, &RunArm::wall_s));
-    r.gpu[s] = profile::median_ci(values(r.runs, s == 1, &RunArm::gpu_ns));
-    r.kernel[s] = profile::median_ci(values(r.runs, s == 1, &RunArm::kernel_ns));
+    r.wall[s] = median_ci(values(r.runs, s == 1, &RunArm::wall_s));
+    r.gpu[s] = median_ci(values(r.runs, s == 1, &RunArm::gpu_ns));
+    r.kernel[s] = median_ci(values(r.runs, s == 1, &RunArm::kernel_ns));
   }
-  r.wall_ratio = profile::paired_ratio(values(r.runs, false, &RunArm::wall_s), values(r.runs, true, &RunArm::wall_s));
-  r.gpu_ratio = profile::paired_ratio(values(r.runs, false, &RunArm::gpu_ns), values(r.runs, true, &RunArm::gpu_ns));
+  r.wall_ratio = paired_ratio(values(r.runs, false, &RunArm::wall_s), values(r.runs, true, &RunArm::wall_s));
+  r.gpu_ratio = paired_ratio(values(r.runs, false, &RunArm::gpu_ns), values(r.runs, true, &RunArm::gpu_ns));
   r.kernel_ratio =
-      profile::paired_ratio(values(r.runs, false, &RunArm::kernel_ns), values(r.runs, true, &RunArm::kernel_ns));
+      paired_ratio(values(r.runs, false, &RunArm::kernel_ns), values(r.runs, true, &RunArm::kernel_ns));
 
   // Outputs: each swapped run against the first unmodified one; the unmodified ones among
   // themselves, so that an application that prints times or addresses is not called wrong.
@@ -263,10 +263,10 @@ SwapRunResult run_swapped(const SwapRunOptions& o, const RunProgress& progress) 
 }
 
 namespace {
-nlohmann::json ci_json(const profile::MedianCI& c) {
+nlohmann::json ci_json(const MedianCI& c) {
   return {{"n", c.n}, {"median", c.median}, {"low", c.low}, {"high", c.high}, {"exact95", c.exact95}};
 }
-std::string ci_text(const profile::MedianCI& c, double scale, const char* unit, int digits = 3) {
+std::string ci_text(const MedianCI& c, double scale, const char* unit, int digits = 3) {
   if (!c.n) return "-";
   return fmt::format("{:.{}f}{} [{:.{}f}, {:.{}f}]{}", c.median * scale, digits, unit, c.low * scale, digits,
                      c.high * scale, digits, c.exact95 ? "" : "*");

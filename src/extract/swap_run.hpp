@@ -16,7 +16,7 @@
 #include "extract/launcher.hpp"
 #include "extract/profile_run.hpp"
 #include "format/swaps.hpp"
-#include "profile/paired_stats.hpp"
+#include "common/statistics.hpp"
 
 namespace kerncap::extract {
 
@@ -70,8 +70,8 @@ struct RunArm {
 
 struct SwapRunResult {
   std::vector<RunArm> runs;
-  profile::MedianCI wall[2], gpu[2], kernel[2];  // [0] unmodified, [1] swapped
-  profile::MedianCI wall_ratio, gpu_ratio, kernel_ratio;  // unmodified / swapped, per pair
+  MedianCI wall[2], gpu[2], kernel[2];  // [0] unmodified, [1] swapped
+  MedianCI wall_ratio, gpu_ratio, kernel_ratio;  // unmodified / swapped, per pair
   bool base_outputs_agree = true;     // the unmodified runs printed the same
   bool outputs_identical = true;      // every swapped run printed what the first unmodified run did
   std::string first_difference;       // "run 3, line 12: '...' (unmodified: '...')"

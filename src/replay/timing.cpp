@@ -87,24 +87,6 @@ TimingOptions timing_options_from_json(const nlohmann::json& o) {
   return t;
 }
 
-Stats statistics(const std::vector<float>& ms) {
-  Stats s;
-  if (ms.empty()) return s;
-  std::vector<double> v(ms.begin(), ms.end());
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  s.min = v.front();
-  s.max = v.back();
-  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(n);
-  if (n > 1) {
-    double sq = 0;
-    for (double x : v) sq += (x - s.mean) * (x - s.mean);
-    s.stddev = std::sqrt(sq / static_cast<double>(n - 1));
-  }
-  return s;
-}
-
 void check(const TimingOptions& o) {
   if (o.iterations < 1) usage_error("iterations must be at least 1");
   if (o.warmup < 0) usage_error("warmup must be >= 0");

@@ -18,6 +18,7 @@
 #include <cuda.h>
 #include <nlohmann/json.hpp>
 
+#include "common/statistics.hpp"
 #include "replay/sm_clock.hpp"
 
 namespace kerncap::format {
@@ -64,12 +65,9 @@ std::string to_string(TimerKind m);
 // ignored (older and newer bindings share the library); wrong types are Error(Input).
 TimingOptions timing_options_from_json(const nlohmann::json& o);
 
-struct Stats {
-  double median = 0, min = 0, max = 0, mean = 0, stddev = 0;
-};
-// Pure statistics of a sample (median of an even count is the mean of the middle two;
-// stddev is the sample standard deviation, 0 for one value). Empty input gives zeros.
-Stats statistics(const std::vector<float>& ms);
+// Pure statistics of a sample (common/statistics.hpp).
+using ::kerncap::Stats;
+using ::kerncap::statistics;
 
 // The result's "method" for each way of measuring.
 inline constexpr const char* kMethodCupti = "cupti-activity";

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "profile/paired_stats.hpp"
+#include "common/statistics.hpp"
 
-namespace kerncap::profile {
+namespace kerncap {
 namespace {
 
 TEST(MedianCI, OrderStatisticsOfTheBinomial) {
@@ -32,4 +32,4 @@ TEST(MedianCI, PairedRatios) {
 }
 
 }  // namespace
-}  // namespace kerncap::profile
+}  // namespace kerncap
