@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "common/private_files.hpp"
 #include "format/profile_records.hpp"
+#include "format/protocol.hpp"
 #include "profile/aggregate.hpp"
 
 namespace kerncap::extract {
@@ -100,10 +101,10 @@ RunArm run_once(const SwapRunOptions& o, size_t index, bool swapped) {
 
   if (!o.check.empty()) {
     std::map<std::string, std::string> check_env = {
-        {std::string(format::kRunEnvArm), swapped ? "swap" : "base"},
-        {std::string(format::kRunEnvIndex), std::to_string(index)},
-        {std::string(format::kRunEnvDir), dir.string()},
-        {std::string(format::kRunEnvStdout), out.stdout_file.string()},
+        {std::string(format::env_name(format::Var::RunArm)), swapped ? "swap" : "base"},
+        {std::string(format::env_name(format::Var::RunIndex)), std::to_string(index)},
+        {std::string(format::env_name(format::Var::RunDir)), dir.string()},
+        {std::string(format::env_name(format::Var::RunStdout)), out.stdout_file.string()},
     };
     AppOutput check_out{dir / "check.txt", dir / "check.txt"};
     const AppExit e = run_application({o.check}, true, check_env, &check_out);

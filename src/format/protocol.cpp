@@ -125,7 +125,7 @@ const Config kDefaults{};
 constexpr unsigned kLibShim = kLibrary | kTritonShim;
 constexpr unsigned kShimApi = kTritonShim | kPythonApi;
 
-const std::array<EnvVar, 29> kVars = {{
+const std::array<EnvVar, 33> kVars = {{
     {Var::Mode, "KERNCAP_MODE", kLibrary, true, "capture, profile", "",
      "what the injected library does; unset: it stays inert", parse_mode,
      [](const Config& c) -> std::optional<std::string> { return std::string(to_string(c.mode)); }},
@@ -301,6 +301,16 @@ const std::array<EnvVar, 29> kVars = {{
      [](const Config& c) -> std::optional<std::string> {
        return c.swaps.empty() ? std::string() : swaps_to_text(c.swaps);  // "": a stale value is overridden
      }},
+    {Var::RunArm, "KERNCAP_RUN_ARM", kCheckCommand, true, "base, swap", "",
+     "`kerncap run --check CMD`: which arm the run CMD judges was (unmodified or swapped/shadow-checked)", nullptr,
+     nullptr},
+    {Var::RunIndex, "KERNCAP_RUN_INDEX", kCheckCommand, true, "count", "",
+     "`kerncap run --check CMD`: the run's index, from 0, in the order run", nullptr, nullptr},
+    {Var::RunDir, "KERNCAP_RUN_DIR", kCheckCommand, true, "path", "",
+     "`kerncap run --check CMD`: the run's folder (its records, stdout.txt, stderr.txt)", nullptr, nullptr},
+    {Var::RunStdout, "KERNCAP_RUN_STDOUT", kCheckCommand, true, "path", "",
+     "`kerncap run --check CMD`: the file holding what the application printed on stdout in that run", nullptr,
+     nullptr},
 }};
 
 std::string readers_text(unsigned r) {
@@ -410,6 +420,7 @@ std::vector<std::string> reader_names(unsigned r) {
   if (r & kCli) out.push_back("cli");
   if (r & kTritonShim) out.push_back("triton-shim");
   if (r & kPythonApi) out.push_back("python-api");
+  if (r & kCheckCommand) out.push_back("check-command");
   return out;
 }
 

@@ -105,10 +105,12 @@ struct Config {
 
 enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Rank, Device, Verbose, ChunkBytes, StagingBytes,
                  DumpImages, DeviceScan, Closure, Store, ZstdLevel, InAppTime, Targets, TritonOut, Library, PythonDir, Python, Serve, Bin, ReplayLib,
-                 Window, ProfileCupti, ProfileSample, Swaps };
+                 Window, ProfileCupti, ProfileSample, Swaps, RunArm, RunIndex, RunDir, RunStdout };
 
 // Who reads a variable (bits).
 inline constexpr unsigned kLibrary = 1, kCli = 2, kTritonShim = 4, kPythonApi = 8;
+// The user's `kerncap run --check` command (set for it, read by nothing of kerncap's).
+inline constexpr unsigned kCheckCommand = 16;
 
 struct EnvVar {
   Var id;

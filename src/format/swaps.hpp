@@ -22,14 +22,6 @@ inline constexpr size_t kMaxSwaps = 16;
 inline constexpr std::string_view kSwapReportFormat = "kerncap-swap-report";
 inline constexpr int kSwapReportVersion = 1;
 
-// What `kerncap run --check CMD` hands CMD after each run (its environment): which arm
-// ("base" or "swap"), the run's index (from 0), its folder, and the file holding what the
-// application printed on stdout.
-inline constexpr std::string_view kRunEnvArm = "KERNCAP_RUN_ARM";
-inline constexpr std::string_view kRunEnvIndex = "KERNCAP_RUN_INDEX";
-inline constexpr std::string_view kRunEnvDir = "KERNCAP_RUN_DIR";
-inline constexpr std::string_view kRunEnvStdout = "KERNCAP_RUN_STDOUT";
-
 struct SwapSpec {
   std::string kernel;  // the application's kernel, its whole mangled name
   std::string entry;   // the variant image's kernel that serves it (kernel, or its static counterpart)

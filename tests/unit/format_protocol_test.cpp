@@ -38,7 +38,7 @@ TEST(FormatProtocol, EveryVariableHasOneRowAndAName) {
     EXPECT_EQ(v.parse != nullptr, (v.readers & kLibrary) != 0) << v.name;
     EXPECT_EQ(v.print != nullptr, v.parse != nullptr) << v.name;
   }
-  EXPECT_EQ(ids.size(), static_cast<size_t>(Var::Swaps) + 1);  // no Var without a row
+  EXPECT_EQ(ids.size(), static_cast<size_t>(Var::RunStdout) + 1);  // no Var without a row
   EXPECT_EQ(env_name(Var::Dispatch), "KERNCAP_DISPATCH");
 }
 
