@@ -270,6 +270,7 @@ class ValidateResult:
     written_bytes: int = 0
     footprint_written_bytes: int = 0
     poisoned_bytes: int = 0
+    probed_poisoned_bytes: int = 0
     nondeterministic_regions: List[int] = field(default_factory=list)
     determinism_checked: bool = False
     relocated_regions: int = 0

@@ -57,11 +57,16 @@ PoisonPlan plan_poison(const format::Footprint& f, const format::Manifest& m) {
       input_error(fmt::format("footprint region {} does not match capture region {} (id or size); measure it again "
                               "with `kerncap footprint --force`",
                               r.id, m.regions[i].id));
-    uint64_t w = 0;
+    uint64_t w = 0, poisoned = 0;
     never_read_runs(r, w, [&](uint64_t b, uint64_t e) {
       p.runs[i].emplace_back(b, e - b);
-      p.bytes += e - b;
+      poisoned += e - b;
     });
+    p.bytes += poisoned;
+    if (r.probed && poisoned) {
+      p.probed_bytes += poisoned;
+      ++p.probed_regions;
+    }
     p.written_bytes += w;
     if (w) ++p.written_regions;
   }
@@ -85,6 +90,8 @@ void mark_strong(Verdict& v, const PoisonPlan& p) {
   v.footprint_written = p.written_bytes;
   v.footprint_regions = p.written_regions;
   v.poisoned = p.bytes;
+  v.probed_poisoned = p.probed_bytes;
+  v.probed_regions = p.probed_regions;
 }
 
 std::vector<std::vector<ByteRange>> poison_ranges(const PoisonPlan& p) {

@@ -22,6 +22,9 @@ struct PoisonPlan {
   uint64_t bytes = 0;           // write-only bytes, all regions
   uint64_t written_bytes = 0;   // bytes the launch writes, all regions
   uint64_t written_regions = 0;
+  // Of `bytes`, those in regions where probing proved writes the sanitizer cannot see (TMA
+  // stores, reached through the parameters, device arrays of pointers or tensor maps).
+  uint64_t probed_bytes = 0, probed_regions = 0;
 };
 
 // Error(Input) when the footprint does not describe this capture's regions.

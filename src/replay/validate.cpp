@@ -446,9 +446,13 @@ std::string Verdict::line() const {
                        nondet, how, exact(), regions.size());
   if (strong)
     return fmt::format("Result: PASS ({}strong: {} written by the replay verified in {} region(s), {} of it poisoned "
-                       "first; {}, {} of {} regions identical)",
-                       nondet, human_bytes(footprint_written), footprint_regions, human_bytes(poisoned), how, exact(),
-                       regions.size());
+                       "first{}; {}, {} of {} regions identical)",
+                       nondet, human_bytes(footprint_written), footprint_regions, human_bytes(poisoned),
+                       probed_poisoned ? fmt::format(" ({} in {} region(s) whose writes probing proved: stores the "
+                                                     "sanitizer cannot see, such as TMA)",
+                                                     human_bytes(probed_poisoned), probed_regions)
+                                       : "",
+                       how, exact(), regions.size());
   if (written() == 0)
     return fmt::format("Result: PASS ({}weak: the application's launch left every byte as it was, so a replay that "
                        "writes nothing would pass too; {}, {} of {} regions identical)",
@@ -515,6 +519,7 @@ nlohmann::json Verdict::to_json() const {
                             {"seconds", compare_s}, {"expected_s", expected_s}, {"read_back_s", read_back_s},
                             {"host_s", host_s}, {"expected_kept", expected_kept}}},
           {"poisoned_bytes", poisoned},
+          {"probed_poisoned_bytes", probed_poisoned},
           {"nondeterministic_regions", nondeterministic},
           {"nondeterministic_cause", nondeterministic.empty() ? nlohmann::json(nullptr)
                                                               : nlohmann::json(nondeterministic_cause)},

@@ -47,6 +47,9 @@ struct Verdict {
   // regions, and how many of them were poisoned before the replay.
   bool strong = false;
   uint64_t footprint_written = 0, footprint_regions = 0, poisoned = 0;
+  // Of `poisoned`: bytes in regions whose writes probing proved (the sanitizer cannot see TMA
+  // stores), and how many regions.
+  uint64_t probed_poisoned = 0, probed_regions = 0;
   // A footprint, but nothing it lets a comparison prove: every byte the kernel writes it also
   // reads (none could be poisoned) and the application's launch left every byte as it was
   // (an in-place update that changed nothing), so a replay that skips its writes passes too.
