@@ -441,7 +441,7 @@ class Session:
         loaded image (kc_launch's kernel). Otherwise launch(stream) is called for every launch
         and must enqueue its kernels on `stream`; an exception it raises stops the timing and
         is raised here. restore: "written" (default: the bytes a launch changes are put back
-        before each launch), "full" (= restore_each=True) or "none"; cache: "warm" or "cold";
+        before each launch), "full" (= restore_each=True) or "none"; cache: "auto" (default), "warm" or "cold";
         timer: "auto", "cupti", "spin-events" or "events".
         Returns {"method", "restore", "cache", "clock", "warmup", "iterations", "median_ms",
         "min_ms", "max_ms", "mean_ms", "stddev_ms", "times_ms", ...}."""

@@ -190,7 +190,7 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
         """Replay the captured launch alone and time it: median/min/max/stddev in ms over
         `iterations` launches. cubin: time this variant image instead (default: OUT's freshly
         recompiled variant when there is one); captured: time the captured image even then;
-        cache: warm or cold (flush L2 before each launch)."""
+        cache: auto (default: as the application saw it), warm, or cold (flush L2 before each launch)."""
         dir = _operand(dir, "dir")
         cubin = _operand(cubin, "cubin")
         return _document(await call(ctx, lambda kc, pr: kc.replay(

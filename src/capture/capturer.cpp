@@ -421,12 +421,20 @@ void Capturer::finish_capture(std::unique_ptr<Pending> p, const CUpti_CallbackDa
                                "application's inputs (the work before it had completed); nothing was captured",
                                cu_error_text(r, "cuCtxSynchronize", __FILE__, __LINE__)));
     format::Manifest& m = p->manifest;
-    // The in-app time: the target's kernel record has completed with it.
+    // The in-app time: the target's kernel record has completed with it (and is left out: it
+    // ran right after the snapshot, not as the application runs it).
     flush_in_app_records();
-    if (const auto t = in_app_times().time(m.mangled_name, {m.grid, m.block, m.shared_mem_bytes})) {
+    if (const auto t = in_app_times().time(m.mangled_name, {m.grid, m.block, m.shared_mem_bytes},
+                                           /*leave_out_latest=*/true)) {
       m.in_app_median_ns = t->median_ns;
       m.in_app_samples = t->samples;
       m.in_app_launches = t->launches;
+      if (t->launches > 1) m.in_app_between_ns = t->median_between_ns;
+      log::info("in-app time: median {:.2f} µs over {} of {} launches (min {:.2f}, max {:.2f}; medians before a "
+                "launch: GPU idle {:.2f} µs, other kernels since the previous one {:.2f} µs); the first launch "
+                "{:.2f} µs, the captured one {:.2f} µs",
+                t->median_ns / 1e3, t->samples, t->launches, t->min_ns / 1e3, t->max_ns / 1e3,
+                t->median_idle_ns / 1e3, t->median_between_ns / 1e3, t->first_ns / 1e3, t->latest_ns / 1e3);
     }
     Progress progress("snapshot AFTER", m.before_bytes, cfg.verbose >= 1);
     format::BlobWriter after = p->writer->open_after(m);

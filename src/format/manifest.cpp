@@ -146,6 +146,7 @@ nlohmann::json to_json(const Manifest& m) {
   if (m.in_app_median_ns) j["in_app_median_ns"] = *m.in_app_median_ns;
   if (m.in_app_median_ns && m.in_app_samples) j["in_app_samples"] = m.in_app_samples;
   if (m.in_app_median_ns && m.in_app_launches) j["in_app_launches"] = m.in_app_launches;
+  if (m.in_app_median_ns && m.in_app_between_ns) j["in_app_between_ns"] = *m.in_app_between_ns;
   return j;
 }
 

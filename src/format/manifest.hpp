@@ -180,8 +180,8 @@ struct Manifest {
   Textures textures;
 
   // In-app time: the median GPU duration (ns) of the application's launches of this kernel
-  // with this grid, block and dynamic shared memory, the captured one included, the first of
-  // them left out when there are others (CUPTI kernel records); absent when unknown.
+  // with this grid, block and dynamic shared memory, the first and the captured one left out
+  // while others remain (CUPTI kernel records); absent when unknown.
   // `in_app_samples`: launches the median is over; `in_app_launches`: launches of that shape
   // recorded up to the capture, from when the records started (the first match, or 1024
   // matches before a far dispatch; 1: the median is that one launch). Both 0 in captures
@@ -189,6 +189,10 @@ struct Manifest {
   std::optional<double> in_app_median_ns;
   uint64_t in_app_samples = 0;
   uint64_t in_app_launches = 0;
+  // Over the same launches, the median GPU time (ns) of the other kernels the application ran
+  // between two launches of this one (0: a loop of this launch alone); absent when unknown
+  // (older captures, a kernel launched once). Replay's --cache auto reads it.
+  std::optional<double> in_app_between_ns;
 
   const Region* find_region(uint32_t id) const;
   // Regions whose device is known and differs from the launch's (peer memory).

@@ -234,6 +234,11 @@ Manifest read(const nlohmann::json& j) {
     if (v < 0) f->fail("must be a number >= 0");
     m.in_app_median_ns = v;
   }
+  if (const auto f = top.find("in_app_between_ns")) {  // optional; when present, a number >= 0
+    const double v = f->number();
+    if (v < 0) f->fail("must be a number >= 0");
+    m.in_app_between_ns = v;
+  }
   if (const auto f = top.find("in_app_samples")) m.in_app_samples = f->u64();
   if (const auto f = top.find("in_app_launches")) m.in_app_launches = f->u64();
   if (m.in_app_launches && m.in_app_samples > m.in_app_launches)

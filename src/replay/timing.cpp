@@ -41,7 +41,8 @@ std::string name_of(E e, const std::pair<const char*, E> (&names)[N]) {
 
 const std::pair<const char*, RestoreMode> kRestoreNames[] = {
     {"written", RestoreMode::Written}, {"full", RestoreMode::Full}, {"none", RestoreMode::None}};
-const std::pair<const char*, CacheMode> kCacheNames[] = {{"warm", CacheMode::Warm}, {"cold", CacheMode::Cold}};
+const std::pair<const char*, CacheMode> kCacheNames[] = {
+    {"auto", CacheMode::Auto}, {"warm", CacheMode::Warm}, {"cold", CacheMode::Cold}};
 const std::pair<const char*, TimerKind> kTimerNames[] = {{"auto", TimerKind::Auto},
                                                          {"cupti", TimerKind::Cupti},
                                                          {"spin-events", TimerKind::SpinEvents},
@@ -87,6 +88,30 @@ TimingOptions timing_options_from_json(const nlohmann::json& o) {
   return t;
 }
 
+CacheChoice choose_cache(std::optional<double> between_ns, uint64_t l2_bytes, double dram_bytes_per_ns) {
+  if (!between_ns)
+    return {CacheMode::Warm,
+            "warm: the capture does not say what the application ran between two launches of this kernel (an "
+            "older capture, or one launch of this shape)"};
+  const bool known = l2_bytes && dram_bytes_per_ns > 0;
+  const double turnover_ns = known ? static_cast<double>(l2_bytes) / dram_bytes_per_ns : 10'000.0;
+  const std::string stream =
+      known ? fmt::format("the {:.1f} µs the memory takes to stream the L2's {}", turnover_ns / 1e3, human_bytes(l2_bytes))
+            : std::string("10 µs (the L2 size or memory bandwidth is unknown)");
+  if (*between_ns >= turnover_ns)
+    return {CacheMode::Cold,
+            fmt::format("cold: the application ran {:.1f} µs of other kernels between two launches of this one "
+                        "(median), at least {}: enough to evict its data",
+                        *between_ns / 1e3, stream)};
+  return {CacheMode::Warm,
+          *between_ns > 0
+              ? fmt::format("warm: the application ran {:.1f} µs of other kernels between two launches of this one "
+                            "(median), less than {}",
+                            *between_ns / 1e3, stream)
+              : std::string("warm: most of the application's launches of this kernel came right after the one "
+                            "before, with no other kernel between (median 0)")};
+}
+
 void check(const TimingOptions& o) {
   if (o.iterations < 1) usage_error("iterations must be at least 1");
   if (o.warmup < 0) usage_error("warmup must be >= 0");
@@ -113,6 +138,7 @@ nlohmann::json Timing::to_json() const {
   if (options.restore == RestoreMode::Written)
     j["reset"] = {{"bytes", reset_bytes}, {"ranges", reset_ranges}, {"staging", reset_staging}};
   if (options.cache == CacheMode::Cold) j["l2_flush_bytes"] = flush_bytes;
+  if (!cache_why.empty()) j["cache_why"] = cache_why;
   j["overhead"] = {
       {"wall_s", wall_s}, {"setup_s", setup_s}, {"cupti_take_s", cupti_take_s}, {"cupti_flushes", cupti_flushes}};
   return j;
@@ -133,6 +159,7 @@ std::string Timing::describe() const {
   if (options.restore == RestoreMode::None) restore += " (state carries over between launches)";
   std::string cache = to_string(options.cache);
   if (options.cache == CacheMode::Cold) cache += fmt::format(" (L2 flushed with {} before each launch)", human_bytes(flush_bytes));
+  if (!cache_why.empty()) cache += fmt::format("; --cache auto chose {}", cache_why);
   return fmt::format("method: {}\n  cache: {}; restore: {}\n  {}", m, cache, restore,
                      clock_text(clock_before, clock_after));
 }
@@ -179,6 +206,23 @@ std::string in_app_line(const Timing& t, const InAppTime& a) {
 }
 
 namespace {
+
+int device_attribute(CUdevice_attribute a) {
+  CUdevice dev = 0;
+  int v = 0;
+  if (KC_CU_TRY(cuCtxGetDevice(&dev)) != CUDA_SUCCESS || KC_CU_TRY(cuDeviceGetAttribute(&v, a, dev)) != CUDA_SUCCESS)
+    return 0;
+  return v;
+}
+
+// The current device's L2 size and peak memory bandwidth (double data rate: two transfers per
+// memory clock over the bus); 0 when the driver does not say.
+uint64_t l2_bytes() { return static_cast<uint64_t>(std::max(0, device_attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE))); }
+double dram_bytes_per_ns() {
+  const double khz = device_attribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+  const double bits = device_attribute(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+  return 2 * khz * 1e3 * (bits / 8) / 1e9;
+}
 
 // Writing twice the L2 size before a launch evicts whatever the previous launch left.
 class L2Flush {
@@ -307,8 +351,13 @@ Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch,
     t.reset_ranges = reset->ranges();
     t.reset_staging = to_string(reset->place());
   }
+  if (o.cache == CacheMode::Auto) {
+    const CacheChoice c = choose_cache(s.capture().manifest.in_app_between_ns, l2_bytes(), dram_bytes_per_ns());
+    t.options.cache = c.mode;
+    t.cache_why = c.why;
+  }
   std::unique_ptr<L2Flush> flush;
-  if (o.cache == CacheMode::Cold) {
+  if (t.options.cache == CacheMode::Cold) {
     flush = std::make_unique<L2Flush>();
     t.flush_bytes = flush->bytes();
   }

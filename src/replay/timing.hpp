@@ -7,7 +7,9 @@
 //     after the CPU has queued the launch and the stop event (no launch overhead inside);
 //   * stateful-safe by default: the bytes a launch changes are put back before every launch,
 //     warm-up included, outside the timed interval (state_reset.hpp);
-//   * warm or cold L2 (cold writes a buffer of twice the L2 size before each launch);
+//   * the L2 as the application left it: warm, or cold (a buffer of twice the L2 size written
+//     before each launch) when the capture says the application ran enough other kernels
+//     between two launches of this one to evict its data (--cache auto, choose_cache);
 //   * the SM clock before and after, so throttling shows (sm_clock.hpp).
 #include <cstdint>
 #include <functional>
@@ -35,10 +37,10 @@ class Session;
 //            changes a launch makes outside what the capture and footprint know of)
 //   none:    state carries over from launch to launch (what --no-restore asks for)
 enum class RestoreMode { Written, Full, None };
-// warm: L2 holds whatever the previous launch left (default: in an application a kernel's
-// inputs were usually just written by the kernel before it); cold: L2 flushed before each
-// launch, as Nsight Compute does by default.
-enum class CacheMode { Warm, Cold };
+// warm: L2 holds whatever the previous launch left (a loop of this launch alone); cold: L2
+// flushed before each launch, as Nsight Compute does by default; auto (default): whichever
+// the application's launches saw (choose_cache), resolved when timing starts.
+enum class CacheMode { Auto, Warm, Cold };
 // auto: CUPTI when it can be enabled, else spin-events; events: plain events around each
 // launch (launch overhead included; the old method, kept for comparisons).
 enum class TimerKind { Auto, Cupti, SpinEvents, Events };
@@ -47,9 +49,23 @@ struct TimingOptions {
   int warmup = 3;
   int iterations = 20;
   RestoreMode restore = RestoreMode::Written;
-  CacheMode cache = CacheMode::Warm;
+  CacheMode cache = CacheMode::Auto;
   TimerKind timer = TimerKind::Auto;
 };
+
+// What --cache auto picks (pure). `between_ns`: the capture's in_app_between_ns, the median GPU
+// time of the other kernels the application ran between two launches of this one (absent:
+// an older capture, a kernel launched once). Cold when that is at least the time the memory
+// takes to stream the L2's size (`l2_bytes` at `dram_bytes_per_ns`; 10 µs when either is
+// unknown): enough other work to have evicted this kernel's data, as on an H200 where short
+// kernels between 256 MiB writes or in a 12-layer MLP replayed warm at 0.52-0.89 of their in-app
+// time and cold at 0.96-1.15. Warm otherwise: a loop of this launch alone, where warm replays
+// matched within ±3 % and cold ones ran up to 2x slower. `why` says which and why.
+struct CacheChoice {
+  CacheMode mode = CacheMode::Warm;
+  std::string why;
+};
+CacheChoice choose_cache(std::optional<double> between_ns, uint64_t l2_bytes, double dram_bytes_per_ns);
 
 // Names on the command line and in kc_time's options; Error(Usage) for anything else.
 RestoreMode parse_restore(const std::string& s);
@@ -61,7 +77,7 @@ std::string to_string(TimerKind m);
 
 // kc_time's options object: warmup, iterations, restore ("written"|"full"|"none"),
 // restore_each (the older spelling: true = "full"; with restore given, restore wins),
-// cache ("warm"|"cold"), timer ("auto"|"cupti"|"spin-events"|"events"). Unknown keys are
+// cache ("auto"|"warm"|"cold"), timer ("auto"|"cupti"|"spin-events"|"events"). Unknown keys are
 // ignored (older and newer bindings share the library); wrong types are Error(Input).
 TimingOptions timing_options_from_json(const nlohmann::json& o);
 
@@ -85,6 +101,7 @@ struct Timing {
   uint64_t reset_ranges = 0;
   std::string reset_staging;   // "device" or "pinned host"
   uint64_t flush_bytes = 0;    // cache "cold": bytes written to flush L2
+  std::string cache_why;       // cache "auto": what it chose (options.cache) and why
   SmClock clock_before, clock_after;
   // Where the timing's wall time went (a profile, not a measurement of the kernel): all of
   // it, inside CUPTI's flushes (KernelClock::take) and how many flushes.
@@ -94,6 +111,7 @@ struct Timing {
   nlohmann::json to_json() const;
   // "method: cupti-activity; cache: warm; restore: written (4.0 KiB in 2 ranges, device copy);
   //  SM clock 1980 MHz before, 1980 MHz after (max 1980)": the lines replay prints.
+  // options.cache is warm or cold once timed (auto resolved; cache_why says why).
   std::string describe() const;
 };
 

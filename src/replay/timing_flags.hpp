@@ -16,7 +16,7 @@ struct TimingFlags {
   int iterations = 20;
   bool no_restore = false;
   bool restore_each = false;
-  std::string cache = "warm";
+  std::string cache = "auto";
   std::string timer = "auto";
   // The options these flags ask for (Error(Usage) on a bad name or both restore flags).
   TimingOptions options() const {
@@ -41,10 +41,11 @@ inline constexpr const char* kTimingHelp =
     "kernels that consume their inputs (counters, in-place updates) see the same memory every time.\n"
     "--restore-each restores every captured byte from the capture files instead (slow; also undoes\n"
     "writes the capture and footprint do not know of); --no-restore lets state carry over.\n"
-    "--cache warm (default) times with L2 as the previous launch left it, closest to an application\n"
-    "where a kernel's inputs were just written by the kernel before it; --cache cold writes a buffer of\n"
-    "twice the L2 size before each launch (as Nsight Compute does). The SM clock is printed before and\n"
-    "after (NVML), so throttling shows.";
+    "--cache auto (default) times with the L2 as the application's launches found it: cold (a buffer\n"
+    "of twice the L2 size written before each launch, as Nsight Compute does) when the capture says the\n"
+    "application ran enough other kernels between two launches of this one to stream the L2's size,\n"
+    "else warm (as the previous launch left it: a loop of this launch alone); --cache warm|cold picks\n"
+    "one. The SM clock is printed before and after (NVML), so throttling shows.";
 
 inline void add_timing_flags(CLI::App* cmd, TimingFlags& f, int default_iterations = 20) {
   f.iterations = default_iterations;
@@ -56,9 +57,11 @@ inline void add_timing_flags(CLI::App* cmd, TimingFlags& f, int default_iteratio
   auto* each = cmd->add_flag("--restore-each", f.restore_each,
                              "Restore every captured byte from the capture files before each launch");
   none->excludes(each);
-  cmd->add_option("--cache", f.cache, "warm (default) or cold: flush L2 before each launch")
-      ->check(CLI::IsMember({"warm", "cold"}))
-      ->default_val("warm");
+  cmd->add_option("--cache", f.cache,
+                  "auto (default: as the application's launches saw it, from the capture), warm (L2 as the "
+                  "previous launch left it) or cold (L2 flushed before each launch)")
+      ->check(CLI::IsMember({"auto", "warm", "cold"}))
+      ->default_val("auto");
   cmd->add_option("--timer", f.timer,
                   "auto (CUPTI, else spin-events), cupti, spin-events, or events (plain events around each "
                   "launch, launch overhead included)")

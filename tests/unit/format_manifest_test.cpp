@@ -286,7 +286,15 @@ TEST(FormatManifest, InAppTimeIsOptionalAndChecked) {
     auto j = to_json(m);
     j["in_app_median_ns"] = bad;
     EXPECT_NE(refusal(j).find("in_app_median_ns"), std::string::npos) << bad.dump();
+    j = to_json(m);
+    j["in_app_between_ns"] = bad;
+    EXPECT_NE(refusal(j).find("in_app_between_ns"), std::string::npos) << bad.dump();
   }
+  EXPECT_FALSE(counted.in_app_between_ns);  // unknown: absent
+  m.in_app_between_ns = 0;                  // known: nothing between two launches
+  const Manifest between = from_json(nlohmann::json::parse(to_json(m).dump()));
+  ASSERT_TRUE(between.in_app_between_ns);
+  EXPECT_DOUBLE_EQ(*between.in_app_between_ns, 0);
 }
 
 }  // namespace

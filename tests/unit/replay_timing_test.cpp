@@ -35,13 +35,13 @@ TEST(Timing, OptionsAreChecked) {
 TEST(Timing, DefaultsAreStatefulSafeWarmAuto) {
   TimingOptions o;
   EXPECT_EQ(o.restore, RestoreMode::Written);
-  EXPECT_EQ(o.cache, CacheMode::Warm);
+  EXPECT_EQ(o.cache, CacheMode::Auto);
   EXPECT_EQ(o.timer, TimerKind::Auto);
 }
 
 TEST(Timing, NamesRoundTrip) {
   for (auto m : {RestoreMode::Written, RestoreMode::Full, RestoreMode::None}) EXPECT_EQ(parse_restore(to_string(m)), m);
-  for (auto m : {CacheMode::Warm, CacheMode::Cold}) EXPECT_EQ(parse_cache(to_string(m)), m);
+  for (auto m : {CacheMode::Auto, CacheMode::Warm, CacheMode::Cold}) EXPECT_EQ(parse_cache(to_string(m)), m);
   for (auto m : {TimerKind::Auto, TimerKind::Cupti, TimerKind::SpinEvents, TimerKind::Events})
     EXPECT_EQ(parse_timer(to_string(m)), m);
   try {
@@ -49,7 +49,7 @@ TEST(Timing, NamesRoundTrip) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Usage);
-    EXPECT_NE(std::string(e.what()).find("warm|cold"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("auto|warm|cold"), std::string::npos) << e.what();
   }
 }
 
@@ -68,7 +68,8 @@ TEST(Timing, OptionsFromJson) {
   EXPECT_EQ(timing_options_from_json({{"restore_each", true}}).restore, RestoreMode::Full);
   EXPECT_EQ(timing_options_from_json({{"restore_each", false}}).restore, RestoreMode::Written);
   EXPECT_EQ(timing_options_from_json({{"restore_each", true}, {"restore", "written"}}).restore, RestoreMode::Written);
-  EXPECT_EQ(timing_options_from_json({{"cache", nullptr}}).cache, CacheMode::Warm);
+  EXPECT_EQ(timing_options_from_json({{"cache", nullptr}}).cache, CacheMode::Auto);
+  EXPECT_EQ(timing_options_from_json({{"cache", "warm"}}).cache, CacheMode::Warm);
   for (const nlohmann::json& bad : {nlohmann::json{{"warmup", "3"}}, nlohmann::json{{"restore_each", 1}},
                                     nlohmann::json{{"cache", "hot"}},
                                     nlohmann::json{{"iterations", 1ll << 40}}, nlohmann::json{{"warmup", 1.5}}, nlohmann::json{{"timer", 2}}, nlohmann::json(3)}) {
@@ -93,8 +94,9 @@ TEST(Timing, FlagsParse) {
   };
   TimingOptions d = parse({});
   EXPECT_EQ(d.restore, RestoreMode::Written);
-  EXPECT_EQ(d.cache, CacheMode::Warm);
+  EXPECT_EQ(d.cache, CacheMode::Auto);
   EXPECT_EQ(d.iterations, 20);
+  EXPECT_EQ(parse({"--cache", "warm"}).cache, CacheMode::Warm);
   EXPECT_EQ(parse({"--no-restore"}).restore, RestoreMode::None);
   EXPECT_EQ(parse({"--restore-each"}).restore, RestoreMode::Full);
   TimingOptions c = parse({"--cache", "cold", "--timer", "spin-events", "-n", "7", "--warmup", "0"});
@@ -116,6 +118,7 @@ TEST(Timing, JsonCarriesEveryStatisticAndMode) {
   t.reset_bytes = 4096;
   t.reset_ranges = 2;
   t.reset_staging = "device";
+  t.options.cache = CacheMode::Warm;  // as time_launches leaves it
   auto j = t.to_json();
   for (const char* k : {"method", "median_ms", "min_ms", "max_ms", "mean_ms", "stddev_ms", "times_ms", "iterations",
                         "warmup", "restore", "restore_each", "cache", "timer", "clock", "reset"})
@@ -129,6 +132,7 @@ TEST(Timing, JsonCarriesEveryStatisticAndMode) {
   EXPECT_EQ(j["clock"]["known"], false);
   EXPECT_FALSE(j.contains("l2_flush_bytes"));
   EXPECT_FALSE(j.contains("method_note"));
+  EXPECT_FALSE(j.contains("cache_why"));  // asked for, not chosen
   // Where the timing's own wall time went: a profile beside the statistics.
   EXPECT_EQ(j["overhead"]["wall_s"], 0.0);
   t.wall_s = 0.011;
@@ -212,6 +216,34 @@ TEST(Timing, KernelSumsSkipOursStaleAndIncomplete) {
   EXPECT_TRUE(is_our_kernel("kerncap_spin"));
   EXPECT_FALSE(is_our_kernel("_Z6kernelPf"));
   EXPECT_FALSE(is_our_kernel(nullptr));
+}
+
+TEST(Timing, CacheAutoFollowsWhatTheApplicationRanBetweenLaunches) {
+  const uint64_t l2 = 60ull << 20;  // an H200: 60 MiB of L2 at 4.9 TB/s, 12.8 µs to stream it
+  const double bw = 4915.2;
+  CacheChoice c = choose_cache(std::nullopt, l2, bw);
+  EXPECT_EQ(c.mode, CacheMode::Warm);
+  EXPECT_NE(c.why.find("does not say"), std::string::npos) << c.why;
+  c = choose_cache(0.0, l2, bw);  // a loop of this launch alone
+  EXPECT_EQ(c.mode, CacheMode::Warm);
+  EXPECT_NE(c.why.find("no other kernel between"), std::string::npos) << c.why;
+  c = choose_cache(5'000.0, l2, bw);  // a sort's other passes
+  EXPECT_EQ(c.mode, CacheMode::Warm);
+  EXPECT_NE(c.why.find("less than the 12.8 µs"), std::string::npos) << c.why;
+  c = choose_cache(52'000.0, l2, bw);  // a 12-layer MLP's GEMMs between two layer norms
+  EXPECT_EQ(c.mode, CacheMode::Cold);
+  EXPECT_NE(c.why.find("52.0 µs of other kernels"), std::string::npos) << c.why;
+  EXPECT_NE(c.why.find("60.0 MiB"), std::string::npos) << c.why;
+  EXPECT_EQ(choose_cache(12'800.0, l2, bw).mode, CacheMode::Cold);  // the boundary: cold
+  EXPECT_EQ(choose_cache(9'000.0, 0, 0).mode, CacheMode::Warm);     // unknown device: 10 µs
+  EXPECT_EQ(choose_cache(11'000.0, 0, 0).mode, CacheMode::Cold);
+  EXPECT_NE(choose_cache(11'000.0, 0, 0).why.find("unknown"), std::string::npos);
+  Timing t;
+  t.options.cache = CacheMode::Cold;
+  t.cache_why = c.why;
+  EXPECT_EQ(t.to_json()["cache"], "cold");
+  EXPECT_EQ(t.to_json()["cache_why"], c.why);
+  EXPECT_NE(t.describe().find("--cache auto chose cold: the application ran"), std::string::npos) << t.describe();
 }
 
 TEST(Timing, SpinKernelIsNamedOurs) {
