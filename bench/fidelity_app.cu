@@ -5,7 +5,8 @@
 // where launch overhead and cold caches distort a timer most.
 //
 //   fidelity_app MODE [--repeat R]     (R launches, default 20; prints "MODE ok <checksum>")
-//   MODE: tiny saxpy saxpy_big stencil transpose histogram rowsum matmul
+//   MODE: tiny saxpy saxpy_big stencil transpose histogram rowsum matmul; memory: zero_copy
+//   host_registered pool_big pool_churn
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +32,11 @@ __global__ void tiny(float* x) {
 __global__ void saxpy(int n, float a, const float* x, float* y) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = a * x[i] + y[i];
+}
+
+__global__ void vadd(int n, const float* a, const float* b, float* c) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
 }
 
 // 5-point stencil on an n x n grid (interior only).
@@ -183,6 +189,22 @@ int main(int argc, char** argv) {
     CK(cudaMemsetAsync(y, 0, bytes, 0));
     for (int r = 0; r < repeat; ++r) saxpy<<<(n + 255) / 256, 256>>>(n, 0.5f, x, y);
     result = y, result_bytes = bytes;
+  } else if (mode == "pool_churn") {
+    // c = a + b over 128 MiB, c taken from the stream-ordered pool and given back every
+    // iteration (cudaMallocAsync / cudaFreeAsync), between writes of a 512 MiB buffer.
+    const int n = 1 << 25;
+    const size_t bytes = size_t(n) * sizeof(float);
+    float *a = device_floats(n, 14), *b = device_floats(n, 15), *c = nullptr, *big = nullptr;
+    CK(cudaMalloc(&big, 4 * bytes));
+    for (int r = 0; r < repeat; ++r) {
+      CK(cudaMallocAsync(&c, bytes, 0));
+      vadd<<<(n + 255) / 256, 256>>>(n, a, b, c);
+      if (r + 1 < repeat) {
+        CK(cudaMemsetAsync(big, r, 4 * bytes, 0));
+        CK(cudaFreeAsync(c, 0));
+      }
+    }
+    result = c, result_bytes = bytes;
   } else {
     std::fprintf(stderr, "fidelity_app: unknown mode %s\n", mode.c_str());
     return 2;

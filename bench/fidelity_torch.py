@@ -10,6 +10,13 @@ short group): ln_gpt2 softmax_small sum_small gemm_small sort_small triton_small
 (a CUDA graph's kernel node), cupy_raw and cupy_elementwise (CuPy: NVRTC-compiled kernels;
 need cupy). Inputs are made before the loop, so the captured op's launches are the loop's (a
 pattern with --dispatch 10 takes the 11th).
+
+The context group: short kernels between other work, as real programs launch them (their inputs
+may be evicted from L2 between two launches): gpt2_mlp (12 GPT-2 MLP blocks, fp32: layer norm
+and cuBLAS GEMMs whose 226 MB of weights do not fit in L2), sort_mix (a sort between writes of a
+256 MiB tensor), graph_mix (an add node in a CUDA graph with a 256 MiB node after it), cupy_mix
+(a CuPy raw kernel between 256 MiB CuPy kernels), nvrtc_ptx (cuda-python: NVRTC PTX loaded with
+cuModuleLoadData and JIT-compiled by the driver, between 256 MiB torch kernels).
 """
 import sys
 
@@ -97,6 +104,81 @@ extern "C" __global__ void cupy_saxpy(int n, float a, const float* x, float* y) 
     return run
 
 
+def evictor():
+    """A 256 MiB in-place add: more than four times an H200's L2, so it evicts what came before."""
+    big = torch.zeros(1 << 26, device="cuda")
+    return lambda: big.mul_(0.5)  # not an add: the add cases' pattern must not match it
+
+
+def gpt2_mlp(blocks=12, tokens=64, dim=768):
+    lns = [torch.nn.LayerNorm(dim, device="cuda") for _ in range(blocks)]
+    fcs = [torch.nn.Linear(dim, 4 * dim, device="cuda") for _ in range(blocks)]
+    projs = [torch.nn.Linear(4 * dim, dim, device="cuda") for _ in range(blocks)]
+    x0 = inputs((tokens, dim), seed=15)
+
+    def run():
+        x = x0
+        for ln, fc, proj in zip(lns, fcs, projs):
+            x = x + proj(torch.nn.functional.gelu(fc(ln(x))))
+        return x
+
+    return run
+
+
+def nvrtc_ptx():
+    """A saxpy compiled by NVRTC to PTX and loaded with cuModuleLoadData (the driver JITs it)."""
+    from cuda.bindings import driver, nvrtc
+
+    def ok(r):
+        err = r[0]
+        if int(err) != 0:
+            raise SystemExit(f"fidelity_torch: nvrtc_ptx: {err}")
+        return r[1:] if len(r) > 2 else (r[1] if len(r) == 2 else None)
+
+    src = b"""extern "C" __global__ void nvrtc_saxpy(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}"""
+    prog = ok(nvrtc.nvrtcCreateProgram(src, b"saxpy.cu", 0, [], []))
+    major, minor = torch.cuda.get_device_capability()
+    opts = [f"--gpu-architecture=compute_{major}{minor}".encode()]
+    ok(nvrtc.nvrtcCompileProgram(prog, len(opts), opts))
+    size = ok(nvrtc.nvrtcGetPTXSize(prog))
+    ptx = b" " * size
+    ok(nvrtc.nvrtcGetPTX(prog, ptx))
+    torch.cuda.init()
+    torch.zeros(1, device="cuda")  # the primary context, current
+    module = ok(driver.cuModuleLoadData(ptx))
+    fn = ok(driver.cuModuleGetFunction(module, b"nvrtc_saxpy"))
+    n = 1 << 18
+    x, y = inputs((n,), seed=16), torch.ones(n, device="cuda")
+    import ctypes
+
+    args = (ctypes.c_int(n), ctypes.c_float(0.5), ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(y.data_ptr()))
+    params = (ctypes.c_void_p * 4)(*[ctypes.addressof(a) for a in args])
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def run():
+        ok(driver.cuLaunchKernel(fn, (n + 255) // 256, 1, 1, 256, 1, 1, 0, driver.CUstream(stream),
+                                 ctypes.addressof(params), 0))
+        return y
+
+    run.keep = (args, params, module)
+    return run
+
+
+def with_eviction(op):
+    """op, then a 256 MiB write: the next launch of op finds its inputs evicted from L2."""
+    evict = evictor()
+
+    def run():
+        out = op()
+        evict()
+        return out
+
+    return run
+
+
 def make(mode):
     if mode == "add_small":  # ~3 µs: elementwise on 256K floats
         a, b = inputs((1 << 18,), seed=1), inputs((1 << 18,), seed=2)
@@ -149,6 +231,16 @@ def make(mode):
         return graph_add()
     if mode in ("cupy_raw", "cupy_elementwise"):
         return cupy_op(mode)
+    if mode == "gpt2_mlp":
+        return gpt2_mlp()
+    if mode == "sort_mix":
+        return with_eviction(make("sort_small"))
+    if mode == "graph_mix":
+        return with_eviction(graph_add())
+    if mode == "cupy_mix":
+        return with_eviction(cupy_op("cupy_raw"))
+    if mode == "nvrtc_ptx":
+        return with_eviction(nvrtc_ptx())
     raise SystemExit(f"fidelity_torch: unknown mode {mode!r}")
 
 
