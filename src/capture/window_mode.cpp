@@ -27,6 +27,8 @@
 #include "common/private_files.hpp"
 #include "cubin/cubin.hpp"
 #include "format/events.hpp"
+#include "format/out_layout.hpp"
+#include "format/window_liveout.hpp"
 #include "storage/capture_writer.hpp"
 
 namespace kerncap::capture {
@@ -110,6 +112,36 @@ class DriverWindowOps final : public WindowOps {
       images_[image->hash] = Found{kind_name, mangled, fn.module, facts, image, inventory_.images.loaded(), {}};
     if (fn.module) modules_.emplace(image->hash, fn.module);
     return true;
+  }
+
+  bool launch_params(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, std::vector<uint8_t>* bytes) override {
+    LaunchArgs args;
+    if (!decode_launch(cbid, cb.functionParams, &args)) return false;
+    CUcontext pushed = nullptr;
+    const bool push = cb.context && KC_CU_TRY(cuCtxPushCurrent(cb.context)) == CUDA_SUCCESS;
+    struct Pop {
+      bool on;
+      CUcontext* out;
+      ~Pop() {
+        if (on) KC_CU_TRY(cuCtxPopCurrent(out));
+      }
+    } pop{push, &pushed};
+    // The layout once per function (the driver's; no image parse after the window: a launch
+    // whose layout the driver cannot give is not observed, and what it reaches stays unseen).
+    std::vector<format::ParamSlot> slots;
+    {
+      std::lock_guard lk(mu_);
+      const auto it = layouts_.find(args.f);
+      if (it != layouts_.end()) slots = it->second;
+    }
+    if (slots.empty() && !args.extra) {
+      const ResolvedFunction fn = resolve_function(args.f);
+      slots = driver_param_layout(args.f, fn.was_kernel_handle);
+      std::lock_guard lk(mu_);
+      layouts_[args.f] = slots;
+    }
+    std::string source, why;
+    return pack_params(args, slots, bytes, &source, &why);
   }
 
   uint64_t gpu_clock_ns() override {
@@ -213,15 +245,59 @@ class DriverWindowOps final : public WindowOps {
   std::map<uint64_t, std::optional<cubin::Image>> parsed_;
   std::map<CUmodule, std::vector<std::string>> functions_;
   std::map<uint64_t, CUmodule> modules_;  // image hash -> the module a window launch ran it from
+  std::map<CUfunction, std::vector<format::ParamSlot>> layouts_;  // launches observed after the window
 };
+
+// The regions the window changed, as the live-out observation watches them: device memory by
+// observation, the rest always live (the host or a module's kernels read them without a pointer
+// in any launch's parameters).
+std::vector<WindowChanged> window_changed_regions(const format::Manifest& m) {
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> extent;  // region id -> [lo, hi) changed
+  for (const auto& run : m.after) {
+    auto [it, fresh] = extent.emplace(run.region, std::make_pair(run.offset, run.offset + run.size));
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, run.offset);
+      it->second.second = std::max(it->second.second, run.offset + run.size);
+    }
+  }
+  std::vector<WindowChanged> out;
+  for (const auto& r : m.regions) {
+    const auto it = extent.find(r.id);
+    if (it == extent.end()) continue;
+    WindowChanged c{r.id, r.base, r.size, it->second.first, it->second.second};
+    using K = format::MemKind;
+    if (r.kind == K::Global) {
+      c.observable = false;
+      c.evidence = "a module global (its module's kernels read it without a pointer): always live";
+    } else if (r.kind == K::Managed || r.kind == K::HostMapped || r.kind == K::HostRegistered) {
+      c.observable = false;
+      c.evidence = fmt::format("{} memory (the host reads it without a CUDA call): always live", format::to_string(r.kind));
+    } else if (r.kind == K::Array) {
+      c.observable = false;
+      c.evidence = "a CUDA array (read through textures): always live";
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
 
 class CapturerWindowEnds final : public WindowEnds {
  public:
-  CapturerWindowEnds(Capturer& capturer, DriverWindowOps& ops) : capturer_(capturer), ops_(ops) {}
-  bool begin(const TargetLaunch& first) override { return capturer_.begin(first); }
-  void finish(uint32_t first, const CUpti_CallbackData& last_exit,
-              const std::function<format::Window()>& window) override {
+  CapturerWindowEnds(Capturer& capturer, DriverWindowOps& ops, const Config& config)
+      : capturer_(capturer), ops_(ops), config_(config) {}
+  bool begin(const TargetLaunch& first) override {
+    // With a live-out observation the application runs on after the capture (the observation
+    // stops it, when the capture would have, once it has seen its launches).
+    TargetLaunch t = first;
+    stop_after_ = t.stop_after;
+    if (config_.window_observe > 0) t.stop_after = false;
+    return capturer_.begin(t);
+  }
+  std::optional<std::vector<WindowChanged>> finish(uint32_t first, const CUpti_CallbackData& last_exit,
+                                                   const std::function<format::Window()>& window) override {
+    std::optional<std::vector<WindowChanged>> changed;
     capturer_.set_before_publish([&](format::CaptureWriter& writer, format::Manifest& m) {
+      changed = window_changed_regions(m);
       format::Window w = window();
       ops_.write(writer, w);
       log::info("window: {} operations ({} kernel launches), AFTER {} in {} runs{}", w.ops.size(), w.kernels(),
@@ -236,17 +312,37 @@ class CapturerWindowEnds final : public WindowEnds {
     CUpti_CallbackData exit = last_exit;
     exit.correlationId = first;
     capturer_.finish(exit);
+    // Published when the capture directory has its manifest (finish reports its own failures).
+    std::error_code ec;
+    if (!std::filesystem::exists(format::out::capture_dir(config_.output) / format::kManifestName, ec)) return std::nullopt;
+    return changed;
   }
   void abandon(uint32_t first, const std::string& why) override { capturer_.abandon_pending(first, why); }
+  void observed(const format::WindowLiveOut& result, bool horizon) override {
+    try {
+      const std::filesystem::path dir = format::out::capture_dir(config_.output);
+      files::replace_file(dir / format::kWindowLiveOutFile, to_json(result).dump(1));
+    } catch (const std::exception& e) {
+      log::warn("window: cannot write the live-out observation: {}", e.what());
+    }
+    if (!horizon || !stop_after_) return;
+    log::info("stopping the application now that the window and its live-out observation are complete (--continue "
+              "lets it run on)");
+    emit(format::events::stopping());
+    std::fflush(nullptr);
+    ::_exit(0);
+  }
 
  private:
   Capturer& capturer_;
   DriverWindowOps& ops_;
+  const Config& config_;
+  bool stop_after_ = false;
 };
 
 struct WindowMode {
   explicit WindowMode(Config c)
-      : config(std::move(c)), inventory(config), capturer(config, inventory), ops(inventory), ends(capturer, ops),
+      : config(std::move(c)), inventory(config), capturer(config, inventory), ops(inventory), ends(capturer, ops, config),
         recorder(config, inventory, queries, ops, ends), watcher(config, inventory, queries, recorder) {}
   Config config;
   Inventory inventory;

@@ -15,7 +15,7 @@ namespace kerncap::capture {
 namespace {
 
 // The memory operations a window records or notes, by callback id.
-enum class WindowMemCall { None, Memset8, Memset16, Memset32, CopyD2D, CopyUnified, CopyH2D, Alloc };
+enum class WindowMemCall { None, Memset8, Memset16, Memset32, CopyD2D, CopyUnified, CopyH2D, CopyD2H, Alloc };
 struct WindowMemInfo {
   WindowMemCall call = WindowMemCall::None;
   bool async = false;  // on a stream (else ordered with everything, as the legacy stream is)
@@ -47,6 +47,11 @@ WindowMemInfo window_mem_call(CUpti_CallbackId id) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds: return {WindowMemCall::CopyH2D, false};
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz: return {WindowMemCall::CopyH2D, true};
+    // Device to host: nothing for the window; a read of its results for the live-out observation.
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds: return {WindowMemCall::CopyD2H, false};
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz: return {WindowMemCall::CopyD2H, true};
     // Memory allocated inside the window is not in BEFORE (it did not exist at the window's start).
     case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2:
@@ -57,6 +62,20 @@ WindowMemInfo window_mem_call(CUpti_CallbackId id) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
     case CUPTI_DRIVER_TRACE_CBID_cuMemMap: return {WindowMemCall::Alloc, false};
     default: return {};
+  }
+}
+
+// Event records and stream waits (a stream joining another's work).
+enum class WindowEventCall { None, Record, Wait };
+WindowEventCall window_event_call(CUpti_CallbackId id) {
+  switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecord:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz: return WindowEventCall::Record;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz: return WindowEventCall::Wait;
+    default: return WindowEventCall::None;
   }
 }
 
@@ -81,7 +100,8 @@ WindowRecorder::WindowRecorder(const Config& config, Inventory& inventory, Launc
 std::vector<CUpti_CallbackId> WindowRecorder::callback_ids() {
   std::vector<CUpti_CallbackId> ids;
   for (CUpti_CallbackId id = 0; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id)
-    if (window_mem_call(id).call != WindowMemCall::None) ids.push_back(id);
+    if (window_mem_call(id).call != WindowMemCall::None || window_event_call(id) != WindowEventCall::None)
+      ids.push_back(id);
   return ids;
 }
 
@@ -160,9 +180,16 @@ void WindowRecorder::finish(const CUpti_CallbackData& exit) {
 void WindowRecorder::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || t_in_tool) return;
   // Before and after the window every callback ends here, without the lock.
-  if (const State st = state_.load(std::memory_order_acquire); st != State::Open && st != State::Ending) return;
+  const State st = state_.load(std::memory_order_acquire);
+  if (st != State::Open && st != State::Ending && st != State::Observing) return;
   ToolScope scope;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (st == State::Observing) {
+    if (cb->callbackSite != CUPTI_API_ENTER) return;
+    if (is_launch_cbid(cbid)) observe_launch(cbid, cb);
+    else observe_memory(cbid, cb);
+    return;
+  }
   if (is_launch_cbid(cbid)) {
     if (cb->callbackSite == CUPTI_API_ENTER) {
       on_launch_entry(cbid, cb);
@@ -183,7 +210,134 @@ void WindowRecorder::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId c
     if (state_ == State::Open) foreign("a CUDA graph launch (graphs inside a window are not recorded)");
     return;
   }
+  if (window_event_call(cbid) != WindowEventCall::None) {
+    on_event_call(cbid, cb);
+    return;
+  }
   on_memory_op(cbid, cb);
+}
+
+void WindowRecorder::on_event_call(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  CUevent event = nullptr;
+  CUstream stream = nullptr;
+  const WindowEventCall call = window_event_call(cbid);
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz: {
+      const auto& p = window_params_of<cuEventRecordWithFlags_params>(cb);
+      event = p.hEvent, stream = p.hStream;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecord:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz: {
+      const auto& p = window_params_of<cuEventRecord_params>(cb);
+      event = p.hEvent, stream = p.hStream;
+      break;
+    }
+    default: {
+      const auto& p = window_params_of<cuStreamWaitEvent_params>(cb);
+      event = p.hEvent, stream = p.hStream;
+      break;
+    }
+  }
+  std::lock_guard lk(mu_);
+  if (state_ != State::Open) return;
+  if (call == WindowEventCall::Record) {
+    if (stream == stream_) {
+      events_.erase(event);
+    } else {
+      const auto it = other_streams_.find(stream);
+      events_[event] = {stream, it == other_streams_.end() ? 0 : it->second.ops};
+    }
+    return;
+  }
+  if (stream != stream_) return;
+  const auto ev = events_.find(event);
+  if (ev == events_.end() || ev->second.ops == 0) return;  // recorded before the window or on its own stream
+  const OtherStream& other = other_streams_[ev->second.stream];
+  // The window's stream now depends on work another stream did during the window: replaying
+  // the window's stream alone would read bytes that work wrote, in an order the replay lacks.
+  fail(fmt::format("the window's stream {} waits (cuStreamWaitEvent) on event {} recorded on stream {} after {} "
+                   "operation(s) there during the window (e.g. {}): windows across streams joined by events are "
+                   "not recorded yet; choose a window whose work stays on one stream (docs/window.md)",
+                   static_cast<void*>(stream_), static_cast<void*>(event), static_cast<void*>(ev->second.stream),
+                   ev->second.ops, other.example.empty() ? std::string("?") : other.example));
+}
+
+void WindowRecorder::observe_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  // A launch whose parameters cannot be read counts towards the horizon and reaches nothing
+  // (what it reads stays unseen: a limit docs/window.md states).
+  std::vector<uint8_t> params;
+  if (!ops_.launch_params(cbid, *cb, &params)) params.clear();
+  std::string name = cb->symbolName ? std::string(cb->symbolName) : std::string();
+  if (name.empty()) {
+    LaunchArgs args;
+    if (decode_launch(cbid, cb->functionParams, &args)) name = driver_.kernel_name(args.f);
+  }
+  bool over = false;
+  {
+    std::lock_guard lk(mu_);
+    if (state_ != State::Observing || !observer_) return;
+    ++launches_since_;
+    over = observer_->on_launch(name, first_launch_index_ + launches_since_, params);
+  }
+  if (over) end_observation(true);
+}
+
+void WindowRecorder::observe_memory(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  const WindowMemInfo info = window_mem_call(cbid);
+  uint64_t src = 0, dst = 0, bytes = 0;
+  std::string what;
+  switch (info.call) {
+    case WindowMemCall::Memset8:
+    case WindowMemCall::Memset16:
+    case WindowMemCall::Memset32: {
+      // dstDevice and N lead every memset's parameters; the element size scales N.
+      const uint64_t elem = info.call == WindowMemCall::Memset8 ? 1 : info.call == WindowMemCall::Memset16 ? 2 : 4;
+      const auto& p = window_params_of<cuMemsetD8_v2_params>(cb);
+      dst = p.dstDevice, bytes = p.N * elem, what = "a memset";
+      break;
+    }
+    case WindowMemCall::CopyD2D: {
+      const auto& p = window_params_of<cuMemcpyDtoD_v2_params>(cb);
+      dst = p.dstDevice, src = p.srcDevice, bytes = p.ByteCount, what = "a device-to-device copy";
+      break;
+    }
+    case WindowMemCall::CopyUnified: {
+      const auto& p = window_params_of<cuMemcpy_params>(cb);
+      dst = p.dst, src = p.src, bytes = p.ByteCount, what = "a copy";
+      break;
+    }
+    case WindowMemCall::CopyH2D: {
+      const auto& p = window_params_of<cuMemcpyHtoD_v2_params>(cb);
+      dst = p.dstDevice, bytes = p.ByteCount, what = "a host-to-device copy";
+      break;
+    }
+    case WindowMemCall::CopyD2H: {
+      const auto& p = window_params_of<cuMemcpyDtoH_v2_params>(cb);
+      src = p.srcDevice, bytes = p.ByteCount, what = "a device-to-host copy";
+      break;
+    }
+    default: return;
+  }
+  std::lock_guard lk(mu_);
+  if (state_ != State::Observing || !observer_) return;
+  // A copy reads before it writes: a copy of a region onto itself keeps it live.
+  if (src) observer_->on_read(src, bytes, what);
+  if (dst) observer_->on_write(dst, bytes, what);
+}
+
+void WindowRecorder::end_observation(bool horizon) {
+  format::WindowLiveOut result;
+  {
+    std::lock_guard lk(mu_);
+    if (state_ != State::Observing || !observer_) return;
+    state_ = State::Done;
+    result = observer_->result(horizon ? "horizon" : "application ended");
+  }
+  log::info("window: live-out observed over {} launch(es) after the window: {} of {} changed region(s) read",
+            result.launches_observed, result.live().size(), result.regions.size());
+  ends_.observed(result, horizon);
 }
 
 void WindowRecorder::on_launch_entry(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
@@ -198,7 +352,10 @@ void WindowRecorder::on_launch_entry(CUpti_CallbackId cbid, const CUpti_Callback
     return;
   }
   if (args.stream != stream_) {
-    foreign("kernel " + (mangled.empty() ? std::string("(unnamed)") : mangled) + " on another stream");
+    const std::string what = "kernel " + (mangled.empty() ? std::string("(unnamed)") : mangled) + " on another stream";
+    OtherStream& other = other_streams_[args.stream];
+    if (!other.ops++) other.example = what;
+    foreign(what);
     return;
   }
   if (window_.ops.size() >= format::kMaxWindowOps) {
@@ -312,12 +469,16 @@ void WindowRecorder::on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackDat
         foreign("a host-to-device copy (its host bytes are not kept: a window with one replays without it)");
       return;
     }
+    case WindowMemCall::CopyD2H:
     case WindowMemCall::None: return;
   }
   std::lock_guard lk(mu_);
   if (state_ != State::Open) return;
   if (info.async && stream != stream_) {
-    foreign(fmt::format("a {} on another stream", to_string(op.kind)));
+    const std::string what = fmt::format("a {} on another stream", to_string(op.kind));
+    OtherStream& other = other_streams_[stream];
+    if (!other.ops++) other.example = what;
+    foreign(what);
     return;
   }
   if (window_.ops.size() >= format::kMaxWindowOps) {
@@ -405,12 +566,19 @@ void WindowRecorder::complete(const CUpti_CallbackData& last_exit) {
   }
   // The window's in-app times are read after the capture's synchronise and flush, inside
   // finish: the recorder hands over a function, not the window as it is now.
-  ends_.finish(first, last_exit, [this] {
+  const auto changed = ends_.finish(first, last_exit, [this] {
     std::lock_guard lk(mu_);
     format::Window w = window_;
     fill_in_app(w);
     return w;
   });
+  if (!changed || config_.window_observe == 0) return;
+  std::lock_guard lk(mu_);
+  if (state_ != State::Done) return;
+  observer_ = std::make_unique<LiveOutObserver>(*changed, config_.window_observe);
+  state_ = State::Observing;
+  log::info("window: watching the next {} launch(es) for reads of the {} region(s) it changed (--live-out auto)",
+            config_.window_observe, changed->size());
 }
 
 void WindowRecorder::fail(const std::string& why) {
@@ -420,6 +588,10 @@ void WindowRecorder::fail(const std::string& why) {
 }
 
 void WindowRecorder::at_exit() {
+  if (state_.load() == State::Observing) {
+    end_observation(false);
+    return;
+  }
   std::lock_guard lk(mu_);
   if (state_ != State::Open && state_ != State::Ending) return;
   fail(fmt::format("the application ended before the window's end: {} operation(s) recorded from {}, and '{}' "

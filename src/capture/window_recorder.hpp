@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -28,6 +29,7 @@
 #include "capture/config.hpp"
 #include "capture/inventory.hpp"
 #include "capture/seams.hpp"
+#include "capture/window_liveout.hpp"
 #include "format/window.hpp"
 #include "names/match.hpp"
 
@@ -45,6 +47,9 @@ class WindowOps {
                                size_t index, format::WindowOp* op, std::string* why) = 0;
   // CUPTI's clock now (the kernel records' time base); 0 when unknown.
   virtual uint64_t gpu_clock_ns() { return 0; }
+  // A later launch's parameter bytes, for the live-out observation after the window (the
+  // words that may point into the window's regions); false when they cannot be read.
+  virtual bool launch_params(CUpti_CallbackId, const CUpti_CallbackData&, std::vector<uint8_t>*) { return false; }
 };
 
 // The capture's part: BEFORE at the window's first launch, AFTER and the publication at the
@@ -58,11 +63,17 @@ class WindowEnds {
   // pending since begin), `last_exit` the last launch's exit callback. `window` gives the
   // window as recorded, with the in-app times of the kernel records delivered so far: call it
   // after the capture's synchronise and flush.
-  virtual void finish(uint32_t first, const CUpti_CallbackData& last_exit,
-                      const std::function<format::Window()>& window) = 0;
+  // Returns the regions the window changed when the capture was published (the live-out
+  // observation watches them), nullopt when it was not.
+  virtual std::optional<std::vector<WindowChanged>> finish(uint32_t first, const CUpti_CallbackData& last_exit,
+                                                           const std::function<format::Window()>& window) = 0;
   // The window cannot be completed (a launch that cannot be described, the application
   // ending first): the pending capture is dropped and `why` reported.
   virtual void abandon(uint32_t first, const std::string& why) = 0;
+  // The live-out observation is over (window_liveout.json is written beside the published
+  // capture): `horizon` when it saw its N launches (the application may be stopped now, as a
+  // capture without observation stops it at the window's end), false at the application's exit.
+  virtual void observed(const format::WindowLiveOut& result, bool horizon) = 0;
 };
 
 class WindowRecorder final : public TargetCapture {
@@ -84,7 +95,9 @@ class WindowRecorder final : public TargetCapture {
   // The application is ending: a window begun and not ended is reported (never published).
   void at_exit();
 
-  enum class State { Waiting, Open, Ending, Done };
+  // Observing: the window is published and the application's next launches are watched for
+  // reads of the regions it changed (window_liveout.hpp), until Config::window_observe of them.
+  enum class State { Waiting, Open, Ending, Observing, Done };
   State state() const;
   // What the window holds so far (tests).
   format::Window window() const;
@@ -92,6 +105,13 @@ class WindowRecorder final : public TargetCapture {
  private:
   void on_launch_entry(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   void on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+  // Event records and waits: the window's stream waiting on work of another stream during the
+  // window refuses the window (never a replay without that stream's writes: docs/window.md).
+  void on_event_call(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+  // After the window: a launch or memory operation seen by the live-out observation.
+  void observe_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+  void observe_memory(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+  void end_observation(bool horizon);  // mu_ not held
   void complete(const CUpti_CallbackData& last_exit);  // mu_ not held
   void fail(const std::string& why);                   // mu_ held
   void foreign(const std::string& what);               // mu_ held
@@ -123,6 +143,19 @@ class WindowRecorder final : public TargetCapture {
     uint64_t start = 0, end = 0;
   };
   std::vector<Record> records_;  // those that began after open_ns_, at most kMaxRecords
+  // Other streams during the window: operations issued on each (counted, one example), and
+  // the events recorded on them (the stream and its count when recorded).
+  struct OtherStream {
+    uint64_t ops = 0;
+    std::string example;
+  };
+  std::map<CUstream, OtherStream> other_streams_;
+  struct EventMark {
+    CUstream stream = nullptr;
+    uint64_t ops = 0;
+  };
+  std::map<CUevent, EventMark> events_;
+  std::unique_ptr<LiveOutObserver> observer_;
   uint64_t open_ns_ = 0;
   static constexpr size_t kMaxRecords = 1 << 20;
 };

@@ -18,9 +18,11 @@
 #include "extract/window_run.hpp"
 #include "format/capture_dir.hpp"
 #include "format/window.hpp"
+#include "format/window_liveout.hpp"
 #include "format/out_layout.hpp"
 #include "replay/evaluate.hpp"
 #include "replay/judge.hpp"
+#include "replay/window_poison.hpp"
 #include "replay/window_replay.hpp"
 #include "reproducer/window_reproducer.hpp"
 
@@ -244,6 +246,7 @@ struct RunArgs {
   std::string dtype;
   std::optional<double> atol, rtol;
   bool exact = false;
+  bool weak = false;  // no poison probe: a weak verdict
 };
 
 std::map<size_t, replay::VariantImage> read_swaps(const std::vector<std::string>& specs) {
@@ -260,25 +263,51 @@ std::map<size_t, replay::VariantImage> read_swaps(const std::vector<std::string>
   return out;
 }
 
-// --live-out all | ID,ID,...: the regions judged.
-std::optional<std::set<uint32_t>> parse_live_out(const std::string& s, const format::Manifest& m) {
+// --live-out all | auto | ID,...: the regions judged (nullopt: all). `auto` needs the capture's
+// observation of the application after the window (window_liveout.json).
+std::optional<std::set<uint32_t>> parse_live_out(const std::string& s, const format::Manifest& m,
+                                                 const std::optional<format::WindowLiveOut>& observed,
+                                                 const std::string& dir) {
   if (s == "all") return std::nullopt;
-  if (s == "auto")
-    usage_error("--live-out auto (the bytes the application reads after the window) is not implemented yet: use "
-                "all, or a list of region ids (docs/window.md)");
+  if (s == "auto") {
+    if (!observed)
+      input_error(fmt::format("--live-out auto: {} has no observation of the application after the window ({}): it "
+                              "was extracted with --observe 0, by an older kerncap, or the application was killed "
+                              "before the observation ended; use --live-out all or a list of region ids, or extract "
+                              "the window again",
+                              dir, format::kWindowLiveOutFile));
+    std::set<uint32_t> ids;
+    for (uint32_t id : observed->live())
+      if (m.find_region(id)) ids.insert(id);
+    return ids;
+  }
   std::set<uint32_t> ids;
   size_t at = 0;
   while (at <= s.size()) {
     const size_t comma = std::min(s.find(',', at), s.size());
     const std::string part = s.substr(at, comma - at);
     if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 9)
-      usage_error(fmt::format("--live-out '{}': expected all or region ids separated by commas", s));
+      usage_error(fmt::format("--live-out '{}': expected all, auto or region ids separated by commas", s));
     const uint32_t id = static_cast<uint32_t>(std::stoul(part));
     if (!m.find_region(id)) usage_error(fmt::format("--live-out: the capture has no region {}", id));
     ids.insert(id);
     at = comma + 1;
   }
   return ids;
+}
+
+// A region the observation saw dead after the window (never read, or overwritten first).
+const format::LiveOutRegion* dead_region(const std::optional<format::WindowLiveOut>& observed, uint32_t id) {
+  if (!observed) return nullptr;
+  const format::LiveOutRegion* r = observed->find(id);
+  return r && !r->read ? r : nullptr;
+}
+
+// "Result: PASS (...)" with `note` added inside its parentheses.
+std::string with_note(const std::string& line, const std::string& note) {
+  if (note.empty()) return line;
+  if (line.empty() || line.back() != ')') return line + " [" + note + "]";
+  return line.substr(0, line.size() - 1) + "; " + note + ")";
 }
 
 replay::Options session_options(const Opened& o, bool quiet) {
@@ -316,7 +345,8 @@ void run_replay(const RunArgs& a, int& exit_code) {
 void run_validate(const RunArgs& a, int& exit_code) {
   const Opened o = open_window(a.dir);
   const format::Capture& cap = *o.capture;
-  const auto live = parse_live_out(a.live_out, cap.manifest);
+  const std::optional<format::WindowLiveOut> observed = format::read_window_liveout(cap.dir);
+  const auto live = parse_live_out(a.live_out, cap.manifest, observed, a.dir);
   const auto swaps = read_swaps(a.swaps);
   replay::JudgeOverrides over;
   if (!a.dtype.empty()) over.dtype = a.dtype;
@@ -331,9 +361,19 @@ void run_validate(const RunArgs& a, int& exit_code) {
   // with a swap, the judge's variant rules apply (typed regions within tolerance).
   if (swaps.empty()) eo.policy.exact = true;
   replay::Session s(session_options(o, a.quiet || a.json));
+  // Strong: the window's write-only live-out bytes, probed on the captured window, are poisoned
+  // before the judged replay by the one poison code (window_poison.hpp).
+  std::optional<replay::WindowPoison> poison;
+  if (!a.weak) {
+    replay::WindowReplay captured(s, o.window, {});
+    poison = replay::probe_window_poison(s, captured, live);
+  }
+  const replay::PoisonPlan* plan = poison && poison->weak_reason.empty() ? &poison->plan : nullptr;
+  if (plan) replay::poison_restores(s, *plan);
   replay::WindowReplay wr(s, o.window, swaps);
-  replay::Evaluator ev(s, nullptr);
+  replay::Evaluator ev(s, plan);
   replay::Evaluation e = ev.evaluate(nullptr, eo, [&](CUstream st) { wr.enqueue(st); });
+  s.set_restore_filter({});
   std::vector<uint32_t> ignored;
   if (live) {
     auto& regions = e.verdict.regions;
@@ -343,7 +383,9 @@ void run_validate(const RunArgs& a, int& exit_code) {
                   regions.end());
   }
   const bool pass = e.verdict.pass();
-  const std::string line = e.verdict.line();
+  const std::string strength = poison ? replay::window_strength_note(*poison)
+                                      : std::string("window weak: --weak, nothing poisoned");
+  const std::string line = with_note(e.verdict.line(), strength);
   // Which operation last wrote each failing region (replayed op by op).
   std::vector<uint32_t> failing;
   for (const auto& r : e.verdict.regions)
@@ -363,7 +405,24 @@ void run_validate(const RunArgs& a, int& exit_code) {
     j["verdict"] = e.to_json();
     j["verdict"]["regions"] = e.verdict.to_json()["regions"];
     j["live_out"] = live ? nlohmann::json(std::vector<uint32_t>(live->begin(), live->end())) : nlohmann::json("all");
+    j["live_out_mode"] = a.live_out == "all" || a.live_out == "auto" ? a.live_out : "list";
     j["not_live_out_differing"] = ignored;
+    if (observed)
+      j["observation"] = {{"horizon", observed->horizon},
+                          {"launches_observed", observed->launches_observed},
+                          {"ended", observed->ended},
+                          {"live", observed->live()}};
+    nlohmann::json dead = nlohmann::json::array();
+    for (const auto& r : e.verdict.regions)
+      if (!r.result.pass())
+        if (const auto* d = dead_region(observed, r.id)) dead.push_back({{"region", r.id}, {"evidence", d->evidence}});
+    j["dead_differing"] = dead;
+    j["strength"] = strength;
+    if (poison) {
+      j["poisoned_regions"] = poison->poisoned;
+      j["read_first_regions"] = poison->read_first;
+      j["poisoned_bytes"] = poison->plan.bytes;
+    }
     nlohmann::json w = nlohmann::json::array();
     for (const auto& [id, op] : writers) w.push_back({{"region", id}, {"op", op}, {"name", wr.describe(op)}});
     j["last_writers"] = w;
@@ -386,11 +445,21 @@ void run_validate(const RunArgs& a, int& exit_code) {
     for (const auto& r : e.verdict.regions) {
       if (r.result.pass()) continue;
       const auto wit = writers.find(r.id);
-      std::cout << fmt::format("  region {} ({} B at {}) differs: {}; last written by {}\n", r.id, r.size,
+      const auto* d = dead_region(observed, r.id);
+      std::cout << fmt::format("  region {} ({} B at {}) differs: {}; last written by {}{}\n", r.id, r.size,
                                hex_addr(r.base), r.summary(),
                                wit == writers.end() ? std::string("no operation of this replay (the application wrote it)")
-                                                    : wr.describe(wit->second));
+                                                    : wr.describe(wit->second),
+                               d ? fmt::format("; a dead intermediate: not read after the window ({}), so --live-out "
+                                               "auto does not judge it",
+                                               d->evidence)
+                                 : std::string());
     }
+    if (live && a.live_out == "auto" && observed)
+      std::cout << fmt::format("  live-out auto: {} of the {} region(s) the window changed are read after it (observed "
+                               "over {} launch(es), {})\n",
+                               live->size(), observed->regions.size(), observed->launches_observed,
+                               observed->ended == "horizon" ? "up to the horizon" : "until the application ended");
     if (!ignored.empty())
       std::cout << fmt::format("  {} region(s) outside --live-out differ and are not judged\n", ignored.size());
     std::cout << fmt::format("  window time: replay {:.4f} ms (kernels {:.4f} ms), in-app {} ms, {}\n", t.window_ms,
@@ -439,6 +508,11 @@ void add_window(CLI::App& app, int& exit_code) {
   ex->add_option("-o,--output", ea->output, "Output directory: the window goes to OUT/capture")->required();
   ex->add_flag("--regex", ea->request.regex, "FROM and TO are ECMAScript regular expressions");
   ex->add_flag("--continue", ea->request.keep_running, "Let the application run to completion after the window");
+  ex->add_option("--observe", ea->request.window_observe,
+                 "After the window, watch this many launches for reads of the regions it changed (--live-out auto); "
+                 "0: none")
+      ->check(CLI::Range(0, 1000000))
+      ->default_val(256);
   ex->add_option("--store", ea->request.store, "A shared chunk store for the BEFORE memory (as extract --store)")
       ->type_name("DIR");
   ex->add_flag("--force", ea->request.force, "Replace an existing capture in the output directory");
@@ -483,9 +557,13 @@ void add_window(CLI::App& app, int& exit_code) {
                  "in FILE (cubin, fatbin or PTX) instead; repeatable")
       ->type_name("INDEX=FILE");
   vd->add_option("--live-out", va->live_out,
-                 "The bytes judged: all (every byte the window changed, the default) or region ids (e.g. 3,5); "
-                 "differences elsewhere are counted, not judged")
-      ->type_name("all|ID,...");
+                 "The bytes judged: all (every byte the window changed, the default), auto (the regions the "
+                 "application read after the window, observed at capture: window_liveout.json) or region ids (e.g. "
+                 "3,5); differences elsewhere are counted, not judged")
+      ->type_name("all|auto|ID,...");
+  vd->add_flag("--weak", va->weak,
+               "Do not poison: by default the window's write-only live-out bytes (probed on the captured window) are "
+               "poisoned before the replay, so a replacement that skips a write fails");
   vd->add_option("--dtype", va->dtype, "Compare every byte as this type (fp32, fp16, bf16, ...)");
   vd->add_option("--atol", va->atol, "Absolute tolerance (with --dtype)");
   vd->add_option("--rtol", va->rtol, "Relative tolerance (with --dtype)");

@@ -95,44 +95,56 @@ format::Config library_config(const Request& r, const fs::path& out) {
   return c;
 }
 
-Result run_capture(const Request& r) {
+CaptureStart start_capture(const Request& r, const std::function<void(format::Config&)>& configure,
+                           const std::string& what, bool triton_shim) {
   check_request(r);
-  const HostEnv host = read_host_env();
-  refuse_other_tool(host, "capture");
-  check_source_options(r.source);  // before the application runs
-  Result res;
-  res.out = fs::absolute(r.output);
-  prepare_output(res.out, r.force);
-  const fs::path lib = find_injection_library(host.library);
-  format::Config config = library_config(r, res.out);
-  // One target matched exactly (`--top 1 --from`): said through KERNCAP_TARGETS, which alone
-  // carries the match kind; the layout is a one-target OUT all the same.
-  for (const auto& t : r.targets) config.targets.push_back({t.kernel, t.match, t.dispatch, res.out.string()});
+  CaptureStart st;
+  st.host = read_host_env();
+  refuse_other_tool(st.host, "capture");
+  st.out = fs::absolute(r.output);
+  prepare_output(st.out, r.force);
+  const fs::path lib = find_injection_library(st.host.library);
+  format::Config config = library_config(r, st.out);
+  if (configure) configure(config);
   auto env = app_environment(config, lib);
-  add_triton_shim(env, res.out, host);
-  if (!r.quiet)
-    std::fprintf(stderr, "kerncap: running the application to capture '%s' (dispatch %llu%s)\n", r.kernel.c_str(),
-                 static_cast<unsigned long long>(r.dispatch), where_text(r).c_str());
-  res.app = r.cmd.empty() ? run_application(r.argv, false, env) : run_application({r.cmd}, true, env);
-  const auto log = format::events::read_dir(format::out::state_dir(res.out));
-  check_protocol(log, lib);
-  const fs::path cap = format::out::capture_dir(res.out);
-  if (!fs::exists(cap / format::kManifestName)) {
-    const std::string why = diagnose({r.kernel, r.dispatch, r.rank, r.device}, log, res.app);
+  if (triton_shim) add_triton_shim(env, st.out, st.host);
+  if (!r.quiet) std::fprintf(stderr, "kerncap: running the application to capture %s\n", what.c_str());
+  st.app = r.cmd.empty() ? run_application(r.argv, false, env) : run_application({r.cmd}, true, env);
+  st.log = format::events::read_dir(format::out::state_dir(st.out));
+  check_protocol(st.log, lib);
+  if (!fs::exists(format::out::capture_dir(st.out) / format::kManifestName)) {
+    const std::string why = diagnose({r.kernel, r.dispatch, r.rank, r.device}, st.log, st.app);
     // A capture cut short (the application crashed or was killed while writing it) leaves
     // its partial directory, possibly gigabytes: it goes, one line in OUT says why.
-    format::abandon_partials(res.out, why);
+    format::abandon_partials(st.out, why);
     fail(ErrorKind::Input, why);
   }
   if (auto store = chunk_store(r)) format::set_default_store(*store);  // for the steps after this one too
-  res.capture = format::open_capture(cap);
-  res.stopped = log.stopping;
-  for (const auto& s : log.starts)
+  return st;
+}
+
+Result run_capture(const Request& r) {
+  check_source_options(r.source);  // before the application runs
+  Result res;
+  // One target matched exactly (`--top 1 --from`): said through KERNCAP_TARGETS, which alone
+  // carries the match kind; the layout is a one-target OUT all the same.
+  const fs::path out = fs::absolute(r.output);
+  CaptureStart st = start_capture(
+      r,
+      [&](format::Config& config) {
+        for (const auto& t : r.targets) config.targets.push_back({t.kernel, t.match, t.dispatch, out.string()});
+      },
+      fmt::format("'{}' (dispatch {}{})", r.kernel, r.dispatch, where_text(r)), true);
+  res.out = st.out;
+  res.app = st.app;
+  res.capture = format::open_capture(format::out::capture_dir(res.out));
+  res.stopped = st.log.stopping;
+  for (const auto& s : st.log.starts)
     if (r.rank >= 0 && s.selected && s.rank == r.rank) {
       res.rank = s.rank;
       res.rank_source = s.rank_source;
     }
-  write_triton_reproducer(res.out, r.quiet || r.terse, host);
+  write_triton_reproducer(res.out, r.quiet || r.terse, st.host);
   res.reproducer = make_reproducer(res.out, r.source, r.kerncap);
   format::write_default_kerncap_toml(res.out);  // per-kernel rules; an existing file is the user's
   return res;

@@ -4,13 +4,16 @@
 // a missing capture, then write the Triton and C++ reproducers.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "extract/environment.hpp"
 #include "extract/launcher.hpp"
 #include "extract/source_step.hpp"
 #include "extract/targets.hpp"
 #include "format/capture_dir.hpp"
+#include "format/events.hpp"
 
 namespace kerncap::extract {
 
@@ -24,6 +27,7 @@ struct Request {
   bool regex = false;
   bool keep_running = false;
   bool closure_all = false;  // --closure all: store every tracked region
+  uint64_t window_observe = 256;  // a window (window_run.hpp): later launches watched for reads (--observe)
   fs::path store;            // --store: a shared chunk store (empty: KERNCAP_STORE, else OUT/capture/chunks)
   int64_t rank = -1;  // --rank: capture only in that rank's process (format/rank.hpp)
   int device = -1;    // --device: count only launches on that CUDA device ordinal
@@ -52,6 +56,21 @@ void prepare_output(const fs::path& out, bool force);
 // Throws Error(Usage) for a bad request, Error(Input) when nothing was captured (with
 // diagnose()'s message) or the library speaks another protocol.
 Result run_capture(const Request& r);
+
+// The application run once with the capture library, as run_capture and run_window
+// (window_run.hpp) both start it: the request checked, OUT prepared, the library's
+// configuration (library_config, then `configure`), the application run with it injected (the
+// Triton shim beside it when `triton_shim`), the library's protocol checked and, when no
+// capture was published, its partial directories removed and Error(Input) thrown with
+// diagnose()'s message. `what` names the target in the line printed before the run.
+struct CaptureStart {
+  fs::path out;  // absolute
+  HostEnv host;
+  format::events::Log log;
+  AppExit app;
+};
+CaptureStart start_capture(const Request& r, const std::function<void(format::Config&)>& configure,
+                           const std::string& what, bool triton_shim);
 
 // Shared by run_capture and run_captures (multi_run.hpp).
 void check_request(const Request& r);

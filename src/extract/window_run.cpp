@@ -45,43 +45,31 @@ WindowEndSpec parse_window_spec(const std::string& text, Request* r) {
 }
 
 WindowResult run_window(const Request& r, const WindowEndSpec& end) {
-  check_request(r);
   if (r.kernel.empty() || end.kernel.empty()) usage_error("a window needs FROM and TO kernel patterns");
   if (r.rank >= 0 || r.device >= 0 || !r.targets.empty())
     usage_error("a window takes no --rank, --device or several targets (not yet: docs/window.md)");
-  const HostEnv host = read_host_env();
-  refuse_other_tool(host, "capture");
   WindowResult res;
-  res.out = fs::absolute(r.output);
-  prepare_output(res.out, r.force);
-  const fs::path lib = find_injection_library(host.library);
-  format::Config config = library_config(r, res.out);
-  config.closure_all = true;  // the later launches' pointers are not known at the window's start
-  config.window_end = end.kernel;
-  config.window_end_dispatch = end.dispatch;
-  const auto env = app_environment(config, lib);
-  if (!r.quiet)
-    std::fprintf(stderr, "kerncap: running the application to capture the window from '%s' (dispatch %llu) to '%s' "
-                         "(its match %llu on that launch's stream)\n",
-                 r.kernel.c_str(), static_cast<unsigned long long>(r.dispatch), end.kernel.c_str(),
-                 static_cast<unsigned long long>(end.dispatch));
-  res.app = r.cmd.empty() ? run_application(r.argv, false, env) : run_application({r.cmd}, true, env);
-  const auto log = format::events::read_dir(format::out::state_dir(res.out));
-  check_protocol(log, lib);
+  const CaptureStart st = start_capture(
+      r,
+      [&](format::Config& config) {
+        config.closure_all = true;  // the later launches' pointers are not known at the window's start
+        config.window_end = end.kernel;
+        config.window_end_dispatch = end.dispatch;
+        config.window_observe = r.window_observe;
+      },
+      fmt::format("the window from '{}' (dispatch {}) to '{}' (its match {} on that launch's stream)", r.kernel,
+                  r.dispatch, end.kernel, end.dispatch),
+      false);
+  res.out = st.out;
+  res.app = st.app;
   const fs::path cap = format::out::capture_dir(res.out);
-  if (!fs::exists(cap / format::kManifestName)) {
-    const std::string why = diagnose({r.kernel, r.dispatch, r.rank, r.device}, log, res.app);
-    format::abandon_partials(res.out, why);
-    fail(ErrorKind::Input, why);
-  }
-  if (auto store = chunk_store(r)) format::set_default_store(*store);
   res.capture = format::open_capture(cap);
   if (!format::is_window_capture(res.capture.dir))
     input_error(fmt::format("{} holds a capture but no {}: the library did not record a window (is it an older "
                             "libkerncap.so?)",
                             res.capture.dir.string(), format::kWindowFile));
   res.window = format::read_window(res.capture.dir);
-  res.stopped = log.stopping;
+  res.stopped = st.log.stopping;
   try {
     res.reproducer = reproducer::generate_window_reproducer({res.out, r.kerncap}, res.capture, res.window);
   } catch (const Error& e) {

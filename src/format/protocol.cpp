@@ -125,7 +125,7 @@ const Config kDefaults{};
 constexpr unsigned kLibShim = kLibrary | kTritonShim;
 constexpr unsigned kShimApi = kTritonShim | kPythonApi;
 
-const std::array<EnvVar, 33> kVars = {{
+const std::array<EnvVar, 34> kVars = {{
     {Var::Mode, "KERNCAP_MODE", kLibrary, true, "capture, profile", "",
      "what the injected library does; unset: it stays inert", parse_mode,
      [](const Config& c) -> std::optional<std::string> { return std::string(to_string(c.mode)); }},
@@ -266,6 +266,19 @@ const std::array<EnvVar, 33> kVars = {{
      [](const Config& c) -> std::optional<std::string> {
        if (c.window_end.empty()) return std::nullopt;
        return std::to_string(c.window_end_dispatch) + ":" + c.window_end;
+     }},
+    {Var::WindowObserve, "KERNCAP_WINDOW_OBSERVE", kLibrary, true, "0..1000000", "256",
+     "after a window (KERNCAP_WINDOW): how many later kernel launches the library watches for reads of the "
+     "regions the window changed (`kerncap window validate --live-out auto`, window_liveout.json); 0: none",
+     [](std::string_view v, Config& c) -> std::string {
+       const auto n = parse_u64(v);
+       if (!n || *n > 1000000) return "must be a launch count from 0 to 1000000";
+       c.window_observe = *n;
+       return "";
+     },
+     [](const Config& c) -> std::optional<std::string> {
+       if (c.window_end.empty() || c.window_observe == 256) return std::nullopt;
+       return std::to_string(c.window_observe);
      }},
     {Var::ProfileCupti, "KERNCAP_PROFILE_CUPTI", kLibrary, false, "key=value,...", "",
      "diagnostic, to measure what CUPTI costs profile mode (bench/profile_overhead.sh): kind=concurrent|kernel|none "

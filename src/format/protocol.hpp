@@ -90,6 +90,9 @@ struct Config {
   // from the target on its stream) whose name matches `window_end`; empty: one launch.
   std::string window_end;
   uint64_t window_end_dispatch = 0;
+  // After a window: how many later launches the library watches for reads of the window's
+  // results (`--live-out auto`, window_liveout.json); 0: none.
+  uint64_t window_observe = 256;
   // Profile mode only (`kerncap run --swap`, format/swaps.hpp): kernels served from variant
   // images while the application runs. Empty: none.
   std::vector<SwapSpec> swaps;
@@ -105,7 +108,7 @@ struct Config {
 
 enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Rank, Device, Verbose, ChunkBytes, StagingBytes,
                  DumpImages, DeviceScan, Closure, Store, ZstdLevel, InAppTime, Targets, TritonOut, Library, PythonDir, Python, Serve, Bin, ReplayLib,
-                 Window, ProfileCupti, ProfileSample, Swaps, RunArm, RunIndex, RunDir, RunStdout };
+                 Window, WindowObserve, ProfileCupti, ProfileSample, Swaps, RunArm, RunIndex, RunDir, RunStdout };
 
 // Who reads a variable (bits).
 inline constexpr unsigned kLibrary = 1, kCli = 2, kTritonShim = 4, kPythonApi = 8;

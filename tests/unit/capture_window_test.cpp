@@ -6,6 +6,9 @@
 // launch that cannot be described). No GPU: WindowOps and WindowEnds are faked.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <map>
+
 #include "capture/events.hpp"
 #include "capture/watcher.hpp"
 #include "capture/window_recorder.hpp"
@@ -43,6 +46,14 @@ struct FakeOps : WindowOps {
   }
   uint64_t clock = 1000;
   uint64_t gpu_clock_ns() override { return clock; }
+  // After the window: each kernel's parameter bytes (the live-out observation), by symbol.
+  std::map<std::string, std::vector<uint8_t>> params;
+  bool launch_params(CUpti_CallbackId, const CUpti_CallbackData& cb, std::vector<uint8_t>* bytes) override {
+    const auto it = params.find(cb.symbolName ? cb.symbolName : "");
+    if (it == params.end()) return false;
+    *bytes = it->second;
+    return true;
+  }
 };
 
 struct FakeEnds : WindowEnds {
@@ -58,10 +69,16 @@ struct FakeEnds : WindowEnds {
     begun.push_back(t.entry->correlationId);
     return accept;
   }
-  void finish(uint32_t first, const CUpti_CallbackData& last, const std::function<kerncap::format::Window()>& w) override {
+  // What finish reports as published: nullopt (as if not published: no observation) unless set.
+  std::optional<std::vector<WindowChanged>> changed;
+  std::optional<std::vector<WindowChanged>> finish(uint32_t first, const CUpti_CallbackData& last,
+                                                   const std::function<kerncap::format::Window()>& w) override {
     finished.push_back({first, last.correlationId, w()});
+    return changed;
   }
   void abandon(uint32_t first, const std::string& why) override { abandoned.emplace_back(first, why); }
+  std::vector<std::pair<kerncap::format::WindowLiveOut, bool>> observed_results;
+  void observed(const kerncap::format::WindowLiveOut& r, bool horizon) override { observed_results.emplace_back(r, horizon); }
 };
 
 struct Harness {
@@ -109,6 +126,20 @@ struct Harness {
   void copy_d2d(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
     FakeCall<cuMemcpyDtoDAsync_v2_params> m(cuMemcpyDtoDAsync_v2_params{dst, src, n, s}, CUPTI_API_ENTER, next++);
     call(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2, &m.cb);
+  }
+  void event_record(uintptr_t event, CUstream s) {
+    FakeCall<cuEventRecord_params> m(cuEventRecord_params{reinterpret_cast<CUevent>(event), s}, CUPTI_API_ENTER, next++);
+    call(CUPTI_DRIVER_TRACE_CBID_cuEventRecord, &m.cb);
+  }
+  void wait_event(CUstream s, uintptr_t event) {
+    FakeCall<cuStreamWaitEvent_params> m(cuStreamWaitEvent_params{s, reinterpret_cast<CUevent>(event), 0},
+                                         CUPTI_API_ENTER, next++);
+    call(CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent, &m.cb);
+  }
+  void copy_d2h(CUdeviceptr src, size_t n) {
+    static char host[16];
+    FakeCall<cuMemcpyDtoH_v2_params> m(cuMemcpyDtoH_v2_params{host, src, n}, CUPTI_API_ENTER, next++);
+    call(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2, &m.cb);
   }
   void alloc(size_t n) {
     CUdeviceptr p = 0;
@@ -296,4 +327,111 @@ TEST(CaptureWindow, ItsCallbackIdsIncludeMemsetsAndCopies) {
                               CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
                               CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2})
     EXPECT_NE(std::find(ids.begin(), ids.end(), id), ids.end()) << id;
+}
+
+namespace {
+
+std::vector<uint8_t> pointer_words(std::initializer_list<uint64_t> words) {
+  std::vector<uint8_t> out(words.size() * 8);
+  size_t i = 0;
+  for (uint64_t w : words) std::memcpy(out.data() + 8 * i++, &w, 8);
+  return out;
+}
+
+}  // namespace
+
+// After the window the recorder watches the next launches (Config::window_observe) for
+// pointers into the regions the window changed; at the horizon it reports what it saw.
+TEST(CaptureWindow, ObservesLaterLaunchesForLiveOutUntilTheHorizon) {
+  Harness h("rms_norm", 0, "silu", 0);
+  h.config.window_observe = 3;
+  const CUstream s = stream(0x50);
+  // Regions 1 (h, 0x1000..0x2000), 2 (out, 0x3000..0x4000), 3 (acc, 0x5000..0x6000) changed.
+  h.ends.changed = std::vector<WindowChanged>{{1, 0x1000, 0x1000, 0, 0x1000}, {2, 0x3000, 0x1000, 0, 0x800},
+                                              {3, 0x5000, 0x1000, 0, 0x1000}};
+  h.ops.params["consume"] = pointer_words({0x3010, 7});  // reads out (a pointer inside it)
+  h.launch(kNorm, s);
+  h.launch(kGemm, s);
+  h.launch(kAct, s);
+  ASSERT_EQ(h.ends.finished.size(), 1u);
+  EXPECT_EQ(h.recorder->state(), WindowRecorder::State::Observing);
+  h.memset_async(0x5000, 0, 0x1000, s);  // acc overwritten whole before any read: dead
+  h.launch("consume", s);
+  h.copy_d2h(0x5000, 16);  // too late for acc: already dead
+  h.launch("other", stream(0x60));  // no parameters known: counted, reaches nothing
+  EXPECT_TRUE(h.ends.observed_results.empty());
+  h.ops.params["other"] = pointer_words({0x1000});
+  h.launch("other", s);  // the third launch after the window: the horizon (reaches h)
+  ASSERT_EQ(h.ends.observed_results.size(), 1u);
+  const auto& [r, horizon] = h.ends.observed_results[0];
+  EXPECT_TRUE(horizon);
+  EXPECT_EQ(r.ended, "horizon");
+  EXPECT_EQ(r.launches_observed, 3u);
+  ASSERT_EQ(r.regions.size(), 3u);
+  EXPECT_TRUE(r.find(1)->read);
+  EXPECT_TRUE(r.find(2)->read);
+  EXPECT_NE(r.find(2)->evidence.find("consume"), std::string::npos);
+  EXPECT_FALSE(r.find(3)->read);
+  EXPECT_NE(r.find(3)->evidence.find("memset"), std::string::npos);
+  EXPECT_EQ(r.live(), (std::set<uint32_t>{1, 2}));
+  EXPECT_EQ(h.recorder->state(), WindowRecorder::State::Done);
+}
+
+TEST(CaptureWindow, LiveOutObservationEndsWithTheApplication) {
+  Harness h("rms_norm", 0, "silu", 0);
+  const CUstream s = stream(0x50);
+  h.ends.changed = std::vector<WindowChanged>{{1, 0x1000, 0x100, 0, 0x100}, {2, 0x3000, 0x100, 0, 0x100}};
+  h.launch(kNorm, s);
+  h.launch(kAct, s);
+  h.copy_d2h(0x3000, 0x100);  // the application copies its result out
+  h.recorder->at_exit();
+  ASSERT_EQ(h.ends.observed_results.size(), 1u);
+  const auto& [r, horizon] = h.ends.observed_results[0];
+  EXPECT_FALSE(horizon);
+  EXPECT_EQ(r.ended, "application ended");
+  EXPECT_FALSE(r.find(1)->read);
+  EXPECT_NE(r.find(1)->evidence.find("before the application ended"), std::string::npos);
+  EXPECT_TRUE(r.find(2)->read);
+  EXPECT_TRUE(h.ends.abandoned.empty());
+}
+
+TEST(CaptureWindow, NoObservationWhenOffOrNotPublished) {
+  Harness off("rms_norm", 0, "silu", 0);
+  off.config.window_observe = 0;
+  off.ends.changed = std::vector<WindowChanged>{{1, 0x1000, 0x100, 0, 0x100}};
+  off.launch(kNorm);
+  off.launch(kAct);
+  EXPECT_EQ(off.recorder->state(), WindowRecorder::State::Done);
+  Harness unpublished("rms_norm", 0, "silu", 0);  // finish reports nothing published
+  unpublished.launch(kNorm);
+  unpublished.launch(kAct);
+  EXPECT_EQ(unpublished.recorder->state(), WindowRecorder::State::Done);
+  unpublished.recorder->at_exit();
+  EXPECT_TRUE(unpublished.ends.observed_results.empty());
+}
+
+// The window's stream waiting on an event another stream recorded after working during the
+// window: refused, naming that stream (never a replay without its writes).
+TEST(CaptureWindow, WaitOnAnotherStreamsWorkRefusesTheWindow) {
+  Harness h("rms_norm", 0, "silu", 0);
+  const CUstream s = stream(0x50), side = stream(0x60);
+  h.event_record(0xe0, side);  // recorded before any work of the side stream in the window: harmless
+  h.launch(kNorm, s);
+  h.wait_event(s, 0xe0);
+  EXPECT_TRUE(h.ends.abandoned.empty());
+  h.launch(kGemm, side);
+  h.event_record(0xe1, side);
+  h.event_record(0xe2, s);  // the window's own stream: harmless
+  h.wait_event(s, 0xe2);
+  h.wait_event(side, 0xe1);  // another stream waiting: not the window's concern
+  EXPECT_TRUE(h.ends.abandoned.empty());
+  h.wait_event(s, 0xe1);
+  ASSERT_EQ(h.ends.abandoned.size(), 1u);
+  const std::string& why = h.ends.abandoned[0].second;
+  EXPECT_NE(why.find("cuStreamWaitEvent"), std::string::npos) << why;
+  EXPECT_NE(why.find("0x60"), std::string::npos) << why;
+  EXPECT_NE(why.find("gemm"), std::string::npos) << why;
+  EXPECT_EQ(h.recorder->state(), WindowRecorder::State::Done);
+  h.launch(kAct, s);
+  EXPECT_TRUE(h.ends.finished.empty());
 }

@@ -1,0 +1,96 @@
+#include "capture/window_liveout.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "names/demangle.hpp"
+
+namespace kerncap::capture {
+
+LiveOutObserver::LiveOutObserver(std::vector<WindowChanged> changed, uint64_t horizon) : horizon_(horizon) {
+  for (auto& c : changed) {
+    Entry e{std::move(c)};
+    if (!e.r.observable) {
+      e.state = State::Read;
+      e.evidence = e.r.evidence;
+    }
+    entries_.push_back(std::move(e));
+  }
+  std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.r.base < b.r.base; });
+}
+
+LiveOutObserver::Entry* LiveOutObserver::find(uint64_t address) {
+  auto it = std::upper_bound(entries_.begin(), entries_.end(), address,
+                             [](uint64_t a, const Entry& e) { return a < e.r.base; });
+  if (it == entries_.begin()) return nullptr;
+  --it;
+  return address - it->r.base < it->r.size ? &*it : nullptr;
+}
+
+void LiveOutObserver::read(Entry& e, const std::string& evidence) {
+  if (e.state != State::Unknown) return;
+  e.state = State::Read;
+  e.evidence = evidence;
+}
+
+bool LiveOutObserver::on_launch(const std::string& name, uint64_t launch_index, std::span<const uint8_t> params) {
+  if (over()) return true;
+  ++launches_;
+  for (size_t off = 0; off + 8 <= params.size(); off += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, params.data() + off, 8);
+    if (Entry* e = find(word); e && e->state == State::Unknown)
+      read(*e, fmt::format("reached by launch {} of {} (a pointer at parameter offset {}), {} launch(es) after the "
+                           "window",
+                           launch_index, names::demangle(name), off, launches_));
+  }
+  return over();
+}
+
+void LiveOutObserver::on_read(uint64_t src, uint64_t bytes, const std::string& what) {
+  if (over() || !bytes) return;
+  // Every region the range touches (a copy may span neighbouring allocations only in theory).
+  for (auto& e : entries_)
+    if (e.state == State::Unknown && src < e.r.base + e.r.size && e.r.base < src + bytes)
+      read(e, fmt::format("read by {}, {} launch(es) after the window", what, launches_));
+}
+
+void LiveOutObserver::on_write(uint64_t dst, uint64_t bytes, const std::string& what) {
+  if (over() || !bytes) return;
+  for (auto& e : entries_) {
+    if (e.state != State::Unknown) continue;
+    // Only an overwrite of every byte the window changed kills it: a partial one leaves some
+    // of the window's result to be read later.
+    if (dst <= e.r.base + e.r.changed_lo && e.r.base + e.r.changed_hi <= dst + bytes) {
+      e.state = State::Dead;
+      e.evidence = fmt::format("overwritten by {} before anything read it, {} launch(es) after the window", what,
+                               launches_);
+    }
+  }
+}
+
+format::WindowLiveOut LiveOutObserver::result(const std::string& ended) const {
+  format::WindowLiveOut w;
+  w.horizon = horizon_;
+  w.launches_observed = launches_;
+  w.ended = ended;
+  std::vector<const Entry*> by_id;
+  for (const auto& e : entries_) by_id.push_back(&e);
+  std::sort(by_id.begin(), by_id.end(), [](const Entry* a, const Entry* b) { return a->r.id < b->r.id; });
+  for (const Entry* e : by_id) {
+    format::LiveOutRegion r;
+    r.id = e->r.id;
+    r.read = e->state == State::Read;
+    r.evidence = e->state != State::Unknown ? e->evidence
+                 : ended == "horizon"
+                     ? fmt::format("not reached by the {} launch(es) observed after the window", launches_)
+                     : fmt::format("not reached before the application ended ({} launch(es) after the window)",
+                                   launches_);
+    w.regions.push_back(std::move(r));
+  }
+  return w;
+}
+
+}  // namespace kerncap::capture
