@@ -8,6 +8,10 @@
 // on the large regimes, slower on the small one; the same values everywhere).
 // examples/CMakeLists.txt also builds the application with KC_VARIANT_BIGFAST (regimes_bigfast),
 // to time the variant inside the application: a rebuild-and-rerun.
+// Then gridStride, a grid-stride loop whose grid is capped (as elementwise kernels cap theirs at
+// a few waves): at n = 4M (4 launches) and n = 1M (6 launches) its grid is the same, so only
+// its scalar argument n tells the two regimes apart; each size writes two output buffers in
+// turn (pointer arguments that differ, one regime still).
 #include <cstring>
 #include <vector>
 
@@ -33,6 +37,13 @@ __global__ void scaleShift(const float* x, float* y, int n, float a) {
 #endif
 }
 
+__global__ void gridStride(const float* x, float* y, int n, float a) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = a * x[i] - 1.0f;
+}
+
+// gridStride's capped grid: 264 blocks (two waves of 132 SMs) whatever n.
+constexpr int kCappedGrid = 264;
+
 int main() {
   const int sizes[] = {1 << 22, 1000003, 4096};
   const int launches[] = {10, 5, 40};
@@ -53,11 +64,28 @@ int main() {
       scaleShift<<<(n + 255) / 256, 256>>>(x, y, n, 0.5f + 0.25f * s);
       CK_LAUNCH();
     }
+  float *z0, *z1;
+  CK(cudaMalloc(&z0, nmax * sizeof(float)));
+  CK(cudaMalloc(&z1, nmax * sizeof(float)));
+  const int capped[] = {1 << 22, 1 << 20};
+  const int capped_launches[] = {4, 6};
+  for (int round = 0; round < 6; ++round)
+    for (int s = 0; s < 2; ++s) {
+      if (round >= capped_launches[s]) continue;
+      const int n = capped[s];
+      const int grid = (n + 255) / 256 < kCappedGrid ? (n + 255) / 256 : kCappedGrid;
+      gridStride<<<grid, 256>>>(x, round % 2 ? z1 : z0, n, 2.0f);
+      CK_LAUNCH();
+    }
   CK(cudaDeviceSynchronize());
   std::vector<float> out(nmax);
   CK(cudaMemcpy(out.data(), y, nmax * sizeof(float), cudaMemcpyDeviceToHost));
-  print_checksum("regimes", fnv1a(out.data(), nmax * sizeof(float)));
+  std::vector<float> out_z(nmax);
+  CK(cudaMemcpy(out_z.data(), z1, nmax * sizeof(float), cudaMemcpyDeviceToHost));
+  print_checksum("regimes", fnv1a(out.data(), nmax * sizeof(float)) ^ fnv1a(out_z.data(), nmax * sizeof(float)));
   CK(cudaFree(x));
   CK(cudaFree(y));
+  CK(cudaFree(z0));
+  CK(cudaFree(z1));
   return 0;
 }

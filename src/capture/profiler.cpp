@@ -14,7 +14,9 @@
 //    only inside the Triton shim's benchmark windows (profile_benchmark_begin).
 //    Sampled timing (Config::profile_sample) is the exception: a launch callback counts
 //    every launch (LaunchSampler: a cached name id per function handle, runs of launches)
-//    and switches the kernel records on and off.
+//    and switches the kernel records on and off. So are parameter signatures
+//    (Config::profile_params, `extract --regimes`): the launch callback writes, for launches
+//    of the kernels named, their scalar parameter words (ParamSignatures, "p" lines).
 //  - exit() from any thread runs our atexit handler, which forces CUPTI to flush. fork():
 //    the child cannot use CUDA, drops the parent's unwritten bytes and writes its own
 //    (empty) file; a child that execs is a new process and loads us afresh.
@@ -40,6 +42,8 @@
 #include "capture/cupti_check.hpp"
 #include "capture/launch_info.hpp"
 #include "capture/launch_sampler.hpp"
+#include "capture/param_signature.hpp"
+#include "capture/param_signature_driver.hpp"
 #include "capture/shadow_driver.hpp"
 #include "capture/swap_driver.hpp"
 #include "capture/swapper.hpp"
@@ -72,6 +76,8 @@ struct Profiler {
   int window_depth = 0;
   // Sampled timing only (else null): the counter, and the kernel records' kind it switches.
   LaunchSampler* sampler = nullptr;
+  // Parameter signatures only (else null): the kernels named and their caches.
+  ParamSignatures* params = nullptr;
   CUpti_ActivityKind kernel_kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   // MEMCPY/MEMSET records are on (KERNCAP_PROFILE_CUPTI memory=0 turns them off). Sampled,
   // they follow the kernel records' windows: enabled, they cost about as much per kernel
@@ -265,15 +271,36 @@ void sample_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) noexce
   }
 }
 
-void CUPTIAPI on_sample_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) sample_callback(cbid, static_cast<const CUpti_CallbackData*>(data));
+// A launch of a kernel Config::profile_params names: its signature, by correlation id (the
+// kernel record's). Launches into a capturing stream get one too; no kernel record carries
+// their id (a graph launch runs the kernel), so the reader leaves it unjoined.
+void params_callback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) noexcept {
+  try {
+    Profiler* p = g_profiler;
+    if (!p || !p->collecting || !p->params || t_in_tool) return;
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleUnload || cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload) {
+      if (cb->callbackSite == CUPTI_API_EXIT) p->params->forget_handles();
+      return;
+    }
+    if (cb->callbackSite != CUPTI_API_ENTER || !is_launch_cbid(cbid)) return;
+    LaunchArgs args;
+    if (!decode_launch(cbid, cb->functionParams, &args)) return;
+    std::string mangled;
+    std::vector<format::ScalarWord> words;
+    if (p->params->on_launch(args.f, args.kernel_params, args.extra, &mangled, &words))
+      p->writer.params(mangled, cb->correlationId, words);
+  } catch (...) {
+    // Out of memory, or no driver: this launch has no signature (its regime is its shape).
+  }
 }
 
-// With swaps: the swap first (so the sampler and the records see the launch as it runs),
-// then sampled timing's counting when it is on.
-void CUPTIAPI on_swap_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+// Whatever the launch callbacks are on for: the signature first (it sees the application's
+// own function), then the swap (so the sampler and the records see the launch as it runs),
+// then sampled timing's counting. Each returns at once when it is off.
+void CUPTIAPI on_launch_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  params_callback(cbid, cb);
   if (Swapper* s = g_profiler ? g_profiler->swapper : nullptr) s->on_callback(cbid, cb);
   sample_callback(cbid, cb);
 }
@@ -346,9 +373,9 @@ bool start(const Config& config) {
     // Never freed, as g_profiler.
     p.swapper = new Swapper(config.swaps, *new DriverSwapDriver, new DriverShadowDriver);
   }
-  const Subscription sub = subscribe_named(p.swapper ? &on_swap_callback
-                                           : sampled ? &on_sample_callback
-                                                     : &ignore_callback,
+  if (!config.profile_params.empty())
+    p.params = new ParamSignatures(config.profile_params, *new DriverSignatureDriver);  // never freed, as g_profiler
+  const Subscription sub = subscribe_named(p.swapper || sampled || p.params ? &on_launch_callback : &ignore_callback,
                                            nullptr, "kerncap profile");
   p.subscriber = sub.handle;
   const CuptiStatus s = sub.status;
@@ -418,6 +445,16 @@ bool start(const Config& config) {
   } else if (sampled && !start_sampling(p, config.profile_sample)) {
     log::warn("profile: sampled timing is unavailable (CUPTI refused the launch callbacks); every launch is timed");
     p.sampler = nullptr;
+  }
+
+  // Parameter signatures: the launch callbacks (already on with sampled timing).
+  if (p.params && !launch_callbacks && !p.sampler) {
+    if (enable_launch_callbacks(p)) {
+      log::info("profile: parameter signatures of {} kernel pattern(s)", config.profile_params.size());
+    } else {
+      log::warn("profile: parameter signatures are unavailable (CUPTI refused the launch callbacks)");
+      p.params = nullptr;
+    }
   }
 
   p.collecting = true;

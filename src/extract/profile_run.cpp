@@ -59,6 +59,7 @@ AppExit run_profiled(const AppCommand& app, const fs::path& records, const Profi
   c.verbose = how.verbose;
   c.profile_sample = how.sample;
   c.swaps = how.swaps;
+  c.profile_params = how.params;
   c.rank = how.rank;
   std::map<std::string, std::string> env = app_environment(c, lib);
   // The Triton shim tells the library which launches are benchmarks (kerncap_ignore_begin/end),

@@ -9,6 +9,7 @@
 
 #include "extract/launcher.hpp"
 #include "format/profile_records.hpp"
+#include "format/protocol.hpp"
 #include "format/swaps.hpp"
 #include "profile/aggregate.hpp"
 #include "profile/report_json.hpp"
@@ -43,6 +44,8 @@ struct ProfiledRun {
   int verbose = 0;
   uint32_t sample = 0;                  // Config::profile_sample
   std::vector<format::SwapSpec> swaps;  // `kerncap run`: kernels served by variants (Config::swaps)
+  // `extract --regimes`: the kernels whose launches get parameter signatures (Config::profile_params)
+  std::vector<format::KernelPattern> params;
   int64_t rank = -1;                    // with swaps: only that rank's process swaps
   const AppOutput* output = nullptr;    // where the application's stdout/stderr go (null: ours)
   std::string_view doing = "profile";   // for the refusal when another CUDA tool is attached

@@ -1,6 +1,9 @@
 // Reading the per-process record files back (offline, in the CLI).
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -58,7 +61,51 @@ void read_header(const json& j, const fs::path& file, ProcessRecords& out) {
       if (a.is_string()) out.info.cmdline.push_back(a.get<std::string>());
 }
 
-void read_line(const json& j, ProcessRecords& out, std::unordered_set<uint32_t>& benchmark_calls) {
+// What later lines tell about the kernels: CUPTI delivers a launch's correlation records and
+// its kernel record in any order, so they are joined at the end.
+struct Joins {
+  std::unordered_set<uint32_t> benchmark_calls;                          // "x" lines
+  std::unordered_map<uint32_t, std::pair<uint32_t, int32_t>> params;      // "p": correlation -> name id, signature
+  std::map<std::vector<ScalarWord>, int32_t> signature_ids;               // signatures, deduplicated
+};
+
+// A "p" line: a launch's parameter signature, checked (a damaged one is refused, not guessed).
+void read_params(const json& j, ProcessRecords& out, Joins& joins) {
+  auto bad = [&](const std::string& what) {
+    input_error(fmt::format("{}: a parameter signature line {}; the file was damaged after it was written",
+                            out.file.string(), what));
+  };
+  const auto n = j.find("n");
+  const auto c = j.find("c");
+  const auto w = j.find("w");
+  if (n == j.end() || !n->is_number_unsigned() || c == j.end() || !c->is_number_unsigned() || w == j.end() ||
+      !w->is_array())
+    bad("lacks its name id, correlation id or words");
+  if (n->get<uint64_t>() >= out.names.size()) bad(fmt::format("refers to unknown name id {}", n->dump()));
+  if (c->get<uint64_t>() > UINT32_MAX) bad("has a correlation id beyond 32 bits");
+  if (w->size() > kMaxScalarWords) bad(fmt::format("holds {} words (at most {})", w->size(), kMaxScalarWords));
+  std::vector<ScalarWord> words;
+  for (const auto& e : *w) {
+    if (!e.is_array() || e.size() != 4 || !std::all_of(e.begin(), e.end(), [](const json& x) { return x.is_number_unsigned(); }))
+      bad("has a word that is not [slot, offset, size, value]");
+    ScalarWord s{0, 0, 0, e[3].get<uint64_t>()};
+    const uint64_t slot = e[0].get<uint64_t>(), offset = e[1].get<uint64_t>(), size = e[2].get<uint64_t>();
+    if (slot >= kMaxWordOffset || offset >= kMaxWordOffset || size < 1 || size > 8 ||
+        (size < 8 && s.value >> (8 * size) != 0))
+      bad(fmt::format("has an impossible word [{}, {}, {}, {}]", slot, offset, size, s.value));
+    s.slot = static_cast<uint32_t>(slot);
+    s.offset = static_cast<uint32_t>(offset);
+    s.size = static_cast<uint32_t>(size);
+    if (!words.empty() && std::tie(s.slot, s.offset) <= std::tie(words.back().slot, words.back().offset))
+      bad("has its words out of buffer order");
+    words.push_back(s);
+  }
+  auto [it, fresh] = joins.signature_ids.emplace(std::move(words), static_cast<int32_t>(out.signatures.size()));
+  if (fresh) out.signatures.push_back(it->first);
+  joins.params[static_cast<uint32_t>(c->get<uint64_t>())] = {static_cast<uint32_t>(n->get<uint64_t>()), it->second};
+}
+
+void read_line(const json& j, ProcessRecords& out, Joins& joins) {
   const std::string t = str(j, "t");
   if (t == "k") {
     KernelRecord k;
@@ -126,7 +173,9 @@ void read_line(const json& j, ProcessRecords& out, std::unordered_set<uint32_t>&
     r.benchmark = num<int>(j, "b") != 0;
     out.runs.push_back(r);
   } else if (t == "x") {
-    benchmark_calls.insert(num<uint32_t>(j, "c"));
+    joins.benchmark_calls.insert(num<uint32_t>(j, "c"));
+  } else if (t == "p") {
+    read_params(j, out, joins);
   } else if (t == "error") {
     out.errors.push_back({str(j, "code"), str(j, "message")});
   } else if (t == "end") {
@@ -148,8 +197,7 @@ ProcessRecords read_record_file(const fs::path& file) {
   size_t lineno = 0;
   bool pending_bad = false;  // a bad line is fatal only if another line follows it
   bool seen_header = false;
-  // CUPTI delivers the window's correlation records and the kernels in any order: joined at the end.
-  std::unordered_set<uint32_t> benchmark_calls;
+  Joins joins;
   while (std::getline(in, line)) {
     ++lineno;
     if (line.empty()) continue;
@@ -167,13 +215,21 @@ ProcessRecords read_record_file(const fs::path& file) {
       read_header(j, file, out);
       seen_header = true;
     } else {
-      read_line(j, out, benchmark_calls);
+      read_line(j, out, joins);
     }
   }
   if (!seen_header)
     input_error(fmt::format("{} is empty: its process was killed before it could write anything", file.string()));
-  if (!benchmark_calls.empty())
-    for (auto& k : out.kernels) k.benchmark = !k.device_launched && benchmark_calls.count(k.correlation) > 0;
+  if (!joins.benchmark_calls.empty())
+    for (auto& k : out.kernels) k.benchmark = !k.device_launched && joins.benchmark_calls.count(k.correlation) > 0;
+  // A signature belongs to the host launch of that correlation id and kernel (a graph's kernels
+  // carry their graph launch's id, and a launch into a capturing stream runs no kernel of its own).
+  if (!joins.params.empty())
+    for (auto& k : out.kernels) {
+      if (k.device_launched || k.graph_id) continue;
+      const auto it = joins.params.find(k.correlation);
+      if (it != joins.params.end() && it->second.first == k.name_id) k.signature = it->second.second;
+    }
   return out;
 }
 

@@ -3,6 +3,7 @@
 // parent's pending bytes instead of writing them a second time.
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -167,6 +168,22 @@ void RecordWriter::memop(const MemRecord& m) {
   put(fmt::format(R"({{"t":"m","op":{},"ck":{},"bytes":{},"s":{},"e":{},"st":{},"d":{},"c":{},"corr":{},"gr":{}}})",
                   m.memset ? R"("memset")" : R"("memcpy")", json_quote(m.copy_kind), m.bytes, m.start_ns,
                   m.end_ns, m.stream, m.device, m.context, m.correlation, m.graph_id));
+}
+
+void RecordWriter::params(std::string_view mangled_name, uint32_t correlation, const std::vector<ScalarWord>& words) {
+  std::lock_guard lk(mu_);
+  if (fd_ < 0 || finished_) return;
+  auto it = names_.find(mangled_name);
+  if (it == names_.end()) {
+    it = names_.emplace(std::string(mangled_name), static_cast<uint32_t>(names_.size())).first;
+    put(fmt::format(R"({{"t":"name","id":{},"s":{}}})", it->second, json_quote(mangled_name)));
+  }
+  std::string line = fmt::format(R"({{"t":"p","n":{},"c":{},"w":[)", it->second, correlation);
+  for (size_t i = 0; i < words.size(); ++i)
+    fmt::format_to(std::back_inserter(line), "{}[{},{},{},{}]", i ? "," : "", words[i].slot, words[i].offset,
+                   words[i].size, words[i].value);
+  line += "]}";
+  put(line);
 }
 
 void RecordWriter::benchmark_call(uint32_t correlation) {

@@ -15,6 +15,10 @@
 //           kernels are not the application's own launches (extract does not count them)
 //   sampling period, exact, window: timing is sampled (Config::profile_sample); then the
 //           "run" lines count the launches and the "k" lines are a sample of them
+//   p       n (name id), c (correlation id), w [[slot, offset, size, value], ...]: the parameter
+//           signature of one launch of a kernel Config::profile_params names: the words of its
+//           parameter buffer that are not pointers (ScalarWord), in buffer order; joined to
+//           its "k" line by correlation id (the reader's KernelRecord::signature)
 //   run     n (name id), k (launches), c0, c1 (first and last correlation id), b (1: inside a
 //           benchmark window): consecutive launches of one kernel, in launch order; kernels
 //           run by CUDA graph launches are not in runs (their "k" lines count them)
@@ -22,6 +26,7 @@
 //   end     reason, kernels, dropped                                 (always last)
 // A file without "end" belongs to a process that died before flushing (crash, kill, _exit).
 #include <array>
+#include <compare>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -50,7 +55,24 @@ struct KernelRecord {
   uint64_t graph_node = 0;       // CUPTI's id of its graph node (orders the kernels of one graph launch)
   bool device_launched = false;  // launched from the GPU (dynamic parallelism)
   bool benchmark = false;        // inside a benchmark window ("x" lines): not counted by extract
+  int32_t signature = -1;        // index into ProcessRecords::signatures ("p" lines); -1: none recorded
 };
+
+// One word of a launch's parameter buffer that is not a pointer to memory the device can
+// reach (a size, a stride, a flag): `size` bytes (1..8, little-endian, zero-extended) at
+// `offset` bytes into parameter `slot` (its ordinal, from 0). A parameter is cut into 8-byte
+// words (a struct passed by value gives several).
+struct ScalarWord {
+  uint32_t slot = 0, offset = 0, size = 0;
+  uint64_t value = 0;
+  auto operator<=>(const ScalarWord&) const = default;
+};
+// The most words one launch's signature holds (the first ones, in buffer order); the
+// parameter bytes looked at (a larger buffer's tail is not in the signature).
+inline constexpr size_t kMaxScalarWords = 64;
+inline constexpr uint32_t kMaxSignatureBytes = 4096;
+// Parameter ordinals and offsets lie below it (CUDA allows 32,764 bytes of parameters).
+inline constexpr uint32_t kMaxWordOffset = 32764;
 
 // Consecutive launches of one kernel, counted by the library's launch callback when timing
 // is sampled ("run" lines).
@@ -109,6 +131,9 @@ struct ProcessRecords {
   // hold a sample of those (and every kernel of a graph launch).
   uint32_t sample_period = 0;
   std::vector<LaunchRun> runs;
+  // The distinct parameter signatures of the "p" lines (KernelRecord::signature), each its
+  // scalar words in buffer order.
+  std::vector<std::vector<ScalarWord>> signatures;
 };
 
 // Reads every profile-*.jsonl in `dir`, sorted by pid. Throws Error(Input) for a file
@@ -127,6 +152,8 @@ class RecordWriter {
   void device(const DeviceInfo& d);
   void kernel(std::string_view mangled_name, KernelRecord k);  // k.name_id is assigned here
   void memop(const MemRecord& m);
+  // A launch's parameter signature ("p" line), by its correlation id.
+  void params(std::string_view mangled_name, uint32_t correlation, const std::vector<ScalarWord>& words);
   // An API call (by correlation id) made inside a benchmark window.
   void benchmark_call(uint32_t correlation);
   // Sampled timing: the "sampling" line (once, at start), a kernel name's id (its "name"

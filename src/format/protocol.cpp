@@ -125,7 +125,7 @@ const Config kDefaults{};
 constexpr unsigned kLibShim = kLibrary | kTritonShim;
 constexpr unsigned kShimApi = kTritonShim | kPythonApi;
 
-const std::array<EnvVar, 34> kVars = {{
+const std::array<EnvVar, 35> kVars = {{
     {Var::Mode, "KERNCAP_MODE", kLibrary, true, "capture, profile", "",
      "what the injected library does; unset: it stays inert", parse_mode,
      [](const Config& c) -> std::optional<std::string> { return std::string(to_string(c.mode)); }},
@@ -306,6 +306,16 @@ const std::array<EnvVar, 34> kVars = {{
        return "";
      },
      [](const Config& c) -> std::optional<std::string> { return std::to_string(c.profile_sample); }},
+    {Var::ProfileParams, "KERNCAP_PROFILE_PARAMS", kLibrary, true, "JSON", "",
+     "profile mode (`extract --regimes`'s profiled run, docs/capture.md): {\"version\": 1, \"kernels\": "
+     "[{\"kernel\", \"match\" (substring, regex, exact)}]}: each launch of a matching kernel also records its "
+     "parameter words that are not pointers (sizes, strides, flags), so that regimes tell apart launches of one "
+     "shape; unset: none",
+     [](std::string_view v, Config& c) -> std::string { return profile_params_from_text(v, &c.profile_params); },
+     [](const Config& c) -> std::optional<std::string> {
+       // "": a stale value in the shell is overridden.
+       return c.profile_params.empty() ? std::string() : profile_params_to_text(c.profile_params);
+     }},
     {Var::Swaps, "KERNCAP_SWAPS", kLibrary, true, "JSON", "",
      "profile mode (`kerncap run --swap`, docs/swap.md): {\"version\": 1, \"swaps\": [{\"kernel\" (mangled), "
      "\"entry\" (the variant's kernel), \"image\" (absolute path), \"apply\"}]}: every launch of each kernel is "
@@ -405,6 +415,40 @@ std::string targets_from_text(std::string_view text, std::vector<TargetSpec>* ou
     targets.push_back({k->get<std::string>(), *mk, d->get<uint64_t>(), o->get<std::string>()});
   }
   *out = std::move(targets);
+  return "";
+}
+
+std::string profile_params_to_text(const std::vector<KernelPattern>& kernels) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& k : kernels) list.push_back({{"kernel", k.kernel}, {"match", to_string(k.match)}});
+  return nlohmann::json{{"version", kProfileParamsVersion}, {"kernels", list}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Read inside the application: never throws, takes a value only when it is exactly right.
+std::string profile_params_from_text(std::string_view text, std::vector<KernelPattern>* out) {
+  out->clear();
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return "is not a JSON object";
+  auto v = j.find("version");
+  if (v == j.end() || !v->is_number_unsigned() || v->get<uint64_t>() != kProfileParamsVersion)
+    return fmt::format("has another version than {} (the launcher and the library come from different builds)",
+                       kProfileParamsVersion);
+  auto list = j.find("kernels");
+  if (list == j.end() || !list->is_array() || list->empty() || list->size() > kMaxTargets)
+    return fmt::format("needs a \"kernels\" array of 1 to {} patterns", kMaxTargets);
+  std::vector<KernelPattern> kernels;
+  for (const auto& e : *list) {
+    if (!e.is_object()) return "has a kernel that is not an object";
+    auto k = e.find("kernel");
+    auto m = e.find("match");
+    if (k == e.end() || !k->is_string() || k->get<std::string>().empty()) return "has an entry without a kernel";
+    std::optional<MatchKind> mk = m != e.end() && m->is_string() ? match_kind_from_string(m->get<std::string>())
+                                                                 : std::nullopt;
+    if (!mk) return "has an entry whose match is not substring, regex or exact";
+    kernels.push_back({k->get<std::string>(), *mk});
+  }
+  *out = std::move(kernels);
   return "";
 }
 

@@ -43,6 +43,16 @@ struct TargetSpec {
   bool operator==(const TargetSpec&) const = default;
 };
 
+// A kernel name pattern with no launch count: profile mode's parameter signatures
+// (Config::profile_params, KERNCAP_PROFILE_PARAMS).
+struct KernelPattern {
+  std::string kernel;
+  MatchKind match = MatchKind::Substring;
+  bool operator==(const KernelPattern&) const = default;
+};
+// The version of KERNCAP_PROFILE_PARAMS's value ({"version": N, "kernels": [...]}).
+inline constexpr int kProfileParamsVersion = 1;
+
 enum class Mode { Off, Capture, Profile };
 std::string_view to_string(Mode m);
 
@@ -85,6 +95,10 @@ struct Config {
   // every launch is counted, and once the process is launch-heavy kernel records are on for
   // one launch window in every N (docs/profile.md, "Sampled timing").
   uint32_t profile_sample = 0;
+  // Profile mode (`extract --regimes`'s profiled run): the kernels whose launches also get a
+  // parameter signature, the words of their parameters that are not pointers ("p" lines of
+  // the records, capture/param_signature.hpp). Empty: none (no launch callback for it).
+  std::vector<KernelPattern> profile_params;
   // A window of launches (`kerncap window extract`, docs/window.md): the capture begins at the
   // target (kernel/dispatch) and ends at the `window_end_dispatch`-th launch (from 0, counted
   // from the target on its stream) whose name matches `window_end`; empty: one launch.
@@ -108,7 +122,7 @@ struct Config {
 
 enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Rank, Device, Verbose, ChunkBytes, StagingBytes,
                  DumpImages, DeviceScan, Closure, Store, ZstdLevel, InAppTime, Targets, TritonOut, Library, PythonDir, Python, Serve, Bin, ReplayLib,
-                 Window, WindowObserve, ProfileCupti, ProfileSample, Swaps, RunArm, RunIndex, RunDir, RunStdout };
+                 Window, WindowObserve, ProfileCupti, ProfileSample, ProfileParams, Swaps, RunArm, RunIndex, RunDir, RunStdout };
 
 // Who reads a variable (bits).
 inline constexpr unsigned kLibrary = 1, kCli = 2, kTritonShim = 4, kPythonApi = 8;
@@ -154,6 +168,9 @@ Config config_for_target(const Config& run, int target);
 // KERNCAP_TARGETS's value, and its strict reader (the problem, or "").
 std::string targets_to_text(const std::vector<TargetSpec>& targets);
 std::string targets_from_text(std::string_view text, std::vector<TargetSpec>* out);
+// KERNCAP_PROFILE_PARAMS's value, and its strict reader (the problem, or "").
+std::string profile_params_to_text(const std::vector<KernelPattern>& kernels);
+std::string profile_params_from_text(std::string_view text, std::vector<KernelPattern>* out);
 
 std::string env_text();
 std::string env_markdown();

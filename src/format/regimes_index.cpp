@@ -1,5 +1,7 @@
 #include "format/regimes_index.hpp"
 
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "common/error.hpp"
@@ -12,7 +14,8 @@ namespace kerncap::format {
 namespace {
 
 constexpr std::string_view kFile = out::kRegimesIndex;
-constexpr uint64_t kMaxIndexBytes = 1 << 20;  // 64 regimes take a few KiB
+constexpr uint32_t kMaxParamOrdinal = 32763;  // a parameter buffer holds at most 32764 bytes
+constexpr uint64_t kMaxIndexBytes = 8 << 20;  // 64 regimes of 64 parameter words each: under 1 MiB
 
 nlohmann::json dims(const auto& d) { return nlohmann::json::array({d[0], d[1], d[2]}); }
 
@@ -32,7 +35,48 @@ std::string dir_name(const JsonField& f) {
   return s;
 }
 
+// A regime's "params": strict, at most kMaxRegimeParams words in buffer order, each a
+// possible word of a parameter buffer.
+std::vector<RegimeParam> read_params(const JsonField& list) {
+  std::vector<RegimeParam> out;
+  const size_t n = list.array_size(kMaxRegimeParams);
+  for (size_t i = 0; i < n; ++i) {
+    const JsonField f = list.elem(i);
+    f.object();
+    RegimeParam p;
+    p.slot = f.at("slot").u32(0, kMaxParamOrdinal);
+    p.offset = f.at("offset").u32(0, kMaxParamOrdinal);
+    p.size = f.at("size").u32(1, 8);
+    p.value = f.at("value").u64();
+    p.varies = f.at("varies").boolean();
+    if (p.size < 8 && p.value >> (8 * p.size) != 0) f.at("value").fail(fmt::format("does not fit in {} bytes", p.size));
+    if (!out.empty() && std::tie(p.slot, p.offset) <= std::tie(out.back().slot, out.back().offset))
+      f.fail("is out of buffer order (or repeats a word)");
+    out.push_back(p);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string param_word_text(const RegimeParam& p) {
+  std::string name = p.offset ? fmt::format("param {}+{}", p.slot, p.offset) : fmt::format("param {}", p.slot);
+  // Types are unknown: small values read as integers (signed where the word's top bit says so),
+  // others as bits.
+  const bool negative = p.size >= 1 && p.size <= 8 && (p.value >> (8 * p.size - 1)) & 1;
+  const int64_t as_signed = negative && p.size < 8 ? static_cast<int64_t>(p.value | (~uint64_t{0} << (8 * p.size)))
+                                                   : static_cast<int64_t>(p.value);
+  if (p.value < (uint64_t{1} << 32) && !negative) return fmt::format("{} = {}", name, p.value);
+  if (negative && as_signed > -(int64_t{1} << 24)) return fmt::format("{} = {}", name, as_signed);
+  return fmt::format("{} = {:#x}", name, p.value);
+}
+
+std::string varying_params_text(const std::vector<RegimeParam>& params) {
+  std::string s;
+  for (const RegimeParam& p : params)
+    if (p.varies) s += (s.empty() ? "" : ", ") + param_word_text(p);
+  return s;
+}
 
 double RegimesIndex::coverage() const {
   uint64_t ns = 0;
@@ -55,6 +99,13 @@ nlohmann::json to_json(const RegimesIndex& r) {
                         {"dispatch", e.dispatch},
                         {"captured", e.captured}};
     if (!e.captured) j["why"] = e.why;
+    if (!e.params.empty()) {
+      nlohmann::json params = nlohmann::json::array();
+      for (const RegimeParam& p : e.params)
+        params.push_back(
+            {{"slot", p.slot}, {"offset", p.offset}, {"size", p.size}, {"value", p.value}, {"varies", p.varies}});
+      j["params"] = std::move(params);
+    }
     list.push_back(std::move(j));
   }
   return {{"format", kRegimesFormat},
@@ -119,6 +170,7 @@ RegimesIndex regimes_from_json(std::string_view text, const std::string& file_na
     e.dispatch = f.at("dispatch").u64();
     e.captured = f.at("captured").boolean();
     if (auto why = f.find("why")) e.why = why->str(64 << 10);
+    if (auto params = f.find("params")) e.params = read_params(*params);
     launches += e.launches;
     time_ns += e.time_ns;
     r.regimes.push_back(std::move(e));

@@ -12,7 +12,13 @@
 //  "dropped": {"regimes": N, "launches": N, "time_ns": N},
 //  "regimes": [{"dir": "00-name", "grid": [x, y, z], "block": [x, y, z], "cluster": [x, y, z],
 //               "dynamic_shared": N, "launches": N, "time_ns": N, "share": 0.73,
-//               "dispatch": N, "captured": true, "why": "..."}]}
+//               "dispatch": N, "captured": true, "why": "...",
+//               "params": [{"slot": N, "offset": N, "size": N, "value": N, "varies": true}]}]}
+//
+// "params" (optional; absent in indexes of kerncaps before it, and for a regime whose launches
+// had no parameter signature): the scalar words (format/profile_records.hpp's ScalarWord) that
+// key the regime with its shape, in buffer order; "varies": the word does not hold one value
+// over all the kernel's regimes (what tells this regime apart: "param 2 = 4096").
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -28,6 +34,21 @@ inline constexpr std::string_view kRegimesFormat = "kerncap-regimes";
 inline constexpr int kRegimesVersion = 1;
 inline constexpr size_t kMaxRegimes = 64;  // = the most targets one run takes
 
+// One scalar parameter word of a regime (the "params" list).
+struct RegimeParam {
+  uint32_t slot = 0, offset = 0, size = 0;  // parameter ordinal, byte offset in it, bytes (1..8)
+  uint64_t value = 0;
+  bool varies = false;  // differs between the kernel's regimes
+  bool operator==(const RegimeParam&) const = default;
+};
+inline constexpr size_t kMaxRegimeParams = 64;  // = kMaxScalarWords
+
+// "param 2 = 4096" (parameter ordinals from 0; "param 5+8": byte 8 of parameter 5). Types are
+// unknown: integers in decimal (negative ones signed), other bits in hex.
+std::string param_word_text(const RegimeParam& p);
+// The words that vary, joined by ", " ("" when none).
+std::string varying_params_text(const std::vector<RegimeParam>& params);
+
 struct RegimeEntry {
   std::string dir;  // one name inside OUT
   std::array<int32_t, 3> grid{}, block{};
@@ -37,6 +58,7 @@ struct RegimeEntry {
   double share = 0;  // of the kernel's GPU time, 0..1
   bool captured = false;
   std::string why;  // not captured: why
+  std::vector<RegimeParam> params;  // its scalar words (empty: none recorded)
   bool operator==(const RegimeEntry&) const = default;
 };
 

@@ -2,14 +2,65 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
+
+#include <fmt/format.h>
 
 namespace kerncap::profile {
 namespace {
 
-using Key = std::tuple<std::array<int32_t, 3>, std::array<int32_t, 3>, std::array<uint32_t, 3>, int32_t>;
+using Position = std::tuple<uint32_t, uint32_t, uint32_t>;  // slot, offset, size
+// Shape, whether the launch was signed, and the signature's words in the key.
+using Key = std::tuple<std::array<int32_t, 3>, std::array<int32_t, 3>, std::array<uint32_t, 3>, int32_t, bool,
+                       std::vector<format::ScalarWord>>;
 
 uint64_t duration(const format::KernelRecord& k) { return k.end_ns > k.start_ns ? k.end_ns - k.start_ns : 0; }
+
+Position position(const format::ScalarWord& w) { return {w.slot, w.offset, w.size}; }
+
+// The words of `launches`' signatures that take more than kMaxWordValues values.
+std::set<Position> volatile_positions(const format::ProcessRecords& p, const std::vector<size_t>& launches) {
+  std::map<Position, std::set<uint64_t>> values;
+  std::set<int32_t> seen;
+  for (size_t i : launches) {
+    const int32_t sig = p.kernels[i].signature;
+    if (sig < 0 || static_cast<size_t>(sig) >= p.signatures.size() || !seen.insert(sig).second) continue;
+    for (const format::ScalarWord& w : p.signatures[sig]) {
+      std::set<uint64_t>& v = values[position(w)];
+      if (v.size() <= kMaxWordValues) v.insert(w.value);  // bounded: one past the limit is enough
+    }
+  }
+  std::set<Position> out;
+  for (const auto& [pos, v] : values)
+    if (v.size() > kMaxWordValues) out.insert(pos);
+  return out;
+}
+
+// Marks the words that do not hold one value over all signed regimes.
+void mark_varying(std::vector<Regime>& regimes) {
+  std::map<Position, std::pair<uint64_t, size_t>> first;  // value in the first regime that has it, regimes having it so
+  std::set<Position> differs;
+  size_t signed_regimes = 0;
+  for (const Regime& r : regimes) {
+    if (!r.signed_launches) continue;
+    ++signed_regimes;
+    for (const format::RegimeParam& w : r.params) {
+      auto [it, fresh] = first.emplace(Position{w.slot, w.offset, w.size}, std::pair{w.value, size_t{0}});
+      ++it->second.second;
+      if (!fresh && it->second.first != w.value) differs.insert(it->first);
+    }
+  }
+  for (Regime& r : regimes)
+    for (format::RegimeParam& w : r.params) {
+      const Position pos{w.slot, w.offset, w.size};
+      w.varies = differs.count(pos) || first.at(pos).second != signed_regimes;
+    }
+}
+
+std::string position_text(const VolatileWord& w) {
+  return w.offset ? fmt::format("param {}+{}", w.slot, w.offset) : fmt::format("param {}", w.slot);
+}
 
 }  // namespace
 
@@ -57,12 +108,28 @@ RegimeSet find_regimes(const std::vector<format::ProcessRecords>& processes, con
     return ka.start_ns < kb.start_ns;
   });
 
+  // The signatures' words that cannot key a regime, and each signature's key words.
+  const std::set<Position> volatile_words = volatile_positions(p, order);
+  for (const Position& pos : volatile_words)
+    out.volatile_words.push_back({std::get<0>(pos), std::get<1>(pos), std::get<2>(pos)});
+  std::map<int32_t, std::vector<format::ScalarWord>> key_words;
+  auto words_of = [&](int32_t sig) -> const std::vector<format::ScalarWord>& {
+    auto [it, fresh] = key_words.try_emplace(sig);
+    if (fresh)
+      for (const format::ScalarWord& w : p.signatures[sig])
+        if (!volatile_words.count(position(w))) it->second.push_back(w);
+    return it->second;
+  };
+
   std::map<Key, size_t> index;
   std::vector<Regime> all;
+  static const std::vector<format::ScalarWord> kNoWords;
   for (size_t d = 0; d < order.size(); ++d) {
     const format::KernelRecord& k = p.kernels[order[d]];
-    const Key key{k.grid, k.block, k.cluster, k.dynamic_shared};
-    auto [it, fresh] = index.emplace(key, all.size());
+    const bool is_signed = k.signature >= 0 && static_cast<size_t>(k.signature) < p.signatures.size();
+    const std::vector<format::ScalarWord>& words = is_signed ? words_of(k.signature) : kNoWords;
+    if (!is_signed) ++out.unsigned_launches;
+    auto [it, fresh] = index.emplace(Key{k.grid, k.block, k.cluster, k.dynamic_shared, is_signed, words}, all.size());
     if (fresh) {
       Regime r;
       r.grid = k.grid;
@@ -71,7 +138,9 @@ RegimeSet find_regimes(const std::vector<format::ProcessRecords>& processes, con
       r.dynamic_shared = k.dynamic_shared;
       r.dispatch = d;
       r.first_ns = k.start_ns;
-      all.push_back(r);
+      r.signed_launches = is_signed;
+      for (const format::ScalarWord& w : words) r.params.push_back({w.slot, w.offset, w.size, w.value, false});
+      all.push_back(std::move(r));
     }
     Regime& r = all[it->second];
     ++r.launches;
@@ -79,6 +148,7 @@ RegimeSet find_regimes(const std::vector<format::ProcessRecords>& processes, con
     ++out.launches;
     out.time_ns += duration(k);
   }
+  mark_varying(all);
   for (Regime& r : all) r.share = out.time_ns ? static_cast<double>(r.time_ns) / static_cast<double>(out.time_ns) : 0;
   // Largest share first; equal shares in the order the application met them.
   std::stable_sort(all.begin(), all.end(), [](const Regime& a, const Regime& b) { return a.time_ns > b.time_ns; });
@@ -92,6 +162,48 @@ RegimeSet find_regimes(const std::vector<format::ProcessRecords>& processes, con
     out.dropped_ns += all[i].time_ns;
   }
   return out;
+}
+
+std::vector<std::string> signature_notes(const RegimeSet& set) {
+  std::vector<std::string> notes;
+  if (!set.volatile_words.empty()) {
+    std::string words;
+    for (const VolatileWord& w : set.volatile_words) words += (words.empty() ? "" : ", ") + position_text(w);
+    notes.push_back(fmt::format("{} took more than {} values over its launches: left out of the regimes' key (a "
+                                "counter, a seed, or a size that changes at every launch)",
+                                words, kMaxWordValues));
+  }
+  if (set.launches && set.unsigned_launches == set.launches)
+    notes.push_back("no launch had a parameter signature (launched from CUDA graphs, or named by no --regimes "
+                    "pattern): its regimes are its launch shapes");
+  else if (set.unsigned_launches)
+    notes.push_back(fmt::format("{} of its {} launches had no parameter signature (launched from CUDA graphs): they "
+                                "are grouped by launch shape alone",
+                                set.unsigned_launches, set.launches));
+  return notes;
+}
+
+std::string params_mismatch(const std::vector<format::RegimeParam>& params, const std::vector<format::ParamSlot>& slots,
+                            const std::vector<uint8_t>& buffer) {
+  for (const format::RegimeParam& w : params) {
+    if (w.slot >= slots.size())
+      return fmt::format("the captured launch has {} parameter(s), the profiled one at least {}", slots.size(),
+                         w.slot + 1);
+    const format::ParamSlot& s = slots[w.slot];
+    const uint64_t at = uint64_t{s.offset} + w.offset;
+    if (uint64_t{w.offset} + w.size > s.size || at + w.size > buffer.size())
+      return fmt::format("{} does not fit the captured launch's parameter {} ({} bytes)",
+                         format::param_word_text(w), w.slot, s.size);
+    uint64_t value = 0;
+    for (uint32_t b = 0; b < w.size; ++b) value |= uint64_t{buffer[at + b]} << (8 * b);
+    if (value != w.value) {
+      format::RegimeParam got = w;
+      got.value = value;
+      return fmt::format("{} in the profiled run, {} in the captured one", format::param_word_text(w),
+                         format::param_word_text(got));
+    }
+  }
+  return "";
 }
 
 }  // namespace kerncap::profile

@@ -1,17 +1,26 @@
 #pragma once
-// A kernel's regimes: its launches grouped by launch shape (grid, block, cluster, dynamic
-// shared memory), each with how many launches it stands for, its share of the kernel's GPU
-// time, and the `extract --dispatch` index (for the kernel's exact mangled name) of its first
-// launch, so that one capture per regime can be taken in a second run of the application.
+// A kernel's regimes: its launches grouped by launch signature — shape (grid, block, cluster,
+// dynamic shared memory) and the scalar words of its parameters (sizes, strides, flags: the
+// records' "p" lines, when the profiled run was told to sign the kernel's launches) — each
+// with how many launches it stands for, its share of the kernel's GPU time, and the
+// `extract --dispatch` index (for the kernel's exact mangled name) of its first launch, so
+// that one capture per regime can be taken in a second run of the application.
 //
-// Shapes only: two launches of one grid whose scalar parameters differ (a size that does not
-// change the grid) are one regime here; the profile records carry no parameters.
+// Pointer words are not in a signature (two launches on different buffers are one regime),
+// nor the sizes of the memory they reach (an allocation's size says what the allocator
+// handed out, not what the kernel reads). A word that takes more than kMaxWordValues values
+// over the kernel's launches (a step counter, a seed, a length that grows at every decode
+// step) is left out of the key and named in a note, so that it cannot split the kernel
+// into one regime per launch. Launches without a signature (graph launches; kernels no
+// pattern named) are grouped by shape alone.
 #include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "format/manifest.hpp"
 #include "format/profile_records.hpp"
+#include "format/regimes_index.hpp"
 
 namespace kerncap::profile {
 
@@ -24,7 +33,18 @@ struct Regime {
   double share = 0;        // of the kernel's GPU time (0..1)
   uint64_t dispatch = 0;   // extract --dispatch of its first launch (exact-name match)
   uint64_t first_ns = 0;   // when that launch started (orders regimes as the application met them)
+  bool signed_launches = false;             // its launches had a parameter signature
+  std::vector<format::RegimeParam> params;  // the signature's words in the key, in buffer order
   bool operator==(const Regime&) const = default;
+};
+
+// More distinct values than this over one kernel's launches: the word is not a regime key.
+inline constexpr size_t kMaxWordValues = 16;
+
+// A word left out of the key (more than kMaxWordValues values).
+struct VolatileWord {
+  uint32_t slot = 0, offset = 0, size = 0;
+  bool operator==(const VolatileWord&) const = default;
 };
 
 struct RegimeSet {
@@ -37,6 +57,8 @@ struct RegimeSet {
   uint64_t dropped_launches = 0, dropped_ns = 0;
   uint64_t uncounted = 0;          // launches extract does not count (device-launched, benchmark)
   size_t other_processes = 0;      // processes that also launched the kernel (not used)
+  uint64_t unsigned_launches = 0;  // counted launches without a parameter signature
+  std::vector<VolatileWord> volatile_words;
 };
 
 // The regimes of `mangled` in the first process (in the records' order) that launched it
@@ -44,5 +66,15 @@ struct RegimeSet {
 // when no process launched it. Sampled records (profile --sample > 1) are refused by the
 // caller: their dispatch indices and times are not per launch.
 RegimeSet find_regimes(const std::vector<format::ProcessRecords>& processes, const std::string& mangled, size_t max);
+
+// What the user should know about the signatures of a set: words left out of the key,
+// launches without a signature. Empty when there is nothing to say.
+std::vector<std::string> signature_notes(const RegimeSet& set);
+
+// Whether a captured launch's parameter buffer (`slots`: its layout) holds the regime's
+// scalar words: "" when it does, else the first that differs, in words ("param 2 = 4096 in
+// the profiled run, 8192 in the captured one").
+std::string params_mismatch(const std::vector<format::RegimeParam>& params, const std::vector<format::ParamSlot>& slots,
+                            const std::vector<uint8_t>& buffer);
 
 }  // namespace kerncap::profile

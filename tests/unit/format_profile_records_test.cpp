@@ -221,3 +221,53 @@ TEST(ProfileRecords, OpenFailsQuietlyInAMissingDirectory) {
   w.finish("exit");
   EXPECT_EQ(w.kernels(), 0u);
 }
+
+TEST(ProfileRecords, ParameterSignaturesJoinTheirKernelsByCorrelation) {
+  TempDir d;
+  RecordWriter w;
+  ASSERT_TRUE(w.open(d.path, info(5)));
+  const std::vector<ScalarWord> big = {{2, 0, 4, 4096}, {3, 0, 4, 0x3f000000}};
+  const std::vector<ScalarWord> small = {{2, 0, 4, 64}, {3, 0, 4, 0x3f000000}};
+  // Signatures are written at launch, before CUPTI delivers the kernels (in any order).
+  w.params("_Z4normPfi", 11, big);
+  w.params("_Z4normPfi", 12, small);
+  w.params("_Z4normPfi", 13, big);
+  w.params("_Z4normPfi", 99, small);  // a launch into a capturing stream: no kernel of its own
+  w.kernel("_Z4normPfi", kernel(300, 400, 13));
+  w.kernel("_Z4normPfi", kernel(100, 200, 11));
+  w.kernel("_Z4normPfi", kernel(200, 300, 12));
+  w.kernel("_Z5otherv", kernel(400, 500, 14));
+  KernelRecord graph = kernel(500, 600, 12);  // a graph's kernel carries its graph launch's id
+  graph.graph_id = 3;
+  w.kernel("_Z4normPfi", graph);
+  w.finish("exit");
+  const ProcessRecords p = read_record_file(d.path / "profile-5.jsonl");
+  ASSERT_EQ(p.signatures.size(), 2u);  // deduplicated
+  EXPECT_EQ(p.signatures[0], big);
+  EXPECT_EQ(p.signatures[1], small);
+  ASSERT_EQ(p.kernels.size(), 5u);
+  EXPECT_EQ(p.kernels[0].signature, 0);  // correlation 13
+  EXPECT_EQ(p.kernels[1].signature, 0);  // 11
+  EXPECT_EQ(p.kernels[2].signature, 1);  // 12
+  EXPECT_EQ(p.kernels[3].signature, -1);  // another kernel
+  EXPECT_EQ(p.kernels[4].signature, -1);  // a graph node
+}
+
+TEST(ProfileRecords, DamagedParameterSignaturesAreRefused) {
+  TempDir d;
+  const std::string header =
+      R"({"t":"header","format":"kerncap-profile-records","version":1,"pid":1})" "\n"
+      R"({"t":"name","id":0,"s":"k"})" "\n";
+  const std::string end = R"({"t":"end","reason":"exit"})" "\n";
+  for (const std::string bad : {R"({"t":"p","n":0,"c":1,"w":[[0,0,9,1]]})",         // 9-byte word
+                                R"({"t":"p","n":0,"c":1,"w":[[0,0,4,4294967296]]})",  // value wider than 4 bytes
+                                R"({"t":"p","n":5,"c":1,"w":[]})",                     // unknown name
+                                R"({"t":"p","n":0,"c":1,"w":[[1,0,4,1],[0,0,4,1]]})",  // out of buffer order
+                                R"({"t":"p","n":0,"c":1,"w":[[0,0,-4,1]]})",           // negative
+                                R"({"t":"p","n":0,"c":1})"}) {                         // no words
+    write_file(d.path / "profile-1.jsonl", header + bad + "\n" + end);
+    EXPECT_THROW(read_record_file(d.path / "profile-1.jsonl"), kerncap::Error) << bad;
+  }
+  write_file(d.path / "profile-1.jsonl", header + R"({"t":"p","n":0,"c":1,"w":[[0,0,8,18446744073709551615]]})" "\n" + end);
+  EXPECT_EQ(read_record_file(d.path / "profile-1.jsonl").signatures.at(0).at(0).value, UINT64_MAX);
+}

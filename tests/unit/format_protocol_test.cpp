@@ -207,3 +207,24 @@ TEST(FormatProtocol, SampledTimingSaysItsNumbers) {
     EXPECT_EQ(problems.size(), 1u) << bad;
   }
 }
+
+TEST(FormatProtocol, ProfileParamsRoundTripAndBadValuesAreRefused) {
+  Config c;
+  c.mode = Mode::Profile;
+  c.output = "/tmp/records";
+  c.profile_params = {{"layer_norm", MatchKind::Substring}, {"^gemm", MatchKind::Regex}, {"_Z1kv", MatchKind::Exact}};
+  std::vector<std::string> problems;
+  Config back = from_map(c.to_env(), &problems);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_EQ(back.profile_params, c.profile_params);
+  // Unset: "" so that a stale value in the shell is overridden, and read back as none.
+  EXPECT_EQ(Config{}.to_env().at("KERNCAP_PROFILE_PARAMS"), "");
+  for (const char* bad : {"[]", "{\"version\": 2, \"kernels\": [{\"kernel\": \"k\", \"match\": \"exact\"}]}",
+                          "{\"version\": 1, \"kernels\": []}", "{\"version\": 1, \"kernels\": [{\"kernel\": \"\"}]}",
+                          "{\"version\": 1, \"kernels\": [{\"kernel\": \"k\", \"match\": \"glob\"}]}"}) {
+    std::vector<std::string> why;
+    Config x = from_map({{"KERNCAP_MODE", "profile"}, {"KERNCAP_OUTPUT", "/x"}, {"KERNCAP_PROFILE_PARAMS", bad}}, &why);
+    EXPECT_EQ(why.size(), 1u) << bad;
+    EXPECT_TRUE(x.profile_params.empty()) << bad;
+  }
+}

@@ -91,3 +91,43 @@ TEST(RegimesIndex, ALinkedIndexIsRefused) {
   EXPECT_THROW(read_regimes(dir), kerncap::Error);
   fs::remove_all(dir);
 }
+
+TEST(RegimesIndex, ScalarParamsRoundTripAndAreOptional) {
+  RegimesIndex r = sample();
+  r.regimes[0].params = {{2, 0, 4, 4194304, true}, {3, 0, 4, 0x3f000000, false}, {5, 8, 8, 0xfffffffffffffff0, true}};
+  EXPECT_EQ(regimes_from_json(to_json(r).dump(), "x"), r);
+  EXPECT_FALSE(to_json(r)["regimes"][1].contains("params"));  // none recorded: no field
+  EXPECT_EQ(varying_params_text(r.regimes[0].params), "param 2 = 4194304, param 5+8 = -16");
+  // An index of a kerncap before parameter signatures (no "params") reads as before.
+  nlohmann::json old = to_json(sample());
+  EXPECT_EQ(regimes_from_json(old.dump(), "x"), sample());
+}
+
+TEST(RegimesIndex, RefusesBadScalarParams) {
+  auto with_params = [](const nlohmann::json& params) {
+    return with([&](auto& j) { j["regimes"][0]["params"] = params; });
+  };
+  const nlohmann::json word = {{"slot", 2}, {"offset", 0}, {"size", 4}, {"value", 4096}, {"varies", true}};
+  EXPECT_EQ(refusal(with_params(nlohmann::json::array({word}))), "");
+  auto changed = [&](const char* key, const nlohmann::json& v) {
+    nlohmann::json w = word;
+    w[key] = v;
+    return with_params(nlohmann::json::array({w}));
+  };
+  EXPECT_NE(refusal(changed("size", 9)).find("size"), std::string::npos);
+  EXPECT_NE(refusal(changed("size", 0)).find("size"), std::string::npos);
+  EXPECT_NE(refusal(changed("value", uint64_t{1} << 32)).find("does not fit in 4 bytes"), std::string::npos);
+  EXPECT_NE(refusal(changed("value", -1)).find("value"), std::string::npos);
+  EXPECT_NE(refusal(changed("slot", 40000)).find("slot"), std::string::npos);
+  EXPECT_NE(refusal(changed("varies", 1)).find("varies"), std::string::npos);
+  EXPECT_NE(refusal(changed("value", "4096")).find("value"), std::string::npos);
+  nlohmann::json missing = word;
+  missing.erase("varies");
+  EXPECT_NE(refusal(with_params(nlohmann::json::array({missing}))).find("varies"), std::string::npos);
+  EXPECT_NE(refusal(with_params(nlohmann::json::array({word, word}))).find("buffer order"), std::string::npos);
+  EXPECT_NE(refusal(with_params(word)), "");                                              // not a list
+  EXPECT_NE(refusal(with_params(nullptr)), "");
+  nlohmann::json many = nlohmann::json::array();
+  for (uint32_t i = 0; i < 65; ++i) many.push_back({{"slot", i}, {"offset", 0}, {"size", 4}, {"value", 1}, {"varies", false}});
+  EXPECT_NE(refusal(with_params(many)), "");
+}

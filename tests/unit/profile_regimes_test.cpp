@@ -99,3 +99,102 @@ TEST(ProfileRegimes, TheFirstProcessThatLaunchedItOthersCounted) {
   EXPECT_TRUE(find_regimes({a}, "_Z4normPfi", 8).regimes.empty());
   EXPECT_TRUE(find_regimes({b}, "_Z4norm", 8).regimes.empty());  // an exact name, not a substring
 }
+
+namespace {
+
+// A launch of _Z4normPfi at grid 264 (a capped grid-stride loop) whose signature is `sig`.
+KernelRecord signed_launch(uint32_t corr, int32_t sig, uint64_t ns) {
+  KernelRecord k = launch(0, corr, 264, ns);
+  k.signature = sig;
+  return k;
+}
+
+}  // namespace
+
+TEST(ProfileRegimes, OneGridTwoSizesAreTwoRegimes) {
+  ProcessRecords p = process(1);
+  // scale(const float* x, float* y, int n, float a): params 0 and 1 are pointers (not in a
+  // signature), 2 is n, 3 is a (the same everywhere).
+  p.signatures = {{{2, 0, 4, 1u << 22}, {3, 0, 4, 0x3f000000}}, {{2, 0, 4, 1u << 20}, {3, 0, 4, 0x3f000000}}};
+  p.kernels = {signed_launch(1, 0, 400), signed_launch(2, 1, 100), signed_launch(3, 0, 400),
+               signed_launch(4, 1, 100), signed_launch(5, 1, 100)};
+  const RegimeSet s = find_regimes({p}, "_Z4normPfi", 8);
+  ASSERT_EQ(s.regimes.size(), 2u);
+  EXPECT_EQ(s.regimes[0].grid, s.regimes[1].grid);
+  EXPECT_EQ(s.regimes[0].launches, 2u);  // n = 4M: 800 ns
+  EXPECT_EQ(s.regimes[0].dispatch, 0u);
+  EXPECT_EQ(s.regimes[1].launches, 3u);  // n = 1M: 300 ns
+  EXPECT_EQ(s.regimes[1].dispatch, 1u);
+  ASSERT_EQ(s.regimes[0].params.size(), 2u);
+  EXPECT_TRUE(s.regimes[0].params[0].varies);   // n
+  EXPECT_FALSE(s.regimes[0].params[1].varies);  // a
+  EXPECT_EQ(kerncap::format::varying_params_text(s.regimes[0].params), "param 2 = 4194304");
+  EXPECT_EQ(kerncap::format::varying_params_text(s.regimes[1].params), "param 2 = 1048576");
+  EXPECT_TRUE(signature_notes(s).empty());
+}
+
+TEST(ProfileRegimes, LaunchesOnOtherBuffersAreOneRegime) {
+  // Two launches on different buffers have the same signature (pointer words are not in it:
+  // capture_param_signature_test checks the library leaves them out), so one regime.
+  ProcessRecords p = process(1);
+  p.signatures = {{{2, 0, 4, 4096}}};
+  p.kernels = {signed_launch(1, 0, 10), signed_launch(2, 0, 10), signed_launch(3, 0, 10)};
+  const RegimeSet s = find_regimes({p}, "_Z4normPfi", 8);
+  ASSERT_EQ(s.regimes.size(), 1u);
+  EXPECT_EQ(s.regimes[0].launches, 3u);
+  EXPECT_FALSE(s.regimes[0].params.at(0).varies);  // one regime: nothing tells it apart
+}
+
+TEST(ProfileRegimes, AWordWithTooManyValuesIsLeftOutOfTheKey) {
+  ProcessRecords p = process(1);
+  // param 2 is a size with two values, param 4 a step counter (a new value at every launch).
+  for (uint32_t i = 0; i < 40; ++i) {
+    p.signatures.push_back({{2, 0, 4, i % 2 ? 64u : 128u}, {4, 0, 8, 1000 + i}});
+    p.kernels.push_back(signed_launch(i + 1, static_cast<int32_t>(i), 10));
+  }
+  const RegimeSet s = find_regimes({p}, "_Z4normPfi", 8);
+  ASSERT_EQ(s.regimes.size(), 2u);
+  EXPECT_EQ(s.regimes[0].launches, 20u);
+  ASSERT_EQ(s.volatile_words.size(), 1u);
+  EXPECT_EQ(s.volatile_words[0].slot, 4u);
+  ASSERT_EQ(s.regimes[0].params.size(), 1u);  // only param 2 keys the regimes
+  const auto notes = signature_notes(s);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("param 4 took more than 16 values"), std::string::npos) << notes[0];
+}
+
+TEST(ProfileRegimes, LaunchesWithoutSignatureAreGroupedByShape) {
+  ProcessRecords p = process(1);
+  p.signatures = {{{2, 0, 4, 64}}};
+  KernelRecord graph = launch(0, 3, 264, 10);  // no signature (a graph's kernel)
+  graph.graph_id = 1;
+  p.kernels = {signed_launch(1, 0, 10), signed_launch(2, 0, 10), graph, launch(0, 4, 264, 10)};
+  const RegimeSet s = find_regimes({p}, "_Z4normPfi", 8);
+  ASSERT_EQ(s.regimes.size(), 2u);
+  EXPECT_EQ(s.unsigned_launches, 2u);
+  EXPECT_TRUE(s.regimes[0].signed_launches);
+  EXPECT_FALSE(s.regimes[1].signed_launches);
+  EXPECT_TRUE(s.regimes[1].params.empty());
+  EXPECT_EQ(signature_notes(s).size(), 1u);
+  // Records without any signature: shapes, as before signatures existed.
+  ProcessRecords q = process(1);
+  q.kernels = {launch(0, 1, 8, 10), launch(0, 2, 8, 10), launch(0, 3, 16, 10)};
+  const RegimeSet t = find_regimes({q}, "_Z4normPfi", 8);
+  EXPECT_EQ(t.regimes.size(), 2u);
+  EXPECT_NE(signature_notes(t).at(0).find("its regimes are its launch shapes"), std::string::npos);
+}
+
+TEST(ProfileRegimes, TheCapturedLaunchMustHoldTheRegimesWords) {
+  using kerncap::format::ParamSlot;
+  using kerncap::format::RegimeParam;
+  // scale(const float*, float*, int n, float a): slots at 0, 8, 16 (4 bytes), 20 (4 bytes).
+  const std::vector<ParamSlot> slots = {{0, 8}, {8, 8}, {16, 4}, {20, 4}};
+  std::vector<uint8_t> buffer(24, 0);
+  buffer[16 + 1] = 0x10;  // n = 4096
+  const std::vector<RegimeParam> params = {{2, 0, 4, 4096, true}};
+  EXPECT_EQ(params_mismatch(params, slots, buffer), "");
+  buffer[16 + 1] = 0x20;  // n = 8192
+  EXPECT_EQ(params_mismatch(params, slots, buffer), "param 2 = 4096 in the profiled run, param 2 = 8192 in the captured one");
+  EXPECT_NE(params_mismatch({{7, 0, 4, 1, true}}, slots, buffer).find("has 4 parameter(s)"), std::string::npos);
+  EXPECT_NE(params_mismatch({{2, 0, 8, 1, true}}, slots, buffer).find("does not fit"), std::string::npos);
+}
