@@ -112,6 +112,12 @@ void run_extract_many(ExtractArgs& a, int& exit_code) {
   exit_code = 0;
 }
 
+// A regime's scalar arguments that tell it apart (" param 2 = 4096"), or "".
+std::string params_column(const format::RegimeEntry& e) {
+  const std::string text = format::varying_params_text(e.params);
+  return text.empty() ? text : " " + text;
+}
+
 // --regimes: one capture per launch shape; a table of them, or the index as JSON.
 void run_extract_regimes(ExtractArgs& a, int& exit_code) {
   extract::Request& r = a.request;
@@ -133,9 +139,10 @@ void run_extract_regimes(ExtractArgs& a, int& exit_code) {
                              idx.app_time_ns ? 100.0 * static_cast<double>(idx.time_ns) / idx.app_time_ns : 0.0,
                              res.captures.out.string(), std::string(format::out::kRegimesIndex));
     for (const auto& e : idx.regimes)
-      std::cout << fmt::format("  {:<28} grid {}x{}x{} block {}x{}x{}{} {:>7} launches {:>6.1f}%  {}\n", e.dir,
+      std::cout << fmt::format("  {:<28} grid {}x{}x{} block {}x{}x{}{}{} {:>7} launches {:>6.1f}%  {}\n", e.dir,
                                e.grid[0], e.grid[1], e.grid[2], e.block[0], e.block[1], e.block[2],
-                               e.dynamic_shared ? fmt::format(" smem {}", e.dynamic_shared) : "", e.launches,
+                               e.dynamic_shared ? fmt::format(" smem {}", e.dynamic_shared) : "",
+                               params_column(e), e.launches,
                                100 * e.share, e.captured ? "captured" : "NOT captured: " + e.why);
     std::cout << fmt::format("  captured regimes cover {:.1f}% of the kernel's GPU time\n", 100 * idx.coverage());
   }

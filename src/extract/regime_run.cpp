@@ -73,7 +73,12 @@ RegimeResult run_regimes(const Request& r, size_t max) {
   std::vector<format::ProcessRecords> records;
   {
     RecordsDir dir("");
-    const AppExit exit = run_profiled(app, dir.path(), r.verbose, 1);
+    ProfiledRun how;
+    how.verbose = r.verbose;
+    how.sample = 1;
+    // The kernel named gets parameter signatures (a regime is a shape and its scalar arguments).
+    how.params.push_back({r.kernel, r.regex ? format::MatchKind::Regex : format::MatchKind::Substring});
+    const AppExit exit = run_profiled(app, dir.path(), how);
     records = format::read_records(dir.path());
     if (!(exit.exited && exit.code == 0))
       res.notes.push_back(fmt::format("the profiled run of the application {}", exit.describe()));
@@ -98,6 +103,7 @@ RegimeResult run_regimes(const Request& r, size_t max) {
                                     "are not captured",
                                     set.dropped, set.dropped_launches,
                                     set.time_ns ? 100.0 * static_cast<double>(set.dropped_ns) / set.time_ns : 0.0, max));
+  for (const std::string& note : profile::signature_notes(set)) res.notes.push_back(note);
 
   format::RegimesIndex& idx = res.index;
   idx.mangled = mangled;
@@ -127,6 +133,7 @@ RegimeResult run_regimes(const Request& r, size_t max) {
     const TargetResult& t = res.captures.targets.at(i);
     format::RegimeEntry e{t.outcome.dir, g.grid, g.block, g.cluster, g.dynamic_shared, g.launches, g.time_ns,
                           g.dispatch,    g.share, t.outcome.captured, t.outcome.why};
+    e.params = g.params;
     if (e.captured) {
       // The second run must have launched the kernel in the same order as the first.
       const auto& m = t.capture.manifest;
@@ -139,6 +146,17 @@ RegimeResult run_regimes(const Request& r, size_t max) {
                             "captured one: the application launches it in another order from run to run",
                             g.dispatch, shape_text(e), m.grid[0], m.grid[1], m.grid[2], m.block[0], m.block[1],
                             m.block[2]);
+      }
+      // And with the same scalar arguments (the regime's parameter words).
+      const std::string differs =
+          e.captured && !g.params.empty()
+              ? profile::params_mismatch(g.params, m.params, t.capture.read(m.params_file, "parameter buffer"))
+              : "";
+      if (!differs.empty()) {
+        e.captured = false;
+        e.why = fmt::format("launch {} of the kernel: {}; the application launches it in another order (or with "
+                            "other arguments) from run to run",
+                            g.dispatch, differs);
       }
     }
     idx.regimes.push_back(std::move(e));

@@ -7,13 +7,16 @@
 #             speed-up above 1 on the large regimes and below 1 on the small one, and its
 #             weighted speed-up agrees within 5 % with the kernel's total time measured by
 #             `kerncap profile` of the application rebuilt with that variant (rebuild-and-rerun)
+#   capped    examples/regimes' gridStride: one grid (capped) at n = 4M (4 launches) and 1M (6),
+#             on two output buffers: 2 regimes told apart by n alone (param 2), both captured with
+#             the profiled run's n, and the captured image PASSes on both (strong)
 #   torch     tests/gpu/regimes_torch.py (prefill then decode): the layer norm kernel's regimes,
 #             at least 2, each captured image PASSes
 # Exit 0 all passed, 1 some failed, 77 skipped (no GPU).
 #
 #   tests/gpu/regimes_e2e.sh BUILD_DIR
 #
-# Environment: OUT (work files under it), KERNCAP_GPU_TIMEOUT, KERNCAP_GPU_CASES="example torch",
+# Environment: OUT (work files under it), KERNCAP_GPU_TIMEOUT, KERNCAP_GPU_CASES="example capped torch",
 # TORCH_PY (the Python with torch).
 set -u -o pipefail
 
@@ -85,6 +88,27 @@ if want example; then
     cat "$STEP_OUT"
   else
     verdict extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
+  fi
+fi
+
+if want capped; then
+  S=$WORK/capped
+  if run capped_extract "$KC" extract gridStride --regimes -o "$S" -- "$EX/regimes"; then
+    cp "$STEP_OUT" "$WORK/capped.table.txt"
+    cat "$STEP_OUT"
+    n=$(py 'len([r for r in d["regimes"] if r["captured"]])' "$S/regimes.json")
+    grids=$(py 'len(set(tuple(r["grid"]) for r in d["regimes"]))' "$S/regimes.json")
+    # n (param 2) keys the regimes and varies; the pointers (params 0 and 1) are not in them.
+    sizes=$(py 'sorted((r["launches"], [p["value"] for p in r.get("params", []) if p["varies"]]) for r in d["regimes"]) == [(4, [4194304]), (6, [1048576])] and all(p["slot"] >= 2 for r in d["regimes"] for p in r["params"])' "$S/regimes.json")
+    table=$(grep -c 'param 2 = ' "$STEP_OUT")
+    verdict capped_extract "$(pass_if "$([ "$n" = 2 ] && [ "$grids" = 1 ] && [ "$sizes" = True ] && [ "$table" = 2 ] && echo 1)")" "$n regimes captured, $grids grid(s), launches and n as expected: $sizes, table rows naming n: $table"
+    run capped_validate "$KC" validate "$S" --json
+    cp "$STEP_OUT" "$WORK/capped.json"
+    res=$(py 'd["result"]' "$WORK/capped.json" 2>/dev/null)
+    strong=$(py 'all(r.get("strength") == "strong" for r in d["regimes"]) and len(d["regimes"]) == 2' "$WORK/capped.json" 2>/dev/null)
+    verdict capped_captured "$(pass_if "$([ "$res" = PASS ] && [ "$strong" = True ] && echo 1)")" "$(py 'd["line"]' "$WORK/capped.json" 2>/dev/null) (2 regimes, all strong: $strong)"
+  else
+    verdict capped_extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
   fi
 fi
 
