@@ -18,6 +18,17 @@
 #                  SWAP=3=gemm_unrolled.cubin` the good variant (with VALIDATE_FLAGS' tolerance)
 #   one_op         a window of one launch (gemm@1..gemm): 1 operation, PASS
 #   end_missing    a window whose end never comes: no capture, the reason said
+#   strong         the captured window's validation is strong: the write-only bytes it changed are
+#                  poisoned (probed), x (read by rms_norm before residual_add writes it) is not
+#   fuse_extract   tests/gpu/window_apps/fuse_app.cu, window norm@3..act of its last iteration (norm,
+#                  gemm, act; then consume reads out): window_liveout.json says out is read after the
+#                  window and the intermediates h and t are dead
+#   fuse_auto      a fused replacement (norm and gemm do nothing, act computes out from x, w, W; h and t
+#                  never written) PASSes under --live-out auto, strong, the speed-up printed
+#   fuse_all       the same under --live-out all: FAIL on h and t, each named as a dead intermediate
+#   fuse_bad       a fused replacement that skips out's last row FAILs under --live-out auto on out
+#   streams        tests/gpu/window_apps/two_streams.cu: a window on s0 that waits (event) on s1's kernel is
+#                  refused, the message naming the other stream and cuStreamWaitEvent; no capture
 #   torch_mlp      tests/gpu/window_apps/window_torch.py (layer_norm, cuBLAS GEMMs, GELU, add in bf16):
 #                  the window layer_norm@2..GeluCUDAKernelImpl (3 kernels: ATen and cuBLAS images)
 #                  PASSes byte for byte; its times beside the in-app ones (reported, not bounded)
@@ -54,6 +65,15 @@ if [ -z "$APPS" ]; then
     "$NVCC" -O2 -arch="sm_$SM" -cubin -DVARIANT -DVARIANT_gemm_unrolled -o "$APPS/gemm_unrolled.cubin" "$SRC" &&
     "$NVCC" -O2 -arch="sm_$SM" -cubin -DVARIANT -DVARIANT_gemm_skip_row -o "$APPS/gemm_skip_row.cubin" "$SRC" ||
     { echo "cannot build the window apps with $NVCC"; exit 1; }
+fi
+if [ ! -x "$APPS/fuse_app" ] || [ ! -x "$APPS/two_streams" ]; then
+  SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+  FSRC=$HERE/window_apps/fuse_app.cu
+  "$NVCC" -O2 -arch="sm_$SM" -o "$APPS/fuse_app" "$FSRC" &&
+    "$NVCC" -O2 -arch="sm_$SM" -cubin -DVARIANT -DVARIANT_fused -o "$APPS/fused.cubin" "$FSRC" &&
+    "$NVCC" -O2 -arch="sm_$SM" -cubin -DVARIANT -DVARIANT_fused_bad -o "$APPS/fused_bad.cubin" "$FSRC" &&
+    "$NVCC" -O2 -arch="sm_$SM" -o "$APPS/two_streams" "$HERE/window_apps/two_streams.cu" ||
+    { echo "cannot build the live-out and stream apps with $NVCC"; exit 1; }
 fi
 APP=$APPS/window_app
 ROWS=1024 DIM=1024
@@ -103,6 +123,16 @@ if run extract "$KC" window extract --window 'rms_norm@2..residual_add' --json -
   if want captured; then
     judge captured PASS
     verdict captured "$(pass_if "$([ "$JUDGED" = PASS ] && echo 1)")" "$LAST_LINE"
+  fi
+  if want strong; then
+    [ -f "$WORK/captured.json" ] || judge captured PASS
+    XR=$(region_of "$N")
+    strength=$(py 'd["strength"]' "$WORK/captured.json" 2>/dev/null)
+    poisoned=$(py '",".join(str(i) for i in d["poisoned_regions"])' "$WORK/captured.json" 2>/dev/null)
+    readfirst=$(py '",".join(str(i) for i in d["read_first_regions"])' "$WORK/captured.json" 2>/dev/null)
+    ok=$([[ "$strength" == "window strong"* ]] && [ -n "$poisoned" ] && [[ ",$readfirst," == *",$XR,"* ]] &&
+      [[ ",$poisoned," != *",$XR,"* ]] && echo 1)
+    verdict strong "$(pass_if "$ok")" "$strength; poisoned regions $poisoned, read first $readfirst (x is $XR)"
   fi
   if want swap_good; then
     # Another summation order over 1024 terms moves fp32 results by ~1e-5 (near-zero outputs
@@ -160,6 +190,64 @@ if want end_missing; then
   verdict end_missing "$(pass_if "$([ "$RC" != 0 ] && [ ! -e "$WORK/missing/capture/manifest.json" ] && [ "$said" -ge 1 ] && echo 1)")" "rc $RC: $(grep -h "window" "$STEP_ERR" | tail -1 | cut -c1-200)"
 fi
 
+# The live-out observation and a fused replacement that skips the intermediates.
+F=$WORK/fuse
+FROWS=256 FDIM=256
+FN=$((FROWS * FDIM))
+fregion_of() { python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print([r['id'] for r in m['regions'] if r['size'] == int(sys.argv[2]) * 4][0])" "$F/capture/manifest.json" "$1" 2>/dev/null; }
+if want fuse_extract || want fuse_auto || want fuse_all || want fuse_bad; then
+  if run fuse_extract "$KC" window extract --window 'norm@3..act' --json -o "$F" -- "$APPS/fuse_app" 4 "$FROWS" "$FDIM"; then
+    sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/fuse.extract.json"
+    HR=$(fregion_of $((FN + 16))) TR=$(fregion_of $((FN + 32))) OR=$(fregion_of $((FN + 48)))
+    LO=$F/capture/window_liveout.json
+    live=$(py '",".join(str(r["id"]) for r in d["regions"] if r["read"])' "$LO" 2>/dev/null)
+    dead=$(py '",".join(str(r["id"]) for r in d["regions"] if not r["read"])' "$LO" 2>/dev/null)
+    ended=$(py 'd["ended"] + ", %d launch(es)" % d["launches_observed"]' "$LO" 2>/dev/null)
+    ok=$([ "$(py 'len(d["ops"])' "$WORK/fuse.extract.json")" = 3 ] && [ "$live" = "$OR" ] &&
+      [[ ",$dead," == *",$HR,"* ]] && [[ ",$dead," == *",$TR,"* ]] && echo 1)
+    verdict fuse_extract "$(pass_if "$ok")" "live $live (out $OR), dead $dead (h $HR, t $TR); observation: $ended"
+    FUSED=(--swap "0=$APPS/fused.cubin" --swap "1=$APPS/fused.cubin" --swap "2=$APPS/fused.cubin")
+    FTOL=(--dtype fp32 --atol 1e-4 --rtol 1e-3)
+    fjudge() {  # LABEL [flags]: validate the fuse window, the document in $WORK/LABEL.json
+      local label=$1
+      shift
+      run "$label" "$KC" window validate "$F" --json --iterations 10 "$@"
+      cp "$STEP_OUT" "$WORK/$label.json" 2>/dev/null
+      JUDGED=$(py 'd["result"]' "$WORK/$label.json" 2>/dev/null)
+      LAST_LINE=$(py 'd["line"]' "$WORK/$label.json" 2>/dev/null)
+      LAST_LINE=${LAST_LINE:-rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ')}
+    }
+    if want fuse_auto; then
+      fjudge fuse_auto "${FUSED[@]}" --live-out auto "${FTOL[@]}"
+      sp=$(py '"%.3f" % d["speedup"]' "$WORK/fuse_auto.json" 2>/dev/null)
+      strength=$(py 'd["strength"]' "$WORK/fuse_auto.json" 2>/dev/null)
+      verdict fuse_auto "$(pass_if "$([ "$JUDGED" = PASS ] && [[ "$strength" == "window strong"* ]] && echo 1)")" "$LAST_LINE; speed-up x$sp"
+    fi
+    if want fuse_all; then
+      fjudge fuse_all "${FUSED[@]}" --live-out all "${FTOL[@]}"
+      deadf=$(py '",".join(str(x["region"]) for x in d["dead_differing"])' "$WORK/fuse_all.json" 2>/dev/null)
+      run fuse_all_text "$KC" window validate "$F" --iterations 3 "${FUSED[@]}" --live-out all "${FTOL[@]}"
+      cat "$STEP_OUT"
+      said=$(grep -c "a dead intermediate" "$STEP_OUT")
+      ok=$([ "$JUDGED" = FAIL ] && [[ ",$deadf," == *",$HR,"* ]] && [[ ",$deadf," == *",$TR,"* ]] && [ "$said" -ge 2 ] && echo 1)
+      verdict fuse_all "$(pass_if "$ok")" "$LAST_LINE; dead and differing: $deadf (h $HR, t $TR); text names $said dead intermediate(s)"
+    fi
+    if want fuse_bad; then
+      fjudge fuse_bad --swap "0=$APPS/fused.cubin" --swap "1=$APPS/fused.cubin" --swap "2=$APPS/fused_bad.cubin" --live-out auto "${FTOL[@]}"
+      failing=$(py '",".join(str(r["id"]) for r in d["verdict"]["regions"] if not r["pass"])' "$WORK/fuse_bad.json" 2>/dev/null)
+      verdict fuse_bad "$(pass_if "$([ "$JUDGED" = FAIL ] && [ "$failing" = "$OR" ] && echo 1)")" "$LAST_LINE (failing $failing; out is $OR)"
+    fi
+  else
+    verdict fuse_extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
+  fi
+fi
+
+if want streams; then
+  run streams "$KC" window extract --window 'produce@1..join' -o "$WORK/streams" -- "$APPS/two_streams" 3
+  said=$(grep -h "cuStreamWaitEvent" "$STEP_ERR" "$STEP_OUT" 2>/dev/null | head -1 | cut -c1-300)
+  verdict streams "$(pass_if "$([ "$RC" != 0 ] && [ ! -e "$WORK/streams/capture/manifest.json" ] && [ -n "$said" ] && echo 1)")" "rc $RC: ${said:-$(tail -2 "$STEP_ERR" | tr '\n' ' ')}"
+fi
+
 PY=${TORCH_PY:-python3}
 # torch_window NAME WINDOW [--regex] -- APP...: extract, replay and validate a window of a PyTorch program.
 torch_window() {
@@ -188,7 +276,10 @@ torch_window() {
   local res line
   res=$(py 'd["result"]' "$WORK/$name.validate.json" 2>/dev/null)
   line=$(py 'd["line"]' "$WORK/$name.validate.json" 2>/dev/null)
-  verdict "$name" "$(pass_if "$([ "$res" = PASS ] && echo 1)")" "${line:-validate rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ' | cut -c1-300)}; $(py 'len(d["ops"])' "$WORK/$name.extract.json") ops ($ops), foreign $foreign; $times"
+  run "${name}_auto" "$KC" window validate "$T" --json --iterations 3 --live-out auto
+  local auto
+  auto=$(py 'd["result"] + " under --live-out auto (%d region(s) judged)" % len(d["live_out"])' "$STEP_OUT" 2>/dev/null)
+  verdict "$name" "$(pass_if "$([ "$res" = PASS ] && echo 1)")" "${line:-validate rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ' | cut -c1-300)}; ${auto:-auto: rc $RC}; $(py 'len(d["ops"])' "$WORK/$name.extract.json") ops ($ops), foreign $foreign; $times"
 }
 if want torch_mlp; then
   if torch_ok "$PY"; then
