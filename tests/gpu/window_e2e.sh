@@ -20,10 +20,10 @@
 #   end_missing    a window whose end never comes: no capture, the reason said
 #   strong         the captured window's validation is strong: the write-only bytes it changed are
 #                  poisoned (probed), x (read by rms_norm before residual_add writes it) is not
-#   fuse_extract   tests/gpu/window_apps/fuse_app.cu, window norm@3..act of its last iteration (norm,
-#                  gemm, act; then consume reads out): window_liveout.json says out is read after the
+#   fuse_extract   tests/gpu/window_apps/fuse_app.cu, window fnorm@3..fact of its last iteration (fnorm,
+#                  fgemm, fact; then fconsume reads out): window_liveout.json says out is read after the
 #                  window and the intermediates h and t are dead
-#   fuse_auto      a fused replacement (norm and gemm do nothing, act computes out from x, w, W; h and t
+#   fuse_auto      a fused replacement (fnorm and fgemm do nothing, fact computes out from x, w, W; h and t
 #                  never written) PASSes under --live-out auto, strong, the speed-up printed
 #   fuse_all       the same under --live-out all: FAIL on h and t, each named as a dead intermediate
 #   fuse_bad       a fused replacement that skips out's last row FAILs under --live-out auto on out
@@ -196,7 +196,7 @@ FROWS=256 FDIM=256
 FN=$((FROWS * FDIM))
 fregion_of() { python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print([r['id'] for r in m['regions'] if r['size'] == int(sys.argv[2]) * 4][0])" "$F/capture/manifest.json" "$1" 2>/dev/null; }
 if want fuse_extract || want fuse_auto || want fuse_all || want fuse_bad; then
-  if run fuse_extract "$KC" window extract --window 'norm@3..act' --json -o "$F" -- "$APPS/fuse_app" 4 "$FROWS" "$FDIM"; then
+  if run fuse_extract "$KC" window extract --window 'fnorm@3..fact' --json -o "$F" -- "$APPS/fuse_app" 4 "$FROWS" "$FDIM"; then
     sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/fuse.extract.json"
     HR=$(fregion_of $((FN + 16))) TR=$(fregion_of $((FN + 32))) OR=$(fregion_of $((FN + 48)))
     LO=$F/capture/window_liveout.json

@@ -1,11 +1,11 @@
 // A three-kernel "layer" for tests/gpu/window_e2e.sh's live-out and strong cases, on one
 // stream, ITER times:
-//   norm(h <- x * rms(x) * w)  ->  gemm(t <- h W)  ->  act(out <- silu(t))  ->  consume(acc += out; x updated)
-// norm, gemm and act take one struct holding every buffer, so that a fused replacement can be
+//   fnorm(h <- x * rms(x) * w)  ->  fgemm(t <- h W)  ->  fact(out <- silu(t))  ->  fconsume(acc += out; x updated)
+// fnorm, fgemm and fact take one struct holding every buffer, so that a fused replacement can be
 // swapped in for all three (`--swap 0=fused.cubin --swap 1=fused.cubin --swap 2=fused.cubin`):
-// norm and gemm do nothing and act computes out from x, w and W directly, never writing the
-// intermediates h and t. consume takes only x, out and acc: after the window of the last
-// iteration (norm@ITER-1..act) nothing reaches h or t again (dead), out is read (live).
+// fnorm and fgemm do nothing and fact computes out from x, w and W directly, never writing the
+// intermediates h and t. fconsume takes only x, out and acc: after the window of the last
+// iteration (fnorm@ITER-1..fact) nothing reaches h or t again (dead), out is read (live).
 //
 //   fuse_app [ITER=4] [ROWS=256] [D=256]
 // Variants, built from this file with -DVARIANT -DVARIANT_<name>:
@@ -43,7 +43,7 @@ __device__ float inv_rms(const float* x, int r, int d) {
   return rsqrtf(s / d + 1e-6f);
 }
 
-extern "C" __global__ void norm(Layer L) {
+extern "C" __global__ void fnorm(Layer L) {
 #if !defined(VARIANT_fused) && !defined(VARIANT_fused_bad)
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= L.rows * L.d) return;
@@ -52,7 +52,7 @@ extern "C" __global__ void norm(Layer L) {
 #endif
 }
 
-extern "C" __global__ void gemm(Layer L) {
+extern "C" __global__ void fgemm(Layer L) {
 #if !defined(VARIANT_fused) && !defined(VARIANT_fused_bad)
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= L.rows * L.d) return;
@@ -63,7 +63,7 @@ extern "C" __global__ void gemm(Layer L) {
 #endif
 }
 
-extern "C" __global__ void act(Layer L) {
+extern "C" __global__ void fact(Layer L) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= L.rows * L.d) return;
 #if defined(VARIANT_fused) || defined(VARIANT_fused_bad)
@@ -80,7 +80,7 @@ extern "C" __global__ void act(Layer L) {
 #endif
 }
 
-extern "C" __global__ void consume(float* x, const float* out, float* acc, int n) {
+extern "C" __global__ void fconsume(float* x, const float* out, float* acc, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   acc[i] += out[i];
@@ -118,10 +118,10 @@ int main(int argc, char** argv) {
   const Layer L{x, w, W, h, t, out, rows, d};
   const int blocks = int((n + 255) / 256);
   for (int it = 0; it < iters; ++it) {
-    norm<<<blocks, 256, 0, s>>>(L);
-    gemm<<<blocks, 256, 0, s>>>(L);
-    act<<<blocks, 256, 0, s>>>(L);
-    consume<<<blocks, 256, 0, s>>>(x, out, acc, int(n));
+    fnorm<<<blocks, 256, 0, s>>>(L);
+    fgemm<<<blocks, 256, 0, s>>>(L);
+    fact<<<blocks, 256, 0, s>>>(L);
+    fconsume<<<blocks, 256, 0, s>>>(x, out, acc, int(n));
     CHECK(cudaGetLastError());
   }
   CHECK(cudaStreamSynchronize(s));
