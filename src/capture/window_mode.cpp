@@ -191,6 +191,10 @@ class DriverWindowOps final : public WindowOps {
       if (it == params_.end()) device_error(fmt::format("window operation {} has no parameter bytes", i));
       format::write_file(writer.dir() / format::window_params_file(i), it->second.data(), it->second.size());
     }
+    for (size_t i = 0; i < w.ops.size(); ++i)
+      if (w.ops[i].kind == format::WindowOp::Kind::CopyH2D && w.ops[i].host_bytes)
+        format::write_file(writer.dir() / format::window_h2d_file(i), w.ops[i].host_bytes->data(),
+                           w.ops[i].host_bytes->size());
     for (const auto& [hash, image] : images_) {
       const std::string rel = format::window_image_file(hash, image.kind);
       if (!std::filesystem::exists(writer.dir() / rel)) format::write_file(writer.dir() / rel, image.bytes.data(), image.bytes.size());

@@ -464,10 +464,34 @@ void WindowRecorder::on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackDat
       return;
     }
     case WindowMemCall::CopyH2D: {
+      // The host bytes are copied now, at the call's entry: what the application asked to copy
+      // (an asynchronous copy's source may change after the call; the application would race too).
+      op.kind = format::WindowOp::Kind::CopyH2D;
+      const void* host = nullptr;
+      if (info.async) {
+        const auto& p = window_params_of<cuMemcpyHtoDAsync_v2_params>(cb);
+        op.dst = p.dstDevice, host = p.srcHost, op.bytes = p.ByteCount, stream = p.hStream;
+      } else {
+        const auto& p = window_params_of<cuMemcpyHtoD_v2_params>(cb);
+        op.dst = p.dstDevice, host = p.srcHost, op.bytes = p.ByteCount;
+      }
+      op.src = reinterpret_cast<uint64_t>(host);
+      bool dst_tracked = false;
+      for (const auto& r : inventory_.tracker.live())
+        dst_tracked |= op.dst >= r.base && op.dst - r.base + op.bytes <= r.size;
       std::lock_guard lk(mu_);
-      if (state_ == State::Open)
-        foreign("a host-to-device copy (its host bytes are not kept: a window with one replays without it)");
-      return;
+      if (state_ != State::Open || (info.async && stream != stream_)) break;  // foreign below, or not the window's
+      if (!dst_tracked || !host || h2d_bytes_ + op.bytes > format::kMaxWindowH2DBytes) {
+        foreign(!dst_tracked || !host
+                    ? std::string("a host-to-device copy into untracked memory")
+                    : fmt::format("a host-to-device copy beyond the {} of host bytes a window keeps",
+                                  format::kMaxWindowH2DBytes));
+        return;
+      }
+      h2d_bytes_ += op.bytes;
+      const auto* b = static_cast<const uint8_t*>(host);
+      op.host_bytes = std::make_shared<const std::vector<uint8_t>>(b, b + op.bytes);
+      break;
     }
     case WindowMemCall::CopyD2H:
     case WindowMemCall::None: return;

@@ -4,11 +4,13 @@
 // and hands it to this recorder instead of the capturer. The recorder has the capturer take
 // BEFORE there (every tracked region: --closure all), then records every operation the
 // application issues on that launch's stream — kernel launches (image, parameters, geometry,
-// attributes), memsets and device-to-device copies — until the Nth launch whose name
-// matches the window's end (KERNCAP_WINDOW); at that launch's exit the capturer takes AFTER
-// (every byte the window changed) and publishes, with the window's operations beside
-// (format/window.hpp). Work issued meanwhile on other streams, host-to-device copies and
-// graph launches are not part of the window: they are counted and named (validate says so).
+// attributes), memsets, device-to-device copies and host-to-device copies (their host bytes
+// kept) — until the Nth launch whose name matches the window's end (KERNCAP_WINDOW); at that
+// launch's exit the capturer takes AFTER (every byte the window changed) and publishes, with
+// the window's operations beside (format/window.hpp). Work issued meanwhile on other streams
+// and graph launches are not part of the window: they are counted and named (validate says
+// so); the window's stream waiting on another stream's work refuses the window. After it, the
+// live-out observation (window_liveout.hpp) watches the application's next launches.
 //
 // No CUDA call is made here: what a launch is comes through WindowOps and the work at the
 // window's ends through WindowEnds, so unit tests drive this with fake callbacks
@@ -156,6 +158,7 @@ class WindowRecorder final : public TargetCapture {
   };
   std::map<CUevent, EventMark> events_;
   std::unique_ptr<LiveOutObserver> observer_;
+  uint64_t h2d_bytes_ = 0;  // host bytes of the window's host-to-device copies, kept
   uint64_t open_ns_ = 0;
   static constexpr size_t kMaxRecords = 1 << 20;
 };

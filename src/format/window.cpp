@@ -79,6 +79,7 @@ nlohmann::json window_op_json(const WindowOp& o) {
                 {"pitch", o.pitch}});
       break;
     case WindowOp::Kind::CopyD2D:
+    case WindowOp::Kind::CopyH2D:
       j.update({{"dst", window_hex(o.dst)}, {"src", window_hex(o.src)}, {"bytes", o.bytes}});
       break;
   }
@@ -92,6 +93,7 @@ WindowOp window_read_op(const JsonField& f) {
   if (kind == "kernel") o.kind = WindowOp::Kind::Kernel;
   else if (kind == "memset") o.kind = WindowOp::Kind::Memset;
   else if (kind == "copy_d2d") o.kind = WindowOp::Kind::CopyD2D;
+  else if (kind == "copy_h2d") o.kind = WindowOp::Kind::CopyH2D;
   else f.at("kind").fail(fmt::format("is an unknown operation kind '{}'", kind));
   if (const auto t = f.find("in_app_ns")) o.in_app_ns = t->u64();
   if (const auto t = f.find("in_app_start_ns")) o.in_app_start_ns = t->u64();
@@ -149,6 +151,11 @@ WindowOp window_read_op(const JsonField& f) {
       o.src = f.at("src").hex();
       o.bytes = f.at("bytes").u64(0, uint64_t{1} << 46);
       break;
+    case WindowOp::Kind::CopyH2D:
+      o.dst = f.at("dst").hex();
+      o.src = f.at("src").hex();
+      o.bytes = f.at("bytes").u64(0, kMaxWindowH2DBytes);
+      break;
   }
   return o;
 }
@@ -159,12 +166,14 @@ std::string to_string(WindowOp::Kind k) {
   switch (k) {
     case WindowOp::Kind::Memset: return "memset";
     case WindowOp::Kind::CopyD2D: return "copy_d2d";
+    case WindowOp::Kind::CopyH2D: return "copy_h2d";
     case WindowOp::Kind::Kernel: break;
   }
   return "kernel";
 }
 
 std::string window_params_file(size_t index) { return fmt::format("window/op-{:06}.params", index); }
+std::string window_h2d_file(size_t index) { return fmt::format("window/op-{:06}.h2d", index); }
 std::string window_image_file(uint64_t hash, const std::string& kind) { return fmt::format("image/{:016x}.{}", hash, kind); }
 
 size_t Window::kernels() const {
@@ -215,6 +224,10 @@ Window window_from_json(const nlohmann::json& j) {
   if (n == 0) ops.fail("is empty: a window has at least one kernel launch");
   for (size_t i = 0; i < n; ++i) w.ops.push_back(window_read_op(ops.elem(i)));
   if (w.ops[0].kind != WindowOp::Kind::Kernel) ops.elem(0).fail("must be a kernel launch (the window's first)");
+  uint64_t h2d = 0;
+  for (const auto& o : w.ops)
+    if (o.kind == WindowOp::Kind::CopyH2D && (h2d += o.bytes) > kMaxWindowH2DBytes)
+      ops.fail(fmt::format("holds more than {} bytes of host-to-device copies", kMaxWindowH2DBytes));
   w.foreign_ops = top.at("foreign_ops").u64();
   const JsonField ex = top.at("foreign_examples");
   for (size_t i = 0, m = ex.array_size(kMaxForeignExamples); i < m; ++i) w.foreign_examples.push_back(ex.elem(i).str(kWindowMaxName));

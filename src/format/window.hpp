@@ -11,6 +11,7 @@
 // index and the image's hash (so every name is confined to the directory by construction).
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,10 +27,11 @@ inline constexpr int kWindowVersion = 1;
 inline constexpr const char* kWindowFile = "window.json";
 inline constexpr size_t kMaxWindowOps = 65536;           // operations in one window
 inline constexpr uint64_t kMaxWindowParamBytes = 1 << 20; // one launch's parameter buffer (CUDA: 32 KiB)
+inline constexpr uint64_t kMaxWindowH2DBytes = uint64_t{1} << 30;  // host bytes kept, all copies of a window
 
 // One operation of the window, in the order the application issued it on the stream.
 struct WindowOp {
-  enum class Kind { Kernel, Memset, CopyD2D };
+  enum class Kind { Kernel, Memset, CopyD2D, CopyH2D };
   Kind kind = Kind::Kernel;
   uint64_t launch_index = 0;  // among all kernel launches of the process (kernels only)
   // Kernel.
@@ -47,7 +49,9 @@ struct WindowOp {
   // other than the first launch's): they start at their load-time values in a replay.
   std::vector<std::string> uncaptured_globals;
   // Memset: `count` elements of `element_size` (1, 2, 4) bytes of `value` at `dst`, rows of
-  // `width` elements `pitch` bytes apart (height 1: one run). Copy: `bytes` from `src` to `dst`.
+  // `width` elements `pitch` bytes apart (height 1: one run). Copy: `bytes` from `src` to `dst`;
+  // a host-to-device copy's source bytes are kept in window/op-NNNNNN.h2d (src: the host address,
+  // informational).
   uint64_t dst = 0, src = 0;
   uint32_t value = 0, element_size = 1;
   uint64_t width = 0, height = 1, pitch = 0;
@@ -55,12 +59,16 @@ struct WindowOp {
   // In-app GPU time of this operation (CUPTI kernel record), when known.
   std::optional<uint64_t> in_app_ns;
   std::optional<uint64_t> in_app_start_ns;  // relative to the window's first operation's start
+  // A host-to-device copy's bytes while the capture holds them (never in window.json: written
+  // to window_h2d_file at the window's end).
+  std::shared_ptr<const std::vector<uint8_t>> host_bytes;
 };
 std::string to_string(WindowOp::Kind k);
 
 // The files of operation i (derived, never read from the document).
 std::string window_params_file(size_t index);          // window/op-000042.params
 std::string window_image_file(uint64_t hash, const std::string& kind);  // image/<16 hex>.<kind>
+std::string window_h2d_file(size_t index);             // window/op-000042.h2d
 
 struct Window {
   int version = kWindowVersion;

@@ -69,6 +69,18 @@ WindowReplay::WindowReplay(Session& s, format::Window window, const std::map<siz
   try {
     for (size_t i = 0; i < window_.ops.size(); ++i) {
       const format::WindowOp& op = window_.ops[i];
+      if (op.kind == Kind::CopyH2D) {
+        // Pinned, so that the copy is asynchronous on the stream as the application's was.
+        const std::vector<uint8_t> bytes = cap.read(format::window_h2d_file(i), "a host-to-device copy's bytes");
+        if (bytes.size() != op.bytes)
+          input_error(fmt::format("{} has {} bytes, window.json says {}: the window capture is damaged",
+                                  format::window_h2d_file(i), bytes.size(), op.bytes));
+        if (!bytes.empty()) {
+          KC_CU(cuMemAllocHost(&kernels_[i].host, bytes.size()));
+          std::memcpy(kernels_[i].host, bytes.data(), bytes.size());
+        }
+        continue;
+      }
       if (op.kind != Kind::Kernel) continue;
       Kernel& k = kernels_[i];
       if (const auto sw = swaps.find(i); sw != swaps.end()) {
@@ -124,12 +136,16 @@ WindowReplay::WindowReplay(Session& s, format::Window window, const std::map<siz
   } catch (...) {
     for (CUmodule mod : modules_) KC_CU_TRY(cuModuleUnload(mod));
     modules_.clear();
+    for (Kernel& k : kernels_)
+      if (k.host) KC_CU_TRY(cuMemFreeHost(k.host));
     throw;
   }
   relocate();
 }
 
 WindowReplay::~WindowReplay() {
+  for (Kernel& k : kernels_)
+    if (k.host) KC_CU_TRY(cuMemFreeHost(k.host));
   for (CUmodule mod : modules_)
     if (const CUresult r = KC_CU_TRY(cuModuleUnload(mod)); r != CUDA_SUCCESS)
       log::warn("{}", cu_error_text(r, "cuModuleUnload", __FILE__, __LINE__));
@@ -183,6 +199,9 @@ void WindowReplay::enqueue(CUstream stream, size_t begin, size_t end) {
       }
       case Kind::CopyD2D:
         KC_CU(cuMemcpyDtoDAsync(s_.translate(op.dst), s_.translate(op.src), op.bytes, stream));
+        break;
+      case Kind::CopyH2D:
+        if (op.bytes) KC_CU(cuMemcpyHtoDAsync(s_.translate(op.dst), kernels_[i].host, op.bytes, stream));
         break;
     }
   }
@@ -282,6 +301,7 @@ std::string WindowReplay::describe(size_t op) const {
     case Kind::Kernel: return fmt::format("op {} {}{}", op, names::demangle(o.mangled), kernels_[op].swapped ? " (swapped)" : "");
     case Kind::Memset: return fmt::format("op {} memset {} x{} of {:#x} at {}", op, o.width, o.element_size, o.value, hex_addr(o.dst));
     case Kind::CopyD2D: return fmt::format("op {} copy {} B {} -> {}", op, o.bytes, hex_addr(o.src), hex_addr(o.dst));
+    case Kind::CopyH2D: return fmt::format("op {} copy {} B host -> {}", op, o.bytes, hex_addr(o.dst));
   }
   return fmt::format("op {}", op);
 }

@@ -3,7 +3,8 @@
 // session reserves the captured addresses, restores BEFORE (the window's start) and compares
 // with AFTER (its end) as for one launch; this adds the window's operations — each kernel
 // with its own image, parameters (pointers into moved ranges rewritten) and attributes, the
-// memsets and device-to-device copies — enqueued in order on one stream. A kernel of the
+// memsets, device-to-device copies and host-to-device copies (from the bytes the capture kept)
+// — enqueued in order on one stream. A kernel of the
 // window may be replaced by a variant image (a swap). The one judge judges the result:
 // launch() is the evaluation loop's caller launch (Evaluator::evaluate).
 #include <cuda.h>
@@ -66,6 +67,7 @@ class WindowReplay {
     std::vector<void*> ptrs;
     std::vector<CUlaunchAttribute> attrs;
     bool swapped = false;
+    void* host = nullptr;  // a host-to-device copy's bytes, pinned (cuMemAllocHost)
   };
   CUfunction function_in(CUmodule module, const std::string& name, const std::string& desc);
   void relocate();

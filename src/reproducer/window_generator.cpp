@@ -18,6 +18,7 @@ std::string window_op_name(const format::WindowOp& op) {
       return fmt::format("memset {} x {} B of {:#x} at {}", op.width, op.element_size, op.value, hex_addr(op.dst));
     case format::WindowOp::Kind::CopyD2D:
       return fmt::format("copy {} B {} -> {}", op.bytes, hex_addr(op.src), hex_addr(op.dst));
+    case format::WindowOp::Kind::CopyH2D: return fmt::format("copy {} B host -> {}", op.bytes, hex_addr(op.dst));
   }
   return "?";
 }
@@ -34,7 +35,8 @@ std::string window_op_shape(const format::WindowOp& op) {
       // The reader bounds width (2^46) and height (2^32); the product is shown as text.
       if (op.height > 1) return fmt::format("{} rows of {} B, pitch {} B", op.height, op.width * op.element_size, op.pitch);
       return human_bytes(op.width * op.element_size);
-    case format::WindowOp::Kind::CopyD2D: return human_bytes(op.bytes);
+    case format::WindowOp::Kind::CopyD2D:
+    case format::WindowOp::Kind::CopyH2D: return human_bytes(op.bytes);
   }
   return "";
 }

@@ -435,3 +435,27 @@ TEST(CaptureWindow, WaitOnAnotherStreamsWorkRefusesTheWindow) {
   h.launch(kAct, s);
   EXPECT_TRUE(h.ends.finished.empty());
 }
+
+// A host-to-device copy into tracked memory on the window's stream is one of its operations,
+// its host bytes kept (written to window/op-NNNNNN.h2d at the end); into untracked memory it
+// stays foreign.
+TEST(CaptureWindow, HostToDeviceCopiesKeepTheirBytes) {
+  Harness h("rms_norm", 0, "silu", 0);
+  const CUstream s = stream(0x50);
+  CUdeviceptr p = 0x7000;
+  FakeCall<cuMemAlloc_v2_params> a(cuMemAlloc_v2_params{&p, 64}, CUPTI_API_EXIT, h.next++);
+  h.call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &a.cb);  // tracked before the window
+  h.launch(kNorm, s);
+  h.copy_h2d(0x7010, 16, s);
+  h.copy_h2d(0x9000, 16, s);  // untracked: foreign
+  h.launch(kAct, s);
+  ASSERT_EQ(h.ends.finished.size(), 1u);
+  const auto& w = h.ends.finished[0].window;
+  EXPECT_EQ(kinds_and_names(w), (std::vector<std::string>{kNorm, "copy_h2d", kAct}));
+  ASSERT_TRUE(w.ops[1].host_bytes);
+  EXPECT_EQ(w.ops[1].host_bytes->size(), 16u);
+  EXPECT_EQ(w.ops[1].dst, 0x7010u);
+  EXPECT_EQ(w.ops[1].bytes, 16u);
+  EXPECT_EQ(w.foreign_ops, 1u);
+  EXPECT_NE(w.foreign_examples.at(0).find("untracked"), std::string::npos);
+}

@@ -165,3 +165,25 @@ TEST(FormatWindow, ReadFromADirectory) {
   EXPECT_THROW(read_window(dir), kerncap::Error);
   std::filesystem::remove_all(dir);
 }
+
+// A host-to-device copy: its kind and bounds read back; its bytes live in a derived file.
+TEST(FormatWindow, HostToDeviceCopy) {
+  Window w = sample();
+  WindowOp c;
+  c.kind = WindowOp::Kind::CopyH2D;
+  c.dst = 0x7000;
+  c.src = 0x1234;
+  c.bytes = 4096;
+  w.ops.push_back(c);
+  nlohmann::json j = to_json(w);
+  EXPECT_EQ(j["ops"].back()["kind"], "copy_h2d");
+  const Window r = window_from_json(j);
+  EXPECT_EQ(r.ops.back().kind, WindowOp::Kind::CopyH2D);
+  EXPECT_EQ(r.ops.back().bytes, 4096u);
+  EXPECT_EQ(window_h2d_file(3), "window/op-000003.h2d");
+  j["ops"].back()["bytes"] = kMaxWindowH2DBytes + 1;
+  EXPECT_THROW(window_from_json(j), kerncap::Error);
+  j["ops"].back()["bytes"] = kMaxWindowH2DBytes;
+  j["ops"].push_back(j["ops"].back());  // two of them: more than a window keeps
+  EXPECT_THROW(window_from_json(j), kerncap::Error);
+}
