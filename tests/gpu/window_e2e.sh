@@ -27,6 +27,8 @@
 #                  never written) PASSes under --live-out auto, strong, the speed-up printed
 #   fuse_all       the same under --live-out all: FAIL on h and t, each named as a dead intermediate
 #   fuse_bad       a fused replacement that skips out's last row FAILs under --live-out auto on out
+#   h2d            fuse_app with a host-to-device copy of new weights inside the window: the window has a
+#                  copy_h2d operation and the captured window PASSes byte for byte (the host bytes kept)
 #   streams        tests/gpu/window_apps/two_streams.cu: a window on s0 that waits (event) on s1's kernel is
 #                  refused, the message naming the other stream and cuStreamWaitEvent; no capture
 #   torch_mlp      tests/gpu/window_apps/window_torch.py (layer_norm, cuBLAS GEMMs, GELU, add in bf16):
@@ -239,6 +241,17 @@ if want fuse_extract || want fuse_auto || want fuse_all || want fuse_bad; then
     fi
   else
     verdict fuse_extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
+  fi
+fi
+
+if want h2d; then
+  if run h2d_extract "$KC" window extract --window 'fnorm@3..fact' --json -o "$WORK/h2d" -- "$APPS/fuse_app" 4 "$FROWS" "$FDIM" h2d; then
+    kinds=$(sed -n '/^{/,$p' "$STEP_OUT" | python3 -c "import json,sys; print(','.join(o['kind'] for o in json.load(sys.stdin)['ops']))" 2>/dev/null)
+    run h2d_validate "$KC" window validate "$WORK/h2d" --json --iterations 3
+    res=$(py 'd["result"]' "$STEP_OUT" 2>/dev/null)
+    verdict h2d "$(pass_if "$([ "$kinds" = kernel,copy_h2d,kernel,kernel ] && [ "$res" = PASS ] && echo 1)")" "ops $kinds; $(py 'd["line"]' "$STEP_OUT" 2>/dev/null)"
+  else
+    verdict h2d FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
   fi
 fi
 

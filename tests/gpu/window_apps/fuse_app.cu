@@ -7,7 +7,9 @@
 // intermediates h and t. fconsume takes only x, out and acc: after the window of the last
 // iteration (fnorm@ITER-1..fact) nothing reaches h or t again (dead), out is read (live).
 //
-//   fuse_app [ITER=4] [ROWS=256] [D=256]
+//   fuse_app [ITER=4] [ROWS=256] [D=256] [h2d]
+// With h2d, each iteration also copies new weights W from the host (cudaMemcpyAsync) between
+// fnorm and fgemm: a window with a host-to-device copy whose bytes only the capture holds.
 // Variants, built from this file with -DVARIANT -DVARIANT_<name>:
 //   fused      the fused replacement above (same arithmetic, equal within fp32 tolerance)
 //   fused_bad  the same, leaving the last row of out alone (a wrong replacement)
@@ -15,6 +17,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #define CHECK(x)                                                                               \
@@ -92,6 +95,7 @@ int main(int argc, char** argv) {
   const int iters = argc > 1 ? std::atoi(argv[1]) : 4;
   const int rows = argc > 2 ? std::atoi(argv[2]) : 256;
   const int d = argc > 3 ? std::atoi(argv[3]) : 256;
+  const bool h2d = argc > 4 && std::string(argv[4]) == "h2d";
   const size_t n = size_t(rows) * d;
   // Distinct sizes (the suite tells regions apart by size): x n, h n+16, t n+32, out n+48,
   // acc n+64, w d, W d*d floats.
@@ -119,6 +123,11 @@ int main(int argc, char** argv) {
   const int blocks = int((n + 255) / 256);
   for (int it = 0; it < iters; ++it) {
     fnorm<<<blocks, 256, 0, s>>>(L);
+    if (h2d) {
+      for (auto& v : hw) v *= -1.0f;  // new weights every iteration, from pageable host memory
+      CHECK(cudaMemcpyAsync(W, hw.data(), size_t(d) * d * 4, cudaMemcpyHostToDevice, s));
+      CHECK(cudaStreamSynchronize(s));  // hw is changed next iteration
+    }
     fgemm<<<blocks, 256, 0, s>>>(L);
     fact<<<blocks, 256, 0, s>>>(L);
     fconsume<<<blocks, 256, 0, s>>>(x, out, acc, int(n));
