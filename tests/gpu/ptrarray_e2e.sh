@@ -14,14 +14,17 @@
 #   weak       the tail-skipping variant, --footprint never   shown only (weak proves nothing)
 #   tail       the variant skipping the last group or tile    expect FAIL
 # With CUTLASS_EX57 (a build of CUTLASS's examples/57_hopper_grouped_gemm) and CUTLASS_EX57_SKIP
-# (a cubin of it whose group scheduler skips the last group), also its cooperative kernel; its
-# persistent scheduler covers every tile whatever the grid, so --grid is shown only.
+# (a cubin of it whose group scheduler skips the last group), also its cooperative kernel, and
+# its captured image on half the grid (shown only: a persistent kernel's tiles need not follow
+# the grid; on an H200 it FAILed too).
 # Exit 0 all passed, 1 some failed, 77 skipped (no GPU, or not sm_90).
 #
 #   tests/gpu/ptrarray_e2e.sh BUILD_DIR
 set -u -o pipefail
+# shellcheck disable=SC2034,SC2054  # LOG, LOG_TAIL: read by lib.sh's run; -gencode's value has commas
 
 BUILD=${1:?usage: tests/gpu/ptrarray_e2e.sh BUILD_DIR}
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 gpu_build "$BUILD"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -67,34 +70,38 @@ probe_case() {
     "${vflags[*]##*/}: $(result_of tail)"
 }
 
-build() {  # build NAME [flags]: the program, and its kernel alone with flags as a cubin
+BIN=$WORK/bin
+mkdir -p "$BIN"
+build() {  # build NAME [flags]: BIN/NAME, and its kernel alone with flags as BIN/NAME.variant.cubin
   local name=$1 src=$HERE/ptrarray_apps/$1.cu
   shift
-  run "build_$name" "$NVCC" "${GEN[@]}" "$src" -o "$WORK/$name" -lcuda &&
-    { [ $# -eq 0 ] || run "variant_$name" "$NVCC" "${GEN[@]}" -cubin -DKC_KERNEL_ONLY "$@" "$src" -o "$WORK/$name.variant.cubin"; }
+  D=$WORK
+  run "build_$name" "$NVCC" "${GEN[@]}" "$src" -o "$BIN/$name" -lcuda &&
+    { [ $# -eq 0 ] || run "variant_$name" "$NVCC" "${GEN[@]}" -cubin -DKC_KERNEL_ONLY "$@" "$src" -o "$BIN/$name.variant.cubin"; }
 }
 
 if want bulk_groups; then
   if build bulk_groups -DKC_SKIP_LAST_GROUP; then
     # 16 tiles of 4 KiB; the last group is tiles 10..15.
-    probe_case bulk_groups bulk_group_store 65536 - "$WORK/bulk_groups.variant.cubin" -- "$WORK/bulk_groups" 3
+    probe_case bulk_groups bulk_group_store 65536 - "$BIN/bulk_groups.variant.cubin" -- "$BIN/bulk_groups" 3
     D=$WORK/bulk_groups
     run grid "$KC" validate "$D/cap" --grid 15
-    verdict bulk_groups_grid "$(pass_if "$([ "$RC" = 1 ] && echo 1)")" "--grid 15: $(result_of grid)"
+    verdict bulk_groups_grid "$(pass_if "$([ "$RC" = 1 ] && [[ $(result_of grid) == "Result: FAIL"* ]] && echo 1)")" \
+      "--grid 15: $(result_of grid)"
   else
     verdict bulk_groups FAIL "nvcc: $(tail -2 "$STEP_ERR" | tr '\n' ' ')"
   fi
 fi
 if want tma_store; then
   if build tma_store; then
-    probe_case tma_store tma_tile_store 262144 7,8 - -- "$WORK/tma_store" 3
+    probe_case tma_store tma_tile_store 262144 7,8 - -- "$BIN/tma_store" 3
   else
     verdict tma_store FAIL "nvcc: $(tail -2 "$STEP_ERR" | tr '\n' ' ')"
   fi
 fi
 if want patched_map; then
   if build patched_map; then
-    probe_case patched_map patched_map_store 196608 4,4,2 - -- "$WORK/patched_map" 3
+    probe_case patched_map patched_map_store 196608 4,4,2 - -- "$BIN/patched_map" 3
   else
     verdict patched_map FAIL "nvcc: $(tail -2 "$STEP_ERR" | tr '\n' ' ')"
   fi
@@ -108,7 +115,7 @@ if want cutlass57; then
     "$KC" info --json "$D/cap" >"$D/info.json" 2>/dev/null
     g=$(info "','.join(str(max(1, v // 2)) if i == 0 else str(v) for i, v in enumerate(m['launch']['grid']))")
     run grid "$KC" validate "$D/cap" --grid "$g"
-    echo "  [cutlass57] --grid $g (persistent scheduler: every tile still runs; shown only): $(result_of grid)"
+    echo "  [cutlass57] --grid $g (shown only): $(result_of grid)"
   else
     verdict cutlass57 "SKIP" "set CUTLASS_EX57 and CUTLASS_EX57_SKIP (see the header)"
   fi
