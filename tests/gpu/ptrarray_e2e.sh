@@ -21,7 +21,7 @@
 #
 #   tests/gpu/ptrarray_e2e.sh BUILD_DIR
 set -u -o pipefail
-# shellcheck disable=SC2034,SC2054  # LOG, LOG_TAIL: read by lib.sh's run; -gencode's value has commas
+# shellcheck disable=SC2034  # LOG, LOG_TAIL: read by lib.sh's run
 
 BUILD=${1:?usage: tests/gpu/ptrarray_e2e.sh BUILD_DIR}
 # shellcheck source=lib.sh
@@ -36,6 +36,7 @@ if [ "$SM" != 90 ]; then
 fi
 gpu_work_dir ptrarray
 LOG=$WORK/log.txt LOG_TAIL=8
+# shellcheck disable=SC2054  # -gencode's value has commas
 GEN=(-gencode arch=compute_90a,code=sm_90a -O2 -std=c++17)
 echo "ptrarray suite: work in $WORK"
 
