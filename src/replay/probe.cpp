@@ -16,13 +16,30 @@ namespace kerncap::replay {
 
 namespace {
 
-// The region (manifest order) `a` points into, given each region's base; nullopt when none.
-std::optional<size_t> probe_region_of(const format::Manifest& m, const std::vector<uint64_t>& bases, uint64_t a) {
-  if (a == 0) return std::nullopt;
-  for (size_t i = 0; i < m.regions.size(); ++i)
-    if (a >= bases[i] && a - bases[i] < m.regions[i].size) return i;
-  return std::nullopt;
-}
+// Which region (manifest order) an address points into, given each region's base: sorted by
+// base, since up to 256 MiB of region memory is scanned word by word against every region.
+class ProbeRegionIndex {
+ public:
+  ProbeRegionIndex(const format::Manifest& m, const std::vector<uint64_t>& bases) {
+    for (size_t i = 0; i < m.regions.size(); ++i)
+      if (m.regions[i].size) sorted_.push_back({bases[i], m.regions[i].size, i});
+    std::sort(sorted_.begin(), sorted_.end(), [](const Entry& x, const Entry& y) { return x.base < y.base; });
+  }
+  std::optional<size_t> find(uint64_t a) const {
+    auto it = std::upper_bound(sorted_.begin(), sorted_.end(), a, [](uint64_t v, const Entry& e) { return v < e.base; });
+    if (a == 0 || it == sorted_.begin()) return std::nullopt;
+    --it;
+    if (a - it->base >= it->size) return std::nullopt;
+    return it->index;
+  }
+
+ private:
+  struct Entry {
+    uint64_t base, size;
+    size_t index;
+  };
+  std::vector<Entry> sorted_;
+};
 
 // Whether the footprint saw any access to bytes [b, e) of a region.
 bool probe_touched(const format::RegionFootprint& rf, uint64_t b, uint64_t e) {
@@ -52,19 +69,21 @@ std::vector<ProbeSpan> probe_candidates(const format::Manifest& m, std::span<con
   // pointer was found), and the offsets of the pointer words the region itself holds.
   std::vector<std::vector<std::pair<uint64_t, size_t>>> starts(n);
   std::vector<std::vector<uint64_t>> holds(n);
-  auto scan = [&](std::span<const uint8_t> bytes, const std::vector<uint64_t>& bases, size_t from) {
+  auto scan = [&](std::span<const uint8_t> bytes, const ProbeRegionIndex& index, const std::vector<uint64_t>& bases,
+                  size_t from) {
     for (size_t o = 0; o + 8 <= bytes.size(); o += 8) {
       uint64_t a = 0;
       std::memcpy(&a, bytes.data() + o, 8);
-      const auto i = probe_region_of(m, bases, a);
+      const auto i = index.find(a);
       if (!i) continue;
       starts[*i].emplace_back(a - bases[*i], from);
       if (from != kFromParams) holds[from].push_back(o);
     }
   };
-  scan(params, captured_bases, kFromParams);
+  scan(params, ProbeRegionIndex(m, captured_bases), captured_bases, kFromParams);
+  const ProbeRegionIndex replay_index(m, replay_bases);
   for (const auto& src : memory.sources)
-    if (src.region < n) scan(src.bytes, replay_bases, src.region);
+    if (src.region < n) scan(src.bytes, replay_index, replay_bases, src.region);
   for (size_t i = 0; i < n && out.size() < limit; ++i) {
     auto& s = starts[i];
     if (s.empty() || m.regions[i].size > max_region_bytes) continue;
