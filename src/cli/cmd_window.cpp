@@ -247,6 +247,7 @@ struct RunArgs {
   std::optional<double> atol, rtol;
   bool exact = false;
   bool weak = false;  // no poison probe: a weak verdict
+  std::string replace;  // FROM..TO=launches.json
 };
 
 std::map<size_t, replay::VariantImage> read_swaps(const std::vector<std::string>& specs) {
@@ -348,6 +349,9 @@ void run_validate(const RunArgs& a, int& exit_code) {
   const std::optional<format::WindowLiveOut> observed = format::read_window_liveout(cap.dir);
   const auto live = parse_live_out(a.live_out, cap.manifest, observed, a.dir);
   const auto swaps = read_swaps(a.swaps);
+  std::optional<replay::Replacement> replacement;
+  if (!a.replace.empty()) replacement = replay::read_replacement(a.replace, o.window, cap.manifest);
+  const bool variant = !swaps.empty() || replacement;
   replay::JudgeOverrides over;
   if (!a.dtype.empty()) over.dtype = a.dtype;
   over.atol = a.atol;
@@ -359,7 +363,7 @@ void run_validate(const RunArgs& a, int& exit_code) {
   eo.policy = replay::load_policy(over, cap);
   // The captured window is judged byte for byte (the evidence that the replay reproduces it);
   // with a swap, the judge's variant rules apply (typed regions within tolerance).
-  if (swaps.empty()) eo.policy.exact = true;
+  if (!variant) eo.policy.exact = true;
   replay::Session s(session_options(o, a.quiet || a.json));
   // Strong: the window's write-only live-out bytes, probed on the captured window, are poisoned
   // before the judged replay by the one poison code (window_poison.hpp).
@@ -370,7 +374,7 @@ void run_validate(const RunArgs& a, int& exit_code) {
   }
   const replay::PoisonPlan* plan = poison && poison->weak_reason.empty() ? &poison->plan : nullptr;
   if (plan) replay::poison_restores(s, *plan);
-  replay::WindowReplay wr(s, o.window, swaps);
+  replay::WindowReplay wr(s, o.window, swaps, replacement ? &*replacement : nullptr);
   replay::Evaluator ev(s, plan);
   replay::Evaluation e = ev.evaluate(nullptr, eo, [&](CUstream st) { wr.enqueue(st); });
   s.set_restore_filter({});
@@ -394,7 +398,7 @@ void run_validate(const RunArgs& a, int& exit_code) {
   // Times: the window as judged, and the captured window beside it when kernels were swapped.
   const replay::WindowTiming t = wr.time(a.warmup, a.iterations);
   std::optional<replay::WindowTiming> base;
-  if (!swaps.empty()) {
+  if (variant) {
     replay::WindowReplay captured(s, o.window, {});
     base = captured.time(a.warmup, a.iterations);
   }
@@ -429,6 +433,7 @@ void run_validate(const RunArgs& a, int& exit_code) {
     nlohmann::json sw = nlohmann::json::array();
     for (const auto& [i, v] : swaps) sw.push_back({{"op", i}, {"image", v.desc}});
     j["swaps"] = sw;
+    j["replacement"] = replacement ? nlohmann::json(replacement->spec) : nlohmann::json(nullptr);
     j["timing"] = timing_json(t, o.window);
     if (base) {
       j["captured_timing"] = timing_json(*base, o.window);
@@ -440,8 +445,11 @@ void run_validate(const RunArgs& a, int& exit_code) {
   } else {
     for (const auto& n : wr.notes()) std::fprintf(stderr, "kerncap: note: %s\n", n.c_str());
     warn_foreign(o.window);
-    std::cout << fmt::format("window of {} operations ({} kernels){}\n", o.window.ops.size(), o.window.kernels(),
-                             swaps.empty() ? std::string() : fmt::format(", {} swapped", swaps.size()));
+    std::cout << fmt::format("window of {} operations ({} kernels){}{}\n", o.window.ops.size(), o.window.kernels(),
+                             swaps.empty() ? std::string() : fmt::format(", {} swapped", swaps.size()),
+                             replacement ? fmt::format(", ops {} to {} replaced by {} launch(es)", replacement->from,
+                                                       replacement->to, replacement->launches.size())
+                                         : std::string());
     for (const auto& r : e.verdict.regions) {
       if (r.result.pass()) continue;
       const auto wit = writers.find(r.id);
@@ -465,7 +473,7 @@ void run_validate(const RunArgs& a, int& exit_code) {
     std::cout << fmt::format("  window time: replay {:.4f} ms (kernels {:.4f} ms), in-app {} ms, {}\n", t.window_ms,
                              t.kernels_ms, ms(o.window.in_app_window_ns), ratio_text(t.window_ms, o.window.in_app_window_ns));
     if (base)
-      std::cout << fmt::format("  captured window: {:.4f} ms; with the swap(s): {:.4f} ms: speed-up x{:.3f}\n",
+      std::cout << fmt::format("  captured window: {:.4f} ms; as judged: {:.4f} ms: speed-up x{:.3f}\n",
                                base->window_ms, t.window_ms, t.window_ms > 0 ? base->window_ms / t.window_ms : 0.0);
     std::cout << line << "\n";
   }
@@ -561,6 +569,10 @@ void add_window(CLI::App& app, int& exit_code) {
                  "application read after the window, observed at capture: window_liveout.json) or region ids (e.g. "
                  "3,5); differences elsewhere are counted, not judged")
       ->type_name("all|auto|ID,...");
+  vd->add_option("--replace", va->replace,
+                 "FROM..TO=launches.json: operations FROM to TO (inclusive) run the launches of new images in the "
+                 "file instead, their parameters built from the window's regions (docs/window.md \"Replacements\")")
+      ->type_name("FROM..TO=FILE");
   vd->add_flag("--weak", va->weak,
                "Do not poison: by default the window's write-only live-out bytes (probed on the captured window) are "
                "poisoned before the replay, so a replacement that skips a write fails");

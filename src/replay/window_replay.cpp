@@ -46,8 +46,19 @@ CUfunction WindowReplay::function_in(CUmodule module, const std::string& name, c
   return f;
 }
 
-WindowReplay::WindowReplay(Session& s, format::Window window, const std::map<size_t, VariantImage>& swaps)
+WindowReplay::WindowReplay(Session& s, format::Window window, const std::map<size_t, VariantImage>& swaps,
+                           const Replacement* replacement)
     : s_(s), window_(std::move(window)) {
+  if (replacement) {
+    if (replacement->to >= window_.ops.size() || replacement->from > replacement->to)
+      usage_error(fmt::format("--replace {}..{}: the window has operations 0 to {}", replacement->from,
+                              replacement->to, window_.ops.size() - 1));
+    for (const auto& [op, image] : swaps)
+      if (op >= replacement->from && op <= replacement->to)
+        usage_error(fmt::format("--swap {} falls inside --replace {}..{}: an operation is either swapped or replaced",
+                                op, replacement->from, replacement->to));
+    replacement_ = *replacement;
+  }
   const format::Capture& cap = s_.capture();
   const format::Manifest& m = cap.manifest;
   if (window_.ops.empty() || window_.ops[0].kind != Kind::Kernel || window_.ops[0].image_hash != m.image_hash ||
@@ -69,6 +80,7 @@ WindowReplay::WindowReplay(Session& s, format::Window window, const std::map<siz
   try {
     for (size_t i = 0; i < window_.ops.size(); ++i) {
       const format::WindowOp& op = window_.ops[i];
+      if (replaced(i)) continue;  // its replacement runs instead
       if (op.kind == Kind::CopyH2D) {
         // Pinned, so that the copy is asynchronous on the stream as the application's was.
         const std::vector<uint8_t> bytes = cap.read(format::window_h2d_file(i), "a host-to-device copy's bytes");
@@ -133,6 +145,7 @@ WindowReplay::WindowReplay(Session& s, format::Window window, const std::map<siz
         input_error(fmt::format("{} has {} bytes, window.json says {}: the window capture is damaged",
                                 format::window_params_file(i), k.params.size(), op.params_size));
     }
+    if (replacement_) load_replacement(*replacement_);
   } catch (...) {
     for (CUmodule mod : modules_) KC_CU_TRY(cuModuleUnload(mod));
     modules_.clear();
@@ -151,6 +164,22 @@ WindowReplay::~WindowReplay() {
       log::warn("{}", cu_error_text(r, "cuModuleUnload", __FILE__, __LINE__));
 }
 
+void WindowReplay::load_replacement(const Replacement& r) {
+  for (const auto& l : r.launches) {
+    const VariantImage image = read_variant_image(l.image);
+    const std::string name = kernel_in_variant(image.bytes, image.desc, l.kernel);
+    modules_.push_back(window_load_module(image.bytes, image.desc));
+    NewLaunch n;
+    n.function = function_in(modules_.back(), name, image.desc);
+    if (l.shared_mem_bytes > 48 * 1024)
+      KC_CU(cuFuncSetAttribute(n.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                               static_cast<int>(l.shared_mem_bytes)));
+    new_launches_.push_back(std::move(n));
+  }
+  notes_.push_back(fmt::format("operations {} to {} are replaced by {} launch(es) ({})", r.from, r.to,
+                               r.launches.size(), r.spec.empty() ? std::string("--replace") : r.spec));
+}
+
 void WindowReplay::relocate() {
   for (size_t i = 0; i < kernels_.size(); ++i) {
     Kernel& k = kernels_[i];
@@ -160,10 +189,37 @@ void WindowReplay::relocate() {
     k.ptrs.clear();
     for (const auto& slot : window_.ops[i].params) k.ptrs.push_back(k.relocated.data() + slot.offset);
   }
+  if (!replacement_) return;
+  // Pointers to regions where this replay placed them.
+  const format::Manifest& m = s_.capture().manifest;
+  std::map<uint32_t, size_t> index;
+  for (size_t i = 0; i < m.regions.size(); ++i) index[m.regions[i].id] = i;
+  for (size_t j = 0; j < new_launches_.size(); ++j) {
+    NewLaunch& n = new_launches_[j];
+    std::vector<format::ParamSlot> slots;
+    n.params = pack_replacement_args(replacement_->launches[j].args,
+                                     [&](uint32_t id) { return s_.address(index.at(id)); }, &slots);
+    n.ptrs.clear();
+    for (const auto& slot : slots) n.ptrs.push_back(n.params.data() + slot.offset);
+  }
 }
 
 void WindowReplay::enqueue(CUstream stream, size_t begin, size_t end) {
   for (size_t i = begin; i < end && i < window_.ops.size(); ++i) {
+    if (replaced(i)) {
+      if (i == replacement_->from)
+        for (size_t j = 0; j < new_launches_.size(); ++j) {
+          const ReplacementLaunch& l = replacement_->launches[j];
+          NewLaunch& n = new_launches_[j];
+          const CUresult r = KC_CU_TRY(cuLaunchKernel(n.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
+                                                      l.block[2], l.shared_mem_bytes, stream,
+                                                      n.ptrs.empty() ? nullptr : n.ptrs.data(), nullptr));
+          if (r != CUDA_SUCCESS)
+            device_error(cu_error_text(r, fmt::format("launching the replacement's launch {} ({})", j, l.kernel).c_str(),
+                                       __FILE__, __LINE__));
+        }
+      continue;
+    }
     const format::WindowOp& op = window_.ops[i];
     switch (op.kind) {
       case Kind::Kernel: {
@@ -296,6 +352,10 @@ std::map<uint32_t, size_t> WindowReplay::last_writers(const std::vector<uint32_t
 
 std::string WindowReplay::describe(size_t op) const {
   if (op >= window_.ops.size()) return fmt::format("op {}", op);
+  if (replaced(op))
+    return fmt::format("the replacement of ops {}..{} ({} launch(es): {}{})", replacement_->from, replacement_->to,
+                       replacement_->launches.size(), replacement_->launches[0].kernel,
+                       replacement_->launches.size() > 1 ? ", ..." : "");
   const format::WindowOp& o = window_.ops[op];
   switch (o.kind) {
     case Kind::Kernel: return fmt::format("op {} {}{}", op, names::demangle(o.mangled), kernels_[op].swapped ? " (swapped)" : "");

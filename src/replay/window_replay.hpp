@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "format/window.hpp"
 #include "replay/session.hpp"
 #include "replay/variant_image.hpp"
+#include "replay/window_replacement.hpp"
 
 namespace kerncap::replay {
 
@@ -37,7 +39,10 @@ class WindowReplay {
   // in place of the captured ones. Error(Input) for a swap of an operation that is no kernel,
   // a variant without the kernel, a parameter file of the wrong size; Error(Device) when the
   // driver refuses an image.
-  WindowReplay(Session& s, format::Window window, const std::map<size_t, VariantImage>& swaps);
+  // `replacement`: operations [from, to] run its launches instead (window_replacement.hpp); no
+  // swap may fall inside it.
+  WindowReplay(Session& s, format::Window window, const std::map<size_t, VariantImage>& swaps,
+               const Replacement* replacement = nullptr);
   ~WindowReplay();
   WindowReplay(const WindowReplay&) = delete;
   WindowReplay& operator=(const WindowReplay&) = delete;
@@ -70,6 +75,8 @@ class WindowReplay {
     void* host = nullptr;  // a host-to-device copy's bytes, pinned (cuMemAllocHost)
   };
   CUfunction function_in(CUmodule module, const std::string& name, const std::string& desc);
+  void load_replacement(const Replacement& r);
+  bool replaced(size_t op) const { return replacement_ && op >= replacement_->from && op <= replacement_->to; }
   void relocate();
 
   Session& s_;
@@ -77,6 +84,14 @@ class WindowReplay {
   std::vector<Kernel> kernels_;  // per operation (empty function for memsets and copies)
   std::vector<CUmodule> modules_;  // loaded here (the session's own module is not among them)
   std::vector<std::string> notes_;
+  // The replacement's launches, in order (their parameters built at relocate()).
+  std::optional<Replacement> replacement_;
+  struct NewLaunch {
+    CUfunction function = nullptr;
+    std::vector<uint8_t> params;
+    std::vector<void*> ptrs;
+  };
+  std::vector<NewLaunch> new_launches_;
 };
 
 }  // namespace kerncap::replay

@@ -27,6 +27,8 @@
 #                  never written) PASSes under --live-out auto, strong, the speed-up printed
 #   fuse_all       the same under --live-out all: FAIL on h and t, each named as a dead intermediate
 #   fuse_bad       a fused replacement that skips out's last row FAILs under --live-out auto on out
+#   fuse_replace   ops 0..2 replaced by one launch of a new kernel (fused_only, --replace with a launches
+#                  file naming the window's regions): PASS under --live-out auto, strong, speed-up printed
 #   h2d            fuse_app with a host-to-device copy of new weights inside the window: the window has a
 #                  copy_h2d operation and the captured window PASSes byte for byte (the host bytes kept)
 #   streams        tests/gpu/window_apps/two_streams.cu: a window on s0 that waits (event) on s1's kernel is
@@ -197,7 +199,7 @@ F=$WORK/fuse
 FROWS=256 FDIM=256
 FN=$((FROWS * FDIM))
 fregion_of() { python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print([r['id'] for r in m['regions'] if r['size'] == int(sys.argv[2]) * 4][0])" "$F/capture/manifest.json" "$1" 2>/dev/null; }
-if want fuse_extract || want fuse_auto || want fuse_all || want fuse_bad; then
+if want fuse_extract || want fuse_auto || want fuse_all || want fuse_bad || want fuse_replace; then
   if run fuse_extract "$KC" window extract --window 'fnorm@3..fact' --json -o "$F" -- "$APPS/fuse_app" 4 "$FROWS" "$FDIM"; then
     sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/fuse.extract.json"
     HR=$(fregion_of $((FN + 16))) TR=$(fregion_of $((FN + 32))) OR=$(fregion_of $((FN + 48)))
@@ -238,6 +240,18 @@ if want fuse_extract || want fuse_auto || want fuse_all || want fuse_bad; then
       fjudge fuse_bad --swap "0=$APPS/fused.cubin" --swap "1=$APPS/fused.cubin" --swap "2=$APPS/fused_bad.cubin" --live-out auto "${FTOL[@]}"
       failing=$(py '",".join(str(r["id"]) for r in d["verdict"]["regions"] if not r["pass"])' "$WORK/fuse_bad.json" 2>/dev/null)
       verdict fuse_bad "$(pass_if "$([ "$JUDGED" = FAIL ] && [ "$failing" = "$OR" ] && echo 1)")" "$LAST_LINE (failing $failing; out is $OR)"
+    fi
+    if want fuse_replace; then
+      XR=$(fregion_of "$FN") WR=$(fregion_of "$FDIM") WWR=$(fregion_of $((FDIM * FDIM)))
+      cat >"$WORK/launches.json" <<JSON
+{"launches": [{"image": "$APPS/fused.cubin", "kernel": "fused_only", "grid": [$(((FN + 255) / 256)), 1, 1],
+  "block": [256, 1, 1], "args": [{"region": $XR}, {"region": $WR}, {"region": $WWR}, {"region": $OR},
+  {"i32": $FROWS}, {"i32": $FDIM}]}]}
+JSON
+      fjudge fuse_replace --replace "0..2=$WORK/launches.json" --live-out auto "${FTOL[@]}"
+      sp=$(py '"%.3f" % d["speedup"]' "$WORK/fuse_replace.json" 2>/dev/null)
+      strength=$(py 'd["strength"]' "$WORK/fuse_replace.json" 2>/dev/null)
+      verdict fuse_replace "$(pass_if "$([ "$JUDGED" = PASS ] && [[ "$strength" == "window strong"* ]] && echo 1)")" "$LAST_LINE; speed-up x$sp"
     fi
   else
     verdict fuse_extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"

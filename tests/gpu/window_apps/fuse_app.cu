@@ -13,6 +13,7 @@
 // Variants, built from this file with -DVARIANT -DVARIANT_<name>:
 //   fused      the fused replacement above (same arithmetic, equal within fp32 tolerance)
 //   fused_bad  the same, leaving the last row of out alone (a wrong replacement)
+// fused.cubin also holds fused_only(x, w, W, out, rows, d): the fused computation as a new kernel.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -82,6 +83,20 @@ extern "C" __global__ void fact(Layer L) {
   L.out[i] = L.t[i] / (1.0f + __expf(-L.t[i]));
 #endif
 }
+
+#if defined(VARIANT_fused)
+// The same fused computation as one new kernel with its own parameters, for a replacement
+// (`--replace 0..2=launches.json`: pointers built from the window's regions).
+extern "C" __global__ void fused_only(const float* x, const float* w, const float* W, float* out, int rows, int d) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= rows * d) return;
+  const int r = i / d, c = i % d;
+  const float inv = inv_rms(x, r, d);
+  float s = 0;
+  for (int k = 0; k < d; ++k) s += x[r * d + k] * inv * w[k] * W[k * d + c];
+  out[i] = s / (1.0f + __expf(-s));
+}
+#endif
 
 extern "C" __global__ void fconsume(float* x, const float* out, float* acc, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
