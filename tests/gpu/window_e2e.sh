@@ -87,9 +87,11 @@ S=$WORK/win
 # region_of SIZE_IN_FLOATS: the id of the capture's region of that many bytes (the app's buffers
 # have distinct sizes: x n, y n+16, z n+32, a n+48, xs n+64, w d, W d*d floats).
 region_of() { python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print([r['id'] for r in m['regions'] if r['size'] == int(sys.argv[2]) * 4][0])" "$S/capture/manifest.json" "$1" 2>/dev/null; }
+# With ROWS = DIM, x and W have the same size: CHANGED 1 picks the one the window changes (x), 0 the other (W).
+region_of_changed() { python3 -c "import json,sys; m=json.load(open(sys.argv[1])); ch={a['region'] for a in m['after']['runs']}; print([r['id'] for r in m['regions'] if r['size'] == int(sys.argv[2]) * 4 and (r['id'] in ch) == (sys.argv[3] == '1')][0])" "$S/capture/manifest.json" "$1" "$2" 2>/dev/null; }
 
 if run extract "$KC" window extract --window 'rms_norm@2..residual_add' --json -o "$S" -- "$APP" 4 "$ROWS" "$DIM"; then
-  cp "$STEP_OUT" "$WORK/extract.json"
+  sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/extract.json"  # the application's own line comes first (it runs on after the window)
   kinds=$(py '",".join(o["kind"] for o in d["ops"])' "$WORK/extract.json")
   names=$(py '",".join(o["name"].split("(")[0] for o in d["ops"] if o["kind"] == "kernel")' "$WORK/extract.json")
   foreign=$(py 'd["foreign_ops"]' "$WORK/extract.json")
@@ -130,7 +132,7 @@ if run extract "$KC" window extract --window 'rms_norm@2..residual_add' --json -
   fi
   if want strong; then
     [ -f "$WORK/captured.json" ] || judge captured PASS
-    XR=$(region_of "$N")
+    XR=$(region_of_changed "$N" 1)
     strength=$(py 'd["strength"]' "$WORK/captured.json" 2>/dev/null)
     poisoned=$(py '",".join(str(i) for i in d["poisoned_regions"])' "$WORK/captured.json" 2>/dev/null)
     readfirst=$(py '",".join(str(i) for i in d["read_first_regions"])' "$WORK/captured.json" 2>/dev/null)
@@ -156,7 +158,7 @@ if run extract "$KC" window extract --window 'rms_norm@2..residual_add' --json -
     cat "$STEP_OUT"
   fi
   if want live_out; then
-    WR=$(region_of $((DIM * DIM)))
+    WR=$(region_of_changed $((DIM * DIM)) 0)
     judge live_out PASS --swap "3=$APPS/gemm_skip_row.cubin" --dtype fp32 --live-out "$WR"
     ign=$(py 'len(d["not_live_out_differing"])' "$WORK/live_out.json" 2>/dev/null)
     verdict live_out "$(pass_if "$([ "$JUDGED" = PASS ] && [ "${ign:-0}" -ge 1 ] && echo 1)")" "$LAST_LINE (W is region $WR; $ign differing region(s) outside the live-out)"
@@ -179,7 +181,8 @@ fi
 if want one_op; then
   S1=$WORK/one
   if run one_extract "$KC" window extract --window 'gemm@1..gemm' --json -o "$S1" -- "$APP" 3 "$ROWS" "$DIM"; then
-    nops=$(py 'len(d["ops"])' "$STEP_OUT")
+    sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/one.extract.json"
+    nops=$(py 'len(d["ops"])' "$WORK/one.extract.json")
     run one_validate "$KC" window validate "$S1" --json --iterations 3
     res=$(py 'd["result"]' "$STEP_OUT" 2>/dev/null)
     verdict one_op "$(pass_if "$([ "$nops" = 1 ] && [ "$res" = PASS ] && echo 1)")" "$nops operation(s); $(py 'd["line"]' "$STEP_OUT" 2>/dev/null)"
@@ -242,7 +245,7 @@ if want fuse_extract || want fuse_auto || want fuse_all || want fuse_bad || want
       verdict fuse_bad "$(pass_if "$([ "$JUDGED" = FAIL ] && [ "$failing" = "$OR" ] && echo 1)")" "$LAST_LINE (failing $failing; out is $OR)"
     fi
     if want fuse_replace; then
-      XR=$(fregion_of "$FN") WR=$(fregion_of "$FDIM") WWR=$(fregion_of $((FDIM * FDIM)))
+      XR=$(fregion_of "$FN") WR=$(fregion_of "$FDIM") WWR=$(fregion_of $((FDIM * FDIM + 80)))
       cat >"$WORK/launches.json" <<JSON
 {"launches": [{"image": "$APPS/fused.cubin", "kernel": "fused_only", "grid": [$(((FN + 255) / 256)), 1, 1],
   "block": [256, 1, 1], "args": [{"region": $XR}, {"region": $WR}, {"region": $WWR}, {"region": $OR},

@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   const bool h2d = argc > 4 && std::string(argv[4]) == "h2d";
   const size_t n = size_t(rows) * d;
   // Distinct sizes (the suite tells regions apart by size): x n, h n+16, t n+32, out n+48,
-  // acc n+64, w d, W d*d floats.
+  // acc n+64, w d, W d*d+80 floats (d*d alone equals n when ROWS = D).
   float *x, *h, *t, *out, *acc, *w, *W;
   CHECK(cudaMalloc(&x, n * 4));
   CHECK(cudaMalloc(&h, (n + 16) * 4));
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&out, (n + 48) * 4));
   CHECK(cudaMalloc(&acc, (n + 64) * 4));
   CHECK(cudaMalloc(&w, size_t(d) * 4));
-  CHECK(cudaMalloc(&W, size_t(d) * d * 4));
+  CHECK(cudaMalloc(&W, (size_t(d) * d + 80) * 4));
   std::vector<float> hw(size_t(d) * d);
   srand(11);
   for (auto& v : hw) v = (rand() / float(RAND_MAX) - 0.5f) * 0.1f;
