@@ -71,6 +71,12 @@ void LiveOutObserver::on_write(uint64_t dst, uint64_t bytes, const std::string& 
   }
 }
 
+void LiveOutObserver::on_opaque(const std::string& what) {
+  if (over()) return;
+  for (auto& e : entries_)
+    read(e, fmt::format("possibly read by {}, {} launch(es) after the window", what, launches_));
+}
+
 format::WindowLiveOut LiveOutObserver::result(const std::string& ended) const {
   format::WindowLiveOut w;
   w.horizon = horizon_;

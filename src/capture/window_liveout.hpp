@@ -40,6 +40,8 @@ class LiveOutObserver {
   // A later operation that reads [src, src + bytes) or writes [dst, dst + bytes).
   void on_read(uint64_t src, uint64_t bytes, const std::string& what);
   void on_write(uint64_t dst, uint64_t bytes, const std::string& what);
+  // Work whose reads cannot be seen (a CUDA graph launch): every region not yet decided is read.
+  void on_opaque(const std::string& what);
   bool over() const { return launches_ >= horizon_; }
   uint64_t launches() const { return launches_; }
   // The observation as it stands: `ended` "horizon" or "application ended".

@@ -186,6 +186,12 @@ void WindowRecorder::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId c
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   if (st == State::Observing) {
     if (cb->callbackSite != CUPTI_API_ENTER) return;
+    if (window_is_graph_launch(cbid)) {
+      std::lock_guard lk(mu_);
+      if (state_ == State::Observing && observer_)
+        observer_->on_opaque("a CUDA graph launch (its kernels' parameters are not looked into)");
+      return;
+    }
     if (is_launch_cbid(cbid)) observe_launch(cbid, cb);
     else observe_memory(cbid, cb);
     return;

@@ -81,3 +81,13 @@ TEST(CaptureWindowLiveOut, TheHorizonEndsTheObservation) {
   EXPECT_FALSE(r.find(2)->read);
   EXPECT_EQ(r.live(), std::set<uint32_t>{3});
 }
+
+TEST(CaptureWindowLiveOut, AGraphLaunchMayReadEverythingUndecided) {
+  LiveOutObserver o(liveout_regions(), 10);
+  o.on_write(0x4100, 0x100, "a memset");  // region 2 dead first
+  o.on_opaque("a CUDA graph launch");
+  const auto r = o.result("horizon");
+  EXPECT_TRUE(r.find(1)->read);
+  EXPECT_NE(r.find(1)->evidence.find("possibly read by a CUDA graph launch"), std::string::npos);
+  EXPECT_FALSE(r.find(2)->read);
+}
