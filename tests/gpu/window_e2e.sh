@@ -164,15 +164,15 @@ if run extract "$KC" window extract --window 'rms_norm@2..residual_add' --json -
     verdict live_out "$(pass_if "$([ "$JUDGED" = PASS ] && [ "${ign:-0}" -ge 1 ] && echo 1)")" "$LAST_LINE (W is region $WR; $ign differing region(s) outside the live-out)"
   fi
   if want reproducer; then
-    rows=$(grep -cE '^\| [0-9]+ \| (kernel|copy|memset) \|' "$S/README.md" 2>/dev/null)
+    readme_rows=$(grep -cE '^\| [0-9]+ \| (kernel|copy|memset) \|' "$S/README.md" 2>/dev/null)
     run repro_validate make -s -C "$S" validate ITERATIONS=3 WARMUP=1
     rc_captured=$RC
     run repro_swap make -s -C "$S" validate ITERATIONS=3 WARMUP=1 SWAP="3=$APPS/gemm_unrolled.cubin" \
       VALIDATE_FLAGS="--dtype fp32 --atol 1e-4 --rtol 1e-3"
     rc_swap=$RC
     cat "$STEP_OUT"
-    verdict reproducer "$(pass_if "$([ "${rows:-0}" = 6 ] && [ "$rc_captured" = 0 ] && [ "$rc_swap" = 0 ] && echo 1)")" \
-      "README rows ${rows:-0}; make validate rc $rc_captured; make validate SWAP=3=gemm_unrolled.cubin rc $rc_swap"
+    verdict reproducer "$(pass_if "$([ "${readme_rows:-0}" = 6 ] && [ "$rc_captured" = 0 ] && [ "$rc_swap" = 0 ] && echo 1)")" \
+      "README rows ${readme_rows:-0}; make validate rc $rc_captured; make validate SWAP=3=gemm_unrolled.cubin rc $rc_swap"
   fi
 else
   verdict extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
