@@ -54,6 +54,8 @@ KNOWN_FORMATS: Dict[str, tuple] = {
     "kerncap-verdict": ("version", 1),
     "kerncap-regimes": ("version", 1),
     "kerncap-regime-verdict": ("version", 1),
+    "kerncap-regime-kernels": ("version", 1),
+    "kerncap-regime-kernels-verdict": ("version", 1),
     "kerncap-run-report": ("version", 1),
 }
 

@@ -13,3 +13,4 @@ CANDIDATE_CUBIN = "candidate.cubin"
 CANDIDATE_JSON = "candidate.json"
 COMPARE_SPEC = "compare.json"          # the replay engine's comparison spec (kc_compare, validate)
 REGIMES_INDEX = "regimes.json"         # extract --regimes: the regime set's index (format/regimes_index.hpp)
+REGIME_KERNELS_INDEX = "regime-kernels.json"  # extract --regimes over several kernels (format/regime_kernels.hpp)

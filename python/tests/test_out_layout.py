@@ -13,7 +13,8 @@ PAIRS = {"TRITON": "kTriton", "KERNEL_VARIANT_PY": "kKernelVariantPy", "REPRODUC
          "REPRO_RUNTIME": "kReproRuntime", "CANDIDATE_CUBIN": "kCandidateCubin",
          "CANDIDATE_JSON": "kCandidateJson", "COMPARE_SPEC": "kCompareSpec", "TRITON_RECORDS": "kTritonRecords",
          "TRITON_LAUNCH_PLAN": "kTritonLaunchPlan", "TRITON_NAME_MAP": "kTritonNameMap",
-         "REGIMES_INDEX": "kRegimesIndex"}
+         "REGIMES_INDEX": "kRegimesIndex",
+         "REGIME_KERNELS_INDEX": "kRegimeKernelsIndex"}
 
 
 def test_python_names_are_the_cpp_names():

@@ -15,6 +15,7 @@
 #include "extract/regime_run.hpp"
 #include "extract/target_args.hpp"
 #include "format/out_layout.hpp"
+#include "format/regime_kernels.hpp"
 #include "format/regimes_index.hpp"
 #include "format/rank.hpp"
 #include "names/collective.hpp"
@@ -118,37 +119,76 @@ std::string params_column(const format::RegimeEntry& e) {
   return text.empty() ? text : " " + text;
 }
 
-// --regimes: one capture per launch shape; a table of them, or the index as JSON.
+// --regimes: one capture per launch shape of each kernel named (KERNEL, --kernel, --top N);
+// a table per kernel, or the indexes as JSON.
 void run_extract_regimes(ExtractArgs& a, int& exit_code) {
   extract::Request& r = a.request;
-  if (!a.kernels.empty() || a.top_opt->count() || !a.from.empty())
-    usage_error("--regimes takes one KERNEL, not --kernel, --top or --from");
+  if (!a.from.empty())
+    usage_error("--regimes profiles the application itself (its first run): drop --from (--top N picks from that run)");
   if (a.dispatch_opt->count()) usage_error("--regimes captures the first launch of every shape: drop --dispatch");
-  if (r.kernel.empty()) usage_error("--regimes needs KERNEL: kerncap extract KERNEL --regimes -o OUT -- APP");
-  const extract::RegimeResult res = extract::run_regimes(r, a.max_regimes);
+  extract::RegimeSelection sel;
+  // With --kernel or --top and no --cmd, the first word after the options is the application
+  // (as for several targets without --regimes).
+  if (!r.kernel.empty() && r.cmd.empty() && (!a.kernels.empty() || a.top_opt->count())) {
+    r.argv.insert(r.argv.begin(), r.kernel);
+    r.kernel.clear();
+  }
+  if (!r.kernel.empty()) sel.patterns.push_back(r.kernel);
+  for (const auto& k : a.kernels) {
+    if (k.find('@') != std::string::npos && k.find_last_not_of("0123456789") == k.rfind('@'))
+      usage_error(fmt::format("--kernel {} with --regimes: a regime set takes every launch shape, not launch @N", k));
+    sel.patterns.push_back(k);
+  }
+  if (a.top_opt->count()) {
+    if (a.top == 0) usage_error("--top 0: expected at least one kernel");
+    sel.top = a.top;
+  }
+  sel.max = a.max_regimes;
+  r.kernel.clear();
+  const extract::RegimeResult res = extract::run_regimes(r, sel);
   for (const auto& note : res.notes) std::fprintf(stderr, "kerncap: note: %s\n", note.c_str());
-  const format::RegimesIndex& idx = res.index;
   if (a.json) {
-    nlohmann::json j = format::to_json(idx);
+    nlohmann::json j;
+    if (sel.flat()) {
+      j = format::to_json(res.sets.at(0).index);
+    } else {
+      j = {{"kernels", nlohmann::json::array()}};
+      for (const auto& s : res.sets) {
+        nlohmann::json k = format::to_json(s.index);
+        k["dir"] = s.dir;
+        j["kernels"].push_back(std::move(k));
+      }
+    }
     j["output"] = res.captures.out.string();
     std::cout << j.dump(2) << std::endl;
   } else {
-    std::cout << fmt::format("{} regime(s) of {} ({} launches, {:.3f} ms of GPU time, {:.1f}% of the application's) "
-                             "into {} (index: {})\n",
-                             idx.regimes.size(), idx.demangled, idx.launches, idx.time_ns / 1e6,
-                             idx.app_time_ns ? 100.0 * static_cast<double>(idx.time_ns) / idx.app_time_ns : 0.0,
-                             res.captures.out.string(), std::string(format::out::kRegimesIndex));
-    for (const auto& e : idx.regimes)
-      std::cout << fmt::format("  {:<28} grid {}x{}x{} block {}x{}x{}{}{} {:>7} launches {:>6.1f}%  {}\n", e.dir,
-                               e.grid[0], e.grid[1], e.grid[2], e.block[0], e.block[1], e.block[2],
-                               e.dynamic_shared ? fmt::format(" smem {}", e.dynamic_shared) : "",
-                               params_column(e), e.launches,
-                               100 * e.share, e.captured ? "captured" : "NOT captured: " + e.why);
-    std::cout << fmt::format("  captured regimes cover {:.1f}% of the kernel's GPU time\n", 100 * idx.coverage());
+    if (!sel.flat())
+      std::cout << fmt::format("regimes of {} kernel(s) into {} (index: {}; validate a variant of one with `kerncap "
+                               "validate OUT/KK-<name> --cubin V`)\n",
+                               res.sets.size(), res.captures.out.string(),
+                               std::string(format::out::kRegimeKernelsIndex));
+    for (const auto& s : res.sets) {
+      const format::RegimesIndex& idx = s.index;
+      const fs::path where = s.dir.empty() ? res.captures.out : res.captures.out / s.dir;
+      std::cout << fmt::format("{} regime(s) of {} ({} launches, {:.3f} ms of GPU time, {:.1f}% of the application's) "
+                               "into {} (index: {})\n",
+                               idx.regimes.size(), idx.demangled, idx.launches, idx.time_ns / 1e6,
+                               idx.app_time_ns ? 100.0 * static_cast<double>(idx.time_ns) / idx.app_time_ns : 0.0,
+                               where.string(), std::string(format::out::kRegimesIndex));
+      for (const auto& e : idx.regimes)
+        std::cout << fmt::format("  {:<28} grid {}x{}x{} block {}x{}x{}{}{} {:>7} launches {:>6.1f}%  {}\n", e.dir,
+                                 e.grid[0], e.grid[1], e.grid[2], e.block[0], e.block[1], e.block[2],
+                                 e.dynamic_shared ? fmt::format(" smem {}", e.dynamic_shared) : "",
+                                 params_column(e), e.launches,
+                                 100 * e.share, e.captured ? "captured" : "NOT captured: " + e.why);
+      std::cout << fmt::format("  captured regimes cover {:.1f}% of the kernel's GPU time\n", 100 * idx.coverage());
+    }
   }
   if (res.captures.missing()) extract::fail_missing(res.captures);
-  for (const auto& e : idx.regimes)
-    if (!e.captured) input_error(fmt::format("regime {} was not captured: {}", e.dir, e.why));
+  for (const auto& s : res.sets)
+    for (const auto& e : s.index.regimes)
+      if (!e.captured)
+        input_error(fmt::format("regime {} was not captured: {}", s.dir.empty() ? e.dir : s.dir + "/" + e.dir, e.why));
   exit_code = 0;
 }
 
@@ -252,10 +292,14 @@ void add_extract(CLI::App& app, int& exit_code) {
       "Regimes (--regimes): two runs of the application, the first profiled (every launch timed), the second\n"
       "capturing; the application must launch the kernel in the same order in both (checked: a regime whose\n"
       "capture has another shape is refused). Shapes only: launches whose grid is the same but whose scalar\n"
-      "parameters differ are one regime.\n"
+      "parameters differ are one regime. Several kernels in the same two runs: --regimes --kernel A --kernel B\n"
+      "and/or --top N (the N kernels with the most GPU time in the profiled run); each kernel's regime set goes\n"
+      "to OUT/KK-<name>/ (validate a variant with `kerncap validate OUT/KK-<name> --cubin V`; `kerncap validate\n"
+      "OUT` judges every kernel's captured image), OUT/regime-kernels.json lists them.\n"
       "Example: kerncap extract vectorAdd --cmd \"./app --n 1000000\" -o iso/vadd\n"
       "Example: kerncap extract --top 5 --from profile.json -o iso/top5 -- python train.py\n"
-      "Example: kerncap extract rms_norm --regimes -o iso/norm -- python generate.py");
+      "Example: kerncap extract rms_norm --regimes -o iso/norm -- python generate.py\n"
+      "Example: kerncap extract --regimes --top 6 -o iso/model -- python generate.py");
   extract::Request& r = args->request;
   cmd->add_option("kernel", r.kernel, "Substring of the kernel's demangled (or mangled) name (one target)");
   cmd->add_option("--kernel", args->kernels,
@@ -264,7 +308,8 @@ void add_extract(CLI::App& app, int& exit_code) {
       ->type_name("PATTERN[@N]")
       ->allow_extra_args(false);
   args->top_opt =
-      cmd->add_option("--top", args->top, "Targets: the N kernels with the most GPU time in --from (first launch of each)");
+      cmd->add_option("--top", args->top, "Targets: the N kernels with the most GPU time in --from (first launch of each); with --regimes, in "
+                      "the profiled run (every launch shape of each)");
   cmd->add_option("--from", args->from, "profile.json written by `kerncap profile -o` (with --top)")
       ->type_name("FILE");
   cmd->add_option("--cmd", r.cmd, "The application as one shell command line");
@@ -280,8 +325,9 @@ void add_extract(CLI::App& app, int& exit_code) {
                 "One capture per launch shape (grid, block, cluster, dynamic shared memory) of KERNEL: a profiled run "
                 "finds the shapes and each one's share of the kernel's GPU time, a second run captures the first "
                 "launch of each into OUT/NN-<name>/; OUT/regimes.json says what each stands for, and `kerncap "
-                "validate OUT --cubin V` judges V on every regime with a weighted speed-up");
-  cmd->add_option("--max-regimes", args->max_regimes, "With --regimes: capture at most N shapes, the largest shares")
+                "validate OUT --cubin V` judges V on every regime with a weighted speed-up. With --kernel A --kernel B "
+                "or --top N: the regimes of each kernel, in OUT/KK-<name>/");
+  cmd->add_option("--max-regimes", args->max_regimes, "With --regimes: capture at most N shapes of each kernel, the largest shares")
       ->check(CLI::Range(size_t{1}, format::kMaxRegimes))
       ->default_val(8);
   cmd->add_flag("--continue", r.keep_running,

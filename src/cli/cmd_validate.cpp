@@ -17,6 +17,7 @@
 #include "common/error.hpp"
 #include "format/capture_dir.hpp"
 #include "format/protocol.hpp"
+#include "format/regime_kernels.hpp"
 #include "format/regimes_index.hpp"
 #include "format/window.hpp"
 #include "replay/eval_session.hpp"
@@ -73,6 +74,10 @@ void run_validate(const ReplayCommon& given, const ValidateArgs& a, int& exit_co
   ReplayCommon c0 = given;
   if (!a.regime.empty()) {
     c0.dir = regime_dir(c0.dir, a.regime).string();
+  } else if (format::has_regime_kernels(c0.dir)) {
+    // Several kernels' regime sets (extract --regimes --kernel A --kernel B / --top N).
+    exit_code = validate_regime_kernels(c0.dir, !c0.cubin.empty(), a.min_speedup, c0.json, c0.quiet);
+    return;
   } else if (format::has_regimes(c0.dir)) {
     // A regime set (extract --regimes): every regime judged in its own child.
     exit_code = validate_regimes(c0.dir, !c0.cubin.empty(), a.min_speedup, c0.json, c0.quiet);
@@ -146,7 +151,9 @@ void add_validate(CLI::App& app, int& exit_code) {
               "A regime set (OUT from `kerncap extract KERNEL --regimes`): the judge runs on every regime, each in its\n"
               "own process, and times the variant against the captured image on each; the result names every failing\n"
               "regime and gives the speed-up weighted by each regime's share of the kernel's GPU time and its\n"
-              "projection onto the application's GPU time; --min-speedup applies to the weighted figure.\n\n"
+              "projection onto the application's GPU time; --min-speedup applies to the weighted figure.\n"
+              "Several kernels' sets (OUT from `extract --regimes --kernel A --kernel B` or `--top N`): every\n"
+              "kernel's captured image on every regime; a variant is judged on its own kernel's set, OUT/KK-<name>.\n\n"
               "Default tolerances (a variant's typed regions; --dtype without --atol/--rtol): fp64 1e-12/1e-12, fp32 atol 1e-6\nrtol 1e-5, fp16 1e-3, bf16 1e-2, fp8e4m3 0.125, fp8e5m2 0.25; integers and bytes exact.");
   add_replay_common(cmd, c);
   cmd->add_flag("--exact", a->judge.exact,

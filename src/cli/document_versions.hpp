@@ -8,6 +8,7 @@
 #include "cli/validate_regimes.hpp"
 #include "format/manifest.hpp"
 #include "extract/swap_run.hpp"
+#include "format/regime_kernels.hpp"
 #include "format/regimes_index.hpp"
 #include "lint/baseline.hpp"
 #include "profile/report_json.hpp"
@@ -30,6 +31,8 @@ inline nlohmann::json document_versions() {
           {replay::kVerdictFormat, doc("version", replay::kVerdictVersion)},
           {std::string(format::kRegimesFormat), doc("version", format::kRegimesVersion)},
           {kRegimeVerdictFormat, doc("version", kRegimeVerdictVersion)},
+          {std::string(format::kRegimeKernelsFormat), doc("version", format::kRegimeKernelsVersion)},
+          {kRegimeKernelsVerdictFormat, doc("version", kRegimeKernelsVerdictVersion)},
           {std::string(extract::kRunReportFormat), doc("version", extract::kRunReportVersion)}};
 }
 

@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "format/out_layout.hpp"
+#include "format/regime_kernels.hpp"
 
 extern char** environ;
 
@@ -98,6 +100,14 @@ std::string shape(const format::RegimeEntry& e) {
 }  // namespace
 
 fs::path regime_dir(const fs::path& out, const std::string& name) {
+  if (const size_t slash = name.find('/'); slash != std::string::npos && format::has_regime_kernels(out)) {
+    // OUT holds several kernels' sets: KK-<kernel>/NN-<regime>, each part listed in its index.
+    const std::string kernel = name.substr(0, slash);
+    for (const auto& k : format::read_regime_kernels(out).kernels)
+      if (k.dir == kernel) return regime_dir(out / k.dir, name.substr(slash + 1));
+    usage_error(fmt::format("--regime {}: {} lists no kernel set {}", name,
+                            (out / std::string(format::out::kRegimeKernelsIndex)).string(), kernel));
+  }
   const format::RegimesIndex idx = format::read_regimes(out);
   for (const auto& e : idx.regimes) {
     if (e.dir != name) continue;
@@ -195,7 +205,38 @@ nlohmann::json regime_verdict(const format::RegimesIndex& idx, const std::vector
   return doc;
 }
 
-int validate_regimes(const fs::path& out, bool variant, std::optional<double> min_speedup, bool as_json, bool quiet) {
+namespace {
+
+std::string shape_of(const nlohmann::json& r) {
+  std::string s = fmt::format("{}x{}x{} / {}x{}x{}", r["grid"][0].get<int64_t>(), r["grid"][1].get<int64_t>(),
+                              r["grid"][2].get<int64_t>(), r["block"][0].get<int64_t>(), r["block"][1].get<int64_t>(),
+                              r["block"][2].get<int64_t>());
+  if (const int64_t smem = r.value("dynamic_shared", int64_t{0})) s += fmt::format(" smem {}", smem);
+  return s;
+}
+
+// One set's table, from its document.
+void print_regime_table(const nlohmann::json& doc) {
+  std::cout << fmt::format("{} over {} regime(s):\n", doc["kernel"].get<std::string>(), doc["regimes"].size());
+  std::cout << fmt::format("  {:<28} {:<26} {:>8} {:>7} {:>9}  {}\n", "regime", "grid / block", "launches", "share",
+                           "speed-up", "verdict");
+  for (const nlohmann::json& r : doc["regimes"]) {
+    const std::string sp = r["speedup"].is_number() ? fmt::format("x{:.3f}", r["speedup"].get<double>()) : "-";
+    std::string line = r.value("line", "");
+    if (line.size() > 160) line = line.substr(0, 157) + "...";
+    std::cout << fmt::format("  {:<28} {:<26} {:>8} {:>6.1f}% {:>9}  {}\n", r["dir"].get<std::string>(), shape_of(r),
+                             r["launches"].get<uint64_t>(), 100 * r["share"].get<double>(), sp, line);
+  }
+  if (doc["app_projection"].is_number())
+    std::cout << fmt::format("  weighted speed-up x{:.3f}; the application's GPU time x{:.3f} (Amdahl, over the "
+                             "profiled run)\n",
+                             doc["weighted_speedup"].get<double>(), doc["app_projection"].get<double>());
+  std::cout << doc["line"].get<std::string>() << "\n";
+}
+
+// The set in `out` judged, each regime by a child `kerncap validate ... --regime PREFIX<dir>`.
+nlohmann::json judge_regime_set(const fs::path& out, const std::string& prefix, bool variant,
+                                std::optional<double> min_speedup, bool chatty) {
   const format::RegimesIndex idx = format::read_regimes(out);
   const std::vector<std::string> base = child_args();
   std::vector<RegimeOutcome> outcomes;
@@ -208,11 +249,11 @@ int validate_regimes(const fs::path& out, bool variant, std::optional<double> mi
   for (const auto& e : idx.regimes) {
     if (!e.captured) continue;
     ++k;
-    if (!quiet && !as_json)
-      std::fprintf(stderr, "kerncap: regime %zu of %zu: %s (%s, %.1f%% of the kernel's GPU time)\n", k, captured,
-                   e.dir.c_str(), shape(e).c_str(), 100 * e.share);
+    if (chatty)
+      std::fprintf(stderr, "kerncap: regime %zu of %zu: %s%s (%s, %.1f%% of the kernel's GPU time)\n", k, captured,
+                   prefix.c_str(), e.dir.c_str(), shape(e).c_str(), 100 * e.share);
     std::vector<std::string> args = base;
-    args.insert(args.end(), {"--regime", e.dir, "--json", "--speedup"});
+    args.insert(args.end(), {"--regime", prefix + e.dir, "--json", "--speedup"});
     const Child c = run_self(args);
     RegimeOutcome o{e, nullptr, "", std::nullopt};
     auto doc = nlohmann::json::parse(c.out, nullptr, false);
@@ -222,33 +263,71 @@ int validate_regimes(const fs::path& out, bool variant, std::optional<double> mi
                                                       s->contains("speedup") && (*s)["speedup"].is_number())
         o.speedup = (*s)["speedup"].get<double>();
     } else {
-      o.error = fmt::format("`kerncap validate --regime {}` ended with status {} without a verdict", e.dir, c.status);
+      o.error = fmt::format("`kerncap validate --regime {}{}` ended with status {} without a verdict", prefix, e.dir,
+                            c.status);
     }
     outcomes.push_back(std::move(o));
   }
   for (const auto& o : outcomes) variant = variant || o.speedup.has_value();  // the reproducers' fresh variants
-  const nlohmann::json doc = regime_verdict(idx, outcomes, min_speedup, variant);
-  if (as_json) {
-    std::cout << doc.dump(2) << std::endl;
-  } else {
-    std::cout << fmt::format("{} over {} regime(s):\n", idx.demangled, outcomes.size());
-    std::cout << fmt::format("  {:<28} {:<26} {:>8} {:>7} {:>9}  {}\n", "regime", "grid / block", "launches", "share",
-                             "speed-up", "verdict");
-    for (size_t i = 0; i < outcomes.size(); ++i) {
-      const nlohmann::json& r = doc["regimes"][i];
-      const std::string sp = r["speedup"].is_number() ? fmt::format("x{:.3f}", r["speedup"].get<double>()) : "-";
-      std::string line = r.value("line", "");
-      if (line.size() > 160) line = line.substr(0, 157) + "...";
-      std::cout << fmt::format("  {:<28} {:<26} {:>8} {:>6.1f}% {:>9}  {}\n", outcomes[i].regime.dir,
-                               shape(outcomes[i].regime), outcomes[i].regime.launches, 100 * outcomes[i].regime.share,
-                               sp, line);
-    }
-    if (doc["app_projection"].is_number())
-      std::cout << fmt::format("  weighted speed-up x{:.3f}; the application's GPU time x{:.3f} (Amdahl, over the "
-                               "profiled run)\n",
-                               doc["weighted_speedup"].get<double>(), doc["app_projection"].get<double>());
-    std::cout << doc["line"].get<std::string>() << "\n";
+  return regime_verdict(idx, outcomes, min_speedup, variant);
+}
+
+}  // namespace
+
+int validate_regimes(const fs::path& out, bool variant, std::optional<double> min_speedup, bool as_json, bool quiet) {
+  const nlohmann::json doc = judge_regime_set(out, "", variant, min_speedup, !quiet && !as_json);
+  if (as_json) std::cout << doc.dump(2) << std::endl;
+  else print_regime_table(doc);
+  return doc["result"] == "PASS" ? 0 : 1;
+}
+
+nlohmann::json regime_kernels_verdict(const std::vector<std::pair<std::string, nlohmann::json>>& sets) {
+  nlohmann::json kernels = nlohmann::json::array();
+  std::vector<std::string> failed;
+  size_t regimes = 0;
+  for (const auto& [dir, doc] : sets) {
+    nlohmann::json k = doc;
+    k["dir"] = dir;
+    if (doc.value("result", "FAIL") != "PASS") failed.push_back(dir);
+    if (doc.contains("regimes") && doc["regimes"].is_array()) regimes += doc["regimes"].size();
+    kernels.push_back(std::move(k));
   }
+  const std::string line =
+      failed.empty()
+          ? fmt::format("Result: PASS ({} kernel(s), {} regime(s), every one passes)", sets.size(), regimes)
+          : fmt::format("Result: FAIL ({} of {} kernel(s) fail: {})", failed.size(), sets.size(), fmt::join(failed, ", "));
+  return {{"format", kRegimeKernelsVerdictFormat},
+          {"version", kRegimeKernelsVerdictVersion},
+          {"kernels", std::move(kernels)},
+          {"failed", failed},
+          {"result", failed.empty() ? "PASS" : "FAIL"},
+          {"line", line}};
+}
+
+int validate_regime_kernels(const fs::path& out, bool variant, std::optional<double> min_speedup, bool as_json,
+                            bool quiet) {
+  const format::RegimeKernels listing = format::read_regime_kernels(out);
+  if (variant) {
+    std::string dirs;
+    for (const auto& k : listing.kernels) dirs += fmt::format("\n  {}  {}", (out / k.dir).string(), k.demangled);
+    usage_error(fmt::format("{} holds the regime sets of {} kernels; a variant is judged on the set of its own "
+                            "kernel: kerncap validate {}/KK-<name> --cubin V{}",
+                            out.string(), listing.kernels.size(), out.string(), dirs));
+  }
+  if (min_speedup) usage_error("--min-speedup compares a variant with the captured image: give one kernel's set and --cubin V");
+  std::vector<std::pair<std::string, nlohmann::json>> sets;
+  for (const auto& k : listing.kernels) {
+    if (!k.captured) continue;
+    if (!quiet && !as_json) std::fprintf(stderr, "kerncap: kernel set %s: %s\n", k.dir.c_str(), k.demangled.c_str());
+    sets.emplace_back(k.dir, judge_regime_set(out / k.dir, k.dir + "/", false, std::nullopt, !quiet && !as_json));
+    if (!as_json) print_regime_table(sets.back().second);
+  }
+  if (sets.empty())
+    input_error(fmt::format("{}: no regime of any kernel was captured, so there is nothing to judge",
+                            (out / std::string(format::out::kRegimeKernelsIndex)).string()));
+  const nlohmann::json doc = regime_kernels_verdict(sets);
+  if (as_json) std::cout << doc.dump(2) << std::endl;
+  else std::cout << doc["line"].get<std::string>() << "\n";
   return doc["result"] == "PASS" ? 0 : 1;
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,10 @@ namespace kerncap::cli {
 
 inline constexpr const char* kRegimeVerdictFormat = "kerncap-regime-verdict";
 inline constexpr int kRegimeVerdictVersion = 1;
+// `kerncap validate OUT` where OUT holds several kernels' regime sets (regime-kernels.json):
+// {"format", "version", "kernels": [<kerncap-regime-verdict> + "dir"], "failed", "result", "line"}.
+inline constexpr const char* kRegimeKernelsVerdictFormat = "kerncap-regime-kernels-verdict";
+inline constexpr int kRegimeKernelsVerdictVersion = 1;
 
 // One regime's outcome as its child reported it.
 struct RegimeOutcome {
@@ -32,7 +37,7 @@ nlohmann::json regime_verdict(const format::RegimesIndex& idx, const std::vector
                               std::optional<double> min_speedup, bool variant);
 
 // The regime directory `name` of the set in `out`: listed in its index and captured; else
-// Error(Usage).
+// Error(Usage). Where `out` holds several kernels' sets, `name` is KK-<kernel>/NN-<regime>.
 std::filesystem::path regime_dir(const std::filesystem::path& out, const std::string& name);
 
 // Runs the children (the arguments of this process, with --regime DIR --json and, when a
@@ -40,5 +45,14 @@ std::filesystem::path regime_dir(const std::filesystem::path& out, const std::st
 // table or the JSON document; returns the exit code (0 PASS, 1 FAIL).
 int validate_regimes(const std::filesystem::path& out, bool variant, std::optional<double> min_speedup, bool as_json,
                      bool quiet);
+
+// Pure: the document over several kernels' sets from each set's document (by directory).
+nlohmann::json regime_kernels_verdict(const std::vector<std::pair<std::string, nlohmann::json>>& sets);
+
+// OUT with regime-kernels.json: the captured image of every kernel judged on every regime
+// (children as above, --regime KK-<kernel>/NN-<regime>); a variant or --min-speedup is
+// refused (Error(Usage), naming the kernel sets: a variant belongs to one kernel).
+int validate_regime_kernels(const std::filesystem::path& out, bool variant, std::optional<double> min_speedup,
+                            bool as_json, bool quiet);
 
 }  // namespace kerncap::cli

@@ -1,6 +1,7 @@
 #include "extract/multi_run.hpp"
 
 #include <cstdio>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -55,11 +56,16 @@ MultiResult run_captures(const Request& r) {
   prepare_output(res.out, r.force);
   format::Config c = library_config(r, res.out);
   c.kernel.clear();
+  std::set<fs::path> groups;
   for (size_t i = 0; i < r.targets.size(); ++i) {
     TargetResult t;
     t.outcome.request = r.targets[i];
-    t.outcome.dir = target_dir_name(i, r.targets[i]);
+    t.outcome.dir = r.targets[i].dir.empty() ? target_dir_name(i, r.targets[i]) : r.targets[i].dir;
     t.dir = res.out / t.outcome.dir;
+    // A grouped target's parent (one kernel's regime set) is prepared as an OUT of its own:
+    // never a link, its stale index replaced under --force.
+    if (const fs::path group = fs::path(t.outcome.dir).parent_path(); !group.empty() && groups.insert(group).second)
+      prepare_output(res.out / group, r.force);
     prepare_output(t.dir, r.force);
     c.targets.push_back({r.targets[i].kernel, r.targets[i].match, r.targets[i].dispatch, t.dir.string()});
     res.targets.push_back(std::move(t));

@@ -34,6 +34,9 @@ struct TargetRequest {
   format::MatchKind match = format::MatchKind::Substring;
   uint64_t dispatch = 0;
   std::string label;  // what the directory is named after (the demangled name, or the pattern)
+  // Set by extract --regimes over several kernels: "KK-<kernel>/NN-<regime>" under OUT (two
+  // plain names); empty: target_dir_name.
+  std::string dir;
 };
 
 // `--kernel` values: PATTERN, or PATTERN@N for its Nth matching launch (N digits only;

@@ -71,6 +71,8 @@ inline constexpr std::string_view kMakefile = "Makefile";
 inline constexpr std::string_view kReadme = "README.md";
 inline constexpr std::string_view kTargetsIndex = "targets.json";
 inline constexpr std::string_view kRegimesIndex = "regimes.json";  // extract --regimes (regimes_index.hpp)
+// extract --regimes over several kernels: which kernel set is in which OUT/KK-<name>/ (regime_kernels.hpp)
+inline constexpr std::string_view kRegimeKernelsIndex = "regime-kernels.json";
 
 namespace fs = std::filesystem;
 
@@ -99,7 +101,7 @@ inline bool is_events_file(std::string_view name) {
 inline constexpr std::string_view kForceReplaced[] = {kCapture,          kCaptureFailed,  kState,           kTriton,
                                                       kKernelVariantPy,  kReproducerPy,   kReproRuntime,
                                                       kCandidateCubin,   kCandidateJson,  kCompareSpec,
-                                                      kTargetsIndex,     kRegimesIndex};
+                                                      kTargetsIndex,     kRegimesIndex,  kRegimeKernelsIndex};
 inline bool force_replaced(std::string_view name) {
   if (is_partial(name)) return true;
   for (auto n : kForceReplaced)

@@ -12,11 +12,24 @@
 #             the profiled run's n, and the captured image PASSes on both (strong)
 #   torch     tests/gpu/regimes_torch.py (prefill then decode): the layer norm kernel's regimes,
 #             at least 2, each captured image PASSes
+#   llama     tests/gpu/regimes_apps/llama_regimes.py: a Hugging Face Llama-architecture model,
+#             prefill then decode steps, its RMSNorm our own kernel (regimes_apps/rms_norm.cu):
+#             `extract --regimes --kernel rms_norm_kernel --top 5` takes the regimes of 6 kernels
+#             in one pair of runs (norm, cuBLAS GEMMs, attention, elementwise); every captured
+#             image PASSes on every regime; a tail-mask variant of the norm FAILs naming only the
+#             decode regime (3 rows); a variant faster on prefill and slower on decode gives
+#             per-regime speed-ups on both sides and a weighted speed-up that agrees within 5 %
+#             with the kernel's GPU time in the application with that variant swapped in
+#             (`kerncap run --swap`, medians of paired runs)
+#   autotune  tests/gpu/regimes_apps/triton_autotune.py: a @triton.autotune kernel called under
+#             three keys: 3 regimes (the autotuner's benchmark launches not counted), each PASSes
+#   ggml      with KERNCAP_GGML_TESTS=path to ggml's test-backend-ops (built outside the repo):
+#             the regimes of mul_mat_q over the MUL_MAT perf cases' batch sizes, each PASSes
 # Exit 0 all passed, 1 some failed, 77 skipped (no GPU).
 #
 #   tests/gpu/regimes_e2e.sh BUILD_DIR
 #
-# Environment: OUT (work files under it), KERNCAP_GPU_TIMEOUT, KERNCAP_GPU_CASES="example capped torch",
+# Environment: OUT (work files under it), KERNCAP_GPU_TIMEOUT, KERNCAP_GPU_CASES="example capped torch llama autotune ggml",
 # TORCH_PY (the Python with torch).
 set -u -o pipefail
 
@@ -128,6 +141,103 @@ if want torch; then
     fi
   else
     verdict torch SKIP "no torch with CUDA in $PY"
+  fi
+fi
+
+if want llama; then
+  if torch_ok "$PY" && "$PY" -c "import transformers" >/dev/null 2>&1; then
+    SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
+    R=$WORK/rms && mkdir -p "$R"
+    APPS=$HERE/regimes_apps
+    built=1
+    "$NVCC" -O2 -arch=sm_"$SM" -Xcompiler -fPIC -shared -o "$R/librms_norm.so" "$APPS/rms_norm.cu" >"$R/build.log" 2>&1 || built=0
+    for v in TAIL BIGFAST; do
+      "$NVCC" -O2 -cubin -arch=sm_"$SM" -DKC_CUBIN_ONLY -DKC_VARIANT_$v -o "$R/$v.cubin" "$APPS/rms_norm.cu" >>"$R/build.log" 2>&1 || built=0
+    done
+    "$NVCC" -O2 -cubin -arch=sm_"$SM" -DKC_CUBIN_ONLY -o "$R/SAME.cubin" "$APPS/rms_norm.cu" >>"$R/build.log" 2>&1 || built=0
+    APP=("$PY" "$APPS/llama_regimes.py" "$R/librms_norm.so" 16 3)
+    S=$WORK/llama
+    if [ $built = 0 ]; then
+      verdict llama_build FAIL "nvcc: $(tail -3 "$R/build.log" | tr '\n' ' ')"
+    elif run llama_extract "$KC" extract --regimes --kernel rms_norm_kernel --top 5 --max-regimes 4 --json -o "$S" -- "${APP[@]}"; then
+      cp "$STEP_OUT" "$WORK/llama.index.json"
+      kinds=$(py '"; ".join("%s %d/%d regimes %.1f%%" % (k["dir"][:40], k["captured"], k["regimes"], 100.0 * k["time_ns"] / max(k["app_time_ns"], 1)) for k in d["kernels"])' "$S/regime-kernels.json")
+      nk=$(py 'len([k for k in d["kernels"] if k["captured"] >= 1])' "$S/regime-kernels.json")
+      multi=$(py 'len([k for k in d["kernels"] if k["captured"] >= 2])' "$S/regime-kernels.json")
+      verdict llama_extract "$(pass_if "$([ "${nk:-0}" -ge 5 ] && echo 1)")" "$nk kernels captured, $multi with >= 2 regimes: $kinds"
+      run llama_validate "$KC" validate "$S" --json
+      cp "$STEP_OUT" "$WORK/llama.validate.json"
+      res=$(py 'd["result"]' "$WORK/llama.validate.json" 2>/dev/null)
+      strong=$(py 'sum(1 for k in d["kernels"] for r in k["regimes"] if r.get("strength") == "strong")' "$WORK/llama.validate.json" 2>/dev/null)
+      all=$(py 'sum(len(k["regimes"]) for k in d["kernels"])' "$WORK/llama.validate.json" 2>/dev/null)
+      verdict llama_captured "$(pass_if "$([ "$res" = PASS ] && echo 1)")" "$(py 'd["line"]' "$WORK/llama.validate.json" 2>/dev/null) ($strong of $all strong)"
+      NORM=$S/$(py '[k["dir"] for k in d["kernels"] if "rms_norm_kernel" in k["demangled"]][0]' "$S/regime-kernels.json")
+      DEC=$(py '[r["dir"] for r in d["regimes"] if r["grid"][0] == 1][0]' "$NORM/regimes.json" 2>/dev/null)
+      judge_set() {  # LABEL EXPECT CUBIN
+        run "llama_$1" "$KC" validate "$NORM" --json --cubin "$3"
+        cp "$STEP_OUT" "$WORK/llama_$1.json" 2>/dev/null
+        JUDGED=$(py 'd["result"]' "$WORK/llama_$1.json" 2>/dev/null)
+        LAST_LINE=$(py 'd["line"]' "$WORK/llama_$1.json" 2>/dev/null)
+        [ -n "$LAST_LINE" ] || LAST_LINE="rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ')"
+      }
+      judge_set same PASS "$R/SAME.cubin"
+      verdict llama_recompiled "$(pass_if "$([ "$JUDGED" = PASS ] && echo 1)")" "$LAST_LINE"
+      judge_set tail FAIL "$R/TAIL.cubin"
+      named=$(py 'd["failed"]' "$WORK/llama_tail.json" 2>/dev/null)
+      verdict llama_tail "$(pass_if "$([ "$JUDGED" = FAIL ] && [ "$named" = "['$DEC']" ] && echo 1)")" "$LAST_LINE (failed: $named, expected ['$DEC'])"
+      judge_set bigfast PASS "$R/BIGFAST.cubin"
+      per=$(py '" ".join("%s:%s" % (r["grid"][0], "%.3f" % r["speedup"] if r["speedup"] else "-") for r in d["regimes"])' "$WORK/llama_bigfast.json" 2>/dev/null)
+      both=$(py 'any(r["speedup"] > 1 for r in d["regimes"]) and any(r["speedup"] < 1 for r in d["regimes"])' "$WORK/llama_bigfast.json" 2>/dev/null)
+      W=$(py '"%.4f" % d["weighted_speedup"]' "$WORK/llama_bigfast.json" 2>/dev/null)
+      verdict llama_bigfast "$(pass_if "$([ "$JUDGED" = PASS ] && [ "$both" = True ] && echo 1)")" "grid:speed-up $per; weighted x$W; $LAST_LINE"
+      # The same variant inside the application: the kernel's own GPU time, unmodified vs swapped.
+      run llama_swap "$KC" run --swap rms_norm_kernel="$R/BIGFAST.cubin" --repeat 4 --json -- "${APP[@]}"
+      cp "$STEP_OUT" "$WORK/llama_swap.json" 2>/dev/null
+      INAPP=$(py '"%.4f" % d["summary"]["kernel_ns"]["ratio"]["median"]' "$WORK/llama_swap.json" 2>/dev/null)
+      CI=$(py '"[%.4f, %.4f]" % (d["summary"]["kernel_ns"]["ratio"]["low"], d["summary"]["kernel_ns"]["ratio"]["high"])' "$WORK/llama_swap.json" 2>/dev/null)
+      SV=$(py 'd["verdict"]' "$WORK/llama_swap.json" 2>/dev/null)
+      agree=$(python3 -c "print(1 if abs($W / $INAPP - 1) <= 0.05 else 0)" 2>/dev/null)
+      verdict llama_weighted_vs_swap "$(pass_if "$agree")" "weighted x$W vs in-app x$INAPP (95% $CI; kerncap run --swap verdict $SV; $(py '"%d" % d["pairs"]' "$WORK/llama_swap.json" 2>/dev/null) pairs)"
+    else
+      verdict llama_extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
+    fi
+  else
+    verdict llama SKIP "no torch with CUDA or no transformers in $PY"
+  fi
+fi
+
+if want autotune; then
+  if torch_ok "$PY" && "$PY" -c "import triton" >/dev/null 2>&1; then
+    S=$WORK/autotune
+    if run autotune_extract "$KC" extract scaled_add --regimes --json -o "$S" -- "$PY" "$HERE/regimes_apps/triton_autotune.py"; then
+      n=$(py 'len([r for r in d["regimes"] if r["captured"]])' "$S/regimes.json")
+      shapes=$(py '" ".join("%s/%s:%d" % (r["grid"][0], r["block"][0], r["launches"]) for r in d["regimes"])' "$S/regimes.json")
+      verdict autotune_extract "$(pass_if "$([ "${n:-0}" -ge 3 ] && echo 1)")" "$n regimes (grid/block:launches $shapes; uncounted $(py 'd["uncounted"]' "$S/regimes.json"))"
+      run autotune_validate "$KC" validate "$S" --json
+      cp "$STEP_OUT" "$WORK/autotune.json"
+      verdict autotune_captured "$(pass_if "$([ "$(py 'd["result"]' "$WORK/autotune.json" 2>/dev/null)" = PASS ] && echo 1)")" "$(py 'd["line"]' "$WORK/autotune.json" 2>/dev/null)"
+    else
+      verdict autotune_extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
+    fi
+  else
+    verdict autotune SKIP "no torch with CUDA or no triton in $PY"
+  fi
+fi
+
+if want ggml; then
+  if [ -x "${KERNCAP_GGML_TESTS:-}" ]; then
+    S=$WORK/ggml
+    if run ggml_extract "$KC" extract mul_mat_q --regimes --max-regimes 8 --json -o "$S" -- "$KERNCAP_GGML_TESTS" perf -o MUL_MAT -b CUDA0; then
+      n=$(py 'len([r for r in d["regimes"] if r["captured"]])' "$S/regimes.json")
+      verdict ggml_extract "$(pass_if "$([ "${n:-0}" -ge 2 ] && echo 1)")" "$n regimes of $(py 'd["kernel"]["demangled"][:70]' "$S/regimes.json") (grid:launches:share $(py '" ".join("%sx%s:%d:%.2f" % (r["grid"][0], r["grid"][1], r["launches"], r["share"]) for r in d["regimes"])' "$S/regimes.json"))"
+      run ggml_validate "$KC" validate "$S" --json
+      cp "$STEP_OUT" "$WORK/ggml.json"
+      verdict ggml_captured "$(pass_if "$([ "$(py 'd["result"]' "$WORK/ggml.json" 2>/dev/null)" = PASS ] && echo 1)")" "$(py 'd["line"]' "$WORK/ggml.json" 2>/dev/null)"
+    else
+      verdict ggml_extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
+    fi
+  else
+    verdict ggml SKIP "KERNCAP_GGML_TESTS (ggml's test-backend-ops, built outside the repository) not given"
   fi
 fi
 

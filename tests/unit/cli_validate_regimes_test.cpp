@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "cli/validate_regimes.hpp"
+#include "format/regime_kernels.hpp"
 #include "cli_run.hpp"
 
 using namespace kerncap;
@@ -103,5 +104,48 @@ TEST(RegimeVerdict, TheCommandRefusesASetWithNothingToJudgeAndRegimesOutsideIt) 
   r = test::run_shell(kc + " validate " + dir.string() + " --regime ../etc");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("lists no such regime"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+TEST(RegimeKernelsVerdict, EveryKernelMustPassAndFailuresAreNamed) {
+  const auto idx = index3();
+  const nlohmann::json pass = cli::regime_verdict(
+      idx, {outcome(idx.regimes[0], "PASS", std::nullopt), outcome(idx.regimes[1], "PASS", std::nullopt)}, std::nullopt,
+      false);
+  const nlohmann::json fail = cli::regime_verdict(
+      idx, {outcome(idx.regimes[0], "PASS", std::nullopt), outcome(idx.regimes[1], "FAIL", std::nullopt)}, std::nullopt,
+      false);
+  nlohmann::json d = cli::regime_kernels_verdict({{"00-norm", pass}, {"01-gemm", pass}});
+  EXPECT_EQ(d["result"], "PASS");
+  EXPECT_EQ(d["line"], "Result: PASS (2 kernel(s), 4 regime(s), every one passes)");
+  EXPECT_EQ(d["kernels"][1]["dir"], "01-gemm");
+  EXPECT_EQ(d["format"], cli::kRegimeKernelsVerdictFormat);
+  d = cli::regime_kernels_verdict({{"00-norm", pass}, {"01-gemm", fail}});
+  EXPECT_EQ(d["result"], "FAIL");
+  EXPECT_EQ(d["failed"], nlohmann::json::array({"01-gemm"}));
+  EXPECT_EQ(d["line"], "Result: FAIL (1 of 2 kernel(s) fail: 01-gemm)");
+}
+
+TEST(RegimeKernelsVerdict, TheCommandRefusesAVariantForSeveralKernelsAndPathsOutsideThem) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "kerncap-validate-regime-kernels-cli";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "00-scaleShift");
+  format::RegimesIndex idx = index3();
+  format::write_regimes(dir / "00-scaleShift", idx);
+  format::RegimeKernels k;
+  k.application = "./regimes";
+  k.kernels = {{"00-scaleShift", "_Z10scaleShiftPKfPfif", "scaleShift", 1, 55, 1000, 2000, 3, 3}};
+  format::write_regime_kernels(dir, k);
+  const std::string kc = std::string(KERNCAP_BINARY_DIR) + "/bin/kerncap";
+  auto r = test::run_shell(kc + " validate " + dir.string() + " --cubin /dev/null");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("a variant is judged on the set of its own kernel"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("00-scaleShift"), std::string::npos) << r.out;
+  r = test::run_shell(kc + " validate " + dir.string() + " --regime 07-other/00-big");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("lists no kernel set 07-other"), std::string::npos) << r.out;
+  r = test::run_shell(kc + " validate " + dir.string() + " --regime 00-scaleShift/../../etc");
+  EXPECT_EQ(r.code, 2) << r.out;
   fs::remove_all(dir);
 }
