@@ -243,6 +243,7 @@ class SpeedupResult:
     captured_stddev_ms: float = 0.0
     variant_median_ms: float = 0.0
     variant_stddev_ms: float = 0.0
+    cache: str = ""  # the L2 state both images were timed in, and why
 
 
 @dataclass

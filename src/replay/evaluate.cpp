@@ -215,18 +215,28 @@ Timing Evaluator::time_image(const TimingOptions& t, bool full, const LaunchFn& 
 SpeedupCheck Evaluator::measure_speedup_here(const TimingOptions& t, double min_speedup, bool& full,
                                              const LaunchFn& caller) {
   // Two rounds each, interleaved, so that clock and thermal drift fall on both images alike.
+  // --cache auto is resolved once, by the captured image's first round (against the
+  // application's time of it), and both images are then timed in that one state.
   std::vector<float> captured, variant;
+  TimingOptions fixed = t;
+  std::string cache;
   for (int round = 0; round < 2; ++round) {
     for (const Session::Which which : {Session::Which::Captured, Session::Which::Variant}) {
       const bool theirs = caller && which == Session::Which::Variant;
       const bool swap_restore = theirs ? false : s_.use(which);
-      const Timing timing = time_image(t, full || swap_restore, theirs ? caller : LaunchFn{});
+      const Timing timing = time_image(fixed, full || swap_restore, theirs ? caller : LaunchFn{});
       full = false;
+      if (fixed.cache == CacheMode::Auto) {
+        fixed.cache = timing.options.cache;
+        cache = timing.cache_why;
+      }
       auto& into = which == Session::Which::Captured ? captured : variant;
       into.insert(into.end(), timing.ms.begin(), timing.ms.end());
     }
   }
-  return judge_speedup(statistics(captured), statistics(variant), min_speedup);
+  SpeedupCheck c = judge_speedup(statistics(captured), statistics(variant), min_speedup);
+  c.cache = cache.empty() ? std::string(fixed.cache == CacheMode::Cold ? "cold" : "warm") : cache;
+  return c;
 }
 
 Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions& o, const LaunchFn& caller) {

@@ -38,7 +38,8 @@ nlohmann::json SpeedupCheck::to_json() const {
           {"captured_median_ms", captured.median},
           {"captured_stddev_ms", captured.stddev},
           {"variant_median_ms", variant.median},
-          {"variant_stddev_ms", variant.stddev}};
+          {"variant_stddev_ms", variant.stddev},
+          {"cache", cache}};
 }
 
 }  // namespace kerncap::replay

@@ -15,6 +15,7 @@ struct SpeedupCheck {
   double min_speedup = 0;
   Stats captured, variant;
   double speedup = 0;  // 0 when the variant's median is 0
+  std::string cache;   // the L2 state both images were timed in, and why (--cache auto's choice)
   bool pass() const { return speedup >= min_speedup; }
   // "Speed-up: PASS (x1.42 >= x1.10: captured 0.1200 ms, variant 0.0845 ms, median of 20)".
   std::string line(int iterations) const;

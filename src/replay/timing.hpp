@@ -67,6 +67,16 @@ struct CacheChoice {
 };
 CacheChoice choose_cache(std::optional<double> between_ns, uint64_t l2_bytes, double dram_bytes_per_ns);
 
+// What --cache auto picks when the capture also knows the application's own time of this
+// launch shape (in_app_median_ns) and a few launches were timed each way (pure): the state
+// whose median is nearer to it. The rule above looks only at how much other work ran between
+// two launches; it cannot see that this kernel's input was just written by the kernel before
+// it (an activation in a model: hot in L2 however much ran before), where a cold replay times
+// a slower kernel than the application ran and exaggerates what a variant saves (an RMSNorm in
+// a Llama decoder on an H200: cold replay x1.56, the application x1.26). `rule` is the rule's
+// choice, said beside the measured one.
+CacheChoice nearer_cache(double in_app_ns, double warm_ns, double cold_ns, const CacheChoice& rule);
+
 // Names on the command line and in kc_time's options; Error(Usage) for anything else.
 RestoreMode parse_restore(const std::string& s);
 CacheMode parse_cache(const std::string& s);

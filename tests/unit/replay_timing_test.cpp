@@ -265,3 +265,19 @@ TEST(Timing, ClockUnknownWithoutNvml) {
 
 }  // namespace
 }  // namespace kerncap::replay
+
+TEST(TimingCache, AutoKeepsTheStateNearerTheApplicationsOwnTime) {
+  const kerncap::replay::CacheChoice rule_cold{kerncap::replay::CacheMode::Cold, "cold: the application ran 40.0 µs of other kernels ..."};
+  // An activation the kernel before it just wrote: the application ran it hot (12 µs), a cold
+  // replay runs 19 µs: warm, against the rule.
+  kerncap::replay::CacheChoice c = kerncap::replay::nearer_cache(12'000, 12'300, 19'000, rule_cold);
+  EXPECT_EQ(c.mode, kerncap::replay::CacheMode::Warm);
+  EXPECT_NE(c.why.find("warm: nearer the application's 12.00 µs"), std::string::npos) << c.why;
+  EXPECT_NE(c.why.find("where the other-work rule said cold"), std::string::npos) << c.why;
+  // Data evicted between launches: cold is nearer, as the rule says.
+  c = kerncap::replay::nearer_cache(18'000, 12'300, 19'000, rule_cold);
+  EXPECT_EQ(c.mode, kerncap::replay::CacheMode::Cold);
+  EXPECT_NE(c.why.find("as the other-work rule says"), std::string::npos) << c.why;
+  // A tie keeps warm (the loop-of-one-launch default).
+  EXPECT_EQ(kerncap::replay::nearer_cache(15'000, 14'000, 16'000, rule_cold).mode, kerncap::replay::CacheMode::Warm);
+}
