@@ -26,4 +26,18 @@ struct SpeedupCheck {
 // Error(Usage) when min_speedup is negative or not finite.
 SpeedupCheck judge_speedup(const Stats& captured, const Stats& variant, double min_speedup);
 
+// Pure: the two images' times in the application's L2 state, from each image timed warm and
+// cold. a = where the application's own time of the captured image (in_app_ns) lies between
+// its warm and cold medians, clamped to [0, 1] (0 when cold is not slower); each image's
+// median is then warm + a x (cold - warm), its spread the larger of the two. `why` says a and
+// the four medians. A model, stated as one: the replay cannot make the application's mix of
+// hot and cold bytes, so it takes both images at the same point between the two it can make.
+struct CacheBlend {
+  Stats captured, variant;
+  double a = 0;
+  std::string why;
+};
+CacheBlend blend_cache(double in_app_ns, const Stats& captured_warm, const Stats& captured_cold,
+                       const Stats& variant_warm, const Stats& variant_cold);
+
 }  // namespace kerncap::replay

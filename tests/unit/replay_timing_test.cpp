@@ -6,6 +6,7 @@
 #include "replay/kernel_clock.hpp"
 #include "replay/sm_clock.hpp"
 #include "replay/spin_kernel.hpp"
+#include "replay/speedup.hpp"
 #include "replay/timing.hpp"
 #include "replay/timing_flags.hpp"
 
@@ -280,4 +281,30 @@ TEST(TimingCache, AutoKeepsTheStateNearerTheApplicationsOwnTime) {
   EXPECT_NE(c.why.find("as the other-work rule says"), std::string::npos) << c.why;
   // A tie keeps warm (the loop-of-one-launch default).
   EXPECT_EQ(kerncap::replay::nearer_cache(15'000, 14'000, 16'000, rule_cold).mode, kerncap::replay::CacheMode::Warm);
+}
+
+TEST(TimingCache, ASpeedupTakesBothImagesWhereTheApplicationsStateLies) {
+  auto st = [](double ms, double sd = 0.0001) {
+    kerncap::Stats s;
+    s.median = ms;
+    s.stddev = sd;
+    return s;
+  };
+  // The captured image: warm 10 µs, cold 20 µs, the application 12.5 µs: a quarter of the way.
+  // The variant: warm 5 µs, cold 13 µs: 7 µs at that point, a speed-up of 12.5 / 7.
+  kerncap::replay::CacheBlend b = kerncap::replay::blend_cache(12'500, st(0.010), st(0.020), st(0.005), st(0.013));
+  EXPECT_DOUBLE_EQ(b.a, 0.25);
+  EXPECT_NEAR(b.captured.median, 0.0125, 1e-12);
+  EXPECT_NEAR(b.variant.median, 0.007, 1e-12);
+  EXPECT_NE(b.why.find("blend 0.25: the application's 12.50 µs"), std::string::npos) << b.why;
+  // Outside the two states: clamped (the application ran hotter than the warm replay).
+  b = kerncap::replay::blend_cache(8'000, st(0.010), st(0.020), st(0.005), st(0.013));
+  EXPECT_DOUBLE_EQ(b.a, 0.0);
+  EXPECT_NEAR(b.variant.median, 0.005, 1e-12);
+  b = kerncap::replay::blend_cache(30'000, st(0.010), st(0.020), st(0.005), st(0.013));
+  EXPECT_DOUBLE_EQ(b.a, 1.0);
+  // A kernel the flush does not slow: warm.
+  b = kerncap::replay::blend_cache(12'000, st(0.010), st(0.0099), st(0.005), st(0.006));
+  EXPECT_DOUBLE_EQ(b.a, 0.0);
+  EXPECT_NEAR(b.captured.median, 0.010, 1e-12);
 }
