@@ -30,7 +30,7 @@ from . import cli_path, runner
 from .errors import KerncapError, KerncapVersionError, cli_message, error_for
 from .json_fields import from_json
 from .results import (BaselineResult, DiffResult, ExtractResult, FootprintResult, InfoResult, LintResult,
-                      LocateResult, ProfileResult, RegimesResult, RegimeValidateResult, ReplayResult, RunResult,
+                      LocateResult, ProfileResult, RegimesResult, RegimeKernelsResult, RegimeValidateResult, ReplayResult, RunResult,
                       ServeStatus, ValidateResult)
 from .runner import ProgressFn
 
@@ -217,6 +217,17 @@ class Kerncap:
         args = ["extract", kernel, "--regimes", "-o", output, "--json"] + _opt("--max-regimes", max_regimes)
         args += _flag("--regex", regex) + _flag("--force", force)
         return self._typed(RegimesResult, args + ["--"] + _argv(cmd), progress=progress)
+
+    def extract_regime_kernels(self, cmd: Command, output: str, kernels: Sequence[str] = (),
+                               top: Optional[int] = None, max_regimes: Optional[int] = None, regex: bool = False,
+                               force: bool = False, progress: Optional[ProgressFn] = None) -> RegimeKernelsResult:
+        """`kerncap extract --regimes --kernel K ... [--top N] -o OUTPUT --json -- CMD`: the regimes
+        of several kernels (each pattern's, and the top N by GPU time) in one pair of runs; each
+        kernel's set in OUTPUT/<dir> (validate_regimes(OUTPUT/<dir>, cubin) judges a variant of it;
+        validate_regimes(OUTPUT) judges every kernel's captured image)."""
+        args = ["extract", "--regimes", "-o", output, "--json"] + _each("--kernel", list(kernels))
+        args += _opt("--top", top) + _opt("--max-regimes", max_regimes) + _flag("--regex", regex) + _flag("--force", force)
+        return self._typed(RegimeKernelsResult, args + ["--"] + _argv(cmd), progress=progress)
 
     def validate_regimes(self, dir: str, cubin: Optional[str] = None, min_speedup: Optional[float] = None,
                          footprint: Optional[str] = None, speedup_iterations: Optional[int] = None,

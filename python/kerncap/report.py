@@ -79,6 +79,11 @@ def load(out: str, verdict_path: Optional[str], lint: bool, kerncap: Optional[st
     regimes: List[Regime] = []
     title = ""
     index_path = os.path.join(out, out_layout.REGIMES_INDEX)
+    if os.path.lexists(os.path.join(out, out_layout.REGIME_KERNELS_INDEX)):
+        kernels = _read_json(os.path.join(out, out_layout.REGIME_KERNELS_INDEX), "regime kernel index")
+        dirs = ", ".join(str(k.get("dir")) for k in kernels.get("kernels", []) if isinstance(k, dict))
+        raise ValueError(f"{out} holds the regime sets of several kernels ({dirs}): report one of them, "
+                         f"kerncap report {out}/KK-<name>")
     if os.path.lexists(index_path):
         idx = _read_json(index_path, "regime index")
         if idx.get("format") != "kerncap-regimes" or idx.get("version") != 1:

@@ -577,6 +577,21 @@ class RegimesResult:
 
 
 @dataclass
+class RegimeKernelSet(RegimesResult):
+    """One kernel's regime set within `extract --regimes --kernel A --kernel B` / `--top N`."""
+    dir: str = ""  # OUT/<dir> is the kernel's set (validate_regimes(OUT/<dir>, cubin) judges a variant)
+
+
+@dataclass
+class RegimeKernelsResult:
+    """`kerncap extract --regimes --kernel A --kernel B --json` (or `--top N`): the regime sets of
+    several kernels taken in one pair of runs; OUT/regime-kernels.json lists them."""
+    output: str = ""
+    kernels: List[RegimeKernelSet] = field(default_factory=list)
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
 class RegimeVerdict:
     dir: str = ""
     grid: List[int] = field(default_factory=list)

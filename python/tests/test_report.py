@@ -63,6 +63,13 @@ def test_bad_inputs_are_clear_errors(tmp_path, capsys):
     shutil.copytree(os.path.join(FIXTURE, "set"), tmp_path / "set2")
     assert report.main([str(tmp_path / "set2"), "--no-lint", "--verdict", str(wrong)]) == 2
     assert "expected what `kerncap validate OUT --json` prints" in capsys.readouterr().err
+    many = tmp_path / "model"
+    shutil.copytree(os.path.join(FIXTURE, "set"), many / "00-scaleShift")
+    (many / "regime-kernels.json").write_text(json.dumps({"format": "kerncap-regime-kernels", "version": 1,
+                                                          "kernels": [{"dir": "00-scaleShift"}]}))
+    assert report.main([str(many), "--no-lint"]) == 2
+    assert "report one of them" in capsys.readouterr().err
+    assert report.main([str(many / "00-scaleShift"), "--no-lint", "-o", str(tmp_path / "r.html")]) == 0
 
 
 def _browser():
