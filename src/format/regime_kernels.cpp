@@ -15,16 +15,6 @@ namespace {
 constexpr std::string_view kKernelsFile = out::kRegimeKernelsIndex;
 constexpr uint64_t kMaxKernelsIndexBytes = 1 << 20;
 
-// One plain directory name, never a path, a link target or a dot-name: a crafted index
-// cannot send validate outside OUT.
-std::string kernel_dir_name(const JsonField& f) {
-  std::string s = f.str(256);
-  if (s.empty() || s.front() == '.' || s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                           "0123456789._-") != std::string::npos)
-    f.fail("must be one directory name inside OUT (letters, digits, '.', '-', '_'; not starting with '.')");
-  return s;
-}
-
 }  // namespace
 
 nlohmann::json to_json(const RegimeKernels& r) {
@@ -65,7 +55,7 @@ RegimeKernels regime_kernels_from_json(std::string_view text, const std::string&
     const JsonField f = list.elem(i);
     f.object();
     RegimeKernel k;
-    k.dir = kernel_dir_name(f.at("dir"));
+    k.dir = index_dir_name(f.at("dir"));
     for (const auto& other : r.kernels)
       if (other.dir == k.dir) f.at("dir").fail(fmt::format("repeats kernel directory {}", k.dir));
     k.mangled = f.at("mangled").str(64 << 10);

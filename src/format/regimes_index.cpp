@@ -25,16 +25,6 @@ std::array<T, 3> read_dims(const JsonField& f, Get get) {
   return {get(f.elem(0)), get(f.elem(1)), get(f.elem(2))};
 }
 
-// A regime's directory: one plain name (what extract's target_dir_name makes), never a
-// path, a link or a dot-name, so that a crafted index cannot point validate outside OUT.
-std::string dir_name(const JsonField& f) {
-  std::string s = f.str(256);
-  if (s.empty() || s.front() == '.' || s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                           "0123456789._-") != std::string::npos)
-    f.fail("must be one directory name inside OUT (letters, digits, '.', '-', '_'; not starting with '.')");
-  return s;
-}
-
 // A regime's "params": strict, at most kMaxRegimeParams words in buffer order, each a
 // possible word of a parameter buffer.
 std::vector<RegimeParam> read_params(const JsonField& list) {
@@ -58,6 +48,14 @@ std::vector<RegimeParam> read_params(const JsonField& list) {
 }
 
 }  // namespace
+
+std::string index_dir_name(const JsonField& f) {
+  std::string s = f.str(256);
+  if (s.empty() || s.front() == '.' || s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                           "0123456789._-") != std::string::npos)
+    f.fail("must be one directory name inside OUT (letters, digits, '.', '-', '_'; not starting with '.')");
+  return s;
+}
 
 std::string param_word_text(const RegimeParam& p) {
   std::string name = p.offset ? fmt::format("param {}+{}", p.slot, p.offset) : fmt::format("param {}", p.slot);
@@ -156,7 +154,7 @@ RegimesIndex regimes_from_json(std::string_view text, const std::string& file_na
     const JsonField f = list.elem(i);
     f.object();
     RegimeEntry e;
-    e.dir = dir_name(f.at("dir"));
+    e.dir = index_dir_name(f.at("dir"));
     for (const auto& other : r.regimes)
       if (other.dir == e.dir) f.at("dir").fail(fmt::format("repeats regime directory {}", e.dir));
     e.grid = read_dims<int32_t>(f.at("grid"), [](const JsonField& x) { return x.i32(1); });

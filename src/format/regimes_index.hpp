@@ -73,6 +73,12 @@ struct RegimesIndex {
   double coverage() const;
 };
 
+class JsonField;
+// A directory an index names (a regime's, a kernel set's): one plain name inside OUT (letters,
+// digits, '.', '-', '_'; not starting with '.'), never a path or a dot-name, so that a crafted
+// index cannot point validate outside OUT. Error(Input) naming the field otherwise.
+std::string index_dir_name(const JsonField& f);
+
 nlohmann::json to_json(const RegimesIndex& r);
 // Error(Input) naming the field for anything but exactly a version-1 index.
 RegimesIndex regimes_from_json(std::string_view text, const std::string& file_name);
