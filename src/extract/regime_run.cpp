@@ -53,10 +53,10 @@ std::string shape_text(const format::RegimeEntry& e) {
 }
 
 
-// The kernels the selection names, as mangled names, largest GPU time first: each pattern's
-// best match, then the --top N kernels not named yet.
-std::vector<std::string> pick_kernels(const std::vector<format::ProcessRecords>& records, const Request& r,
-                                      const RegimeSelection& sel, RegimeResult& res) {
+}  // namespace
+
+std::vector<std::string> regime_kernels(const std::vector<format::ProcessRecords>& records, const RegimeSelection& sel,
+                                        bool regex, std::vector<std::string>& notes) {
   std::vector<std::string> out;
   auto add = [&](const std::string& m) {
     if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
@@ -64,7 +64,7 @@ std::vector<std::string> pick_kernels(const std::vector<format::ProcessRecords>&
   for (const std::string& pat : sel.patterns) {
     const names::Matcher pattern = [&] {
       try {
-        return names::Matcher(pat, r.regex);
+        return names::Matcher(pat, regex);
       } catch (const std::regex_error& e) {
         usage_error(fmt::format("--regex '{}': {}", pat, e.what()));
       }
@@ -75,12 +75,12 @@ std::vector<std::string> pick_kernels(const std::vector<format::ProcessRecords>&
       input_error(fmt::format("no launched kernel matches '{}' in the profiled run{}", pat,
                               records.empty() ? " (no process recorded a kernel)" : ""));
     if (!others.empty())
-      res.notes.push_back(fmt::format("'{}' also matches {} other kernel(s) ({}{}); the regimes are of {}, the one "
+      notes.push_back(fmt::format("'{}' also matches {} other kernel(s) ({}{}); the regimes are of {}, the one "
                                       "with the most GPU time (name another with a longer pattern)",
                                       pat, others.size(), names::demangle(others[0]), others.size() > 1 ? ", ..." : "",
                                       names::demangle(mangled)));
     if (std::find(out.begin(), out.end(), mangled) != out.end())
-      res.notes.push_back(fmt::format("'{}' names {} again; its regimes are taken once", pat, names::demangle(mangled)));
+      notes.push_back(fmt::format("'{}' names {} again; its regimes are taken once", pat, names::demangle(mangled)));
     add(mangled);
   }
   if (sel.top) {
@@ -102,12 +102,11 @@ std::vector<std::string> pick_kernels(const std::vector<format::ProcessRecords>&
     }
     if (out.empty()) input_error("--top: no kernel was launched from the host in the profiled run");
     if (taken < sel.top)
-      res.notes.push_back(fmt::format("--top {}: the application launched only {} other kernel(s)", sel.top, taken));
+      notes.push_back(fmt::format("--top {}: the application launched only {} other kernel(s)", sel.top, taken));
   }
   return out;
 }
 
-}  // namespace
 
 RegimeResult run_regimes(const Request& r, const RegimeSelection& sel) {
   if (!r.targets.empty() || !r.kernel.empty())
@@ -139,7 +138,7 @@ RegimeResult run_regimes(const Request& r, const RegimeSelection& sel) {
     if (!(exit.exited && exit.code == 0))
       res.notes.push_back(fmt::format("the profiled run of the application {}", exit.describe()));
   }
-  const std::vector<std::string> kernels = pick_kernels(records, r, sel, res);
+  const std::vector<std::string> kernels = regime_kernels(records, sel, r.regex, res.notes);
   const std::string application = r.cmd.empty() ? fmt::format("{}", fmt::join(r.argv, " ")) : r.cmd;
 
   // 2. Each kernel's regimes, and one target per regime: its first launch, by exact name.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "extract/multi_run.hpp"
+#include "format/profile_records.hpp"
 #include "format/regime_kernels.hpp"
 #include "format/regimes_index.hpp"
 
@@ -37,6 +38,14 @@ struct RegimeResult {
   std::vector<RegimeSetResult> sets;  // one per kernel, largest GPU time first
   std::vector<std::string> notes;     // said to the user (other kernels matched, other processes, ...)
 };
+
+// The kernels `sel` names in the profiled run's records, as mangled names: each pattern's
+// kernel with the most GPU time (host launches, benchmarks left out), then the `top` kernels
+// with the most GPU time not named yet, each kernel once. Error(Input) for a pattern nothing
+// matches, Error(Usage) for a bad regex; `notes` gets what the user should hear (other matches,
+// a kernel named twice, fewer kernels than --top).
+std::vector<std::string> regime_kernels(const std::vector<format::ProcessRecords>& records, const RegimeSelection& sel,
+                                        bool regex, std::vector<std::string>& notes);
 
 // r.kernel and r.targets must be empty (the selection names the kernels). Throws
 // Error(Usage) for a bad request, Error(Input) when no launch of a named kernel was recorded;
