@@ -230,6 +230,20 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
             kernel, command, output, max_regimes=max_regimes, regex=regex, force=force, progress=pr)))
 
     @server.tool()
+    async def extract_regime_kernels(command: List[str], output: str, ctx: Context, kernels: List[str] = [],
+                                     top: Optional[int] = None, max_regimes: Optional[int] = None,
+                                     regex: bool = False, force: bool = False) -> Dict[str, Any]:
+        """The regimes of several kernels in the same two runs of the application: each of
+        `kernels` (name patterns) and the `top` kernels by GPU time. Each kernel's set goes to
+        `output`/KK-<name> (its `dir` in the result); `validate` on `output` judges every kernel's
+        captured image, on `output`/<dir> with a variant that kernel's variant over its regimes."""
+        output = _operand(output, "output")
+        kernels = _operands(kernels, "kernel") or []
+        return _document(await call(ctx, lambda kc, pr: kc.extract_regime_kernels(
+            command, output, kernels=kernels, top=top, max_regimes=max_regimes, regex=regex, force=force,
+            progress=pr)))
+
+    @server.tool()
     async def run_swapped(swaps: List[str], command: List[str], ctx: Context, repeat: int = 3,
                           check: Optional[str] = None, shadow: bool = False, every: int = 1,
                           warmup: int = 0) -> Dict[str, Any]:

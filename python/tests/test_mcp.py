@@ -16,7 +16,7 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 from conftest import write_capture  # noqa: E402
 
 TOOLS = {"profile", "extract", "info", "replay", "validate", "footprint", "lint", "baseline_save", "diff", "locate",
-         "serve", "serve_stop", "extract_regimes", "report", "run_swapped"}
+         "serve", "serve_stop", "extract_regimes", "extract_regime_kernels", "report", "run_swapped"}
 
 
 def attr(obj, snake, camel):
