@@ -35,6 +35,7 @@ struct ValidateArgs {
   std::optional<double> min_speedup;
   std::string footprint = "auto";
   replay::TimingOptions timing{.warmup = 3, .iterations = 20};
+  std::string speedup_cache = "auto";  // --speedup-cache
   std::string server;  // --server auto|off ("": KERNCAP_SERVE, else auto)
   std::string regime;  // --regime DIR: one regime of a regime set (what validate_regimes runs)
 };
@@ -52,6 +53,7 @@ nlohmann::json judge_options(const ValidateArgs& a) {
   o["time"] = false;
   o["warmup"] = a.timing.warmup;
   o["iterations"] = a.timing.iterations;
+  o["cache"] = a.speedup_cache;
   o["keep_loaded"] = true;
   return o;
 }
@@ -187,6 +189,12 @@ void add_validate(CLI::App& app, int& exit_code) {
   cmd->add_flag("--speedup", a->judge.speedup,
                 "Time the variant against the captured image as --min-speedup does, without a threshold (the "
                 "speed-up is reported; a regime set's children use it for the weighted figure)");
+  cmd->add_option("--speedup-cache", a->speedup_cache,
+                  "The L2 state both images are timed in for the speed-up: auto (default: warm or cold, whichever "
+                  "replays the captured image nearer the application's own time of it, when the capture has that "
+                  "time), blend (each image timed warm and cold and taken where the application's state lies "
+                  "between them; docs/engine.md), warm or cold")
+      ->check(CLI::IsMember({"auto", "blend", "warm", "cold"}));
   cmd->add_option("--speedup-iterations", a->timing.iterations, "Timed launches of each image for the speed-up")
       ->default_val(20);
   cmd->add_flag("--no-determinism-check", a->judge.no_determinism,

@@ -215,13 +215,14 @@ Timing Evaluator::time_image(const TimingOptions& t, bool full, const LaunchFn& 
 SpeedupCheck Evaluator::measure_speedup_here(const TimingOptions& t, double min_speedup, bool& full,
                                              const LaunchFn& caller) {
   const std::optional<double> in_app = s_.capture().manifest.in_app_median_ns;
-  const bool blend = t.cache == CacheMode::Auto && in_app && *in_app > 0;
+  const bool blend = t.cache == CacheMode::Blend && in_app && *in_app > 0;
   // Two rounds, interleaved, so that clock and thermal drift fall on both images alike. With
-  // --cache auto and the application's own time of this launch known, each image is timed
+  // cache "blend" and the application's own time of this launch known, each image is timed
   // warm and cold (the application's L2 state lies between: an input the kernel before it just
   // wrote is hot, weights read once per step are not), and each image's time is taken at the
   // point between its warm and cold times where the captured image meets the application's.
-  // Otherwise auto is resolved once, by the captured image, and both are timed in that state.
+  // Otherwise auto (or blend without that time) is resolved once, by the captured image, and
+  // both are timed in that state.
   std::vector<float> captured[2], variant[2];  // [warm, cold]
   TimingOptions fixed = t;
   std::string cache;
@@ -236,7 +237,7 @@ SpeedupCheck Evaluator::measure_speedup_here(const TimingOptions& t, double min_
         if (blend) fixed.cache = mode;
         const Timing timing = time_image(fixed, full || swap_restore, theirs ? caller : LaunchFn{});
         full = false;
-        if (fixed.cache == CacheMode::Auto) {
+        if (fixed.cache == CacheMode::Auto || fixed.cache == CacheMode::Blend) {
           fixed.cache = timing.options.cache;
           cache = timing.cache_why;
         }

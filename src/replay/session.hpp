@@ -121,6 +121,14 @@ class Session {
   // Counts restores and launches: a caller that keeps memory state across calls (the
   // evaluation loop) tells whether anything else touched the memory since.
   uint64_t generation() const { return generation_; }
+  // --cache auto's choice for this capture, measured once per session by the first timing of
+  // the captured image that could (timing.cpp): the same capture, the same answer, so later
+  // timings (every candidate an agent sends) do not pay for the measurement again.
+  struct CacheMemo {
+    bool set = false, cold = false;
+    std::string why;
+  };
+  CacheMemo& cache_memo() { return cache_memo_; }
   // Launches once and waits; returns the elapsed milliseconds measured with events.
   float launch();
   // Enqueues one launch on stream() without waiting.
@@ -191,6 +199,7 @@ class Session {
   std::unique_ptr<AddressSpace> space_;
   std::unique_ptr<Image> captured_, variant_;
   Image* active_ = nullptr;
+  CacheMemo cache_memo_;
   CUstream stream_ = nullptr;
   CUevent ev_start_ = nullptr, ev_stop_ = nullptr;
   CUevent staged_[2] = {nullptr, nullptr};  // the copy out of staging buffer a / b ended

@@ -42,7 +42,7 @@ std::string name_of(E e, const std::pair<const char*, E> (&names)[N]) {
 const std::pair<const char*, RestoreMode> kRestoreNames[] = {
     {"written", RestoreMode::Written}, {"full", RestoreMode::Full}, {"none", RestoreMode::None}};
 const std::pair<const char*, CacheMode> kCacheNames[] = {
-    {"auto", CacheMode::Auto}, {"warm", CacheMode::Warm}, {"cold", CacheMode::Cold}};
+    {"auto", CacheMode::Auto}, {"warm", CacheMode::Warm}, {"cold", CacheMode::Cold}, {"blend", CacheMode::Blend}};
 const std::pair<const char*, TimerKind> kTimerNames[] = {{"auto", TimerKind::Auto},
                                                          {"cupti", TimerKind::Cupti},
                                                          {"spin-events", TimerKind::SpinEvents},
@@ -362,9 +362,15 @@ Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch,
     t.reset_ranges = reset->ranges();
     t.reset_staging = to_string(reset->place());
   }
-  if (o.cache == CacheMode::Auto) {
+  Session::CacheMemo& memo = s.cache_memo();
+  if ((o.cache == CacheMode::Auto || o.cache == CacheMode::Blend) && memo.set) {
+    t.options.cache = memo.cold ? CacheMode::Cold : CacheMode::Warm;
+    t.cache_why = memo.why;
+  } else if (o.cache == CacheMode::Auto || o.cache == CacheMode::Blend) {
     CacheChoice c = choose_cache(s.capture().manifest.in_app_between_ns, l2_bytes(), dram_bytes_per_ns());
-    if (const auto in_app = s.capture().manifest.in_app_median_ns; in_app && *in_app > 0) {
+    const auto in_app = s.capture().manifest.in_app_median_ns;
+    // Measured with the captured image only (the application's time is of that image), once.
+    if (in_app && *in_app > 0 && s.active() == Session::Which::Captured) {
       // A few launches each way (this image), the state nearer the application's own time kept.
       TimingOptions probe = o;
       probe.warmup = 1;
@@ -373,8 +379,10 @@ Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch,
       const Timing warm = time_launches(s, probe, launch, reset);
       probe.cache = CacheMode::Cold;
       const Timing cold = time_launches(s, probe, launch, reset);
-      if (!warm.ms.empty() && !cold.ms.empty())
+      if (!warm.ms.empty() && !cold.ms.empty()) {
         c = nearer_cache(*in_app, statistics(warm.ms).median * 1e6, statistics(cold.ms).median * 1e6, c);
+        memo = {true, c.mode == CacheMode::Cold, c.why};
+      }
     }
     t.options.cache = c.mode;
     t.cache_why = c.why;

@@ -40,7 +40,9 @@ enum class RestoreMode { Written, Full, None };
 // warm: L2 holds whatever the previous launch left (a loop of this launch alone); cold: L2
 // flushed before each launch, as Nsight Compute does by default; auto (default): whichever
 // the application's launches saw (choose_cache), resolved when timing starts.
-enum class CacheMode { Auto, Warm, Cold };
+// blend (a speed-up only): each image timed warm and cold and taken where the application's
+// state lies between them (blend_cache); a single image's timing treats it as auto.
+enum class CacheMode { Auto, Warm, Cold, Blend };
 // auto: CUPTI when it can be enabled, else spin-events; events: plain events around each
 // launch (launch overhead included; the old method, kept for comparisons).
 enum class TimerKind { Auto, Cupti, SpinEvents, Events };

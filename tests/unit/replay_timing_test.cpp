@@ -308,3 +308,10 @@ TEST(TimingCache, ASpeedupTakesBothImagesWhereTheApplicationsStateLies) {
   EXPECT_DOUBLE_EQ(b.a, 0.0);
   EXPECT_NEAR(b.captured.median, 0.010, 1e-12);
 }
+
+TEST(TimingCache, BlendIsANameOfItsOwn) {
+  EXPECT_EQ(kerncap::replay::parse_cache("blend"), kerncap::replay::CacheMode::Blend);
+  EXPECT_EQ(kerncap::replay::to_string(kerncap::replay::CacheMode::Blend), "blend");
+  const auto t = kerncap::replay::timing_options_from_json({{"cache", "blend"}});
+  EXPECT_EQ(t.cache, kerncap::replay::CacheMode::Blend);
+}
