@@ -20,7 +20,7 @@
 #             decode regime (3 rows); a variant faster on prefill and slower on decode gives
 #             per-regime speed-ups on both sides and a weighted speed-up that agrees within 5 %
 #             with the kernel's GPU time in the application with that variant swapped in
-#             (`kerncap run --swap`, medians of paired runs)
+#             (`kerncap run --swap`, medians of paired runs); the same with --speedup-cache blend
 #   autotune  tests/gpu/regimes_apps/triton_autotune.py: a @triton.autotune kernel called under
 #             three keys: 3 regimes (the autotuner's benchmark launches not counted), each PASSes
 #   ggml      with KERNCAP_GGML_TESTS=path to ggml's test-backend-ops (built outside the repo):
@@ -198,6 +198,12 @@ if want llama; then
       SV=$(py 'd["verdict"]' "$WORK/llama_swap.json" 2>/dev/null)
       agree=$(python3 -c "print(1 if abs($W / $INAPP - 1) <= 0.05 else 0)" 2>/dev/null)
       verdict llama_weighted_vs_swap "$(pass_if "$agree")" "weighted x$W vs in-app x$INAPP (95% $CI; kerncap run --swap verdict $SV; $(py '"%d" % d["pairs"]' "$WORK/llama_swap.json" 2>/dev/null) pairs)"
+      # The same variant timed with the blend model (--speedup-cache blend) beside auto's.
+      run llama_blend "$KC" validate "$NORM" --json --cubin "$R/BIGFAST.cubin" --speedup-cache blend
+      cp "$STEP_OUT" "$WORK/llama_blend.json" 2>/dev/null
+      WB=$(py '"%.4f" % d["weighted_speedup"]' "$WORK/llama_blend.json" 2>/dev/null)
+      agree=$(python3 -c "print(1 if abs($WB / $INAPP - 1) <= 0.05 else 0)" 2>/dev/null)
+      verdict llama_blend_vs_swap "$(pass_if "$agree")" "blend weighted x$WB vs in-app x$INAPP; $(py '" | ".join(r["verdict"]["speedup"]["cache"][:120] for r in d["regimes"])' "$WORK/llama_blend.json" 2>/dev/null)"
     else
       verdict llama_extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
     fi
