@@ -11,6 +11,7 @@
 #include <span>
 
 #include "capture/array_snapshot.hpp"
+#include "capture/context_scope.hpp"
 #include "capture/events.hpp"
 #include "capture/launch_info.hpp"
 #include "capture/peer_scan.hpp"
@@ -65,25 +66,6 @@ FunctionFacts function_facts(const LaunchArgs& a, CUfunction fn, const format::M
 }
 
 namespace {
-
-// Makes the launch's context current for kerncap's own calls and restores the thread's
-// previous state afterwards (the runtime does not always leave it current).
-class ContextScope {
- public:
-  explicit ContextScope(CUcontext ctx) {
-    if (ctx && KC_CU_TRY(cuCtxPushCurrent(ctx)) == CUDA_SUCCESS) pushed_ = true;
-  }
-  ~ContextScope() {
-    CUcontext popped = nullptr;
-    if (pushed_ && KC_CU_TRY(cuCtxPopCurrent(&popped)) != CUDA_SUCCESS)
-      log::warn("could not restore the application thread's CUDA context after the capture");
-  }
-  ContextScope(const ContextScope&) = delete;
-  ContextScope& operator=(const ContextScope&) = delete;
-
- private:
-  bool pushed_ = false;
-};
 
 void fill_device(format::Manifest& m) {
   CUdevice dev = 0;

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "capture/events.hpp"
+#include "capture/context_scope.hpp"
 #include "capture/graph_driver.hpp"
 #include "capture/graph_saved_state.hpp"
 #include "capture/launch_info.hpp"
@@ -18,23 +19,6 @@
 
 namespace kerncap::capture {
 namespace {
-
-// Makes the launch's context current for kerncap's calls and restores the thread's state.
-class ContextScope {
- public:
-  explicit ContextScope(CUcontext ctx) {
-    if (ctx && KC_CU_TRY(cuCtxPushCurrent(ctx)) == CUDA_SUCCESS) pushed_ = true;
-  }
-  ~ContextScope() {
-    CUcontext popped = nullptr;
-    if (pushed_) KC_CU_TRY(cuCtxPopCurrent(&popped));
-  }
-  ContextScope(const ContextScope&) = delete;
-  ContextScope& operator=(const ContextScope&) = delete;
-
- private:
-  bool pushed_ = false;
-};
 
 // Destroys what kerncap created here, whichever way the capture ends.
 template <typename H, typename F>

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "capture/capturer.hpp"
+#include "capture/context_scope.hpp"
 #include "capture/cupti_check.hpp"
 #include "capture/events.hpp"
 #include "capture/in_app_records.hpp"
@@ -46,15 +47,7 @@ class DriverWindowOps final : public WindowOps {
       return false;
     }
     // The context is the launch's; kerncap's queries need it current.
-    CUcontext pushed = nullptr;
-    const bool push = cb.context && KC_CU_TRY(cuCtxPushCurrent(cb.context)) == CUDA_SUCCESS;
-    struct Pop {
-      bool on;
-      CUcontext* out;
-      ~Pop() {
-        if (on) KC_CU_TRY(cuCtxPopCurrent(out));
-      }
-    } pop{push, &pushed};
+    const ContextScope scope(cb.context);
     const ResolvedFunction fn = resolve_function(args.f);
     format::Manifest m;
     if (sm_ == 0) {
@@ -117,15 +110,7 @@ class DriverWindowOps final : public WindowOps {
   bool launch_params(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, std::vector<uint8_t>* bytes) override {
     LaunchArgs args;
     if (!decode_launch(cbid, cb.functionParams, &args)) return false;
-    CUcontext pushed = nullptr;
-    const bool push = cb.context && KC_CU_TRY(cuCtxPushCurrent(cb.context)) == CUDA_SUCCESS;
-    struct Pop {
-      bool on;
-      CUcontext* out;
-      ~Pop() {
-        if (on) KC_CU_TRY(cuCtxPopCurrent(out));
-      }
-    } pop{push, &pushed};
+    const ContextScope scope(cb.context);
     // The layout once per function (the driver's; no image parse after the window: a launch
     // whose layout the driver cannot give is not observed, and what it reaches stays unseen).
     std::vector<format::ParamSlot> slots;
