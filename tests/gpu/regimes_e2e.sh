@@ -20,7 +20,10 @@
 #             decode regime (3 rows); a variant faster on prefill and slower on decode gives
 #             per-regime speed-ups on both sides and a weighted speed-up that agrees within 5 %
 #             with the kernel's GPU time in the application with that variant swapped in
-#             (`kerncap run --swap`, medians of paired runs); the same with --speedup-cache blend
+#             (`kerncap run --swap`, medians of paired runs); the same with --speedup-cache blend;
+#             norm, attention, rotary (rotate_half's negation) and GEMM kernels each with >= 2
+#             regimes whose times sum to the kernel's; `kerncap report` of the norm's set, opened
+#             in a headless browser when one is installed (python/tests/report_browser.py)
 #   autotune  tests/gpu/regimes_apps/triton_autotune.py: a @triton.autotune kernel called under
 #             three keys: 3 regimes (the autotuner's benchmark launches not counted), each PASSes
 #   ggml      with KERNCAP_GGML_TESTS=path to ggml's test-backend-ops (built outside the repo):
@@ -159,12 +162,26 @@ if want llama; then
     S=$WORK/llama
     if [ $built = 0 ]; then
       verdict llama_build FAIL "nvcc: $(tail -3 "$R/build.log" | tr '\n' ' ')"
-    elif run llama_extract "$KC" extract --regimes --kernel rms_norm_kernel --top 5 --max-regimes 4 --json -o "$S" -- "${APP[@]}"; then
+    # Named: the norm, the attention kernel (whichever SDPA ran most) and rotary's negation
+    # (rotate_half's -x2, a kernel only rotary launches); --top 3 adds the heaviest others
+    # (cuBLAS GEMMs). Each kind should show a prefill and a decode regime.
+    elif run llama_extract "$KC" extract --regimes --regex --kernel rms_norm_kernel \
+        --kernel 'fmha_cutlass|flash_fwd|sdpa|attention' --kernel neg_kernel_cuda --top 3 --max-regimes 4 --json \
+        -o "$S" -- "${APP[@]}"; then
       cp "$STEP_OUT" "$WORK/llama.index.json"
       kinds=$(py '"; ".join("%s %d/%d regimes %.1f%%" % (k["dir"][:40], k["captured"], k["regimes"], 100.0 * k["time_ns"] / max(k["app_time_ns"], 1)) for k in d["kernels"])' "$S/regime-kernels.json")
       nk=$(py 'len([k for k in d["kernels"] if k["captured"] >= 1])' "$S/regime-kernels.json")
       multi=$(py 'len([k for k in d["kernels"] if k["captured"] >= 2])' "$S/regime-kernels.json")
       verdict llama_extract "$(pass_if "$([ "${nk:-0}" -ge 5 ] && echo 1)")" "$nk kernels captured, $multi with >= 2 regimes: $kinds"
+      # Norm, attention, rotary and GEMM: each with >= 2 regimes, and the regimes' shares summing
+      # to the kernel's time in the profiled run (listed regimes plus dropped ones; 100.0% each).
+      kinds4=$(py '";".join("%s=%d" % (kind, max([k["regimes"] for k in d["kernels"] if any(p in k["demangled"] for p in pats)] or [0])) for kind, pats in (("norm", ["rms_norm_kernel"]), ("attention", ["fmha", "flash_fwd", "sdpa", "ttention"]), ("rotary", ["neg_kernel_cuda"]), ("gemm", ["nvjet", "gemm", "cutlass_80", "sm90_xmma"])))' "$S/regime-kernels.json")
+      sums=$(for k in $(py '" ".join(k["dir"] for k in d["kernels"])' "$S/regime-kernels.json"); do
+        py '"%s:%s" % (d["kernel"]["demangled"][:24].replace(" ", "_"), "%.1f%%" % (100.0 * (sum(r["time_ns"] for r in d["regimes"]) + d["dropped"]["time_ns"]) / max(d["time_ns"], 1)))' "$S/$k/regimes.json" 2>/dev/null; done | tr '\n' ' ')
+      ok4=$(python3 -c "import sys; print(1 if all(int(x.split('=')[1]) >= 2 for x in '$kinds4'.split(';')) else 0)" 2>/dev/null)
+      off=$(printf '%s\n' $sums | grep -Evc ':(100\.0|99\.9)%$')
+      [ "${off:-1}" = 0 ] || ok4=0
+      verdict llama_kinds "$(pass_if "$ok4")" "regimes per kind: $kinds4; shares: $sums"
       run llama_validate "$KC" validate "$S" --json
       cp "$STEP_OUT" "$WORK/llama.validate.json"
       res=$(py 'd["result"]' "$WORK/llama.validate.json" 2>/dev/null)
@@ -190,6 +207,21 @@ if want llama; then
       both=$(py 'any(r["speedup"] > 1 for r in d["regimes"]) and any(r["speedup"] < 1 for r in d["regimes"])' "$WORK/llama_bigfast.json" 2>/dev/null)
       W=$(py '"%.4f" % d["weighted_speedup"]' "$WORK/llama_bigfast.json" 2>/dev/null)
       verdict llama_bigfast "$(pass_if "$([ "$JUDGED" = PASS ] && [ "$both" = True ] && echo 1)")" "grid:speed-up $per; weighted x$W; $LAST_LINE"
+      # The page of this run (kerncap report), checked in a headless browser where one is here;
+      # elsewhere the page and its verdict are kept ($WORK/llama_report.html) for the check.
+      if run llama_report "$KC" report "$NORM" --verdict "$WORK/llama_bigfast.json" -o "$WORK/llama_report.html"; then
+        if [ -f "$HERE/../../python/tests/report_browser.py" ] &&
+           python3 "$HERE/../../python/tests/report_browser.py" "$WORK/llama_report.html" "$WORK/llama_bigfast.json" \
+             >"$WORK/llama_report.check" 2>&1; then
+          verdict llama_report PASS "$(tail -1 "$WORK/llama_report.check")"
+        elif grep -q SKIPPED "$WORK/llama_report.check" 2>/dev/null; then
+          verdict llama_report SKIP "written ($(wc -c <"$WORK/llama_report.html") bytes); no browser here: check it with python/tests/report_browser.py"
+        else
+          verdict llama_report FAIL "$(tail -2 "$WORK/llama_report.check" | tr '\n' ' ')"
+        fi
+      else
+        verdict llama_report FAIL "rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ')"
+      fi
       # The same variant inside the application: the kernel's own GPU time, unmodified vs swapped.
       run llama_swap "$KC" run --swap rms_norm_kernel="$R/BIGFAST.cubin" --repeat 4 --json -- "${APP[@]}"
       cp "$STEP_OUT" "$WORK/llama_swap.json" 2>/dev/null
