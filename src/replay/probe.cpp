@@ -49,6 +49,21 @@ bool probe_touched(const format::RegionFootprint& rf, uint64_t b, uint64_t e) {
   return w < rf.written.bits() && w * rf.written.granule() < e;
 }
 
+// The regions (manifest order) of the CUDA arrays a surface object of the launch is over.
+std::vector<size_t> surface_array_regions(const format::Manifest& m) {
+  std::vector<size_t> out;
+  for (const auto& o : m.textures.objects) {
+    if (!o.surface || o.resource != format::ResourceType::Array) continue;
+    const format::ArrayRecord* a = m.textures.find_array(o.array);
+    if (!a) continue;
+    for (size_t i = 0; i < m.regions.size(); ++i)
+      if (m.regions[i].id == a->region && m.regions[i].kind == format::MemKind::Array &&
+          std::find(out.begin(), out.end(), i) == out.end())
+        out.push_back(i);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<ProbeSpan> probe_candidates(const format::Manifest& m, std::span<const uint8_t> params,
@@ -84,6 +99,7 @@ std::vector<ProbeSpan> probe_candidates(const format::Manifest& m, std::span<con
   const ProbeRegionIndex replay_index(m, replay_bases);
   for (const auto& src : memory.sources)
     if (src.region < n) scan(src.bytes, replay_index, replay_bases, src.region);
+  for (const size_t i : surface_array_regions(m)) starts[i].emplace_back(0, kFromSurface);
   for (size_t i = 0; i < n && out.size() < limit; ++i) {
     auto& s = starts[i];
     if (s.empty() || m.regions[i].size > max_region_bytes) continue;
@@ -165,7 +181,8 @@ std::optional<std::vector<uint8_t>> poisoned_run(Session& s, const CompareSpec& 
 std::string probe_describe(const format::Manifest& m, const ProbeSpan& c) {
   const format::Region& r = m.regions[c.region];
   std::string where = fmt::format("region {} +{:#x} ({})", r.id, c.begin, human_bytes(c.end - c.begin));
-  if (c.from != kFromParams) where += fmt::format(", pointed to from region {}'s memory", m.regions[c.from].id);
+  if (c.from == kFromSurface) where += ", a CUDA array under a surface object";
+  else if (c.from != kFromParams) where += fmt::format(", pointed to from region {}'s memory", m.regions[c.from].id);
   return where;
 }
 
@@ -254,9 +271,9 @@ std::vector<uint32_t> probe_writes(Session& s, format::Footprint& f) {
     std::vector<ProbeSpan> group;
     for (const size_t region = candidates[k].region; k < candidates.size() && candidates[k].region == region; ++k)
       group.push_back(candidates[k]);
-    log::info("footprint: {}{}: a pointer reaches it but the sanitizer saw no access; probing with poisons",
-              probe_describe(m, group[0]),
-              group.size() > 1 ? fmt::format(" and {} more span(s) of that region", group.size() - 1) : "");
+    log::info("footprint: {}{}: {} but the sanitizer saw no access; probing with poisons", probe_describe(m, group[0]),
+              group.size() > 1 ? fmt::format(" and {} more span(s) of that region", group.size() - 1) : "",
+              group[0].from == kFromSurface ? "the kernel can store into it through the surface" : "a pointer reaches it");
     if (auto together = probe(group)) {
       for (size_t j = 0; j < group.size(); ++j) record(group[j], (*together)[j]);
     } else {

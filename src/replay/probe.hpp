@@ -22,6 +22,10 @@ class Session;
 
 // Where the pointer that starts a span was found: the parameter buffer, or a region's memory.
 inline constexpr size_t kFromParams = static_cast<size_t>(-1);
+// Or no pointer at all: the span is a whole CUDA array (its region of kind array) with a
+// surface object over it. Surface stores (SUST) are as invisible to the sanitizer as TMA's, and
+// an array written only through them would otherwise have nothing poisoned for strong validation.
+inline constexpr size_t kFromSurface = static_cast<size_t>(-2);
 
 // A span of one region (manifest order) worth probing: a pointer to its start lies in the
 // captured parameter buffer (anywhere in it, 8-byte aligned: tensor maps and by-value structs
@@ -30,6 +34,7 @@ inline constexpr size_t kFromParams = static_cast<size_t>(-1);
 // the region or the region's end, so inputs and outputs that share one allocation (PyTorch's
 // caching allocator) are probed apart; the footprint recorded no access inside it, and it holds
 // no pointer itself (a table or tensor map the kernel reads, which a poison would make fault).
+// Besides, every CUDA array a surface object of the launch is over, whole (kFromSurface).
 struct ProbeSpan {
   size_t region = 0;
   uint64_t begin = 0, end = 0;  // region-relative

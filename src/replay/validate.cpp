@@ -440,8 +440,9 @@ std::string Verdict::line() const {
                        "skips those writes would pass too; {}, {} of {} regions identical)",
                        nondet, human_bytes(footprint_written), footprint_regions, how, exact(), regions.size());
   if (strong && footprint_written == 0)
-    return fmt::format("Result: PASS ({}weak: the footprint saw this kernel write no global memory (writes through "
-                       "surfaces or into CUDA arrays are not instrumented), so nothing could be poisoned and \"strong\" "
+    return fmt::format("Result: PASS ({}weak: the footprint saw this kernel write no global memory and probing "
+                       "proved no write it cannot see (TMA, surface stores into a CUDA array the kernel does not read), "
+                       "so nothing could be poisoned and \"strong\" "
                        "would prove nothing; {}, {} of {} regions identical)",
                        nondet, how, exact(), regions.size());
   if (strong)
@@ -449,7 +450,7 @@ std::string Verdict::line() const {
                        "first{}; {}, {} of {} regions identical)",
                        nondet, human_bytes(footprint_written), footprint_regions, human_bytes(poisoned),
                        probed_poisoned ? fmt::format(" ({} in {} region(s) whose writes probing proved: stores the "
-                                                     "sanitizer cannot see, such as TMA)",
+                                                     "sanitizer cannot see, such as TMA or surface stores)",
                                                      human_bytes(probed_poisoned), probed_regions)
                                        : "",
                        how, exact(), regions.size());

@@ -70,6 +70,38 @@ TEST(ProbeCandidates, SizeAndCountLimits) {
   EXPECT_TRUE(probe_candidates(m, params, f).empty());
 }
 
+// A CUDA array written through a surface object: no pointer reaches its region (arrays have
+// made-up addresses), the sanitizer sees no surface store, yet the whole array is a candidate;
+// an array only a texture object is over is not (textures are read-only).
+TEST(ProbeCandidates, ArraysUnderSurfaceObjects) {
+  auto m = three_regions();
+  m.regions.push_back({7, format::MemKind::Array, format::kArrayRegionBase, 0x400, "mem/7.bin", 0, ""});
+  m.regions.push_back({8, format::MemKind::Array, format::kArrayRegionBase + 0x400, 0x200, "mem/8.bin", 0, ""});
+  format::ArrayRecord surf_array, tex_array;
+  surf_array.id = 1;
+  surf_array.region = 7;
+  tex_array.id = 2;
+  tex_array.region = 8;
+  m.textures.arrays = {surf_array, tex_array};
+  format::TexObjectRecord surf, tex, surf_again;
+  surf.id = 0;
+  surf.surface = true;
+  surf.array = 1;
+  tex.id = 1;
+  tex.array = 2;
+  tex.texture = format::TextureDesc{};
+  surf_again = surf;  // a second surface over the same array: one span
+  surf_again.id = 2;
+  m.textures.objects = {surf, tex, surf_again};
+  auto f = empty_footprint(m);
+  const std::vector<uint8_t> no_params;
+  EXPECT_EQ(probe_candidates(m, no_params, f), (std::vector<ProbeSpan>{{3, 0, 0x400, kFromSurface}}));
+  // Too large to probe, or already seen written by the sanitizer (nothing left to prove).
+  EXPECT_TRUE(probe_candidates(m, no_params, f, 0x3ff).empty());
+  f.regions[3].written.set(0x10);
+  EXPECT_TRUE(probe_candidates(m, no_params, f).empty());
+}
+
 TEST(ClassifyProbe, WrittenUntouchedAndRead) {
   const std::vector<uint8_t> expected = {1, 2, 3, 4, 9, 9};
   // Bytes 0..3 written (same in both runs, equal to the application's); 4..5 untouched.
