@@ -67,10 +67,17 @@ Replacement replacement_from_json(const nlohmann::json& j, size_t from, size_t t
   const format::JsonField launches = top.at("launches");
   const size_t n = launches.array_size(kMaxReplacementLaunches);
   if (n == 0) launches.fail("is empty: a replacement that launches nothing replaces nothing (use a no-op kernel)");
+  bool fresh = false;
   for (size_t i = 0; i < n; ++i) {
     const format::JsonField l = launches.elem(i);
     l.object();
     ReplacementLaunch rl;
+    if (const auto op = l.find("op")) {
+      if (l.json().size() != 1) l.fail("is {\"op\": N} (the window's operation N as captured) with nothing beside it");
+      rl.op = op->u64(from, to);
+      r.launches.push_back(std::move(rl));
+      continue;
+    }
     const std::string image = l.at("image").str(4096);
     if (image.empty()) l.at("image").fail("is empty");
     rl.image = std::filesystem::path(image).is_absolute() ? std::filesystem::path(image) : dir / image;
@@ -84,7 +91,9 @@ Replacement replacement_from_json(const nlohmann::json& j, size_t from, size_t t
     for (size_t k = 0, na = args.array_size(kMaxReplacementArgs); k < na; ++k)
       rl.args.push_back(replacement_arg(args.elem(k), m));
     r.launches.push_back(std::move(rl));
+    fresh = true;
   }
+  if (!fresh) launches.fail("has only {\"op\": N} entries: it launches nothing new (the captured window is validated without --replace)");
   return r;
 }
 

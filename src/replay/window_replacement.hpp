@@ -10,13 +10,17 @@
 //                  "kernel": "fused",             // the kernel's name in the image (mangled or not)
 //                  "grid": [X, Y, Z], "block": [X, Y, Z], "shared_mem_bytes": 0,
 //                  "args": [{"region": 5, "offset": 0}, {"i32": 256}, {"u32": 1}, {"i64": -1},
-//                           {"u64": 7}, {"f32": 0.5}, {"f64": 1e-6}]}]}
+//                           {"u64": 7}, {"f32": 0.5}, {"f64": 1e-6}]},
+//                 {"op": 4}]}                      // the window's operation 4 as captured
+// An {"op": N} entry (N inside FROM..TO) runs that operation as the application did: a fused
+// SiLU·multiply that replaces silu, up_proj's GEMM and mul keeps the GEMM between them.
 // Arguments are packed in order with their natural alignment (pointers and 64-bit values on 8
 // bytes, 32-bit ones on 4), as a kernel declared with those parameter types expects them.
 #include <array>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +38,7 @@ struct ReplacementArg {
 };
 
 struct ReplacementLaunch {
+  std::optional<size_t> op;  // {"op": N}: the window's operation N as captured (nothing else set)
   std::filesystem::path image;
   std::string kernel;
   std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};

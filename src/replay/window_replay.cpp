@@ -1,6 +1,8 @@
 #include "replay/window_replay.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -11,7 +13,10 @@
 #include "common/log.hpp"
 #include "cubin/cubin.hpp"
 #include "names/demangle.hpp"
+#include "replay/kernel_clock.hpp"
+#include "replay/spin_kernel.hpp"
 #include "replay/state_reset.hpp"
+#include "replay/timing.hpp"
 
 #include <xxhash.h>
 
@@ -80,7 +85,7 @@ WindowReplay::WindowReplay(Session& s, format::Window window, const std::map<siz
   try {
     for (size_t i = 0; i < window_.ops.size(); ++i) {
       const format::WindowOp& op = window_.ops[i];
-      if (replaced(i)) continue;  // its replacement runs instead
+      if (replaced(i) && !kept(i)) continue;  // its replacement runs instead
       if (op.kind == Kind::CopyH2D) {
         // Pinned, so that the copy is asynchronous on the stream as the application's was.
         const std::vector<uint8_t> bytes = cap.read(format::window_h2d_file(i), "a host-to-device copy's bytes");
@@ -166,6 +171,10 @@ WindowReplay::~WindowReplay() {
 
 void WindowReplay::load_replacement(const Replacement& r) {
   for (const auto& l : r.launches) {
+    if (l.op) {  // the captured operation, loaded with the others
+      new_launches_.emplace_back();
+      continue;
+    }
     const VariantImage image = read_variant_image(l.image);
     const std::string name = kernel_in_variant(image.bytes, image.desc, l.kernel);
     modules_.push_back(window_load_module(image.bytes, image.desc));
@@ -196,6 +205,7 @@ void WindowReplay::relocate() {
   for (size_t i = 0; i < m.regions.size(); ++i) index[m.regions[i].id] = i;
   for (size_t j = 0; j < new_launches_.size(); ++j) {
     NewLaunch& n = new_launches_[j];
+    if (replacement_->launches[j].op) continue;
     std::vector<format::ParamSlot> slots;
     n.params = pack_replacement_args(replacement_->launches[j].args,
                                      [&](uint32_t id) { return s_.address(index.at(id)); }, &slots);
@@ -204,109 +214,240 @@ void WindowReplay::relocate() {
   }
 }
 
+bool WindowReplay::kept(size_t op) const {
+  if (!replaced(op)) return false;
+  for (const auto& l : replacement_->launches)
+    if (l.op == op) return true;
+  return false;
+}
+
+size_t WindowReplay::kernels_at(size_t op) const {
+  if (op >= window_.ops.size()) return 0;
+  if (replaced(op)) {
+    if (op != replacement_->from) return 0;
+    size_t n = 0;
+    for (const auto& l : replacement_->launches) n += l.op ? window_.ops[*l.op].kind == Kind::Kernel : 1;
+    return n;
+  }
+  return window_.ops[op].kind == Kind::Kernel;
+}
+
 void WindowReplay::enqueue(CUstream stream, size_t begin, size_t end) {
   for (size_t i = begin; i < end && i < window_.ops.size(); ++i) {
-    if (replaced(i)) {
-      if (i == replacement_->from)
-        for (size_t j = 0; j < new_launches_.size(); ++j) {
-          const ReplacementLaunch& l = replacement_->launches[j];
-          NewLaunch& n = new_launches_[j];
-          const CUresult r = KC_CU_TRY(cuLaunchKernel(n.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
-                                                      l.block[2], l.shared_mem_bytes, stream,
-                                                      n.ptrs.empty() ? nullptr : n.ptrs.data(), nullptr));
-          if (r != CUDA_SUCCESS)
-            device_error(cu_error_text(r, fmt::format("launching the replacement's launch {} ({})", j, l.kernel).c_str(),
-                                       __FILE__, __LINE__));
-        }
+    if (!replaced(i)) {
+      enqueue_op(stream, i);
       continue;
     }
-    const format::WindowOp& op = window_.ops[i];
-    switch (op.kind) {
-      case Kind::Kernel: {
-        Kernel& k = kernels_[i];
-        CUlaunchConfig cfg{};
-        cfg.gridDimX = op.grid[0];
-        cfg.gridDimY = op.grid[1];
-        cfg.gridDimZ = op.grid[2];
-        cfg.blockDimX = op.block[0];
-        cfg.blockDimY = op.block[1];
-        cfg.blockDimZ = op.block[2];
-        cfg.sharedMemBytes = op.shared_mem_bytes;
-        cfg.hStream = stream;
-        cfg.attrs = k.attrs.empty() ? nullptr : k.attrs.data();
-        cfg.numAttrs = static_cast<unsigned>(k.attrs.size());
-        size_t size = k.relocated.size();
-        void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, k.relocated.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
-                         CU_LAUNCH_PARAM_END};
-        const bool use_extra = op.params.empty() && !k.relocated.empty();
-        const CUresult r = KC_CU_TRY(cuLaunchKernelEx(&cfg, k.function, use_extra ? nullptr : k.ptrs.data(),
-                                                      use_extra ? extra : nullptr));
-        if (r != CUDA_SUCCESS)
-          device_error(cu_error_text(r, fmt::format("launching {}", describe(i)).c_str(), __FILE__, __LINE__));
-        break;
+    if (i != replacement_->from) continue;  // the replacement runs once, at its first operation
+    for (size_t j = 0; j < new_launches_.size(); ++j) {
+      const ReplacementLaunch& l = replacement_->launches[j];
+      if (l.op) {
+        enqueue_op(stream, *l.op);
+        continue;
       }
-      case Kind::Memset: {
-        const CUdeviceptr dst = s_.translate(op.dst);
-        if (op.element_size == 1) KC_CU(cuMemsetD8Async(dst, static_cast<unsigned char>(op.value), op.width, stream));
-        else if (op.element_size == 2)
-          KC_CU(cuMemsetD16Async(dst, static_cast<unsigned short>(op.value), op.width, stream));
-        else KC_CU(cuMemsetD32Async(dst, op.value, op.width, stream));
-        break;
-      }
-      case Kind::CopyD2D:
-        KC_CU(cuMemcpyDtoDAsync(s_.translate(op.dst), s_.translate(op.src), op.bytes, stream));
-        break;
-      case Kind::CopyH2D:
-        if (op.bytes) KC_CU(cuMemcpyHtoDAsync(s_.translate(op.dst), kernels_[i].host, op.bytes, stream));
-        break;
+      NewLaunch& n = new_launches_[j];
+      const CUresult r = KC_CU_TRY(cuLaunchKernel(n.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
+                                                  l.block[2], l.shared_mem_bytes, stream,
+                                                  n.ptrs.empty() ? nullptr : n.ptrs.data(), nullptr));
+      if (r != CUDA_SUCCESS)
+        device_error(cu_error_text(r, fmt::format("launching the replacement's launch {} ({})", j, l.kernel).c_str(),
+                                   __FILE__, __LINE__));
     }
+  }
+}
+
+void WindowReplay::enqueue_op(CUstream stream, size_t i) {
+  const format::WindowOp& op = window_.ops[i];
+  switch (op.kind) {
+    case Kind::Kernel: {
+      Kernel& k = kernels_[i];
+      CUlaunchConfig cfg{};
+      cfg.gridDimX = op.grid[0];
+      cfg.gridDimY = op.grid[1];
+      cfg.gridDimZ = op.grid[2];
+      cfg.blockDimX = op.block[0];
+      cfg.blockDimY = op.block[1];
+      cfg.blockDimZ = op.block[2];
+      cfg.sharedMemBytes = op.shared_mem_bytes;
+      cfg.hStream = stream;
+      cfg.attrs = k.attrs.empty() ? nullptr : k.attrs.data();
+      cfg.numAttrs = static_cast<unsigned>(k.attrs.size());
+      size_t size = k.relocated.size();
+      void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, k.relocated.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                       CU_LAUNCH_PARAM_END};
+      const bool use_extra = op.params.empty() && !k.relocated.empty();
+      const CUresult r = KC_CU_TRY(cuLaunchKernelEx(&cfg, k.function, use_extra ? nullptr : k.ptrs.data(),
+                                                    use_extra ? extra : nullptr));
+      if (r != CUDA_SUCCESS)
+        device_error(cu_error_text(r, fmt::format("launching {}", describe(i)).c_str(), __FILE__, __LINE__));
+      break;
+    }
+    case Kind::Memset: {
+      const CUdeviceptr dst = s_.translate(op.dst);
+      if (op.element_size == 1) KC_CU(cuMemsetD8Async(dst, static_cast<unsigned char>(op.value), op.width, stream));
+      else if (op.element_size == 2)
+        KC_CU(cuMemsetD16Async(dst, static_cast<unsigned short>(op.value), op.width, stream));
+      else KC_CU(cuMemsetD32Async(dst, op.value, op.width, stream));
+      break;
+    }
+    case Kind::CopyD2D:
+      KC_CU(cuMemcpyDtoDAsync(s_.translate(op.dst), s_.translate(op.src), op.bytes, stream));
+      break;
+    case Kind::CopyH2D:
+      if (op.bytes) KC_CU(cuMemcpyHtoDAsync(s_.translate(op.dst), kernels_[i].host, op.bytes, stream));
+      break;
   }
 }
 
 WindowTiming WindowReplay::time(int warmup, int iterations) {
   if (iterations < 1) usage_error("the window is timed over at least one iteration");
-  s_.restore();
-  const StateReset reset(s_);
-  const size_t n = window_.ops.size();
-  std::vector<CUevent> ev(n + 1, nullptr);
-  for (auto& e : ev) KC_CU(cuEventCreate(&e, CU_EVENT_DEFAULT));
   WindowTiming t;
   t.iterations = iterations;
+  // The kernels, by the one timing engine: warm and cold, not --cache auto, whose probe compares
+  // with the first launch's in-app time (not the window's).
+  size_t kernels = 0;
+  for (size_t i = 0; i < window_.ops.size(); ++i) kernels += kernels_at(i);
+  if (kernels) {
+    s_.restore();
+    TimingOptions o;
+    o.warmup = warmup;
+    o.iterations = iterations;
+    const LaunchFn launch = [this](CUstream st) { enqueue(st); };
+    o.cache = CacheMode::Warm;
+    const Timing warm = time_launches(s_, o, launch);
+    o.cache = CacheMode::Cold;
+    const Timing cold = time_launches(s_, o, launch);
+    t.kernels_warm_ms = warm.stats.median;
+    t.kernels_cold_ms = cold.stats.median;
+    t.kernels_method = warm.method;
+    CacheChoice c{CacheMode::Warm, "warm: the window's operations run back to back, each on data the one before "
+                                   "left in L2"};
+    if (window_.in_app_kernels_ns && *window_.in_app_kernels_ns)
+      c = nearer_cache(static_cast<double>(*window_.in_app_kernels_ns), warm.stats.median * 1e6,
+                       cold.stats.median * 1e6, c);
+    t.cache = to_string(c.mode);
+    t.cache_why = c.why;
+    t.kernels_ms = c.mode == CacheMode::Cold ? cold.stats.median : warm.stats.median;
+  }
+  s_.restore();
+  time_span(t, warmup, iterations);
+  s_.restore();
+  time_ops(t, warmup, iterations);
+  return t;
+}
+
+namespace {
+
+// Spin long enough for the host to queue every operation and the events behind the spin
+// kernel: twice the longest enqueue seen so far, at least 20 µs, at most 100 ms.
+uint64_t window_spin_ns(uint64_t enqueue_ns) { return std::clamp<uint64_t>(2 * enqueue_ns + 20000, 20000, 100000000); }
+
+}  // namespace
+
+void WindowReplay::time_span(WindowTiming& t, int warmup, int iterations) {
+  const StateReset reset(s_);
+  const SpinKernel spin;
+  const size_t n = window_.ops.size();
+  std::vector<CUevent> ev(n + 1, nullptr);
   std::vector<std::vector<double>> per_op(n);
   std::vector<double> whole;
+  uint64_t enqueue_ns = 0;
+  auto enqueue_timed = [&](const std::function<void()>& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+    enqueue_ns = std::max<uint64_t>(enqueue_ns, static_cast<uint64_t>(took.count()));
+  };
   try {
+    for (auto& e : ev) KC_CU(cuEventCreate(&e, CU_EVENT_DEFAULT));
     const CUstream st = s_.stream();
+    // An untimed run first: the enqueue time sizes the spin.
+    reset.reset(st);
+    enqueue_timed([&] { enqueue(st); });
+    s_.synchronize();
     for (int it = 0; it < warmup + iterations; ++it) {
+      // The span: events only around the whole window.
       reset.reset(st);
-      for (size_t i = 0; i < n; ++i) {
-        KC_CU(cuEventRecord(ev[i], st));
-        enqueue(st, i, i + 1);
-      }
-      KC_CU(cuEventRecord(ev[n], st));
+      spin.enqueue(st, window_spin_ns(enqueue_ns));
+      enqueue_timed([&] {
+        KC_CU(cuEventRecord(ev[0], st));
+        enqueue(st);
+        KC_CU(cuEventRecord(ev[n], st));
+      });
+      s_.synchronize();
+      float span = 0;
+      KC_CU(cuEventElapsedTime(&span, ev[0], ev[n]));
+      // Each operation between events (for memsets and copies, which CUPTI's kernel records miss).
+      reset.reset(st);
+      spin.enqueue(st, window_spin_ns(enqueue_ns));
+      enqueue_timed([&] {
+        for (size_t i = 0; i < n; ++i) {
+          KC_CU(cuEventRecord(ev[i], st));
+          enqueue(st, i, i + 1);
+        }
+        KC_CU(cuEventRecord(ev[n], st));
+      });
       s_.synchronize();
       if (it < warmup) continue;
+      whole.push_back(span);
       for (size_t i = 0; i < n; ++i) {
         float ms = 0;
         KC_CU(cuEventElapsedTime(&ms, ev[i], ev[i + 1]));
         per_op[i].push_back(ms);
       }
-      float ms = 0;
-      KC_CU(cuEventElapsedTime(&ms, ev[0], ev[n]));
-      whole.push_back(ms);
     }
     reset.reset(st);
     s_.synchronize();
   } catch (...) {
-    for (auto& e : ev) KC_CU_TRY(cuEventDestroy(e));
+    for (auto& e : ev)
+      if (e) KC_CU_TRY(cuEventDestroy(e));
     throw;
   }
   for (auto& e : ev) KC_CU_TRY(cuEventDestroy(e));
   t.window_ms = window_median(whole);
-  for (size_t i = 0; i < n; ++i) {
-    t.op_ms.push_back(window_median(per_op[i]));
-    if (window_.ops[i].kind == Kind::Kernel) t.kernels_ms += t.op_ms.back();
+  t.op_ms.clear();
+  for (size_t i = 0; i < n; ++i) t.op_ms.push_back(window_median(per_op[i]));
+  t.op_method = kMethodEvents;
+  if (t.kernels_method.empty()) {  // no kernel at all: the operations' events
+    t.kernels_method = kMethodEvents;
+    t.cache = "warm";
   }
-  return t;
+}
+
+void WindowReplay::time_ops(WindowTiming& t, int warmup, int iterations) {
+  // A kernel's own GPU time: the operations run one at a time (the host waits for each), each
+  // kernel's CUPTI record taken. The previous operation's data is in L2, as in the application.
+  KernelClock kc;
+  if (!kc.ok()) return;  // op_ms stays the events'
+  const StateReset reset(s_);
+  const size_t n = window_.ops.size();
+  std::vector<std::vector<double>> per_op(n);
+  const CUstream st = s_.stream();
+  bool complete = true;
+  for (int it = 0; it < warmup + iterations && complete; ++it) {
+    reset.reset(st);
+    s_.synchronize();
+    for (size_t i = 0; i < n && complete; ++i) {
+      const size_t k = kernels_at(i);
+      if (!k) {
+        enqueue(st, i, i + 1);
+        continue;
+      }
+      const uint64_t since = kc.now();
+      enqueue(st, i, i + 1);
+      s_.synchronize();
+      const KernelSum sum = kc.take(since, k);
+      complete = sum.kernels >= k;
+      if (it >= warmup) per_op[i].push_back(static_cast<double>(sum.ns) / 1e6);
+    }
+    s_.synchronize();
+  }
+  reset.reset(st);
+  s_.synchronize();
+  if (!complete) return;  // a record missing: the events' times stay
+  for (size_t i = 0; i < n; ++i)
+    if (!per_op[i].empty()) t.op_ms[i] = window_median(per_op[i]);
+  t.op_method = "cupti-activity, one operation at a time (memsets and copies: cuda-events)";
 }
 
 std::map<uint32_t, size_t> WindowReplay::last_writers(const std::vector<uint32_t>& regions, uint64_t max_bytes) {

@@ -23,15 +23,26 @@
 
 namespace kerncap::replay {
 
-// Times of the window in this replay: medians over iterations of each operation (events
-// between consecutive operations on the stream) and of the whole (first to last).
+// Times of the window in this replay (medians over iterations), three ways, because they answer
+// different questions and an eager application's in-app window is mostly the host's gaps:
+//   window_ms   the window's GPU span: every operation queued behind a spin kernel before the GPU
+//               starts it, events only before the first and after the last (no host gap inside);
+//   kernels_ms  the kernels' GPU time, by the one timing engine (timing.hpp, CUPTI records,
+//               bytes put back before each run) with the L2 warm and cold; the state nearer the
+//               in-app kernels' time is the one reported (nearer_cache);
+//   op_ms       per operation: a kernel's CUPTI time with the operations run one at a time (the
+//               previous operation's data in L2, as in the application); a memset's or copy's
+//               events between operations (queued behind the spin kernel too).
 struct WindowTiming {
   int iterations = 0;
-  double window_ms = 0;             // median, first operation's start to last one's end
-  double kernels_ms = 0;            // sum of the kernel operations' medians
+  double window_ms = 0;             // median GPU span, first operation's start to last one's end
+  double kernels_ms = 0;            // the kernels' GPU time in the state `cache`
+  std::optional<double> kernels_warm_ms, kernels_cold_ms;  // the engine's medians, each state
+  std::string kernels_method;       // the engine's method (cupti-activity, cuda-events+spin, ...)
+  std::string cache, cache_why;     // warm or cold, and why
   std::vector<double> op_ms;        // median per operation
+  std::string op_method;            // "cupti-activity (one operation at a time)" or "cuda-events"
 };
-
 class WindowReplay {
  public:
   // Loads every image the window's kernels need (the first launch's image is the session's
@@ -52,6 +63,9 @@ class WindowReplay {
   // session's last restore relocated memory (call after a restore).
   void enqueue(CUstream stream, size_t begin, size_t end);
   void enqueue(CUstream stream) { enqueue(stream, 0, window_.ops.size()); }
+  // Kernels that enqueue(stream, op, op + 1) launches (a replacement's launches at its first
+  // operation, none for the rest of it, memsets and copies).
+  size_t kernels_at(size_t op) const;
   // `warmup` + `iterations` runs of the whole window, memory put back before each (the bytes
   // the window changes: StateReset); the session's memory is restored first.
   WindowTiming time(int warmup, int iterations);
@@ -77,6 +91,11 @@ class WindowReplay {
   CUfunction function_in(CUmodule module, const std::string& name, const std::string& desc);
   void load_replacement(const Replacement& r);
   bool replaced(size_t op) const { return replacement_ && op >= replacement_->from && op <= replacement_->to; }
+  // An operation of the replaced run that the replacement runs as captured ({"op": N}).
+  bool kept(size_t op) const;
+  void enqueue_op(CUstream stream, size_t i);
+  void time_span(WindowTiming& t, int warmup, int iterations);
+  void time_ops(WindowTiming& t, int warmup, int iterations);
   void relocate();
 
   Session& s_;

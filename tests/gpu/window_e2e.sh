@@ -299,8 +299,11 @@ torch_window() {
   cat "$STEP_OUT"
   run "${name}_replay" "$KC" window replay "$T" --json --iterations 20
   cp "$STEP_OUT" "$WORK/$name.replay.json"
+  run "${name}_replay_text" "$KC" window replay "$T" --iterations 20
+  cat "$STEP_OUT"
   local times
-  times=$(py '"window %.4f ms vs in-app %s ms, kernels %.4f ms vs in-app %s ms" % (d["timing"]["window_ms"], d["timing"]["in_app_window_ms"], d["timing"]["kernels_ms"], d["timing"]["in_app_kernels_ms"])' "$WORK/$name.replay.json" 2>/dev/null)
+  times=$(py '"span %.4f ms vs in-app %s ms (gaps %s ms); kernels %.4f ms (%s) vs in-app %s ms: ratio %s, within 10%%: %s" % (d["timing"]["window_ms"], d["timing"]["in_app_window_ms"], d["timing"]["in_app_gaps_ms"], d["timing"]["kernels_ms"], d["timing"]["cache"], d["timing"]["in_app_kernels_ms"], d["timing"]["kernels_ratio"], d["timing"]["kernels_within_10pct"])' "$WORK/$name.replay.json" 2>/dev/null)
+  verdict "${name}_time" "$(pass_if "$(py '1 if d["timing"]["kernels_within_10pct"] else ""' "$WORK/$name.replay.json" 2>/dev/null)")" "${times:-replay rc $RC}"
   run "${name}_validate" "$KC" window validate "$T" --json --iterations 10
   cp "$STEP_OUT" "$WORK/$name.validate.json"
   local res line
@@ -323,6 +326,64 @@ if want llama; then
     torch_window llama 'flash_fwd|fmha|sdpa|attention@2..silu' --regex -- "$PY" "$HERE/hf_llama.py" 3
   else
     verdict llama SKIP "no torch with CUDA or no transformers in $PY"
+  fi
+fi
+
+# The Llama MLP's SiLU and multiply fused into one CUDA kernel (window_apps/silu_mul.cu), standing in
+# for silu, up_proj's GEMM (kept as captured) and mul through --replace.
+if want llama_fuse; then
+  if torch_ok "$PY" && "$PY" -c 'import transformers' 2>/dev/null; then
+    L=$WORK/llama_fuse
+    SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+    "$NVCC" -O2 -arch="sm_$SM" -cubin -o "$WORK/silu_mul.cubin" "$HERE/window_apps/silu_mul.cu" ||
+      verdict llama_fuse FAIL "cannot build silu_mul.cu"
+    if run llama_fuse_extract "$KC" window extract --window 'silu@2..MulFunctor' --json -o "$L" -- "$PY" "$HERE/hf_llama.py" 3; then
+      run llama_fuse_info "$KC" window info "$L"
+      cat "$STEP_OUT"
+      cat "$L/capture/window_liveout.json" 2>/dev/null | head -c 3000
+      echo
+      python3 "$HERE/window_apps/silu_mul_launches.py" "$L" "$WORK/silu_mul.cubin" silu_mul "$WORK/silu_mul.json" >"$WORK/silu_mul.found" &&
+        python3 "$HERE/window_apps/silu_mul_launches.py" "$L" "$WORK/silu_mul.cubin" silu_mul_bad "$WORK/silu_mul_bad.json" >/dev/null
+      cat "$WORK/silu_mul.found"
+      RSPEC=$(py 'd["replace"]' "$WORK/silu_mul.found" 2>/dev/null)
+      TR=$(py 'd["t"][0]' "$WORK/silu_mul.found" 2>/dev/null) MR=$(py 'd["m"][0]' "$WORK/silu_mul.found" 2>/dev/null)
+      BSPEC=${RSPEC%=*}=$WORK/silu_mul_bad.json
+      BT=(--dtype bf16)
+      ljudge() {  # LABEL [flags]
+        local label=$1
+        shift
+        run "$label" "$KC" window validate "$L" --json --iterations 20 "$@"
+        cp "$STEP_OUT" "$WORK/$label.json" 2>/dev/null
+        JUDGED=$(py 'd["result"]' "$WORK/$label.json" 2>/dev/null)
+        LAST_LINE=$(py 'd["line"]' "$WORK/$label.json" 2>/dev/null)
+        LAST_LINE=${LAST_LINE:-rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ')}
+      }
+      ljudge llama_fuse_captured
+      verdict llama_fuse_captured "$(pass_if "$([ "$JUDGED" = PASS ] && echo 1)")" "$LAST_LINE"
+      if [ -n "$RSPEC" ]; then
+        ljudge llama_fuse_auto --replace "$RSPEC" --live-out auto "${BT[@]}"
+        sp=$(py '"span x%.3f, kernels x%.3f" % (d["speedup"], d["speedup_kernels"])' "$WORK/llama_fuse_auto.json" 2>/dev/null)
+        strength=$(py 'd["strength"]' "$WORK/llama_fuse_auto.json" 2>/dev/null)
+        verdict llama_fuse_auto "$(pass_if "$([ "$JUDGED" = PASS ] && [[ "$strength" == "window strong"* ]] && echo 1)")" "$LAST_LINE; speed-up $sp; live-out $(py 'd["live_out"]' "$WORK/llama_fuse_auto.json" 2>/dev/null) (t in region $TR, m in $MR)"
+        run llama_fuse_auto_text "$KC" window validate "$L" --iterations 20 --replace "$RSPEC" --live-out auto "${BT[@]}"
+        cat "$STEP_OUT"
+        ljudge llama_fuse_all --replace "$RSPEC" --live-out all "${BT[@]}"
+        deadf=$(py '",".join(str(x["region"]) for x in d["dead_differing"])' "$WORK/llama_fuse_all.json" 2>/dev/null)
+        failing=$(py '",".join(str(r["id"]) for r in d["verdict"]["regions"] if not r["pass"])' "$WORK/llama_fuse_all.json" 2>/dev/null)
+        run llama_fuse_all_text "$KC" window validate "$L" --iterations 3 --replace "$RSPEC" --live-out all "${BT[@]}"
+        cat "$STEP_OUT"
+        verdict llama_fuse_all "$(pass_if "$([ "$JUDGED" = FAIL ] && [[ ",$deadf," == *",$TR,"* ]] && echo 1)")" "$LAST_LINE; failing $failing, dead and differing: ${deadf:-none} (t in region $TR)"
+        ljudge llama_fuse_bad --replace "$BSPEC" --live-out auto "${BT[@]}"
+        failing=$(py '",".join(str(r["id"]) for r in d["verdict"]["regions"] if not r["pass"])' "$WORK/llama_fuse_bad.json" 2>/dev/null)
+        verdict llama_fuse_bad "$(pass_if "$([ "$JUDGED" = FAIL ] && [[ ",$failing," == *",$MR,"* ]] && echo 1)")" "$LAST_LINE (failing $failing; m in region $MR)"
+      else
+        verdict llama_fuse_auto FAIL "no launches.json: $(tail -2 "$WORK/silu_mul.found" 2>/dev/null)"
+      fi
+    else
+      verdict llama_fuse FAIL "extract rc $RC: $(grep -v '^kerncap: note' "$STEP_ERR" | tail -2 | tr '\n' ' ' | cut -c1-300)"
+    fi
+  else
+    verdict llama_fuse SKIP "no torch with CUDA or no transformers in $PY"
   fi
 fi
 

@@ -114,3 +114,30 @@ TEST(ReplayWindowReplacement, TheSpecNamesARangeOfTheWindowAndAFile) {
   EXPECT_THROW(read_replacement("1..3=" + (dir / "missing.json").string(), w, m), Error);
   std::filesystem::remove_all(dir);
 }
+
+// {"op": N}: an operation of the replaced run kept as captured (the GEMM between a SiLU and a
+// multiply that a fused kernel replaces), in its place among the new launches.
+TEST(ReplayWindowReplacement, KeepsACapturedOperationInsideTheRun) {
+  nlohmann::json j = replacement_doc();
+  j["launches"].insert(j["launches"].begin(), nlohmann::json{{"op", 2}});
+  const Replacement r = replacement_from_json(j, 1, 3, "/tmp", replacement_manifest());
+  ASSERT_EQ(r.launches.size(), 2u);
+  ASSERT_TRUE(r.launches[0].op.has_value());
+  EXPECT_EQ(*r.launches[0].op, 2u);
+  EXPECT_FALSE(r.launches[1].op.has_value());
+  EXPECT_EQ(r.launches[1].kernel, "fused");
+
+  auto refused = [&](const nlohmann::json& doc, size_t from, size_t to, const std::string& what) {
+    try {
+      replacement_from_json(doc, from, to, "/tmp", replacement_manifest());
+      ADD_FAILURE() << "accepted " << doc.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  refused(j, 3, 5, "op");  // operation 2 lies outside 3..5
+  nlohmann::json extra = j;
+  extra["launches"][0]["kernel"] = "k";
+  refused(extra, 1, 3, "nothing beside it");
+  refused(nlohmann::json::parse(R"({"launches": [{"op": 1}, {"op": 2}]})"), 1, 3, "launches nothing new");
+}
