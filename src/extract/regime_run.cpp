@@ -222,11 +222,27 @@ RegimeResult run_regimes(const Request& r, const RegimeSelection& sel) {
                               g.dispatch, shape_text(e), m.grid[0], m.grid[1], m.grid[2], m.block[0], m.block[1],
                               m.block[2]);
         }
-        // And with the same scalar arguments (the regime's parameter words).
+        // And with the same scalar arguments (the regime's parameter words). Words that
+        // differ between the two runs only as padding or addresses do (params_mismatch) leave
+        // the key, said in a note.
+        std::vector<format::RegimeParam> unstable;
         const std::string differs =
             e.captured && !g.params.empty()
-                ? profile::params_mismatch(g.params, m.params, t.capture.read(m.params_file, "parameter buffer"))
+                ? profile::params_mismatch(g.params, m.params, t.capture.read(m.params_file, "parameter buffer"),
+                                           &unstable)
                 : "";
+        for (const format::RegimeParam& u : unstable) {
+          const auto same_word = [&](const format::RegimeParam& w) {
+            return w.slot == u.slot && w.offset == u.offset && w.size == u.size;
+          };
+          const auto it = std::find_if(e.params.begin(), e.params.end(), same_word);
+          if (it == e.params.end()) continue;
+          res.notes.push_back(fmt::format("{}: {} in the profiled run, {:#x} in the captured one: its upper four bytes "
+                                          "differ between runs of the application (padding beside a 32-bit field, or "
+                                          "an address), so it is left out of this regime's key",
+                                          e.dir, format::param_word_text(*it), u.value));
+          e.params.erase(it);
+        }
         if (!differs.empty()) {
           e.captured = false;
           e.why = fmt::format("launch {} of the kernel: {}; the application launches it in another order (or with "

@@ -19,21 +19,25 @@ uint64_t duration(const format::KernelRecord& k) { return k.end_ns > k.start_ns 
 
 Position position(const format::ScalarWord& w) { return {w.slot, w.offset, w.size}; }
 
-// The words of `launches`' signatures that take more than kMaxWordValues values.
-std::set<Position> volatile_positions(const format::ProcessRecords& p, const std::vector<size_t>& launches) {
+// The words of `launches`' signatures that cannot key a regime: more than kMaxWordValues
+// values, or an address-like value at least once (position -> whether that was the reason).
+std::map<Position, bool> volatile_positions(const format::ProcessRecords& p, const std::vector<size_t>& launches) {
   std::map<Position, std::set<uint64_t>> values;
+  std::set<Position> addresses;
   std::set<int32_t> seen;
   for (size_t i : launches) {
     const int32_t sig = p.kernels[i].signature;
     if (sig < 0 || static_cast<size_t>(sig) >= p.signatures.size() || !seen.insert(sig).second) continue;
     for (const format::ScalarWord& w : p.signatures[sig]) {
+      if (w.size == 8 && address_like(w.value)) addresses.insert(position(w));
       std::set<uint64_t>& v = values[position(w)];
       if (v.size() <= kMaxWordValues) v.insert(w.value);  // bounded: one past the limit is enough
     }
   }
-  std::set<Position> out;
+  std::map<Position, bool> out;
+  for (const Position& pos : addresses) out[pos] = true;
   for (const auto& [pos, v] : values)
-    if (v.size() > kMaxWordValues) out.insert(pos);
+    if (v.size() > kMaxWordValues) out.try_emplace(pos, false);
   return out;
 }
 
@@ -109,9 +113,9 @@ RegimeSet find_regimes(const std::vector<format::ProcessRecords>& processes, con
   });
 
   // The signatures' words that cannot key a regime, and each signature's key words.
-  const std::set<Position> volatile_words = volatile_positions(p, order);
-  for (const Position& pos : volatile_words)
-    out.volatile_words.push_back({std::get<0>(pos), std::get<1>(pos), std::get<2>(pos)});
+  const std::map<Position, bool> volatile_words = volatile_positions(p, order);
+  for (const auto& [pos, address] : volatile_words)
+    out.volatile_words.push_back({std::get<0>(pos), std::get<1>(pos), std::get<2>(pos), address});
   std::map<int32_t, std::vector<format::ScalarWord>> key_words;
   auto words_of = [&](int32_t sig) -> const std::vector<format::ScalarWord>& {
     auto [it, fresh] = key_words.try_emplace(sig);
@@ -166,13 +170,19 @@ RegimeSet find_regimes(const std::vector<format::ProcessRecords>& processes, con
 
 std::vector<std::string> signature_notes(const RegimeSet& set) {
   std::vector<std::string> notes;
-  if (!set.volatile_words.empty()) {
-    std::string words;
-    for (const VolatileWord& w : set.volatile_words) words += (words.empty() ? "" : ", ") + position_text(w);
+  std::string many, addresses;
+  for (const VolatileWord& w : set.volatile_words) {
+    std::string& list = w.address ? addresses : many;
+    list += (list.empty() ? "" : ", ") + position_text(w);
+  }
+  if (!many.empty())
     notes.push_back(fmt::format("{} took more than {} values over its launches: left out of the regimes' key (a "
                                 "counter, a seed, or a size that changes at every launch)",
-                                words, kMaxWordValues));
-  }
+                                many, kMaxWordValues));
+  if (!addresses.empty())
+    notes.push_back(fmt::format("{} held a host-address-like value (uninitialized padding beside a 32-bit field, or a "
+                                "host pointer): left out of the regimes' key, since it differs from run to run",
+                                addresses));
   if (set.launches && set.unsigned_launches == set.launches)
     notes.push_back("no launch had a parameter signature (launched from CUDA graphs, or named by no --regimes "
                     "pattern): its regimes are its launch shapes");
@@ -183,8 +193,15 @@ std::vector<std::string> signature_notes(const RegimeSet& set) {
   return notes;
 }
 
+bool address_like(uint64_t value) { return value >= (uint64_t{1} << 40) && value < (uint64_t{1} << 47); }
+
+bool differs_between_runs_only(uint64_t profiled, uint64_t captured) {
+  const uint64_t hi_p = profiled >> 32, hi_c = captured >> 32;
+  return hi_p != 0 && hi_c != 0 && hi_p != hi_c;
+}
+
 std::string params_mismatch(const std::vector<format::RegimeParam>& params, const std::vector<format::ParamSlot>& slots,
-                            const std::vector<uint8_t>& buffer) {
+                            const std::vector<uint8_t>& buffer, std::vector<format::RegimeParam>* unstable) {
   for (const format::RegimeParam& w : params) {
     if (w.slot >= slots.size())
       return fmt::format("the captured launch has {} parameter(s), the profiled one at least {}", slots.size(),
@@ -199,6 +216,10 @@ std::string params_mismatch(const std::vector<format::RegimeParam>& params, cons
     if (value != w.value) {
       format::RegimeParam got = w;
       got.value = value;
+      if (w.size == 8 && differs_between_runs_only(w.value, value)) {
+        if (unstable) unstable->push_back(got);
+        continue;
+      }
       return fmt::format("{} in the profiled run, {} in the captured one", format::param_word_text(w),
                          format::param_word_text(got));
     }

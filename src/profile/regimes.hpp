@@ -41,11 +41,21 @@ struct Regime {
 // More distinct values than this over one kernel's launches: the word is not a regime key.
 inline constexpr size_t kMaxWordValues = 16;
 
-// A word left out of the key (more than kMaxWordValues values).
+// A word left out of the key: more than kMaxWordValues values, or (`address`) a value that
+// looks like a host address (address_like): uninitialized padding or stack bytes beside a
+// 32-bit field (PyTorch's offset calculators hold such words), or a host pointer. Its value
+// means nothing from run to run, so it would split one regime in two and make the second
+// run's launch look like another regime.
 struct VolatileWord {
   uint32_t slot = 0, offset = 0, size = 0;
+  bool address = false;
   bool operator==(const VolatileWord&) const = default;
 };
+
+// A 64-bit value in [2^40, 2^47): where a 64-bit process's host heap, stack and libraries
+// live (device pointers are known to the driver and never reach a signature), and far above
+// any size, stride or count a kernel is given.
+bool address_like(uint64_t value);
 
 struct RegimeSet {
   std::string mangled;
@@ -74,7 +84,17 @@ std::vector<std::string> signature_notes(const RegimeSet& set);
 // Whether a captured launch's parameter buffer (`slots`: its layout) holds the regime's
 // scalar words: "" when it does, else the first that differs, in words ("param 2 = 4096 in
 // the profiled run, 8192 in the captured one").
+//
+// A word whose upper four bytes are non-zero in both runs and differ between them is not a
+// value the application sets (a struct's uninitialized padding beside a 32-bit field, as in
+// PyTorch's TensorIterator offset calculators, or a host address): it does not make the
+// launch another regime. Such words are not a mismatch; when `unstable` is given they are
+// appended to it (with the captured run's value) so the caller can drop them from the key.
 std::string params_mismatch(const std::vector<format::RegimeParam>& params, const std::vector<format::ParamSlot>& slots,
-                            const std::vector<uint8_t>& buffer);
+                            const std::vector<uint8_t>& buffer,
+                            std::vector<format::RegimeParam>* unstable = nullptr);
+
+// The rule above: both values have non-zero upper halves, and those differ.
+bool differs_between_runs_only(uint64_t profiled, uint64_t captured);
 
 }  // namespace kerncap::profile

@@ -198,3 +198,50 @@ TEST(ProfileRegimes, TheCapturedLaunchMustHoldTheRegimesWords) {
   EXPECT_NE(params_mismatch({{7, 0, 4, 1, true}}, slots, buffer).find("has 4 parameter(s)"), std::string::npos);
   EXPECT_NE(params_mismatch({{2, 0, 8, 1, true}}, slots, buffer).find("does not fit"), std::string::npos);
 }
+
+TEST(ProfileRegimes, AddressLikeWordsAreLeftOutOfTheKey) {
+  // PyTorch's elementwise kernels take an offset calculator by value: 32-bit fields with
+  // uninitialized padding beside them, so an 8-byte word reads 0x00007f68'00000006 (stack
+  // bytes above the 6), and unused array entries hold stack addresses or leftovers. Such a
+  // word must not split one shape into two regimes. 0x55555556'00000030 (a divider's magic
+  // multiplier beside its divisor) is a real value: above the address range, kept.
+  ProcessRecords p = process(1);
+  const uint64_t magic = 0x5555555600000030ull;
+  p.signatures = {{{0, 0, 4, 3072}, {1, 16, 8, magic}, {1, 24, 8, 0x00007f6800000006ull}, {1, 40, 8, 0x7fff1234abcdull}},
+                  {{0, 0, 4, 3072}, {1, 16, 8, magic}, {1, 24, 8, 0x00007f6800000006ull}, {1, 40, 8, 328}}};
+  p.kernels = {signed_launch(1, 0, 10), signed_launch(2, 1, 10), signed_launch(3, 0, 10)};
+  const RegimeSet s = find_regimes({p}, "_Z4normPfi", 8);
+  ASSERT_EQ(s.regimes.size(), 1u);  // not split by param 1+40
+  EXPECT_EQ(s.regimes[0].launches, 3u);
+  ASSERT_EQ(s.regimes[0].params.size(), 2u);  // n and the divider; both address-like words left out
+  EXPECT_EQ(s.regimes[0].params[1].value, magic);
+  ASSERT_EQ(s.volatile_words.size(), 2u);
+  EXPECT_TRUE(s.volatile_words[0].address && s.volatile_words[1].address);
+  const auto notes = signature_notes(s);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("param 1+24, param 1+40 held a host-address-like value"), std::string::npos) << notes[0];
+  EXPECT_FALSE(address_like(1ull << 39));  // 512 GiB: could be a size
+  EXPECT_TRUE(address_like(0x7ffd12345678ull));
+  EXPECT_FALSE(address_like(magic));
+}
+
+TEST(ProfileRegimes, AWordWhoseUpperHalfDiffersBetweenRunsIsNotAMismatch) {
+  using kerncap::format::ParamSlot;
+  using kerncap::format::RegimeParam;
+  const std::vector<ParamSlot> slots = {{0, 8}, {8, 8}};
+  std::vector<uint8_t> buffer(16, 0);
+  const uint64_t captured = 0x12340000'00000006ull, other_low = 0x12340000'00000007ull;
+  for (int b = 0; b < 8; ++b) buffer[8 + b] = static_cast<uint8_t>(captured >> (8 * b));
+  // Profiled 0x5678'0000'0006: padding above a 6 that differs between the runs.
+  std::vector<RegimeParam> unstable;
+  EXPECT_EQ(params_mismatch({{1, 0, 8, 0x56780000'00000006ull, true}}, slots, buffer, &unstable), "");
+  ASSERT_EQ(unstable.size(), 1u);
+  EXPECT_EQ(unstable[0].value, captured);
+  // Upper halves equal, lower halves differ: a real difference.
+  for (int b = 0; b < 8; ++b) buffer[8 + b] = static_cast<uint8_t>(other_low >> (8 * b));
+  EXPECT_NE(params_mismatch({{1, 0, 8, captured, true}}, slots, buffer), "");
+  // A small value against a padded one: a real difference (one upper half is zero).
+  EXPECT_NE(params_mismatch({{1, 0, 8, 7, true}}, slots, buffer), "");
+  EXPECT_TRUE(differs_between_runs_only(0x7f6800000006ull, 0x7fac00000006ull));
+  EXPECT_FALSE(differs_between_runs_only(6, 0x7fac00000006ull));
+}
