@@ -237,10 +237,13 @@ RegimeResult run_regimes(const Request& r, const RegimeSelection& sel) {
           };
           const auto it = std::find_if(e.params.begin(), e.params.end(), same_word);
           if (it == e.params.end()) continue;
-          res.notes.push_back(fmt::format("{}: {} in the profiled run, {:#x} in the captured one: its upper four bytes "
-                                          "differ between runs of the application (padding beside a 32-bit field, or "
-                                          "an address), so it is left out of this regime's key",
-                                          e.dir, format::param_word_text(*it), u.value));
+          res.notes.push_back(fmt::format("{}: {} in the profiled run, {} in the captured one: it differs between runs "
+                                          "of the application ({}), so it is left out of this regime's key",
+                                          e.dir, format::param_word_text(*it), format::param_word_text(u),
+                                          !it->varies ? "it tells none of the kernel's regimes apart: uninitialized bytes?"
+                                          : it->offset || u.size < 8
+                                              ? "a field of a struct parameter the application left unset?"
+                                              : "its upper four bytes: padding beside a 32-bit field, or an address"));
           e.params.erase(it);
         }
         if (!differs.empty()) {

@@ -216,7 +216,7 @@ std::string params_mismatch(const std::vector<format::RegimeParam>& params, cons
     if (value != w.value) {
       format::RegimeParam got = w;
       got.value = value;
-      if (w.size == 8 && differs_between_runs_only(w.value, value)) {
+      if (!w.varies || s.size > 8 || (w.size == 8 && differs_between_runs_only(w.value, value))) {
         if (unstable) unstable->push_back(got);
         continue;
       }

@@ -85,11 +85,22 @@ std::vector<std::string> signature_notes(const RegimeSet& set);
 // scalar words: "" when it does, else the first that differs, in words ("param 2 = 4096 in
 // the profiled run, 8192 in the captured one").
 //
-// A word whose upper four bytes are non-zero in both runs and differ between them is not a
-// value the application sets (a struct's uninitialized padding beside a 32-bit field, as in
-// PyTorch's TensorIterator offset calculators, or a host address): it does not make the
-// launch another regime. Such words are not a mismatch; when `unstable` is given they are
-// appended to it (with the captured run's value) so the caller can drop them from the key.
+// Two kinds of difference do not make the launch another regime, since the launch at the
+// same place in the application's launch order with the same shape is the same work:
+// - a word that tells none of the set's regimes apart (`varies` false: one value over all
+//   of them in the profiled run) — uninitialized bytes in a struct parameter (PyTorch's
+//   TensorIterator offset calculators leave unused entries unset) differ from run to run;
+// - a word whose upper four bytes are non-zero in both runs and differ (padding beside a
+//   32-bit field, or a host address);
+// - a word inside a struct parameter (a slot wider than 8 bytes): the application fills a
+//   struct field by field, and what it leaves unset (padding, unused array entries) holds
+//   whatever the stack held, so two regimes of one shape may even differ only there.
+//   Whole scalar parameters (an int, a size_t) are always set by the caller, so they must
+//   match.
+// Such words are not a mismatch; when `unstable` is given they are appended to it (with the
+// captured run's value) so the caller can drop them from the key. A word that does tell
+// regimes apart and differs otherwise is a mismatch (the application launched in another
+// order, or with other sizes).
 std::string params_mismatch(const std::vector<format::RegimeParam>& params, const std::vector<format::ParamSlot>& slots,
                             const std::vector<uint8_t>& buffer,
                             std::vector<format::RegimeParam>* unstable = nullptr);

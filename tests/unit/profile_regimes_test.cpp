@@ -242,6 +242,20 @@ TEST(ProfileRegimes, AWordWhoseUpperHalfDiffersBetweenRunsIsNotAMismatch) {
   EXPECT_NE(params_mismatch({{1, 0, 8, captured, true}}, slots, buffer), "");
   // A small value against a padded one: a real difference (one upper half is zero).
   EXPECT_NE(params_mismatch({{1, 0, 8, 7, true}}, slots, buffer), "");
+  // A word that tells no regime apart (varies false) may differ in any way: uninitialized
+  // bytes (0 in one run, -136 in the next, as a PyTorch offset calculator's unused entry).
+  unstable.clear();
+  EXPECT_EQ(params_mismatch({{1, 0, 8, 0, false}}, slots, buffer, &unstable), "");
+  EXPECT_EQ(unstable.size(), 1u);
+  // Inside a struct parameter (slot 2: 120 bytes), any difference is an unset field's bytes;
+  // a whole scalar parameter (slot 1 above) must match.
+  const std::vector<ParamSlot> with_struct = {{0, 8}, {8, 8}, {16, 120}};
+  std::vector<uint8_t> big(136, 0);
+  big[16 + 104] = 0x78;
+  unstable.clear();
+  EXPECT_EQ(params_mismatch({{2, 104, 8, 0, true}}, with_struct, big, &unstable), "");
+  EXPECT_EQ(unstable.size(), 1u);
+  EXPECT_NE(params_mismatch({{1, 0, 8, 5, true}}, with_struct, big), "");
   EXPECT_TRUE(differs_between_runs_only(0x7f6800000006ull, 0x7fac00000006ull));
   EXPECT_FALSE(differs_between_runs_only(6, 0x7fac00000006ull));
 }
