@@ -105,19 +105,21 @@ void AddressSpace::occupy_for_test(const Span& region) {
 void AddressSpace::reserve(const std::vector<Span>& regions, const std::vector<bool>& host) {
   addresses_.assign(regions.size(), 0);
   for (size_t i = 0; i < regions.size(); ++i) addresses_[i] = regions[i].begin;
+  const auto is_host = [&](const Span& s) { return overlaps_host(s, regions, host); };
   for (const Block& b : plan_blocks(regions, kBlockAlign, granularity_)) {
     ++stats_.blocks;
     if (try_reserve(b.span.size(), b.span.begin, false)) {
       ++stats_.blocks_at_hint;
-      for (const auto& p : b.pieces) to_map_.push_back({p, overlaps_host(p, regions, host)});
+      for (const auto& p : b.pieces)
+        for (const KindRun& k : split_by_kind(p, granularity_, is_host)) to_map_.push_back({k.span, k.host});
       continue;
     }
     // The block is (partly) taken: bring back each run of pieces on its own.
     for (const Span& run : b.pieces) {
       ++stats_.runs_fallback;
-      const bool on_host = overlaps_host(run, regions, host);
+      const std::vector<KindRun> kinds = split_by_kind(run, granularity_, is_host);
       if (try_reserve(run.size(), run.begin, false)) {
-        to_map_.push_back({run, on_host});
+        for (const KindRun& k : kinds) to_map_.push_back({k.span, k.host});
         continue;
       }
       if (!allow_relocate_)
@@ -128,7 +130,7 @@ void AddressSpace::reserve(const std::vector<Span>& regions, const std::vector<b
       uint64_t at = *try_reserve(run.size(), run.begin, true);
       ++stats_.runs_relocated;
       relocations_.add({run.begin, run.end, at, false});
-      to_map_.push_back({{at, at + run.size()}, on_host});
+      for (const KindRun& k : kinds) to_map_.push_back({{k.span.begin - run.begin + at, k.span.end - run.begin + at}, k.host});
       log::info("relocated {}..{} to {}", hex_addr(run.begin), hex_addr(run.end), hex_addr(at));
     }
   }

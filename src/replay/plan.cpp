@@ -42,4 +42,16 @@ std::vector<Block> plan_blocks(const std::vector<Span>& regions, uint64_t block_
   return blocks;
 }
 
+std::vector<KindRun> split_by_kind(const Span& run, uint64_t step, const std::function<bool(const Span&)>& host) {
+  std::vector<KindRun> out;
+  if (!host(run)) return {{run, false}};  // the usual case: no host memory in it at all
+  for (uint64_t a = run.begin; a < run.end; a += step) {
+    const Span p{a, std::min(a + step, run.end)};
+    const bool h = host(p);
+    if (!out.empty() && out.back().host == h) out.back().span.end = p.end;
+    else out.push_back({p, h});
+  }
+  return out;
+}
+
 }  // namespace kerncap::replay

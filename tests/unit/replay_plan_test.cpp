@@ -44,3 +44,23 @@ TEST(ReplayPlan, EmptyRegionsAreIgnored) {
   EXPECT_TRUE(plan_blocks({{0x1000, 0x1000}}).empty());
   EXPECT_TRUE(plan_pieces({}).empty());
 }
+
+// A run of pieces is mapped by the kind of memory behind each piece: a device region beside a
+// small host-mapped one stays in device memory (it was all replayed in pinned host memory).
+TEST(PlanSplitByKind, CutsARunWhereHostMemoryBeginsAndEnds) {
+  using kerncap::replay::Span;
+  const uint64_t mib = 1ull << 20;
+  const Span host{100 * mib, 100 * mib + 4};  // a 4-byte host-mapped flag
+  auto is_host = [&](const Span& s) { return s.begin < host.end && host.begin < s.end; };
+  const auto k = kerncap::replay::split_by_kind({100 * mib, 124 * mib}, 2 * mib, is_host);
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_TRUE(k[0].host);
+  EXPECT_EQ(k[0].span.end, 102 * mib);
+  EXPECT_FALSE(k[1].host);
+  EXPECT_EQ(k[1].span.begin, 102 * mib);
+  EXPECT_EQ(k[1].span.end, 124 * mib);
+  const auto d = kerncap::replay::split_by_kind({200 * mib, 240 * mib}, 2 * mib, is_host);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_FALSE(d[0].host);
+  EXPECT_EQ(d[0].span.end, 240 * mib);
+}
