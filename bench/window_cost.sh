@@ -43,7 +43,7 @@ one() {
   local rc=$?
   t1=$(date +%s.%N)
   local cap
-  cap=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['capture_seconds'])" "$dir/capture/manifest.json" 2>/dev/null)
+  cap=$(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(m['stats']['capture_seconds'])" "$dir/capture/manifest.json" 2>/dev/null)
   if [ -z "$cap" ]; then
     echo "$label: no capture (rc $rc): $(tail -2 "$LOGS/$label.err" | tr '\n' ' ')"
     failed=1

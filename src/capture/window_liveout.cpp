@@ -15,6 +15,7 @@ LiveOutObserver::LiveOutObserver(std::vector<WindowChanged> changed, uint64_t ho
     if (!e.r.observable) {
       e.state = State::Read;
       e.evidence = e.r.evidence;
+      e.reads_complete = false;
     }
     entries_.push_back(std::move(e));
   }
@@ -29,6 +30,18 @@ LiveOutObserver::Entry* LiveOutObserver::find(uint64_t address) {
   return address - it->r.base < it->r.size ? &*it : nullptr;
 }
 
+void LiveOutObserver::note_read(Entry& e, uint64_t offset, uint64_t size) {
+  if (e.closed || e.state == State::Dead || !e.reads_complete) return;
+  const std::pair<uint64_t, uint64_t> r{offset, size};
+  if (std::find(e.reads.begin(), e.reads.end(), r) != e.reads.end()) return;
+  if (e.reads.size() >= format::kMaxLiveOutReads) {
+    e.reads_complete = false;
+    e.reads.clear();
+    return;
+  }
+  e.reads.push_back(r);
+}
+
 void LiveOutObserver::read(Entry& e, const std::string& evidence) {
   if (e.state != State::Unknown) return;
   e.state = State::Read;
@@ -41,7 +54,10 @@ bool LiveOutObserver::on_launch(const std::string& name, uint64_t launch_index, 
   for (size_t off = 0; off + 8 <= params.size(); off += 8) {
     uint64_t word = 0;
     std::memcpy(&word, params.data() + off, 8);
-    if (Entry* e = find(word); e && e->state == State::Unknown)
+    Entry* e = find(word);
+    if (!e) continue;
+    note_read(*e, word - e->r.base, 1);
+    if (e->state == State::Unknown)
       read(*e, fmt::format("reached by launch {} of {} (a pointer at parameter offset {}), {} launch(es) after the "
                            "window",
                            launch_index, names::demangle(name), off, launches_));
@@ -52,14 +68,19 @@ bool LiveOutObserver::on_launch(const std::string& name, uint64_t launch_index, 
 void LiveOutObserver::on_read(uint64_t src, uint64_t bytes, const std::string& what) {
   if (over() || !bytes) return;
   // Every region the range touches (a copy may span neighbouring allocations only in theory).
-  for (auto& e : entries_)
-    if (e.state == State::Unknown && src < e.r.base + e.r.size && e.r.base < src + bytes)
-      read(e, fmt::format("read by {}, {} launch(es) after the window", what, launches_));
+  for (auto& e : entries_) {
+    if (!(src < e.r.base + e.r.size && e.r.base < src + bytes)) continue;
+    const uint64_t lo = std::max(src, e.r.base), hi = std::min(src + bytes, e.r.base + e.r.size);
+    note_read(e, lo - e.r.base, hi - lo);
+    if (e.state == State::Unknown) read(e, fmt::format("read by {}, {} launch(es) after the window", what, launches_));
+  }
 }
 
 void LiveOutObserver::on_write(uint64_t dst, uint64_t bytes, const std::string& what) {
   if (over() || !bytes) return;
   for (auto& e : entries_) {
+    if (e.state == State::Read && dst <= e.r.base + e.r.changed_lo && e.r.base + e.r.changed_hi <= dst + bytes)
+      e.closed = true;  // what is read from now on is no longer the window's
     if (e.state != State::Unknown) continue;
     // Only an overwrite of every byte the window changed kills it: a partial one leaves some
     // of the window's result to be read later.
@@ -73,8 +94,10 @@ void LiveOutObserver::on_write(uint64_t dst, uint64_t bytes, const std::string& 
 
 void LiveOutObserver::on_opaque(const std::string& what) {
   if (over()) return;
-  for (auto& e : entries_)
+  for (auto& e : entries_) {
+    if (!e.closed && e.state != State::Dead) e.reads_complete = false;  // where it reads is not seen
     read(e, fmt::format("possibly read by {}, {} launch(es) after the window", what, launches_));
+  }
 }
 
 format::WindowLiveOut LiveOutObserver::result(const std::string& ended) const {
@@ -89,6 +112,8 @@ format::WindowLiveOut LiveOutObserver::result(const std::string& ended) const {
     format::LiveOutRegion r;
     r.id = e->r.id;
     r.read = e->state == State::Read;
+    r.reads_complete = e->reads_complete;
+    if (r.reads_complete) r.reads = e->reads;
     r.evidence = e->state != State::Unknown ? e->evidence
                  : ended == "horizon"
                      ? fmt::format("not reached by the {} launch(es) observed after the window", launches_)

@@ -53,7 +53,12 @@ class LiveOutObserver {
     WindowChanged r;
     State state = State::Unknown;
     std::string evidence;
+    // Where it was reached while the window's bytes were still there (format::LiveOutRegion).
+    std::vector<std::pair<uint64_t, uint64_t>> reads;
+    bool reads_complete = true;
+    bool closed = false;  // overwritten after a read: later reads are of other bytes
   };
+  void note_read(Entry& e, uint64_t offset, uint64_t size);
   Entry* find(uint64_t address);  // the region holding the address, or null
   void read(Entry& e, const std::string& evidence);
 

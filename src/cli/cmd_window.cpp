@@ -23,6 +23,7 @@
 #include "format/out_layout.hpp"
 #include "replay/evaluate.hpp"
 #include "replay/judge.hpp"
+#include "replay/window_pieces.hpp"
 #include "replay/window_poison.hpp"
 #include "replay/window_replay.hpp"
 #include "reproducer/window_reproducer.hpp"
@@ -138,7 +139,10 @@ void print_ops(const format::Window& w, const replay::WindowTiming* t) {
     std::string extra;
     if (t && i < t->op_ms.size()) {
       const double r = t->op_ms[i];
-      extra = fmt::format(" {:>11.4f} {:>6}", r, op.in_app_ns && *op.in_app_ns ? fmt::format("{:.2f}", r * 1e6 / *op.in_app_ns) : "-");
+      // 0: an operation of a replaced run after its first (the replacement's time is on that one).
+      extra = r == 0 ? fmt::format(" {:>11} {:>6}", "-", "-")
+                     : fmt::format(" {:>11.4f} {:>6}", r,
+                                   op.in_app_ns && *op.in_app_ns ? fmt::format("{:.2f}", r * 1e6 / *op.in_app_ns) : "-");
     }
     std::cout << fmt::format("  {:>3}  {:<9} {:<60} {:>11} {:>7}{}\n", i, to_string(op.kind), shorten(op_name(op)),
                              ms(op.in_app_ns), share, extra);
@@ -406,6 +410,54 @@ void run_replay(const RunArgs& a, int& exit_code) {
   exit_code = 0;
 }
 
+// A piece of a region the observation saw read as a whole but not in these bytes
+// (window_pieces.hpp): a dead intermediate among live tensors of one allocation.
+struct DeadPiece {
+  uint32_t region = 0;
+  size_t index = 0;  // manifest order
+  replay::WindowPiece piece;
+};
+
+// The dead pieces of the regions read after the window (none without a version 2 observation).
+std::vector<DeadPiece> dead_pieces(const format::Capture& cap, const format::Window& w,
+                                   const std::optional<format::WindowLiveOut>& observed) {
+  std::vector<DeadPiece> out;
+  if (!observed) return out;
+  const format::Manifest& m = cap.manifest;
+  std::vector<std::vector<uint8_t>> params;  // each kernel operation's, read once
+  bool params_read = false;
+  for (const auto& lr : observed->regions) {
+    if (!lr.read || !lr.reads_complete) continue;
+    size_t index = m.regions.size();
+    for (size_t i = 0; i < m.regions.size(); ++i)
+      if (m.regions[i].id == lr.id) index = i;
+    if (index == m.regions.size()) continue;
+    const format::Region& reg = m.regions[index];
+    if (!params_read) {
+      for (size_t i = 0; i < w.ops.size(); ++i)
+        if (w.ops[i].kind == format::WindowOp::Kind::Kernel)
+          params.push_back(cap.read(format::window_params_file(i), "a window kernel's parameters"));
+      params_read = true;
+    }
+    std::vector<uint64_t> cuts;
+    for (const auto& p : params) replay::add_pointer_cuts(p, reg.base, reg.size, &cuts);
+    std::vector<std::pair<uint64_t, uint64_t>> changed;
+    for (const auto& r : m.after)
+      if (r.region == lr.id) changed.emplace_back(r.offset, r.size);
+    for (auto& piece : replay::window_pieces(reg.size, std::move(changed), std::move(cuts), lr))
+      if (!piece.read) out.push_back({lr.id, index, std::move(piece)});
+  }
+  return out;
+}
+
+// The dead piece of region `id` that holds region offset `at`, or null.
+const DeadPiece* dead_piece_at(const std::vector<DeadPiece>& pieces, uint32_t id, std::optional<uint64_t> at) {
+  if (!at) return nullptr;
+  for (const auto& d : pieces)
+    if (d.region == id && *at >= d.piece.offset && *at - d.piece.offset < d.piece.size) return &d;
+  return nullptr;
+}
+
 void run_validate(const RunArgs& a, int& exit_code) {
   const Opened o = open_window(a.dir);
   const format::Capture& cap = *o.capture;
@@ -428,6 +480,16 @@ void run_validate(const RunArgs& a, int& exit_code) {
   // with a swap, the judge's variant rules apply (typed regions within tolerance).
   if (!variant) eo.policy.exact = true;
   replay::Session s(session_options(o, a.quiet || a.json));
+  // Under auto, the dead pieces of live regions are not judged: the captured window's bytes
+  // there are put back after the judged replay.
+  const std::vector<DeadPiece> pieces = dead_pieces(cap, o.window, observed);
+  std::optional<replay::WindowKeptBytes> kept;
+  if (a.live_out == "auto" && !pieces.empty()) {
+    std::vector<replay::KeptRange> ranges;
+    for (const auto& d : pieces) ranges.push_back({d.index, d.piece.offset, d.piece.size});
+    replay::WindowReplay captured(s, o.window, {});
+    kept.emplace(s, captured, std::move(ranges));
+  }
   // Strong: the window's write-only live-out bytes, probed on the captured window, are poisoned
   // before the judged replay by the one poison code (window_poison.hpp).
   std::optional<replay::WindowPoison> poison;
@@ -439,7 +501,10 @@ void run_validate(const RunArgs& a, int& exit_code) {
   if (plan) replay::poison_restores(s, *plan);
   replay::WindowReplay wr(s, o.window, swaps, replacement ? &*replacement : nullptr);
   replay::Evaluator ev(s, plan);
-  replay::Evaluation e = ev.evaluate(nullptr, eo, [&](CUstream st) { wr.enqueue(st); });
+  replay::Evaluation e = ev.evaluate(nullptr, eo, [&](CUstream st) {
+    wr.enqueue(st);
+    if (kept) kept->put_back(st);
+  });
   s.set_restore_filter({});
   std::vector<uint32_t> ignored;
   if (live) {
@@ -481,9 +546,18 @@ void run_validate(const RunArgs& a, int& exit_code) {
                           {"live", observed->live()}};
     nlohmann::json dead = nlohmann::json::array();
     for (const auto& r : e.verdict.regions)
-      if (!r.result.pass())
+      if (!r.result.pass()) {
         if (const auto* d = dead_region(observed, r.id)) dead.push_back({{"region", r.id}, {"evidence", d->evidence}});
+        else if (const auto* p = dead_piece_at(pieces, r.id, r.result.first_bad_offset))
+          dead.push_back({{"region", r.id}, {"offset", p->piece.offset}, {"size", p->piece.size},
+                          {"evidence", p->piece.evidence}});
+      }
     j["dead_differing"] = dead;
+    nlohmann::json dp = nlohmann::json::array();
+    for (const auto& d : pieces)
+      dp.push_back({{"region", d.region}, {"offset", d.piece.offset}, {"size", d.piece.size},
+                    {"evidence", d.piece.evidence}, {"judged", !kept}});
+    j["dead_pieces"] = dp;
     j["strength"] = strength;
     if (poison) {
       j["poisoned_regions"] = poison->poisoned;
@@ -518,6 +592,7 @@ void run_validate(const RunArgs& a, int& exit_code) {
       if (r.result.pass()) continue;
       const auto wit = writers.find(r.id);
       const auto* d = dead_region(observed, r.id);
+      const auto* p = d ? nullptr : dead_piece_at(pieces, r.id, r.result.first_bad_offset);
       std::cout << fmt::format("  region {} ({} B at {}) differs: {}; last written by {}{}\n", r.id, r.size,
                                hex_addr(r.base), r.summary(),
                                wit == writers.end() ? std::string("no operation of this replay (the application wrote it)")
@@ -525,7 +600,11 @@ void run_validate(const RunArgs& a, int& exit_code) {
                                d ? fmt::format("; a dead intermediate: not read after the window ({}), so --live-out "
                                                "auto does not judge it",
                                                d->evidence)
-                                 : std::string());
+                               : p ? fmt::format("; its bytes {:#x}..{:#x}, where the first difference lies, are a dead "
+                                                 "intermediate: the region is read after the window but not there ({}), "
+                                                 "so --live-out auto does not judge them",
+                                                 p->piece.offset, p->piece.offset + p->piece.size, p->piece.evidence)
+                                   : std::string());
     }
     if (live && a.live_out == "auto" && observed)
       std::cout << fmt::format("  live-out auto: {} of the {} region(s) the window changed are read after it (observed "
@@ -534,6 +613,15 @@ void run_validate(const RunArgs& a, int& exit_code) {
                                observed->ended == "horizon" ? "up to the horizon" : "until the application ended");
     if (!ignored.empty())
       std::cout << fmt::format("  {} region(s) outside --live-out differ and are not judged\n", ignored.size());
+    if (kept) {
+      std::cout << fmt::format("  live-out auto: {} dead piece(s) of regions read after the window not judged ({} B, "
+                               "the captured window's bytes put back there):\n",
+                               pieces.size(), kept->bytes());
+      for (size_t i = 0; i < pieces.size() && i < 8; ++i)
+        std::cout << fmt::format("    region {} bytes {:#x}..{:#x}: {}\n", pieces[i].region, pieces[i].piece.offset,
+                                 pieces[i].piece.offset + pieces[i].piece.size, pieces[i].piece.evidence);
+      if (pieces.size() > 8) std::cout << fmt::format("    ... and {} more\n", pieces.size() - 8);
+    }
     print_times(t, o.window);
     if (base)
       std::cout << fmt::format("  captured window: span {:.4f} ms, kernels {:.4f} ms; as judged: span {:.4f} ms, kernels "

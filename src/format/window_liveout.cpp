@@ -31,7 +31,12 @@ const LiveOutRegion* WindowLiveOut::find(uint32_t id) const {
 
 nlohmann::json to_json(const WindowLiveOut& w) {
   nlohmann::json regions = nlohmann::json::array();
-  for (const auto& r : w.regions) regions.push_back({{"id", r.id}, {"read", r.read}, {"evidence", r.evidence}});
+  for (const auto& r : w.regions) {
+    nlohmann::json reads = nlohmann::json::array();
+    for (const auto& [o, n] : r.reads) reads.push_back({o, n});
+    regions.push_back(
+        {{"id", r.id}, {"read", r.read}, {"evidence", r.evidence}, {"reads", reads}, {"reads_complete", r.reads_complete}});
+  }
   return {{"format", kWindowLiveOutFormat}, {"version", w.version},   {"horizon", w.horizon},
           {"launches_observed", w.launches_observed}, {"ended", w.ended}, {"regions", regions}};
 }
@@ -63,6 +68,15 @@ WindowLiveOut window_liveout_from_json(const nlohmann::json& j) {
     lr.id = r.at("id").u32();
     lr.read = r.at("read").boolean();
     lr.evidence = r.at("evidence").str(kMaxEvidence);
+    if (version >= 2) {
+      const JsonField reads = r.at("reads");
+      for (size_t k = 0, nr = reads.array_size(kMaxLiveOutReads); k < nr; ++k) {
+        const JsonField pair = reads.elem(k);
+        if (pair.array_size() != 2) pair.fail("must be [offset, size]");
+        lr.reads.emplace_back(pair.elem(0).u64(), pair.elem(1).u64(1));
+      }
+      lr.reads_complete = r.at("reads_complete").boolean();
+    }
     if (!seen.insert(lr.id).second) r.at("id").fail("is listed twice");
     w.regions.push_back(std::move(lr));
   }
@@ -70,8 +84,13 @@ WindowLiveOut window_liveout_from_json(const nlohmann::json& j) {
 }
 
 std::optional<WindowLiveOut> read_window_liveout(const std::filesystem::path& capture_dir) {
+  // Absent only when nothing has the name: a directory, a FIFO or a link there is refused by
+  // the confined open below, not taken for "no observation" (issue 38's directory named
+  // kerncap.toml, silently ignored; found again here by the fuzzer).
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(capture_dir / kWindowLiveOutFile, ec)) return std::nullopt;
+  if (std::filesystem::symlink_status(capture_dir / kWindowLiveOutFile, ec).type() ==
+      std::filesystem::file_type::not_found)
+    return std::nullopt;
   const ReadOnlyFile f = ReadOnlyFile::open_in(capture_dir, kWindowLiveOutFile, "the window's live-out observation");
   const std::vector<uint8_t> bytes = f.read_all(kMaxLiveOutJsonBytes);
   return window_liveout_from_json(

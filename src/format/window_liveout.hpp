@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,14 +18,22 @@
 namespace kerncap::format {
 
 inline constexpr const char* kWindowLiveOutFormat = "kerncap-window-liveout";
-inline constexpr int kWindowLiveOutVersion = 1;
+inline constexpr int kWindowLiveOutVersion = 2;  // 2: reads (where each region was reached)
 inline constexpr const char* kWindowLiveOutFile = "window_liveout.json";
 inline constexpr size_t kMaxLiveOutRegions = 1 << 20;
+inline constexpr size_t kMaxLiveOutReads = 256;  // per region; more and reads_complete is false
 
 struct LiveOutRegion {
   uint32_t id = 0;
   bool read = false;     // reached after the window before being overwritten (or never observable)
   std::string evidence;  // "launch 1234 of foo (parameter word at offset 8)", "overwritten by a memset at ..."
+  // Where it was reached before being overwritten, region-relative: a launch's pointer as
+  // [offset, 1), a copy's source as [offset, size). `reads_complete` false: not every read is
+  // listed (more than kMaxLiveOutReads, work whose reads cannot be seen, a version 1 file), so
+  // the whole region counts as read. Lets --live-out auto tell the tensors of one allocation
+  // apart (replay/window_pieces.hpp).
+  std::vector<std::pair<uint64_t, uint64_t>> reads;
+  bool reads_complete = false;
 };
 
 struct WindowLiveOut {

@@ -327,6 +327,10 @@ WindowTiming WindowReplay::time(int warmup, int iterations) {
                        cold.stats.median * 1e6, c);
     t.cache = to_string(c.mode);
     t.cache_why = c.why;
+    // nearer_cache speaks of one launch; here it is the window's kernels.
+    const std::string shape = "of this launch shape";
+    if (const size_t at = t.cache_why.find(shape); at != std::string::npos)
+      t.cache_why.replace(at, shape.size(), "of the window's kernels");
     t.kernels_ms = c.mode == CacheMode::Cold ? cold.stats.median : warm.stats.median;
   }
   s_.restore();
@@ -406,7 +410,8 @@ void WindowReplay::time_span(WindowTiming& t, int warmup, int iterations) {
   for (auto& e : ev) KC_CU_TRY(cuEventDestroy(e));
   t.window_ms = window_median(whole);
   t.op_ms.clear();
-  for (size_t i = 0; i < n; ++i) t.op_ms.push_back(window_median(per_op[i]));
+  // An operation of a replaced run after its first runs nothing of its own: no time (0).
+  for (size_t i = 0; i < n; ++i) t.op_ms.push_back(replaced(i) && i != replacement_->from ? 0.0 : window_median(per_op[i]));
   t.op_method = kMethodEvents;
   if (t.kernels_method.empty()) {  // no kernel at all: the operations' events
     t.kernels_method = kMethodEvents;
@@ -493,10 +498,13 @@ std::map<uint32_t, size_t> WindowReplay::last_writers(const std::vector<uint32_t
 
 std::string WindowReplay::describe(size_t op) const {
   if (op >= window_.ops.size()) return fmt::format("op {}", op);
-  if (replaced(op))
-    return fmt::format("the replacement of ops {}..{} ({} launch(es): {}{})", replacement_->from, replacement_->to,
-                       replacement_->launches.size(), replacement_->launches[0].kernel,
-                       replacement_->launches.size() > 1 ? ", ..." : "");
+  if (replaced(op)) {
+    std::string names;
+    for (const auto& l : replacement_->launches)
+      names += (names.empty() ? "" : ", ") + (l.op ? fmt::format("op {} as captured", *l.op) : l.kernel);
+    return fmt::format("the replacement of ops {}..{} ({} launch(es): {})", replacement_->from, replacement_->to,
+                       replacement_->launches.size(), names);
+  }
   const format::WindowOp& o = window_.ops[op];
   switch (o.kind) {
     case Kind::Kernel: return fmt::format("op {} {}{}", op, names::demangle(o.mangled), kernels_[op].swapped ? " (swapped)" : "");
@@ -505,6 +513,39 @@ std::string WindowReplay::describe(size_t op) const {
     case Kind::CopyH2D: return fmt::format("op {} copy {} B host -> {}", op, o.bytes, hex_addr(o.dst));
   }
   return fmt::format("op {}", op);
+}
+
+WindowKeptBytes::WindowKeptBytes(Session& s, WindowReplay& captured, std::vector<KeptRange> ranges)
+    : s_(s), ranges_(std::move(ranges)) {
+  for (const auto& r : ranges_) bytes_ += r.size;
+  if (!bytes_) return;
+  KC_CU(cuMemAlloc(&scratch_, bytes_));
+  try {
+    s_.restore();
+    captured.enqueue(s_.stream());
+    uint64_t at = 0;
+    for (const auto& r : ranges_) {
+      KC_CU(cuMemcpyDtoDAsync(scratch_ + at, s_.address(r.region) + r.offset, r.size, s_.stream()));
+      at += r.size;
+    }
+    s_.synchronize();
+    s_.restore();
+  } catch (...) {
+    KC_CU_TRY(cuMemFree(scratch_));
+    throw;
+  }
+}
+
+WindowKeptBytes::~WindowKeptBytes() {
+  if (scratch_) KC_CU_TRY(cuMemFree(scratch_));
+}
+
+void WindowKeptBytes::put_back(CUstream stream) const {
+  uint64_t at = 0;
+  for (const auto& r : ranges_) {
+    KC_CU(cuMemcpyDtoDAsync(s_.address(r.region) + r.offset, scratch_ + at, r.size, stream));
+    at += r.size;
+  }
 }
 
 }  // namespace kerncap::replay

@@ -113,4 +113,29 @@ class WindowReplay {
   std::vector<NewLaunch> new_launches_;
 };
 
+// Byte ranges of regions as the captured window leaves them, kept on the device: what
+// --live-out auto does not judge (dead pieces of live regions, window_pieces.hpp) is put back
+// after the judged replay, so those bytes compare equal whatever the replacement left there.
+struct KeptRange {
+  size_t region = 0;  // manifest index
+  uint64_t offset = 0, size = 0;
+};
+class WindowKeptBytes {
+ public:
+  // Restores the session, runs `captured` (the window as captured), copies the ranges aside,
+  // restores again.
+  WindowKeptBytes(Session& s, WindowReplay& captured, std::vector<KeptRange> ranges);
+  ~WindowKeptBytes();
+  WindowKeptBytes(const WindowKeptBytes&) = delete;
+  WindowKeptBytes& operator=(const WindowKeptBytes&) = delete;
+  void put_back(CUstream stream) const;  // enqueues the copies into place
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  Session& s_;
+  std::vector<KeptRange> ranges_;
+  CUdeviceptr scratch_ = 0;
+  uint64_t bytes_ = 0;
+};
+
 }  // namespace kerncap::replay

@@ -91,3 +91,22 @@ TEST(CaptureWindowLiveOut, AGraphLaunchMayReadEverythingUndecided) {
   EXPECT_NE(r.find(1)->evidence.find("possibly read by a CUDA graph launch"), std::string::npos);
   EXPECT_FALSE(r.find(2)->read);
 }
+
+// Where each region was reached is kept (region-relative), until the window's bytes are
+// overwritten after a read; a graph launch leaves the reads incomplete (the whole region counts).
+TEST(CaptureWindowLiveOut, KeepsWhereEachRegionWasReached) {
+  LiveOutObserver o(liveout_regions(), 10);
+  o.on_launch("_Z1kPf", 1, liveout_words({0x1100, 0x1100, 0x4180}));
+  o.on_read(0x1f00, 0x200, "a copy to the host");
+  o.on_write(0x4000, 0x1000, "a memset");  // covers region 2's changed bytes, after its read: closed
+  o.on_launch("_Z1kPf", 2, liveout_words({0x4100}));
+  auto r = o.result("horizon");
+  EXPECT_EQ(r.find(1)->reads, (std::vector<std::pair<uint64_t, uint64_t>>{{0x100, 1}, {0xf00, 0x100}}));
+  EXPECT_TRUE(r.find(1)->reads_complete);
+  EXPECT_EQ(r.find(2)->reads, (std::vector<std::pair<uint64_t, uint64_t>>{{0x180, 1}}));
+  EXPECT_FALSE(r.find(3)->reads_complete);  // not observable
+  o.on_opaque("a CUDA graph launch");
+  r = o.result("horizon");
+  EXPECT_FALSE(r.find(1)->reads_complete);
+  EXPECT_TRUE(r.find(1)->reads.empty());
+}

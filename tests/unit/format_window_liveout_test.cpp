@@ -55,7 +55,10 @@ TEST(FormatWindowLiveOut, StrictReader) {
     return j;
   };
   expect_refused(with([](auto& j) { j["format"] = "kerncap-window"; }), "format");
-  expect_refused(with([](auto& j) { j["version"] = 2; }), "newer kerncap");
+  expect_refused(with([](auto& j) { j["version"] = 3; }), "newer kerncap");
+  expect_refused(with([](auto& j) { j["regions"][1]["reads"] = {{1, 2, 3}}; }), "[offset, size]");
+  expect_refused(with([](auto& j) { j["regions"][1]["reads"] = {{1, 0}}; }), "reads");
+  expect_refused(with([](auto& j) { j["regions"][1].erase("reads_complete"); }), "reads_complete");
   expect_refused(with([](auto& j) { j["ended"] = "whenever"; }), "ended");
   expect_refused(with([](auto& j) { j["regions"][0]["read"] = 1; }), "read");
   expect_refused(with([](auto& j) { j["regions"][1]["id"] = 1; }), "twice");
@@ -74,4 +77,24 @@ TEST(FormatWindowLiveOut, AbsentOrReadFromADirectory) {
   std::ofstream(dir / kWindowLiveOutFile) << "{\"format\": 3}";
   EXPECT_THROW(read_window_liveout(dir), kerncap::Error);
   std::filesystem::remove_all(dir);
+}
+
+// Version 2 keeps where each region was reached; a version 1 file reads with no reads listed
+// (reads_complete false: the region is decided as a whole).
+TEST(FormatWindowLiveOut, ReadsRoundTripAndVersionOneHasNone) {
+  WindowLiveOut w = liveout_sample();
+  w.regions[1].reads = {{0x100, 1}, {0x2000, 64}};
+  w.regions[1].reads_complete = true;
+  const WindowLiveOut back = window_liveout_from_json(to_json(w));
+  EXPECT_EQ(back.find(4)->reads, w.regions[1].reads);
+  EXPECT_TRUE(back.find(4)->reads_complete);
+  nlohmann::json v1 = to_json(w);
+  v1["version"] = 1;
+  for (auto& r : v1["regions"]) {
+    r.erase("reads");
+    r.erase("reads_complete");
+  }
+  const WindowLiveOut old = window_liveout_from_json(v1);
+  EXPECT_TRUE(old.find(4)->reads.empty());
+  EXPECT_FALSE(old.find(4)->reads_complete);
 }

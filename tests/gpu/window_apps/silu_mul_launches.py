@@ -7,6 +7,11 @@ capture's regions at the offsets the two kernels' parameters point to (each 8-by
 parameter buffers is looked up among the regions); n is the silu kernel's element count (its
 first parameter).
 
+In the eager program PyTorch frees g as soon as silu has read it, and the up GEMM's output u
+takes the same block: then g is gone when the fused kernel runs, and the replacement first
+copies g to where t would have gone (stash_bf16; t, the intermediate, is never computed), runs
+the GEMM as captured, then the fused kernel from that copy.
+
     silu_mul_launches.py OUT CUBIN KERNEL LAUNCHES_JSON
 Prints the --replace spec (FROM..TO=LAUNCHES_JSON) and what it found, as JSON.
 """
@@ -49,14 +54,23 @@ def main(argv):
         sys.exit("the mul does not read silu's output once: %s (t %s)" % (mp, t))
     u = ins[0]
     n = struct.unpack_from("<i", raw, 0)[0]
-    launches = [{"op": i} for i in range(first + 1, last)]
-    launches.append({"image": os.path.abspath(cubin), "kernel": kernel, "grid": [(n + 255) // 256, 1, 1],
-                     "block": [256, 1, 1],
-                     "args": [{"region": g[0], "offset": g[1]}, {"region": u[0], "offset": u[1]},
+    grid = [min((n + 255) // 256, 65535), 1, 1]
+    image = os.path.abspath(cubin)
+    launches = []
+    src = g
+    aliased = u[2] <= g[2] < u[2] + 2 * n or g[2] <= u[2] < g[2] + 2 * n
+    if aliased:  # the GEMM overwrites g: keep it where t would have gone
+        launches.append({"image": image, "kernel": "stash_bf16", "grid": grid, "block": [256, 1, 1],
+                         "args": [{"region": g[0], "offset": g[1]}, {"region": t[0], "offset": t[1]}, {"i64": n}]})
+        src = t
+    launches += [{"op": i} for i in range(first + 1, last)]
+    launches.append({"image": image, "kernel": kernel, "grid": grid, "block": [256, 1, 1],
+                     "args": [{"region": src[0], "offset": src[1]}, {"region": u[0], "offset": u[1]},
                               {"region": mo[0], "offset": mo[1]}, {"i64": n}]})
     json.dump({"launches": launches}, open(dest, "w"), indent=1)
     print(json.dumps({"replace": "%d..%d=%s" % (first, last, dest), "n": n, "g": g[:2], "u": u[:2], "t": t[:2],
-                      "m": mo[:2], "kept": [i for i in range(first + 1, last)]}))
+                      "m": mo[:2], "kept": [i for i in range(first + 1, last)],
+                      "g_reused_by_u": aliased}))
 
 
 if __name__ == "__main__":

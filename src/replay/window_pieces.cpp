@@ -1,0 +1,79 @@
+#include "replay/window_pieces.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace kerncap::replay {
+
+void add_pointer_cuts(std::span<const uint8_t> params, uint64_t base, uint64_t size, std::vector<uint64_t>* cuts) {
+  for (size_t off = 0; off + 8 <= params.size(); off += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, params.data() + off, 8);
+    if (word >= base && word - base < size) cuts->push_back(word - base);
+  }
+}
+
+std::vector<WindowPiece> window_pieces(uint64_t region_size, std::vector<std::pair<uint64_t, uint64_t>> changed,
+                                       std::vector<uint64_t> cuts, const format::LiveOutRegion& observed) {
+  std::sort(changed.begin(), changed.end());
+  cuts.push_back(0);
+  cuts.push_back(region_size);
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  while (!cuts.empty() && cuts.back() > region_size) cuts.pop_back();
+
+  // The pieces, and the span between cuts each one lies in.
+  struct CutSpan {
+    uint64_t lo, hi;
+  };
+  std::vector<WindowPiece> pieces;
+  std::vector<CutSpan> spans;
+  size_t run = 0;
+  for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+    const uint64_t lo = cuts[c], hi = cuts[c + 1];
+    while (run < changed.size() && changed[run].first + changed[run].second <= lo) ++run;
+    uint64_t first = hi, last = lo;
+    for (size_t r = run; r < changed.size() && changed[r].first < hi; ++r) {
+      const uint64_t a = std::max(changed[r].first, lo), b = std::min(changed[r].first + changed[r].second, hi);
+      if (a >= b) continue;
+      first = std::min(first, a);
+      last = std::max(last, b);
+    }
+    if (first >= last) continue;
+    pieces.push_back({first, last - first, observed.read, observed.evidence});
+    spans.push_back({lo, hi});
+  }
+  if (!observed.read || !observed.reads_complete) return pieces;  // decided as a whole
+
+  std::vector<std::string> why(pieces.size());
+  for (auto& p : pieces) p.read = false;
+  for (const auto& [o, n] : observed.reads) {
+    const uint64_t end = o + std::max<uint64_t>(n, 1);
+    bool hit = false;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      if (!(o < spans[i].hi && spans[i].lo < end)) continue;
+      hit = true;
+      if (!pieces[i].read) why[i] = fmt::format("reached at region offset {:#x} after the window", o);
+      pieces[i].read = true;
+    }
+    if (!hit)  // where the window changed nothing between two cuts: a kernel reads forward, into the next piece
+      for (size_t i = 0; i < pieces.size(); ++i)
+        if (pieces[i].offset >= o) {
+          if (!pieces[i].read)
+            why[i] = fmt::format("reached at region offset {:#x} after the window, before it (a kernel reads forward)", o);
+          pieces[i].read = true;
+          break;
+        }
+  }
+  for (size_t i = 0; i < pieces.size(); ++i)
+    pieces[i].evidence = pieces[i].read ? why[i]
+                                        : fmt::format("not reached after the window: the region was ({}), at {} other "
+                                                      "place(s), none in bytes {:#x}..{:#x}",
+                                                      observed.evidence, observed.reads.size(), pieces[i].offset,
+                                                      pieces[i].offset + pieces[i].size);
+  return pieces;
+}
+
+}  // namespace kerncap::replay

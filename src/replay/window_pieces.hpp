@@ -1,0 +1,42 @@
+#pragma once
+// The tensors of one allocation, for `--live-out auto` (docs/window.md "Live-out"): under a
+// caching allocator (PyTorch) one captured region is a segment holding many tensors, and one of
+// them being read after the window made the whole segment live, so a fused replacement that
+// never writes a dead intermediate (a SiLU's output consumed only by the multiply after it)
+// failed on bytes nothing reads. A region is cut into PIECES where the window's own kernels
+// point into it (each pointer word of their parameters: the tensors they read and write start
+// there), each piece spanning the bytes the window changed between two cuts; a piece is read
+// when the observation after the window (window_liveout.json, version 2) reached it:
+//   - a later launch's pointer inside the piece's span between its cuts, or, when it lands
+//     where the window changed nothing, the next piece after it (a kernel reads forward);
+//   - a later copy's source range overlapping it.
+// What it cannot see, and why it errs towards judging less: a later kernel given a pointer to
+// one piece that reads on into the next (a tensor of the window read as part of a larger view).
+// A region not read at all, or whose reads are not all listed, is decided as a whole, as before.
+// Pure (no CUDA): unit tested.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "format/window_liveout.hpp"
+
+namespace kerncap::replay {
+
+struct WindowPiece {
+  uint64_t offset = 0, size = 0;  // region-relative: the first to the last byte the window changed in it
+  bool read = false;
+  std::string evidence;
+};
+
+// `changed`: the region's AFTER runs as (offset, size), any order; `cuts`: region-relative
+// offsets the window's kernels point to; `observed`: the region's observation.
+std::vector<WindowPiece> window_pieces(uint64_t region_size, std::vector<std::pair<uint64_t, uint64_t>> changed,
+                                       std::vector<uint64_t> cuts, const format::LiveOutRegion& observed);
+
+// Appends to `cuts` the region-relative value of every 8-byte-aligned word of `params` that
+// points into [base, base + size).
+void add_pointer_cuts(std::span<const uint8_t> params, uint64_t base, uint64_t size, std::vector<uint64_t>* cuts);
+
+}  // namespace kerncap::replay

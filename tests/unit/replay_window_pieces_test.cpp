@@ -1,0 +1,84 @@
+// The tensors of one allocation for --live-out auto (replay/window_pieces.hpp): a region cut
+// where the window's kernels point into it, each piece the changed bytes between two cuts, read
+// when the observation after the window reached it; a region decided as a whole when it was
+// not read, or its reads are not all listed. The case behind it: a PyTorch segment holding the
+// up projection's output u, the SiLU's output t (dead: only the multiply reads it) and more.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "replay/window_pieces.hpp"
+
+using namespace kerncap;
+using namespace kerncap::replay;
+
+namespace {
+
+format::LiveOutRegion pieces_observed(std::vector<std::pair<uint64_t, uint64_t>> reads, bool complete = true) {
+  format::LiveOutRegion r;
+  r.id = 12;
+  r.read = true;
+  r.evidence = "reached by launch 9 of down_proj";
+  r.reads = std::move(reads);
+  r.reads_complete = complete;
+  return r;
+}
+
+}  // namespace
+
+TEST(ReplayWindowPieces, CutsAtTheWindowsPointersAndKeepsTheChangedBytes) {
+  // u at 0x1000 and t at 0x2000 (both 0x1000 long, changed as one run with a hole), m at 0x5000.
+  const auto p = window_pieces(0x8000, {{0x2400, 0xc00}, {0x1000, 0x1300}, {0x5000, 0x800}}, {0x2000, 0x1000, 0x5000},
+                               pieces_observed({{0x5000, 1}}));
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].offset, 0x1000u);
+  EXPECT_EQ(p[0].size, 0x1000u);
+  EXPECT_EQ(p[1].offset, 0x2000u);
+  EXPECT_EQ(p[1].size, 0x1000u);  // the hole inside stays in the piece
+  EXPECT_EQ(p[2].offset, 0x5000u);
+  EXPECT_FALSE(p[0].read);
+  EXPECT_FALSE(p[1].read);
+  EXPECT_TRUE(p[2].read);
+  EXPECT_NE(p[1].evidence.find("not reached"), std::string::npos) << p[1].evidence;
+  EXPECT_NE(p[2].evidence.find("0x5000"), std::string::npos) << p[2].evidence;
+}
+
+TEST(ReplayWindowPieces, APointerWhereNothingChangedReadsTheNextPiece) {
+  // A read at 0x800 (before u, between cuts 0 and 0x1000 where nothing changed) reaches u;
+  // a read inside t's span reaches t; a copy's range reaches every piece it overlaps.
+  auto p = window_pieces(0x8000, {{0x1000, 0x1000}, {0x2000, 0x1000}, {0x5000, 0x800}}, {0x1000, 0x2000, 0x5000},
+                         pieces_observed({{0x800, 1}}));
+  EXPECT_TRUE(p[0].read);
+  EXPECT_FALSE(p[1].read);
+  EXPECT_FALSE(p[2].read);
+  p = window_pieces(0x8000, {{0x1000, 0x1000}, {0x2000, 0x1000}, {0x5000, 0x800}}, {0x1000, 0x2000, 0x5000},
+                    pieces_observed({{0x2ff0, 1}, {0x4000, 0x1100}}));
+  EXPECT_FALSE(p[0].read);
+  EXPECT_TRUE(p[1].read);
+  EXPECT_TRUE(p[2].read);
+}
+
+TEST(ReplayWindowPieces, ARegionIsDecidedWholeWhenUnreadOrItsReadsAreNotAllListed) {
+  auto obs = pieces_observed({{0x5000, 1}}, false);
+  auto p = window_pieces(0x8000, {{0x1000, 0x1000}, {0x5000, 0x800}}, {0x1000, 0x5000}, obs);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_TRUE(p[0].read);
+  EXPECT_TRUE(p[1].read);
+  obs.read = false;
+  obs.reads_complete = true;
+  obs.reads.clear();
+  obs.evidence = "not reached before the application ended";
+  p = window_pieces(0x8000, {{0x1000, 0x1000}, {0x5000, 0x800}}, {0x1000, 0x5000}, obs);
+  EXPECT_FALSE(p[0].read);
+  EXPECT_FALSE(p[1].read);
+  EXPECT_EQ(p[0].evidence, obs.evidence);
+}
+
+TEST(ReplayWindowPieces, CutsComeFromPointerWordsIntoTheRegion) {
+  std::vector<uint8_t> params(32);
+  const uint64_t words[] = {256, 0x7000 + 0x1000, 0x7000 + 0x3000, 0x7000 + 0x8000};
+  std::memcpy(params.data(), words, sizeof words);
+  std::vector<uint64_t> cuts;
+  add_pointer_cuts(params, 0x7000, 0x8000, &cuts);
+  EXPECT_EQ(cuts, (std::vector<uint64_t>{0x1000, 0x3000}));  // 0x7000 + 0x8000 is past the end
+}
