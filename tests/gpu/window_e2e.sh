@@ -39,6 +39,15 @@
 #   llama          tests/gpu/hf_llama.py (transformers, random weights): the window from layer 0's
 #                  attention kernel in the second forward to the next SiLU (o_proj, residual, RMSNorm's
 #                  kernels, gate/up GEMMs) PASSes byte for byte; times reported (SKIP without transformers)
+#   llama_time     the same window's kernels' GPU time (one timing engine, warm or cold, whichever is
+#                  nearer) within ±10 % of the in-app kernels' time (the span is reported: in eager
+#                  PyTorch the in-app span is mostly host gaps)
+#   llama_fuse     the Llama MLP window silu@2..MulFunctor (silu, up_proj's GEMM, mul; --observe 24):
+#                  the captured window PASSes; SiLU·mul fused into one CUDA kernel
+#                  (window_apps/silu_mul.cu, launches.json from window_apps/silu_mul_launches.py:
+#                  g stashed where t would go when PyTorch gave g's block to u, the GEMM kept with
+#                  {"op": 1}) PASSes under --live-out auto (t's piece dead, not judged), FAILs under
+#                  all naming t's bytes a dead intermediate; silu_mul_bad FAILs on m's region
 # Exit 0 all passed, 1 some failed, 77 skipped (no GPU).
 #
 #   tests/gpu/window_e2e.sh BUILD_DIR
