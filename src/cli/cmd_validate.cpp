@@ -193,7 +193,7 @@ void add_validate(CLI::App& app, int& exit_code) {
                   "The L2 state both images are timed in for the speed-up: auto (default: warm or cold, whichever "
                   "replays the captured image nearer the application's own time of it, when the capture has that "
                   "time), blend (each image timed warm and cold and taken where the application's state lies "
-                  "between them; docs/engine.md), warm or cold")
+                  "between them; docs/engine.md; the default of a regime set's weighted figure), warm or cold")
       ->check(CLI::IsMember({"auto", "blend", "warm", "cold"}));
   cmd->add_option("--speedup-iterations", a->timing.iterations, "Timed launches of each image for the speed-up")
       ->default_val(20);

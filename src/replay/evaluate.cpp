@@ -241,7 +241,9 @@ SpeedupCheck Evaluator::measure_speedup_here(const TimingOptions& t, double min_
           fixed.cache = timing.options.cache;
           cache = timing.cache_why;
         }
-        const int state = mode == CacheMode::Cold ? 1 : 0;
+        // The state the samples were taken in: blend's own, else the one auto resolved to
+        // (the samples of an auto that chose cold are cold ones).
+        const int state = (blend ? mode : fixed.cache) == CacheMode::Cold ? 1 : 0;
         auto& into = which == Session::Which::Captured ? captured[state] : variant[state];
         into.insert(into.end(), timing.ms.begin(), timing.ms.end());
       }
@@ -386,7 +388,10 @@ Evaluation Evaluator::evaluate(const VariantImage* image, const EvaluateOptions&
   }
   std::string extra;
   if (e.fuzz && !e.fuzz->pass()) extra = "fuzz trials failed";
-  if (e.speedup && !e.speedup->pass())
+  if (e.speedup && !e.speedup->measured())
+    extra += fmt::format("{}the speed-up could not be measured (captured image {:.4f} ms, variant {:.4f} ms)",
+                         extra.empty() ? "" : "; ", e.speedup->captured.median, e.speedup->variant.median);
+  else if (e.speedup && !e.speedup->pass())
     extra += fmt::format("{}speed-up x{:.3f} below the x{:.3f} required", extra.empty() ? "" : "; ",
                          e.speedup->speedup, e.speedup->min_speedup);
   e.line = fail_line(e.verdict.line(), extra);

@@ -17,11 +17,14 @@ SpeedupCheck judge_speedup(const Stats& captured, const Stats& variant, double m
   c.min_speedup = min_speedup;
   c.captured = captured;
   c.variant = variant;
-  c.speedup = variant.median > 0 ? captured.median / variant.median : 0;
+  c.speedup = c.measured() ? captured.median / variant.median : 0;
   return c;
 }
 
 std::string SpeedupCheck::line(int iterations) const {
+  if (!measured())
+    return fmt::format("Speed-up: FAIL (not measured: captured image {:.4f} ms, variant {:.4f} ms, medians of {})",
+                       captured.median, variant.median, iterations);
   if (min_speedup == 0)
     return fmt::format("Speed-up: x{:.3f} (no threshold asked for: captured image {:.4f} ms, variant {:.4f} ms, "
                        "medians of {})",

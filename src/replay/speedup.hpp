@@ -16,7 +16,9 @@ struct SpeedupCheck {
   Stats captured, variant;
   double speedup = 0;  // 0 when the variant's median is 0
   std::string cache;   // the L2 state both images were timed in, and why (--cache auto's choice)
-  bool pass() const { return speedup >= min_speedup; }
+  // Both medians positive: a timing that gave no samples is never a speed-up (nor a pass).
+  bool measured() const { return captured.median > 0 && variant.median > 0; }
+  bool pass() const { return measured() && speedup >= min_speedup; }
   // "Speed-up: PASS (x1.42 >= x1.10: captured 0.1200 ms, variant 0.0845 ms, median of 20)".
   std::string line(int iterations) const;
   nlohmann::json to_json() const;

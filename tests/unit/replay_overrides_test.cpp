@@ -137,6 +137,13 @@ TEST(Speedup, JudgedFromTheMedians) {
   EXPECT_EQ(s.line(20).rfind("Speed-up: x1.250 (no threshold asked for", 0), 0u) << s.line(20);
   EXPECT_NE(usage_refusal([&] { judge_speedup(c, v, -1); }), "");
   EXPECT_NE(usage_refusal([&] { judge_speedup(c, v, std::nan("")); }), "");
+  // No samples (a timing that came back empty) is never a speed-up, even without a threshold.
+  s = judge_speedup(Stats{}, v, 0);
+  EXPECT_FALSE(s.measured());
+  EXPECT_FALSE(s.pass());
+  EXPECT_EQ(s.speedup, 0);
+  EXPECT_EQ(s.line(20).rfind("Speed-up: FAIL (not measured", 0), 0u) << s.line(20);
+  EXPECT_FALSE(judge_speedup(c, Stats{}, 0).pass());
 }
 
 TEST(VerdictInvariants, AViolationFailsAMatchingReplay) {
