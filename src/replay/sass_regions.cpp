@@ -84,6 +84,7 @@ std::vector<TypedSpan> sass_spans(const SassFacts& f, const format::Manifest& m,
   std::map<uint32_t, std::vector<const SassStore*>> into;
   std::vector<const SassStore*> anywhere;
   for (const SassStore& s : f.stores) {
+    if (s.driver_memory) continue;  // a grid barrier, the stack: no region of the capture
     const format::Region* r = nullptr;
     if (s.param && uint64_t{*s.param} + 8 <= params.size()) {
       uint64_t a = 0;

@@ -110,6 +110,14 @@ std::optional<uint32_t> bank0_offset(std::string_view o) {
   return v;
 }
 
+// "c[0x0][UR4+0x254]": the offset added to the index register in bank 0.
+std::optional<uint32_t> indexed_bank0_offset(std::string_view o) {
+  if (!o.starts_with("c[0x0][") || o.size() < 8 || o[7] == '0') return std::nullopt;
+  const size_t plus = o.find("+0x");
+  if (plus == std::string_view::npos) return std::nullopt;
+  return bank0_offset(std::string("c[0x0][") + std::string(o.substr(plus + 1)));
+}
+
 // The register of an address operand: the last bracket group's first register
 // ("desc[UR4][R4.64+0x10]" -> R4).
 std::optional<Reg> address_reg(std::string_view o) {
@@ -330,9 +338,12 @@ class Walker {
 
   std::optional<uint32_t> from_operand(const std::string& o, size_t i, int depth) const {
     if (const std::optional<uint32_t> off = bank0_offset(o)) {
-      if (*off < param_base_) return std::nullopt;
+      if (*off < param_base_) return kDriverConstant;
       return *off - param_base_;
     }
+    // c[0x0][UR4+0x254]: a word of the driver's constants picked per cluster (sm_100's grid
+    // barrier); indexed words of the parameters are not followed.
+    if (const std::optional<uint32_t> off = indexed_bank0_offset(o); off && *off < param_base_) return kDriverConstant;
     const std::optional<Reg> r = reg_of(o);
     if (!r || r->zero() || o.starts_with("-")) return std::nullopt;
     return param(*r, i, depth);
@@ -345,18 +356,22 @@ class Walker {
     std::vector<const std::string*> src;
     for (size_t k = 1; k < ins.ops.size(); ++k)
       if (!is_predicate(ins.ops[k])) src.push_back(&ins.ops[k]);
-    if (b == "LDC" || b == "ULDC") return src.empty() ? std::nullopt : from_operand(*src[0], i, depth);
+    if (b == "LDC" || b == "ULDC" || b == "LDCU") return src.empty() ? std::nullopt : from_operand(*src[0], i, depth);
     if ((b == "IMAD" || b == "UIMAD") && ins.mod("WIDE") && src.size() == 3)
       return from_operand(*src[2], i, depth);  // a * b + base
     if ((b == "LEA" || b == "ULEA") && !ins.mod("HI") && src.size() >= 2) return from_operand(*src[1], i, depth);
     if ((b == "MOV" || b == "UMOV" || b == "R2UR") && src.size() == 1) return from_operand(*src[0], i, depth);
     if (b == "IMAD" && ins.mod("MOV") && src.size() == 3) return from_operand(*src[2], i, depth);
+    // IMAD.U32 R14, RZ, RZ, UR5: 0 * 0 + c, a move too.
+    if (b == "IMAD" && !ins.mod("WIDE") && !ins.mod("HI") && src.size() == 3 && (*src[0] == "RZ" || *src[1] == "RZ"))
+      return from_operand(*src[2], i, depth);
     if (b == "VIADD" && !src.empty()) return from_operand(*src[0], i, depth);
     if ((b == "IADD3" || b == "UIADD3" || b == "IADD") && !ins.mod("X")) {
       // One of the addends is the pointer: the one that traces to a parameter, if only one does.
+      // A driver constant added is an offset (a launch dimension), never the pointer here.
       std::set<uint32_t> found;
       for (const std::string* o : src)
-        if (const std::optional<uint32_t> p = from_operand(*o, i, depth)) found.insert(*p);
+        if (const std::optional<uint32_t> p = from_operand(*o, i, depth); p && *p != kDriverConstant) found.insert(*p);
       if (found.size() == 1) return *found.begin();
     }
     return std::nullopt;
@@ -408,6 +423,28 @@ std::string to_string(const ValueType& v) {
   return "unknown";
 }
 
+// A call of one of nvcc's built-in subroutines that store nothing: the slow paths of division,
+// remainder, square root and reciprocal (`$__internal_0_$__cuda_sm20_div_rn_f64_full` in a
+// whole-program cubin, where its code follows the kernel's in the same section;
+// `__cuda_sm20_rem_s64` in its own section under -rdc) and the warp and block synchronisation
+// wrappers -rdc code calls (`__cuda_sm70_barrier_sync_0`). They work on registers only, so they
+// hide no store: a double division or a 64-bit index remainder (CuPy's elementwise kernels,
+// cooperative solvers) must not leave a kernel untyped. The value an arithmetic one returns is
+// of the type of the inline path beside it, which the walk sees. Other built-ins (WMMA loads
+// and stores under -rdc) and the program's own functions still count as calls.
+bool builtin_arithmetic_call(const Ins& x) {
+  if (x.base != "CALL" || x.ops.empty()) return false;
+  std::string_view target = x.ops.front();
+  for (const std::string_view wrap : {"`(", "(", "`"})
+    if (target.starts_with(wrap)) target.remove_prefix(wrap.size());
+  if (target.starts_with("$__internal_")) target.remove_prefix(target.find("$__cuda_") + 1);
+  if (!target.starts_with("__cuda_sm")) return false;
+  for (const std::string_view op : {"_div_", "_rem_", "_sqrt_", "_rcp_", "_dsqrt_", "_drcp_", "_ddiv_", "_barrier_",
+                                    "_warpsync", "_shflsync", "_votesync", "_matchsync"})
+    if (target.find(op) != std::string_view::npos) return true;
+  return false;
+}
+
 SassFacts analyse_sass(const std::vector<lint::SassInstruction>& code, uint32_t param_base) {
   std::vector<Ins> ins;
   ins.reserve(code.size());
@@ -437,7 +474,7 @@ SassFacts analyse_sass(const std::vector<lint::SassInstruction>& code, uint32_t 
 
   for (size_t i = 0; i < ins.size(); ++i) {
     const Ins& x = ins[i];
-    if (x.base == "CALL") f.calls = true;
+    if (x.base == "CALL" && !builtin_arithmetic_call(x)) f.calls = true;
     const bool atom = any_of(x.base, {"ATOM", "ATOMG", "ATOMS", "RED", "REDG"});
     const bool cas = atom && (x.mod("CAS") || x.mod("CAST"));
     const std::optional<DType> atom_type = atom && !cas ? first_float_mod(x) : std::nullopt;
@@ -465,6 +502,10 @@ SassFacts analyse_sass(const std::vector<lint::SassInstruction>& code, uint32_t 
     auto addr = std::find_if(x.ops.begin(), x.ops.end(), [](const std::string& o) { return o.find('[') != std::string::npos; });
     if (addr != x.ops.end())
       if (const std::optional<Reg> r = address_reg(*addr)) s.param = w.param(*r, i, 0);
+    if (s.param == kDriverConstant) {
+      s.param.reset();
+      s.driver_memory = true;
+    }
     s.width = store_width(x);
     if (atom_type) {
       const DType t = atom_type.value_or(DType::F32);

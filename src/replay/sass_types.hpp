@@ -52,14 +52,23 @@ struct SassStore {
   // kernel's pointer parameter, or a pointer field of a struct passed by value), when the
   // address traces back to one (LDC c[0x0][...] through IMAD.WIDE/IADD3/LEA/moves).
   std::optional<uint32_t> param;
+  // The address is a word of the driver's own constants below the parameters, moved or indexed
+  // (c[0x0][0x44]: a cooperative launch's grid barrier; the stack): memory no pointer of the
+  // application reaches, so the store reaches no region of the capture.
+  bool driver_memory = false;
 };
+
+// Walker::param's answer for an address that traces to a driver constant (driver_memory).
+inline constexpr uint32_t kDriverConstant = UINT32_MAX;
 
 struct SassFacts {
   std::vector<SassStore> stores;
   // The float atomic adds found (instruction texts): non-empty = nondeterministic by construction.
   std::vector<std::string> float_atomics;
-  // The function calls other code (CALL): stores and atomics there are not seen, so no store
-  // type is trusted (float_atomics still stands for what was seen).
+  // The function calls other code (CALL; nvcc's built-in division, remainder, square root,
+  // reciprocal and synchronisation subroutines excepted: they store nothing): stores and
+  // atomics there are not seen, so no store type is trusted (float_atomics still stands for
+  // what was seen).
   bool calls = false;
 };
 

@@ -118,6 +118,51 @@ TEST(SassTypes, SharedMemoryHoldsWhatWasStoredThere) {
   EXPECT_EQ(mixed.stores.at(0).value.kind, ValueKind::Unknown);
 }
 
+// nvcc's division and remainder subroutines store nothing: calling them leaves the kernel
+// typed (CuPy's elementwise kernels divide 64-bit indices; a solver divides doubles). Its own
+// __noinline__ functions and anything cuobjdump names only by address still count as calls.
+TEST(SassTypes, BuiltinArithmeticSubroutinesAreNoCalls) {
+  for (const char* c : {"CALL.REL.NOINC `($__internal_1_$__cuda_sm20_rem_s64)",
+                        "CALL.REL.NOINC `($__internal_0_$__cuda_sm20_div_rn_f64_full)",
+                        "CALL.REL.NOINC `($__internal_1_$__cuda_sm3x_div_rn_noftz_f32_slowpath)",
+                        "CALL.ABS.NOINC `(__cuda_sm20_div_s64)", "CALL.ABS.NOINC `(__cuda_sm20_dsqrt_rn_f64_mediumpath_v1)",
+                        "CALL.ABS.NOINC `(__cuda_sm70_barrier_sync_0)"})
+    EXPECT_FALSE(analyse_sass(code({c, "REDG.E.ADD.F64.RN.STRONG.GPU desc[UR4][R4.64], R2"}), 0x210).calls) << c;
+  for (const char* c : {"CALL.REL.NOINC `($k$_Z3putPdd)", "CALL.ABS.NOINC `(_Z3putPdd$1)", "CALL.REL.NOINC 0x3a0",
+                        "CALL.ABS.NOINC `(__cuda_syscall_vprintf)",
+                        "CALL.ABS.NOINC `(__cuda_sm70_wmma_m16n16k16_store_d_f32)"})
+    EXPECT_TRUE(analyse_sass(code({c, "STG.E desc[UR4][R4.64], R2"}), 0x210).calls) << c;
+}
+
+// A cooperative launch's grid barrier: an integer atomic at an address made from the driver's
+// own constants (below the parameters), which reaches no region of the capture; a launch
+// dimension added to a parameter's pointer leaves the pointer found.
+TEST(SassTypes, DriverConstantsAddressNoRegion) {
+  const SassFacts facts = analyse_sass(
+      code({"ULDC UR5, c[0x0][0x48]", "IMAD.U32 R14, RZ, RZ, UR5",
+            "ATOM.E.ADD.STRONG.GPU PT, R3, desc[UR8][R14.64+0x4], R3",  // the barrier
+            "LDC.64 R4, c[0x0][0x248]", "ULDC UR6, c[0x0][0x0]", "IADD3 R4, P0, R4, UR6, RZ",
+            "REDG.E.ADD.F64.RN.STRONG.GPU desc[UR8][R4.64], R10"}),
+      0x210);
+  ASSERT_EQ(facts.stores.size(), 2u);
+  EXPECT_TRUE(facts.stores[0].driver_memory);
+  // sm_100: the barrier's address picked per cluster (LDCU with an index register).
+  const SassFacts sm100 = analyse_sass(code({"R2UR UR5, R5", "LDCU UR5, c[0x0][UR5+0x254]", "IMAD.U32 R4, RZ, RZ, UR5",
+                                             "ATOM.E.ADD.STRONG.GPU PT, R7, desc[UR40][R4.64+0x4], R7"}),
+                                       0x380);
+  EXPECT_TRUE(sm100.stores.at(0).driver_memory);
+  // An indexed word of the parameters is not followed.
+  EXPECT_FALSE(analyse_sass(code({"LDCU UR5, c[0x0][UR5+0x390]", "IMAD.U32 R4, RZ, RZ, UR5",
+                                  "STG.E desc[UR40][R4.64], R7"}),
+                            0x380)
+                   .stores.at(0)
+                   .driver_memory);
+  EXPECT_FALSE(facts.stores[0].param);
+  EXPECT_FALSE(facts.stores[1].driver_memory);
+  EXPECT_EQ(facts.stores[1].param, 0x38u);
+  EXPECT_EQ(facts.stores[1].value, f(DType::F64));
+}
+
 // --- the regions --------------------------------------------------------------------------------
 
 format::Manifest two_regions() {
@@ -174,6 +219,22 @@ TEST(SassRegions, OneFloatTypeEverywhereTypesEveryWrittenRegion) {
   // A kernel that calls other code: its stores there are not seen.
   facts.calls = true;
   EXPECT_TRUE(sass_spans(facts, m, {}, written_extents(m, nullptr), {}).empty());
+}
+
+// The barrier's integer atomics reach no region: the solver's double result is typed.
+TEST(SassRegions, DriverMemoryStoresReachNoRegion) {
+  const format::Manifest m = two_regions();
+  SassFacts facts;
+  SassStore barrier = store({ValueKind::Integer, DType::Bytes}, std::nullopt);
+  barrier.driver_memory = true;
+  facts.stores = {barrier, store(f(DType::F64), 8u), store({ValueKind::Zero, DType::Bytes}, std::nullopt)};
+  const auto spans = sass_spans(facts, m, pointers(0x10000, 0x20000), written_extents(m, nullptr), {});
+  ASSERT_EQ(spans.size(), 1u);  // region 0: only the zero store may reach it, no type
+  EXPECT_EQ(spans[0].base, 0x20000u);
+  EXPECT_EQ(spans[0].dtype, DType::F64);
+  barrier.driver_memory = false;  // the same atomic at an unknown address: nothing is typed
+  facts.stores[0] = barrier;
+  EXPECT_TRUE(sass_spans(facts, m, pointers(0x10000, 0x20000), written_extents(m, nullptr), {}).empty());
 }
 
 TEST(SassRegions, IntegerOnlyKernelsGetNoType) {
@@ -265,6 +326,36 @@ TEST_P(SassFixtures, TypesAndAtomicsOfEachKernel) {
   }
 
   EXPECT_EQ(only_store(fx.facts("copy_words")).kind, ValueKind::Unknown);
+
+  // CuPy's scatter_add as its NVRTC source has it: calls of nvcc's 64-bit division and
+  // remainder subroutines, a loaded double added atomically through a struct's pointer.
+  const SassFacts scatter = fx.facts("scatter_add_f64");
+  EXPECT_FALSE(scatter.calls);
+  EXPECT_FALSE(scatter.float_atomics.empty());
+  EXPECT_EQ(only_store(scatter), f(DType::F64));
+  const auto a_data = scatter.stores.at(0).param;  // a.data, where the walk traces it
+  EXPECT_TRUE(!a_data || *a_data == 32u) << *a_data;
+
+  // A cooperative solver's step: grid barriers (the driver's memory), a double division.
+  const SassFacts grid = fx.facts("grid_dot_f64");
+  EXPECT_FALSE(grid.calls);
+  EXPECT_FALSE(grid.float_atomics.empty());
+  bool barrier = false;
+  for (const SassStore& s : grid.stores) {
+    if (s.driver_memory) {
+      barrier = true;
+      continue;
+    }
+    if (s.value.kind == ValueKind::Zero) continue;  // *result = 0: any type
+    ASSERT_TRUE(s.param) << s.text;
+    if (*s.param == 24) {
+      EXPECT_TRUE(s.value == f(DType::F64) || s.value.kind == ValueKind::Zero) << s.text;  // result
+    } else {
+      EXPECT_EQ(*s.param, 16u) << s.text;  // x
+      EXPECT_EQ(s.value, f(DType::F32)) << s.text;
+    }
+  }
+  EXPECT_TRUE(barrier) << "no grid barrier store seen";
 
   const std::string st = static_name(fx);
   ASSERT_FALSE(st.empty()) << "no __nv_static_ kernel in " << GetParam();
