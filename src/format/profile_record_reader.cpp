@@ -1,8 +1,11 @@
 // Reading the per-process record files back (offline, in the CLI).
 #include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -18,19 +21,56 @@ using nlohmann::json;
 
 namespace {
 
+// The longest line read: libkerncap's lines are short (the longest, a header's command line or a
+// mangled name, stay far below); a longer one is a damaged or crafted file (or no record file),
+// refused before it is held whole (a 1 GiB line of a sparse file took seconds and its size in
+// memory).
+constexpr size_t kMaxRecordLine = size_t{16} << 20;
+
+// A number as T, `fallback` for anything else. The records are read leniently (a same-version
+// writer may add keys), but never by a conversion with undefined behaviour: a fraction outside
+// T's range (1e300 as an int) is not a number of T either. Integers convert as before.
+template <typename T>
+T as_num(const json& x, T fallback) {
+  if (x.is_number_float()) {
+    const double d = x.get<double>();
+    const double hi = std::ldexp(1.0, std::numeric_limits<T>::digits), lo = std::is_signed_v<T> ? -hi : 0.0;
+    return d >= lo && d < hi ? static_cast<T>(d) : fallback;
+  }
+  return x.is_number() ? x.get<T>() : fallback;
+}
+
 template <typename T, size_t N>
 std::array<T, N> arr(const json& j, const char* key) {
   std::array<T, N> a{};
   auto it = j.find(key);
   if (it == j.end() || !it->is_array()) return a;
-  for (size_t i = 0; i < N && i < it->size(); ++i) a[i] = (*it)[i].get<T>();
+  // An element that is not a number (an array, a string: a damaged line) reads as 0, as a
+  // missing key does; it was a type_error, an internal error of the CLI (the fuzzer, issue 38).
+  for (size_t i = 0; i < N && i < it->size(); ++i) a[i] = as_num<T>((*it)[i], T{});
   return a;
 }
 
 template <typename T>
 T num(const json& j, const char* key, T fallback = T{}) {
   auto it = j.find(key);
-  return (it != j.end() && it->is_number()) ? it->get<T>() : fallback;
+  return it != j.end() ? as_num<T>(*it, fallback) : fallback;
+}
+
+// std::getline bounded by kMaxRecordLine.
+bool next_record_line(std::istream& in, std::string& line, const fs::path& file, size_t lineno) {
+  line.clear();
+  std::streambuf* sb = in.rdbuf();
+  for (;;) {
+    const int c = sb->sbumpc();
+    if (c == std::char_traits<char>::eof()) return !line.empty();
+    if (c == '\n') return true;
+    if (line.size() >= kMaxRecordLine)
+      input_error(fmt::format("{}:{}: a line longer than {} MiB, which kerncap never writes: the file is damaged or "
+                              "not a profile record file; remove it from the directory",
+                              file.string(), lineno, kMaxRecordLine >> 20));
+    line.push_back(static_cast<char>(c));
+  }
 }
 
 std::string str(const json& j, const char* key) {
@@ -198,7 +238,7 @@ ProcessRecords read_record_file(const fs::path& file) {
   bool pending_bad = false;  // a bad line is fatal only if another line follows it
   bool seen_header = false;
   Joins joins;
-  while (std::getline(in, line)) {
+  while (next_record_line(in, line, file, lineno + 1)) {
     ++lineno;
     if (line.empty()) continue;
     if (pending_bad)

@@ -57,6 +57,24 @@ std::string index_dir_name(const JsonField& f) {
   return s;
 }
 
+std::filesystem::path index_subdir(const std::filesystem::path& out, const std::string& dir, const std::string& what) {
+  const std::filesystem::path p = out / dir;
+  std::error_code ec;
+  const auto type = std::filesystem::symlink_status(p, ec).type();
+  if (type == std::filesystem::file_type::symlink)
+    input_error(fmt::format("{} (the {} the index lists) is a symbolic link (to {}); kerncap reads the sets inside "
+                            "OUT and does not follow a link out of it: extract the set again, or name that "
+                            "directory itself",
+                            p.string(), what, std::filesystem::read_symlink(p, ec).string()));
+  if (type == std::filesystem::file_type::not_found)
+    input_error(fmt::format("{}: no such directory (the {} the index lists); the set is incomplete: extract it again",
+                            p.string(), what));
+  if (type != std::filesystem::file_type::directory)
+    input_error(fmt::format("{} (the {} the index lists) is not a directory; the set is damaged: extract it again",
+                            p.string(), what));
+  return p;
+}
+
 std::string param_word_text(const RegimeParam& p) {
   std::string name = p.offset ? fmt::format("param {}+{}", p.slot, p.offset) : fmt::format("param {}", p.slot);
   // Types are unknown: small values read as integers (signed where the word's top bit says so),

@@ -78,6 +78,11 @@ class JsonField;
 // digits, '.', '-', '_'; not starting with '.'), never a path or a dot-name, so that a crafted
 // index cannot point validate outside OUT. Error(Input) naming the field otherwise.
 std::string index_dir_name(const JsonField& f);
+// OUT/<dir> for such a name, when it is a directory of OUT itself: Error(Input) when it is a
+// symbolic link (a set copied or crafted with a link would have validate read, and judge, a
+// capture elsewhere: issue 38's OUT/capture through a link) or not a directory. `what` says
+// what the index lists there ("regime", "kernel set"), for the message.
+std::filesystem::path index_subdir(const std::filesystem::path& out, const std::string& dir, const std::string& what);
 
 nlohmann::json to_json(const RegimesIndex& r);
 // Error(Input) naming the field for anything but exactly a version-1 index.

@@ -3,11 +3,15 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
 
 #include "common/error.hpp"
 #include "extract/profile_targets.hpp"
 #include "format/kerncap_toml.hpp"
 #include "format/out_layout.hpp"
+#include "format/profile_records.hpp"
 #include "replay/compare_spec.hpp"
 #include "serve/protocol.hpp"
 #include "source/locate_rules.hpp"
@@ -17,17 +21,19 @@ namespace kerncap::fuzz {
 
 namespace {
 
-void spill_text(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary).write(text.data(), static_cast<std::streamsize>(text.size()));
-}
-
 std::string slurp_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 const std::string& pick(const std::vector<std::string>& v, Rng& rng) { return v[rng() % v.size()]; }
+
+}  // namespace
+
+void spill_text(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary).write(text.data(), static_cast<std::streamsize>(text.size()));
+}
 
 // A JSON text mutated as a tree (when it parses), as text (issue 38's duplicated keys and
 // NUL bytes, deep nesting) or as bytes.
@@ -72,6 +78,8 @@ void maybe_replace_file(const fs::path& p, const fs::path& sentinel, Rng& rng) {
       break;
   }
 }
+
+namespace {
 
 // --- OUT/kerncap.toml and OUT/compare.json: read by lint and by every judge --------------
 
@@ -173,6 +181,105 @@ int run_serve(const fs::path& work) {
   return refused == 2 ? kRefused : kAccepted;
 }
 
+// --- the profile record files (profile-<pid>.jsonl), "p" lines included ---------------------
+// Read by `kerncap extract --regimes` and every command that takes a profile directory; the
+// parameter signature lines key the regimes.
+
+// A record file as libkerncap writes it: kernels, a memcpy, parameter signatures joined to
+// their launches by correlation id, a sampled run, the end.
+std::string record_seed_text(const fs::path& scratch) {
+  fs::create_directories(scratch);
+  format::RecordWriter w;
+  format::ProcessInfo info;
+  info.pid = 4242;
+  info.ppid = 1;
+  info.exe = "/bin/app";
+  info.cmdline = {"app", "--flag"};
+  if (!w.open(scratch, info)) return "";
+  w.device({0, "NVIDIA H200", 9, 0, 132, uint64_t{141} << 30});
+  const std::vector<format::ScalarWord> big = {{2, 0, 4, 4096}, {3, 0, 4, 0x3f000000}, {5, 8, 8, ~uint64_t{0}}};
+  const std::vector<format::ScalarWord> small = {{2, 0, 4, 64}, {3, 0, 1, 1}};
+  w.params("_Z4normPfi", 11, big);
+  w.params("_Z4normPfi", 12, small);
+  w.params("_Z4normPfi", 99, small);
+  for (uint32_t corr : {11u, 12u, 13u}) {
+    format::KernelRecord k;
+    k.start_ns = 100 * corr;
+    k.end_ns = 100 * corr + 50;
+    k.grid = {4, 2, 1};
+    k.block = {128, 1, 1};
+    k.correlation = corr;
+    k.graph_id = corr == 13 ? 3 : 0;
+    w.kernel("_Z4normPfi", k);
+  }
+  w.memop({false, "HtoD", 4096, 1, 2, 7, 0, 1, 10, 0});
+  w.benchmark_call(12);
+  w.runs({{w.name_id("_Z4normPfi"), 3, 11, 13, false}});
+  w.finish("exit");
+  std::string text;
+  for (const auto& e : fs::directory_iterator(scratch)) text += slurp_text(e.path());
+  fs::remove_all(scratch);
+  return text;
+}
+
+std::string hostile_p_line(Rng& rng) {
+  const size_t n = rng() % 8 == 0 ? 60 + rng() % 100000 : rng() % 70;
+  const uint64_t values[] = {0, 1, 8, 9, 255, 256, 32763, 32764, UINT32_MAX, uint64_t{1} << 32, UINT64_MAX};
+  std::string words;
+  for (size_t i = 0; i < n; ++i)
+    words += fmt::format("{}[{},{},{},{}]", i ? "," : "", rng() % 2 ? i : values[rng() % std::size(values)],
+                         rng() % 4 ? 0 : values[rng() % std::size(values)], rng() % 2 ? 4 : values[rng() % std::size(values)],
+                         values[rng() % std::size(values)]);
+  return fmt::format("{{\"t\":\"p\",\"n\":{},\"c\":{},\"w\":[{}]}}", rng() % 3, values[rng() % std::size(values)],
+                     words);
+}
+
+void prepare_records(const Seeds& s, Rng& rng, const fs::path& work) {
+  static const std::string seed = record_seed_text(work / "record-seed");
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(seed);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  const int edits = 1 + static_cast<int>(rng() % 3);
+  for (int e = 0; e < edits && !lines.empty(); ++e) {
+    const size_t at = rng() % lines.size();
+    switch (rng() % 8) {
+      case 0:
+      case 1:
+      case 2: lines[at] = mutate_json_text(lines[at], rng); break;
+      case 3: lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(at ? at : 1), hostile_p_line(rng)); break;
+      case 4: lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(at), lines[rng() % lines.size()]); break;
+      case 5: lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(at)); break;
+      case 6: lines[at].resize(rng() % (lines[at].size() + 1)); break;  // cut mid-line
+      default: {
+        Bytes b(lines[at].begin(), lines[at].end());
+        mutate_bytes(b, rng, {});
+        lines[at].assign(b.begin(), b.end());
+        break;
+      }
+    }
+  }
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  if (rng() % 4 == 0) text.pop_back();  // the last line without its newline (a killed writer)
+  const fs::path file = work / "records" / "profile-4242.jsonl";
+  spill_text(file, text);
+  if (rng() % 4 == 0) spill_text(work / "records" / "profile-7.jsonl", seed);
+  maybe_replace_file(file, s.sentinel, rng);
+}
+
+int run_records(const fs::path& work) {
+  return guarded([&] {
+    for (const auto& p : format::read_records(work / "records"))
+      for (const auto& k : p.kernels) {
+        if (k.signature >= static_cast<int32_t>(p.signatures.size()) || k.signature < -1)
+          throw std::logic_error("a kernel record's signature index is out of range");
+        if (k.name_id >= p.names.size()) throw std::logic_error("a kernel record's name id is out of range");
+      }
+  });
+}
+
 }  // namespace
 
 const TextSeeds& text_seeds() {
@@ -218,6 +325,7 @@ void add_input_targets(std::vector<Target>& out) {
   out.push_back({"locate", prepare_locate, run_locate});
   out.push_back({"profile", prepare_profile, run_profile, 4});
   out.push_back({"serve", prepare_serve, run_serve});
+  out.push_back({"records", prepare_records, run_records, 3});
 }
 
 }  // namespace kerncap::fuzz

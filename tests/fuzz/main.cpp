@@ -69,7 +69,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--findings") o.findings = next();
     else {
       std::fprintf(stderr, "usage: kerncap_fuzz [--seconds N] [--seed S] [--targets "
-                           "cubin,reproducer,window,reader,outfiles,locate,profile,serve] "
+                           "cubin,reproducer,window,reader,outfiles,locate,profile,serve,records,regimes,\n"
+                           "regime-kernels,liveout,replace] "
                            "[--fixtures DIR] [--findings DIR]\n");
       std::exit(2);
     }
@@ -173,7 +174,7 @@ int main(int argc, char** argv) {
       if (t.name == name) found = &t;
     if (!found) {
       std::fprintf(stderr, "kerncap_fuzz: no target '%s' (cubin, reproducer, window, reader, outfiles, locate, "
-                           "profile, serve)\n", name.c_str());
+                           "profile, serve, records, regimes, regime-kernels, liveout, replace)\n", name.c_str());
       return 2;
     }
     chosen.push_back(found);

@@ -325,6 +325,8 @@ const std::vector<Target>& all_targets() {
   static const std::vector<Target> all = [] {
     std::vector<Target> v = targets;
     add_input_targets(v);
+    add_set_targets(v);
+    add_window_file_targets(v);
     return v;
   }();
   return all;
