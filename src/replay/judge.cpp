@@ -204,7 +204,10 @@ CompareSpec nondeterministic_spec(const JudgePolicy& p, const CompareSpec& first
                                   const std::vector<uint32_t>& ids, const std::map<uint32_t, double>& spread,
                                   const format::Manifest& m) {
   CompareSpec spec = tolerant_spec(first, with_table(signature, p.tolerances), ids, m);
-  spec.source = fmt::format("{} + {} (nondeterministic kernel)", first.source, types_from(first.spans, spec.spans));
+  // Nothing gained (an extern "C" kernel whose SASS gave no type): say so, not "signature types".
+  spec.source = spec.spans.size() == first.spans.size()
+                    ? fmt::format("{} + no element types (nondeterministic kernel)", first.source)
+                    : fmt::format("{} + {} (nondeterministic kernel)", first.source, types_from(first.spans, spec.spans));
   spec = widen_by_spread(spec, spread, m);
   return with_region_tolerances(spec, p.region_tolerances, m, p.tolerances);
 }
