@@ -33,6 +33,15 @@ void prepare_liveout(const Seeds& s, Rng& rng, const fs::path& work) {
     w.regions.push_back({static_cast<uint32_t>(rng() % 16 == 0 ? rng() : i), rng() % 2 == 0,
                          rng() % 4 || n > 100 ? fmt::format("launch {} of _Z4gemmPKfS0_Pfi (parameter word at offset 8)", i)
                                               : hostile_string(rng)});
+  for (auto& r : w.regions) {  // version 2: where each region was reached, up to past the bound
+    if (n > 100 || rng() % 2) continue;
+    const size_t reads = rng() % 8 == 0 ? 250 + rng() % 20 : rng() % 4;
+    const uint64_t edges[] = {0, 1, 4096, uint64_t{1} << 40, UINT64_MAX};
+    for (size_t k = 0; k < reads; ++k)
+      r.reads.emplace_back(rng() % 2 ? 16 * k : edges[rng() % std::size(edges)], rng() % 2 ? 1 : edges[rng() % std::size(edges)]);
+    r.reads_complete = rng() % 2;
+  }
+  if (rng() % 8 == 0) w.version = 1;  // a file of the kerncap before reads
   std::string text = to_json(w).dump(n > 100 ? -1 : 1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (rng() % 2) text = mutate_json_text(std::move(text), rng);
   spill_text(dir / format::kWindowLiveOutFile, text);
