@@ -230,7 +230,8 @@ if want llama; then
       CI=$(py '"[%.4f, %.4f]" % (d["summary"]["kernel_ns"]["ratio"]["low"], d["summary"]["kernel_ns"]["ratio"]["high"])' "$WORK/llama_swap.json" 2>/dev/null)
       SV=$(py 'd["verdict"]' "$WORK/llama_swap.json" 2>/dev/null)
       agree=$(python3 -c "print(1 if abs($W / $INAPP - 1) <= 0.05 else 0)" 2>/dev/null)
-      verdict llama_weighted_vs_swap "$(pass_if "$agree")" "weighted x$W vs in-app x$INAPP (95% $CI; kerncap run --swap verdict $SV; $(py '"%d" % d["pairs"]' "$WORK/llama_swap.json" 2>/dev/null) pairs)"
+      WR=$(py '"%.4f" % d["weighted_speedup_ratio"]' "$WORK/llama_bigfast.json" 2>/dev/null)
+      verdict llama_weighted_vs_swap "$(pass_if "$agree")" "weighted x$W (ratios alone x$WR) vs in-app x$INAPP (95% $CI; kerncap run --swap verdict $SV; $(py '"%d" % d["pairs"]' "$WORK/llama_swap.json" 2>/dev/null) pairs)"
       # The same variant timed in the nearer of warm and cold (--speedup-cache auto), beside the
       # set's default (blend: each image at the application's L2 state), against the same swap.
       run llama_auto "$KC" validate "$NORM" --json --cubin "$R/BIGFAST.cubin" --speedup-cache auto

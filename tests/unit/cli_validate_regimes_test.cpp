@@ -149,3 +149,36 @@ TEST(RegimeKernelsVerdict, TheCommandRefusesAVariantForSeveralKernelsAndPathsOut
   EXPECT_EQ(r.code, 2) << r.out;
   fs::remove_all(dir);
 }
+
+namespace {
+
+// An outcome whose child timed both images: captured and variant medians in ms.
+RegimeOutcome timed(const format::RegimeEntry& e, double captured_ms, double variant_ms) {
+  RegimeOutcome o = outcome(e, "PASS", captured_ms / variant_ms);
+  o.verdict["speedup"] = {{"captured_median_ms", captured_ms}, {"variant_median_ms", variant_ms}};
+  return o;
+}
+
+}  // namespace
+
+TEST(RegimeVerdict, TheApplicationsExcessOverTheReplayIsLeftAsItWas) {
+  format::RegimesIndex idx = index3();
+  // 00-big: 10 launches, 600 ns in the application (60 ns each); 02-small: 40 launches, 100 ns.
+  idx.regimes[0].time_ns = 600;
+  idx.regimes[2].time_ns = 100;
+  // The application ran 00-big slower (60 ns) than its replay (40 ns): the variant's 10 ns
+  // more per launch adds 100 ns, not 50 % of 600.
+  RegimeOutcome big = timed(idx.regimes[0], 40e-6, 50e-6);
+  EXPECT_NEAR(cli::regime_time_with(idx.regimes[0], big), 700.0, 1e-9);
+  // The application ran 02-small faster (2.5 ns) than its replay (5 ns): the ratio, x0.5.
+  RegimeOutcome small = timed(idx.regimes[2], 5e-6, 10e-6);
+  EXPECT_NEAR(cli::regime_time_with(idx.regimes[2], small), 200.0, 1e-9);
+  // Equal: both models agree.
+  RegimeOutcome odd = timed(idx.regimes[1], 60e-6, 30e-6);  // 300 ns over 5 launches: 60 each
+  EXPECT_NEAR(cli::regime_time_with(idx.regimes[1], odd), 150.0, 1e-9);
+  const nlohmann::json d = cli::regime_verdict(idx, {big, odd, small}, std::nullopt, true);
+  EXPECT_NEAR(d["weighted_speedup"].get<double>(), 1000.0 / (700 + 150 + 200), 1e-12);
+  // The ratios alone: 600 / 0.8 + 300 / 2 + 100 / 0.5 = 1100.
+  EXPECT_NEAR(d["weighted_speedup_ratio"].get<double>(), 1000.0 / 1100.0, 1e-12);
+  EXPECT_NEAR(d["app_projection"].get<double>(), 2000.0 / (2000 - 1000 + 1050), 1e-12);
+}
