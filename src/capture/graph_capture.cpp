@@ -8,6 +8,7 @@
 #include "capture/events.hpp"
 #include "capture/context_scope.hpp"
 #include "capture/graph_driver.hpp"
+#include "capture/graph_node_launch.hpp"
 #include "capture/graph_saved_state.hpp"
 #include "capture/launch_info.hpp"
 #include "common/driver.hpp"
@@ -144,37 +145,12 @@ void GraphCapturer::run(const GraphTarget& t, bool* ran) {
     run_ancestors(g, t.node, stream.h, ran);
 
     // The target as an ordinary launch, decoded by Capturer like any cuLaunchKernelEx.
-    std::vector<uint8_t> bytes = k.params;
-    std::vector<void*> ptrs;
-    for (const auto& s : k.slots) ptrs.push_back(bytes.data() + s.offset);
-    std::vector<CUlaunchAttribute> attrs = k.attrs;
-    CUlaunchConfig cfg{};
-    cfg.gridDimX = k.grid[0];
-    cfg.gridDimY = k.grid[1];
-    cfg.gridDimZ = k.grid[2];
-    cfg.blockDimX = k.block[0];
-    cfg.blockDimY = k.block[1];
-    cfg.blockDimZ = k.block[2];
-    cfg.sharedMemBytes = k.shared_mem;
-    cfg.hStream = stream.h;
-    cfg.attrs = attrs.empty() ? nullptr : attrs.data();
-    cfg.numAttrs = static_cast<unsigned>(attrs.size());
-    cuLaunchKernelEx_params lp{};
-    lp.config = &cfg;
-    lp.f = k.f;
-    lp.kernelParams = ptrs.empty() ? nullptr : ptrs.data();
-    CUresult result = CUDA_SUCCESS;
-    CUpti_CallbackData entry = *t.entry;
-    entry.callbackSite = CUPTI_API_ENTER;
-    entry.functionName = "cuLaunchKernelEx";
-    entry.functionParams = &lp;
-    entry.functionReturnValue = &result;
-    entry.symbolName = nullptr;
-    if (capturer_.begin(TargetLaunch{CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &entry, k.mangled, t.launch_index,
-                                     t.target, !t.keep_running})) {
+    GraphNodeLaunch launch(k, stream.h, *t.entry);
+    if (capturer_.begin(TargetLaunch{GraphNodeLaunch::kCbid, &launch.entry, k.mangled, t.launch_index, t.target,
+                                     !t.keep_running})) {
       *ran = true;
-      result = KC_CU_TRY(cuLaunchKernelEx(&cfg, k.f, lp.kernelParams, nullptr));
-      CUpti_CallbackData exit = entry;
+      launch.result = KC_CU_TRY(cuLaunchKernelEx(&launch.cfg, k.f, launch.params.kernelParams, nullptr));
+      CUpti_CallbackData exit = launch.entry;
       exit.callbackSite = CUPTI_API_EXIT;
       capturer_.finish(exit);  // a capture that succeeds without --continue ends the application here
     }

@@ -141,6 +141,15 @@ bool DriverGraphQueries::read_graph(CUgraph graph, GraphExec* out, std::string* 
       std::vector<CUgraphEdgeData> edges(m);
       if (m) KC_GRAPH(cuGraphNodeGetDependencies(handles[i], deps.data(), edges.data(), &m));
       for (size_t k = 0; k < m; ++k) node.deps.push_back(index.at(deps[k]));
+      // A window of one graph launch replays memsets and copies too; a node whose parameters
+      // the driver will not give is refused there, and changes nothing for one-kernel captures.
+      if (node.type == CU_GRAPH_NODE_TYPE_MEMSET) {
+        CUDA_MEMSET_NODE_PARAMS ms{};
+        if (d.cuGraphMemsetNodeGetParams(handles[i], &ms) == CUDA_SUCCESS) node.memset = ms;
+      } else if (node.type == CU_GRAPH_NODE_TYPE_MEMCPY) {
+        CUDA_MEMCPY3D mc{};
+        if (d.cuGraphMemcpyNodeGetParams(handles[i], &mc) == CUDA_SUCCESS) node.memcpy = mc;
+      }
       if (node.type != CU_GRAPH_NODE_TYPE_KERNEL) continue;
       CUDA_KERNEL_NODE_PARAMS p{};
       KC_GRAPH(cuGraphKernelNodeGetParams(handles[i], &p));

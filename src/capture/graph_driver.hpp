@@ -12,7 +12,8 @@ namespace kerncap::capture {
   X(cuGraphGetNodes) X(cuGraphNodeGetType) X(cuGraphNodeGetDependencies) X(cuGraphClone)          \
   X(cuGraphNodeFindInClone) X(cuGraphDestroyNode) X(cuGraphDestroy) X(cuGraphKernelNodeGetParams) \
   X(cuGraphKernelNodeSetParams) X(cuGraphKernelNodeGetAttribute) X(cuGraphInstantiate)           \
-  X(cuGraphNodeSetEnabled) X(cuGraphLaunch) X(cuGraphExecDestroy)
+  X(cuGraphNodeSetEnabled) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphMemsetNodeGetParams)               \
+  X(cuGraphMemcpyNodeGetParams)
 
 struct GraphDriver {
 #define KERNCAP_GRAPH_MEMBER(name) decltype(&::name) name = nullptr;

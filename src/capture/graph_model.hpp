@@ -40,6 +40,10 @@ struct GraphNode {
   std::vector<size_t> deps;      // indices (into the same vector) of the nodes it waits for
   bool enabled = true;           // cuGraphNodeSetEnabled on the executable
   std::optional<GraphKernel> kernel;  // kernel nodes only
+  // Memset and memcpy nodes' parameters as the graph holds them (a window of one graph launch
+  // replays them: window_graph.hpp); absent when the driver would not give them.
+  std::optional<CUDA_MEMSET_NODE_PARAMS> memset;
+  std::optional<CUDA_MEMCPY3D> memcpy;
 };
 
 struct GraphExec {

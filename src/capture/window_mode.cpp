@@ -17,6 +17,8 @@
 #include "capture/context_scope.hpp"
 #include "capture/cupti_check.hpp"
 #include "capture/events.hpp"
+#include "capture/graph_driver.hpp"
+#include "capture/graph_tracker.hpp"
 #include "capture/in_app_records.hpp"
 #include "capture/launch_info.hpp"
 #include "capture/tool_scope.hpp"
@@ -96,7 +98,6 @@ class DriverWindowOps final : public WindowOps {
     op->params = source == "extra" ? std::vector<format::ParamSlot>{} : slots;
     op->params_size = bytes.size();
     std::lock_guard lk(mu_);
-    if (index == 0) first_image_ = image->hash;
     params_[index] = std::move(bytes);
     // The image's bytes are copied at the window's end (write), not here (an image is megabytes
     // and this is the application's time): the store's entry stays where it is while no image
@@ -137,8 +138,11 @@ class DriverWindowOps final : public WindowOps {
   // The window's files into the capture directory being written, after its operations' module
   // globals that the capture does not hold are named (the first launch's module globals are
   // regions of the capture; another image's are not). At the window's end: not in its time.
-  void write(format::CaptureWriter& writer, format::Window& w) {
+  // `first_image`: the capture's own launch's image (the manifest's): its module globals are
+  // regions of the capture.
+  void write(format::CaptureWriter& writer, format::Window& w, uint64_t first_image) {
     std::lock_guard lk(mu_);
+    first_image_ = first_image;
     for (auto& [hash, found] : images_) {
       const KeptImage* image = inventory_.images.loaded() == found.loaded_at
                                    ? found.image
@@ -288,7 +292,7 @@ class CapturerWindowEnds final : public WindowEnds {
     capturer_.set_before_publish([&](format::CaptureWriter& writer, format::Manifest& m) {
       changed = window_changed_regions(m);
       format::Window w = window();
-      ops_.write(writer, w);
+      ops_.write(writer, w, m.image_hash);
       log::info("window: {} operations ({} kernel launches), AFTER {} in {} runs{}", w.ops.size(), w.kernels(),
                 m.after_bytes, m.after.size(),
                 w.in_app_window_ns ? fmt::format(", in-app {:.3f} ms", *w.in_app_window_ns / 1e6) : std::string());
@@ -332,7 +336,11 @@ class CapturerWindowEnds final : public WindowEnds {
 struct WindowMode {
   explicit WindowMode(Config c)
       : config(std::move(c)), inventory(config), capturer(config, inventory), ops(inventory), ends(capturer, ops, config),
-        recorder(config, inventory, queries, ops, ends), watcher(config, inventory, queries, recorder) {}
+        recorder(config, inventory, queries, ops, ends), watcher(config, inventory, queries, recorder),
+        graphs(graph_queries) {
+    if (config.window_graph)
+      recorder.watch_graphs(graphs, config.in_app_time == Config::InAppTime::Match ? &enable_in_app_records : nullptr);
+  }
   Config config;
   Inventory inventory;
   DriverLaunchQueries queries;
@@ -341,12 +349,20 @@ struct WindowMode {
   CapturerWindowEnds ends;
   WindowRecorder recorder;
   LaunchWatcher watcher;
+  // A graph launch's window (Config::window_graph): the one graph tracker, fed here (the
+  // watcher, with no target of its own in that mode, follows no graph).
+  DriverGraphQueries graph_queries;
+  GraphTracker graphs;
 };
 WindowMode* g_window = nullptr;  // leaked on purpose: callbacks may fire during exit
 
 void CUPTIAPI window_trampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   try {
     auto* mode = static_cast<WindowMode*>(userdata);
+    if (mode->config.window_graph && domain == CUPTI_CB_DOMAIN_DRIVER_API && !t_in_tool) {
+      ToolScope scope;
+      if (mode->graphs.on_driver_api(cbid, static_cast<const CUpti_CallbackData*>(data))) return;
+    }
     mode->recorder.on_callback(domain, cbid, data);
     mode->watcher.on_callback(domain, cbid, data);
   } catch (const std::exception& e) {
@@ -402,8 +418,13 @@ void start_window_capture(const Config& config) {
     start_in_app_records(config.in_app_time == Config::InAppTime::Start);
     if (config.in_app_time == Config::InAppTime::Match) mode->watcher.on_in_app_window(&enable_in_app_records);
   }
-  log::info("window capture: from '{}' (match {}) to the {}th launch of '{}' on its stream", config.kernel,
-            config.dispatch, config.window_end_dispatch, config.window_end);
+  if (config.window_graph)
+    log::info("window capture: the graph launch {} (from 0) of {}", config.window_graph_launch,
+              config.window_graph_kernel.empty() ? std::string("any graph")
+                                                 : fmt::format("the graphs holding '{}'", config.window_graph_kernel));
+  else
+    log::info("window capture: from '{}' (match {}) to the {}th launch of '{}' on its stream", config.kernel,
+              config.dispatch, config.window_end_dispatch, config.window_end);
 }
 
 }  // namespace kerncap::capture

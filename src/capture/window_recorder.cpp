@@ -5,7 +5,9 @@
 #include <algorithm>
 
 #include "capture/events.hpp"
+#include "capture/graph_node_launch.hpp"
 #include "capture/launch_info.hpp"
+#include "capture/window_graph.hpp"
 #include "capture/tool_scope.hpp"
 #include "common/log.hpp"
 #include "format/events.hpp"
@@ -95,7 +97,7 @@ const P& window_params_of(const CUpti_CallbackData* cb) {
 WindowRecorder::WindowRecorder(const Config& config, Inventory& inventory, LaunchQueries& driver, WindowOps& ops,
                                WindowEnds& ends)
     : config_(config), inventory_(inventory), driver_(driver), ops_(ops), ends_(ends),
-      end_(config.window_end, config.regex) {}
+      end_(config.window_end, config.regex), graph_kernel_(config.window_graph_kernel, config.regex) {}
 
 std::vector<CUpti_CallbackId> WindowRecorder::callback_ids() {
   std::vector<CUpti_CallbackId> ids;
@@ -179,6 +181,17 @@ void WindowRecorder::finish(const CUpti_CallbackData& exit) {
 
 void WindowRecorder::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API || t_in_tool) return;
+  // A graph window opens at a graph launch's entry, and ends at the same launch's exit.
+  if (graphs_ && config_.window_graph && window_is_graph_launch(cbid)) {
+    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    const State gst = state_.load(std::memory_order_acquire);
+    if (gst == State::Waiting && cb->callbackSite == CUPTI_API_ENTER) {
+      ToolScope scope;
+      on_graph_launch_entry(cb);
+      return;
+    }
+    if (gst == State::Ending && graph_window_ends(cbid, cb)) return;
+  }
   // Before and after the window every callback ends here, without the lock.
   const State st = state_.load(std::memory_order_acquire);
   if (st != State::Open && st != State::Ending && st != State::Observing) return;
@@ -390,6 +403,110 @@ void WindowRecorder::on_launch_entry(CUpti_CallbackId cbid, const CUpti_Callback
   }
 }
 
+void WindowRecorder::on_graph_launch_entry(const CUpti_CallbackData* cb) {
+  // cuGraphLaunch and cuGraphLaunch_ptsz both take (CUgraphExec, CUstream).
+  const auto* p = static_cast<const cuGraphLaunch_ptsz_params*>(cb->functionParams);
+  const std::shared_ptr<const GraphExec> g = graphs_->launched(p->hGraphExec);
+  if (!g) {
+    std::lock_guard lk(mu_);
+    graph_unseen_ = true;  // instantiated before kerncap was loaded, or unreadable (warned then)
+    return;
+  }
+  // On a capturing stream the graph does not run now (it becomes part of the graph captured).
+  if (driver_.stream_is_capturing(p->hStream)) return;
+  if (!config_.window_graph_kernel.empty() &&
+      !graph_has_kernel(*g, [&](const std::string& m) { return graph_kernel_.matches(m, names::demangle(m)); }))
+    return;
+  const uint64_t base = 0;  // the watcher does not count launches once it has no target waiting
+  std::string why;
+  std::optional<std::vector<GraphWindowStep>> steps;
+  {
+    std::lock_guard lk(mu_);
+    if (state_ != State::Waiting || graph_matches_++ != config_.window_graph_launch) return;
+    window_.from = config_.window_graph_kernel;
+    window_.from_dispatch = config_.window_graph_launch;
+    window_.regex = config_.regex;
+    window_.stream = reinterpret_cast<uint64_t>(p->hStream);
+    window_.graph = format::WindowGraph{config_.window_graph_launch, g->nodes.size()};
+    stream_ = p->hStream;
+    first_correlation_ = cb->correlationId;
+    first_launch_index_ = base;
+    graph_window_ = true;
+    const std::vector<TrackedRange> live = inventory_.tracker.live();
+    steps = plan_graph_window(
+        *g,
+        [&](uint64_t addr, uint64_t bytes) {
+          return std::any_of(live.begin(), live.end(),
+                             [&](const TrackedRange& r) { return addr >= r.base && addr - r.base + bytes <= r.size; });
+        },
+        format::kMaxWindowH2DBytes, &why);
+    if (!steps) {
+      fail(fmt::format("the graph launch {} of the window cannot be recorded: {}", config_.window_graph_launch, why));
+      return;
+    }
+    if (steps->size() > format::kMaxWindowOps) {
+      fail(fmt::format("the graph has {} operations, more than the {} of a window", steps->size(), format::kMaxWindowOps));
+      return;
+    }
+    state_ = State::Open;
+  }
+  const GraphWindowStep& first_step = *std::find_if(steps->begin(), steps->end(), [](const GraphWindowStep& s) { return s.kernel; });
+  const GraphKernel& first = *g->nodes[first_step.node].kernel;
+  log::info("window: the graph launch {} ({} nodes, {} operations), beginning with {}", config_.window_graph_launch,
+            g->nodes.size(), steps->size(), names::demangle(first.mangled));
+  // The graph's kernels count as launches in node order (as graph_watch.cpp counts them).
+  std::vector<uint64_t> index(g->nodes.size(), 0);
+  for (size_t i = 0, k = 0; i < g->nodes.size(); ++i)
+    if (g->nodes[i].kernel && g->nodes[i].enabled) index[i] = base + k++;
+  if (graph_open_hook_) graph_open_hook_();
+  {
+    // BEFORE, with the graph's first kernel as the capture's own launch (the manifest's).
+    const GraphNodeLaunch launch(first, p->hStream, *cb);
+    if (!ends_.begin(TargetLaunch{GraphNodeLaunch::kCbid, &launch.entry, first.mangled, index[first_step.node], -1,
+                                  !config_.keep_running})) {
+      std::lock_guard lk(mu_);
+      state_ = State::Done;
+      return;
+    }
+  }
+  const uint64_t now = ops_.gpu_clock_ns();
+  std::lock_guard lk(mu_);
+  open_ns_ = now;
+  for (auto& step : *steps) {
+    format::WindowOp op;
+    if (step.kernel) {
+      const GraphKernel& k = *g->nodes[step.node].kernel;
+      const GraphNodeLaunch launch(k, p->hStream, *cb);
+      if (!ops_.describe_kernel(GraphNodeLaunch::kCbid, launch.entry, k.mangled, window_.ops.size(), &op, &why)) {
+        fail(fmt::format("node {} of the graph ({}) cannot be recorded: {}", step.node, names::demangle(k.mangled), why));
+        return;
+      }
+      op.launch_index = index[step.node];
+    } else {
+      op = std::move(*step.op);
+      if (op.kind == format::WindowOp::Kind::CopyH2D) h2d_bytes_ += op.bytes;
+    }
+    window_.ops.push_back(std::move(op));
+    correlations_.push_back(step.kernel ? cb->correlationId : 0);
+  }
+  state_ = State::Ending;
+  last_correlation_ = cb->correlationId;
+  last_thread_ = std::this_thread::get_id();
+}
+
+bool WindowRecorder::graph_window_ends(CUpti_CallbackId, const CUpti_CallbackData* cb) {
+  if (cb->callbackSite != CUPTI_API_EXIT) return false;
+  {
+    std::lock_guard lk(mu_);
+    if (!graph_window_ || state_ != State::Ending || cb->correlationId != last_correlation_ ||
+        std::this_thread::get_id() != last_thread_)
+      return false;
+  }
+  ToolScope scope;
+  complete(*cb);
+  return true;
+}
+
 void WindowRecorder::on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   const WindowMemInfo info = window_mem_call(cbid);
   if (info.call == WindowMemCall::None) return;
@@ -544,7 +661,9 @@ void WindowRecorder::fill_in_app(format::Window& w) const {
     if (w.ops[i].kind != format::WindowOp::Kind::Kernel) continue;
     ++kernels;
     for (size_t r = 0; r < records_.size(); ++r)
-      if (!used[r] && correlations_[i] && records_[r].correlation == correlations_[i]) {
+      // A graph's kernels share the graph launch's correlation id: each takes a record of its own kernel.
+      if (!used[r] && correlations_[i] && records_[r].correlation == correlations_[i] &&
+          (!graph_window_ || records_[r].name == w.ops[i].mangled)) {
         used[r] = true;
         by_op[i] = &records_[r];
         break;
@@ -623,6 +742,17 @@ void WindowRecorder::at_exit() {
     return;
   }
   std::lock_guard lk(mu_);
+  if (config_.window_graph && state_ == State::Waiting) {
+    const std::string what = config_.window_graph_kernel.empty()
+                                 ? std::string("graph launches")
+                                 : fmt::format("launches of graphs holding a kernel matching '{}'", config_.window_graph_kernel);
+    fail(fmt::format("the application made {} {} kerncap could follow, and the window is launch {} (from 0){}", graph_matches_,
+                     what, config_.window_graph_launch,
+                     graph_unseen_ ? "; it also launched CUDA graphs kerncap did not see instantiated (instantiated "
+                                     "before kerncap was loaded, or unreadable)"
+                                   : ""));
+    return;
+  }
   if (state_ != State::Open && state_ != State::Ending) return;
   fail(fmt::format("the application ended before the window's end: {} operation(s) recorded from {}, and '{}' "
                    "matched {} time(s) of the {} needed (is the end's launch on the first launch's stream?)",

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "capture/config.hpp"
+#include "capture/graph_tracker.hpp"
 #include "capture/inventory.hpp"
 #include "capture/seams.hpp"
 #include "capture/window_liveout.hpp"
@@ -96,6 +97,14 @@ class WindowRecorder final : public TargetCapture {
   void on_kernel_record(uint32_t correlation, const char* name, uint64_t start_ns, uint64_t end_ns);
   // The application is ending: a window begun and not ended is reported (never published).
   void at_exit();
+  // A window of one graph launch (Config::window_graph): the executables `graphs` tracks (the
+  // caller feeds it the graph callbacks). The window's kernels' launch indices are counted
+  // from the graph launch's first kernel (0), in node order.
+  // `on_open` (optional) runs when the graph launch is found, before BEFORE: kernel records on.
+  void watch_graphs(GraphTracker& graphs, void (*on_open)() = nullptr) {
+    graphs_ = &graphs;
+    graph_open_hook_ = on_open;
+  }
 
   // Observing: the window is published and the application's next launches are watched for
   // reads of the regions it changed (window_liveout.hpp), until Config::window_observe of them.
@@ -106,6 +115,10 @@ class WindowRecorder final : public TargetCapture {
 
  private:
   void on_launch_entry(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+  // Graph window: a cuGraphLaunch's entry before the window (the Nth matching launch opens it,
+  // with every node recorded at once: window_graph.hpp) and the window's own launch's exit.
+  void on_graph_launch_entry(const CUpti_CallbackData* cb);
+  bool graph_window_ends(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   void on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   // Event records and waits: the window's stream waiting on work of another stream during the
   // window refuses the window (never a replay without that stream's writes: docs/window.md).
@@ -158,6 +171,12 @@ class WindowRecorder final : public TargetCapture {
   };
   std::map<CUevent, EventMark> events_;
   std::unique_ptr<LiveOutObserver> observer_;
+  GraphTracker* graphs_ = nullptr;
+  void (*graph_open_hook_)() = nullptr;
+  names::Matcher graph_kernel_;
+  uint64_t graph_matches_ = 0;   // graph launches counted (their graph holds a matching kernel)
+  bool graph_window_ = false;    // the window is a graph launch: its kernels share one correlation id
+  bool graph_unseen_ = false;    // a graph launch of an executable the tracker never saw
   uint64_t h2d_bytes_ = 0;  // host bytes of the window's host-to-device copies, kept
   uint64_t open_ns_ = 0;
   static constexpr size_t kMaxRecords = 1 << 20;

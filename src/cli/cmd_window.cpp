@@ -231,7 +231,7 @@ void print_times(const replay::WindowTiming& t, const format::Window& w) {
 // ---- extract ----
 struct ExtractArgs {
   extract::Request request;
-  std::string window, output;
+  std::string window, graph, output;
   bool json = false;
 };
 
@@ -239,7 +239,9 @@ void run_extract(ExtractArgs& a, int& exit_code) {
   extract::Request& r = a.request;
   r.output = a.output;
   r.kerncap = window_self_exe();
-  const extract::WindowEndSpec end = extract::parse_window_spec(a.window, &r);
+  if (a.window.empty() == a.graph.empty()) usage_error("give either --window FROM..TO or --graph [PATTERN@]N");
+  const extract::WindowEndSpec end =
+      a.graph.empty() ? extract::parse_window_spec(a.window, &r) : extract::parse_graph_spec(a.graph, r.regex);
   const extract::WindowResult res = extract::run_window(r, end);
   const format::Manifest& m = res.capture.manifest;
   warn_foreign(res.window);
@@ -656,7 +658,10 @@ void add_window(CLI::App& app, int& exit_code) {
       "parameters and attributes, memsets and device-to-device copies. BEFORE is every tracked byte at the window's\n"
       "start, AFTER every byte the window changed. extract writes OUT/Makefile (make run | time | validate) and\n"
       "OUT/README.md (the operations with their in-app times and shares) beside OUT/capture.\n"
+      "Or one CUDA graph launch (--graph [PATTERN@]N): the graph's kernel, memset and copy nodes in a topological\n"
+      "order, BEFORE before the graph launch, AFTER after it.\n"
       "Example: kerncap window extract --window rms_norm@2..silu_mul -o iso/win -- python layer.py\n"
+      "Example: kerncap window extract --graph exp_kernel@3 -o iso/g -- python graph.py\n"
       "Example: kerncap window validate iso/win --swap 1=fused.cubin --live-out 5,7");
 
   auto ea = std::make_shared<ExtractArgs>();
@@ -664,11 +669,15 @@ void add_window(CLI::App& app, int& exit_code) {
   ex->add_option("--window", ea->window,
                  "FROM[@N]..TO[@M]: from the Nth (from 0) launch matching FROM to the Mth launch matching TO on the same "
                  "stream, counted from FROM's launch (FROM's own launch counts when TO matches it too)")
-      ->required()
       ->type_name("FROM[@N]..TO[@M]");
+  ex->add_option("--graph", ea->graph,
+                 "Instead of --window: one CUDA graph launch as the window, the Nth (from 0) launch of any graph (N), "
+                 "or of the graphs holding a kernel matching PATTERN (PATTERN@N; PATTERN alone: N = 0); its kernel, "
+                 "memset and copy nodes in a topological order")
+      ->type_name("[PATTERN@]N");
   ex->add_option("--cmd", ea->request.cmd, "The application as one shell command line");
   ex->add_option("-o,--output", ea->output, "Output directory: the window goes to OUT/capture")->required();
-  ex->add_flag("--regex", ea->request.regex, "FROM and TO are ECMAScript regular expressions");
+  ex->add_flag("--regex", ea->request.regex, "FROM and TO (or --graph's PATTERN) are ECMAScript regular expressions");
   ex->add_flag("--continue", ea->request.keep_running, "Let the application run to completion after the window");
   ex->add_option("--observe", ea->request.window_observe,
                  "After the window, watch this many launches for reads of the regions it changed (--live-out auto); "

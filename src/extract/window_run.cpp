@@ -1,6 +1,7 @@
 #include "extract/window_run.hpp"
 
 #include <cstdio>
+#include <regex>
 
 #include <fmt/format.h>
 
@@ -44,22 +45,57 @@ WindowEndSpec parse_window_spec(const std::string& text, Request* r) {
   return {to, m};
 }
 
+WindowEndSpec parse_graph_spec(const std::string& text, bool regex) {
+  WindowEndSpec g;
+  g.graph = true;
+  if (text.empty()) usage_error("--graph: expected N, PATTERN@N or PATTERN (e.g. 2, or exp_kernel@2)");
+  if (text.find_first_not_of("0123456789") == std::string::npos) {
+    try {
+      g.graph_launch = std::stoull(text);
+    } catch (const std::exception&) {
+      usage_error(fmt::format("--graph: '{}' is not a launch count", text));
+    }
+    return g;
+  }
+  auto [pattern, n] = window_split_at(text, "graph's kernel");
+  g.graph_kernel = pattern;
+  g.graph_launch = n;
+  if (regex) {
+    try {
+      std::regex re(pattern);
+    } catch (const std::regex_error& e) {
+      usage_error(fmt::format("--graph '{}': not a valid regular expression: {}", pattern, e.what()));
+    }
+  }
+  return g;
+}
+
 WindowResult run_window(const Request& r, const WindowEndSpec& end) {
-  if (r.kernel.empty() || end.kernel.empty()) usage_error("a window needs FROM and TO kernel patterns");
+  if (!end.graph && (r.kernel.empty() || end.kernel.empty())) usage_error("a window needs FROM and TO kernel patterns");
   if (r.rank >= 0 || r.device >= 0 || !r.targets.empty())
     usage_error("a window takes no --rank, --device or several targets (not yet: docs/window.md)");
   WindowResult res;
+  const std::string what =
+      end.graph ? fmt::format("the window of graph launch {} (from 0) of {}", end.graph_launch,
+                              end.graph_kernel.empty() ? std::string("any graph")
+                                                       : fmt::format("the graphs holding '{}'", end.graph_kernel))
+                : fmt::format("the window from '{}' (dispatch {}) to '{}' (its match {} on that launch's stream)",
+                              r.kernel, r.dispatch, end.kernel, end.dispatch);
   const CaptureStart st = start_capture(
       r,
       [&](format::Config& config) {
         config.closure_all = true;  // the later launches' pointers are not known at the window's start
-        config.window_end = end.kernel;
-        config.window_end_dispatch = end.dispatch;
+        if (end.graph) {
+          config.window_graph = true;
+          config.window_graph_launch = end.graph_launch;
+          config.window_graph_kernel = end.graph_kernel;
+        } else {
+          config.window_end = end.kernel;
+          config.window_end_dispatch = end.dispatch;
+        }
         config.window_observe = r.window_observe;
       },
-      fmt::format("the window from '{}' (dispatch {}) to '{}' (its match {} on that launch's stream)", r.kernel,
-                  r.dispatch, end.kernel, end.dispatch),
-      false);
+      what, false);
   res.out = st.out;
   res.app = st.app;
   const fs::path cap = format::out::capture_dir(res.out);

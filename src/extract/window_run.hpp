@@ -16,10 +16,17 @@ namespace kerncap::extract {
 struct WindowEndSpec {
   std::string kernel;     // the pattern of the window's last launch
   uint64_t dispatch = 0;  // its Nth match from the window's first launch, on that launch's stream
+  // Or a window of one CUDA graph launch (`--graph`): the Nth launch (from 0) of the graphs
+  // holding a kernel matching graph_kernel (empty: every graph launch counts).
+  bool graph = false;
+  std::string graph_kernel;
+  uint64_t graph_launch = 0;
 };
 
 // "FROM[@N]..TO[@M]" -> the first launch (r.kernel, r.dispatch) and the end. Error(Usage).
 WindowEndSpec parse_window_spec(const std::string& text, Request* r);
+// "N", "PATTERN@N" or "PATTERN" (N = 0) -> a graph launch's window. Error(Usage).
+WindowEndSpec parse_graph_spec(const std::string& text, bool regex);
 
 struct WindowResult {
   fs::path out;

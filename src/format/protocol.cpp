@@ -125,7 +125,7 @@ const Config kDefaults{};
 constexpr unsigned kLibShim = kLibrary | kTritonShim;
 constexpr unsigned kShimApi = kTritonShim | kPythonApi;
 
-const std::array<EnvVar, 35> kVars = {{
+const std::array<EnvVar, 36> kVars = {{
     {Var::Mode, "KERNCAP_MODE", kLibrary, true, "capture, profile", "",
      "what the injected library does; unset: it stays inert", parse_mode,
      [](const Config& c) -> std::optional<std::string> { return std::string(to_string(c.mode)); }},
@@ -279,6 +279,24 @@ const std::array<EnvVar, 35> kVars = {{
      [](const Config& c) -> std::optional<std::string> {
        if (c.window_end.empty() || c.window_observe == 256) return std::nullopt;
        return std::to_string(c.window_observe);
+     }},
+    {Var::WindowGraph, "KERNCAP_WINDOW_GRAPH", kLibrary, true, "N or N:pattern", "",
+     "a window of one CUDA graph launch (`kerncap window extract --graph`, docs/window.md): the Nth launch (from 0) "
+     "among the graph launches whose graph holds a kernel matching the pattern (a regex with KERNCAP_REGEX; no "
+     "pattern: every graph launch counts); KERNCAP_KERNEL is not needed",
+     [](std::string_view v, Config& c) -> std::string {
+       const size_t colon = v.find(':');
+       const auto n = parse_u64(v.substr(0, colon));
+       if (!n) return "must be N or N:pattern (a graph launch count from 0, then a kernel name pattern)";
+       c.window_graph = true;
+       c.window_graph_launch = *n;
+       c.window_graph_kernel = colon == std::string_view::npos ? std::string() : std::string(v.substr(colon + 1));
+       return "";
+     },
+     [](const Config& c) -> std::optional<std::string> {
+       if (!c.window_graph) return std::nullopt;
+       return std::to_string(c.window_graph_launch) +
+              (c.window_graph_kernel.empty() ? std::string() : ":" + c.window_graph_kernel);
      }},
     {Var::ProfileCupti, "KERNCAP_PROFILE_CUPTI", kLibrary, false, "key=value,...", "",
      "diagnostic, to measure what CUPTI costs profile mode (bench/profile_overhead.sh): kind=concurrent|kernel|none "
@@ -496,7 +514,7 @@ Config config_from_env(const EnvLookup& lookup, std::vector<std::string>* proble
     problem(fmt::format("{} is not set", env_name(Var::Output)));
     c.mode = Mode::Off;
   }
-  if (c.mode == Mode::Capture && c.kernel.empty() && c.targets.empty()) {
+  if (c.mode == Mode::Capture && c.kernel.empty() && c.targets.empty() && !c.window_graph) {
     problem(fmt::format("{} is not set", env_name(Var::Kernel)));
     c.mode = Mode::Off;
   }
@@ -529,6 +547,7 @@ nlohmann::json Config::to_json() const {
           {"in_app_time", in_app_name(in_app_time)}};
   if (target_index >= 0) j["target"] = target_index;
   if (!window_end.empty()) j["window"] = {{"end", window_end}, {"end_dispatch", window_end_dispatch}};
+  if (window_graph) j["window"] = {{"graph_launch", window_graph_launch}, {"graph_kernel", window_graph_kernel}};
   return j;
 }
 

@@ -107,6 +107,12 @@ struct Config {
   // After a window: how many later launches the library watches for reads of the window's
   // results (`--live-out auto`, window_liveout.json); 0: none.
   uint64_t window_observe = 256;
+  // A window of one CUDA graph launch (`kerncap window extract --graph`, docs/window.md): the
+  // `window_graph_launch`-th launch (from 0) among the executable graphs that hold a kernel
+  // matching `window_graph_kernel` (empty: every graph launch counts; a regex with `regex`).
+  bool window_graph = false;
+  uint64_t window_graph_launch = 0;
+  std::string window_graph_kernel;
   // Profile mode only (`kerncap run --swap`, format/swaps.hpp): kernels served from variant
   // images while the application runs. Empty: none.
   std::vector<SwapSpec> swaps;
@@ -122,7 +128,7 @@ struct Config {
 
 enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Rank, Device, Verbose, ChunkBytes, StagingBytes,
                  DumpImages, DeviceScan, Closure, Store, ZstdLevel, InAppTime, Targets, TritonOut, Library, PythonDir, Python, Serve, Bin, ReplayLib,
-                 Window, WindowObserve, ProfileCupti, ProfileSample, ProfileParams, Swaps, RunArm, RunIndex, RunDir, RunStdout };
+                 Window, WindowObserve, WindowGraph, ProfileCupti, ProfileSample, ProfileParams, Swaps, RunArm, RunIndex, RunDir, RunStdout };
 
 // Who reads a variable (bits).
 inline constexpr unsigned kLibrary = 1, kCli = 2, kTritonShim = 4, kPythonApi = 8;

@@ -194,6 +194,7 @@ nlohmann::json to_json(const Window& w) {
                       {"ops", ops},
                       {"foreign_ops", w.foreign_ops},
                       {"foreign_examples", w.foreign_examples}};
+  if (w.graph) j["graph"] = {{"launch", w.graph->launch}, {"nodes", w.graph->nodes}};
   if (w.in_app_window_ns) j["in_app_window_ns"] = *w.in_app_window_ns;
   if (w.in_app_kernels_ns) j["in_app_kernels_ns"] = *w.in_app_kernels_ns;
   return j;
@@ -223,7 +224,8 @@ Window window_from_json(const nlohmann::json& j) {
   const size_t n = ops.array_size(kMaxWindowOps);
   if (n == 0) ops.fail("is empty: a window has at least one kernel launch");
   for (size_t i = 0; i < n; ++i) w.ops.push_back(window_read_op(ops.elem(i)));
-  if (w.ops[0].kind != WindowOp::Kind::Kernel) ops.elem(0).fail("must be a kernel launch (the window's first)");
+  // The capture's own launch (the manifest's) is the window's first kernel: op 0, except in a
+  // graph launch's window, where memsets or copies may come before it.
   uint64_t h2d = 0;
   for (const auto& o : w.ops)
     if (o.kind == WindowOp::Kind::CopyH2D && (h2d += o.bytes) > kMaxWindowH2DBytes)
@@ -231,6 +233,16 @@ Window window_from_json(const nlohmann::json& j) {
   w.foreign_ops = top.at("foreign_ops").u64();
   const JsonField ex = top.at("foreign_examples");
   for (size_t i = 0, m = ex.array_size(kMaxForeignExamples); i < m; ++i) w.foreign_examples.push_back(ex.elem(i).str(kWindowMaxName));
+  if (const auto g = top.find("graph")) {
+    g->object();
+    WindowGraph wg;
+    wg.launch = g->at("launch").u64();
+    wg.nodes = g->at("nodes").u64();
+    if (wg.nodes > kMaxWindowGraphNodes) g->at("nodes").fail(fmt::format("is more than {}", kMaxWindowGraphNodes));
+    w.graph = wg;
+  }
+  if (!w.graph && w.ops[0].kind != WindowOp::Kind::Kernel) ops.elem(0).fail("must be a kernel launch (the window's first)");
+  if (w.kernels() == 0) ops.fail("has no kernel launch");
   if (const auto t = top.find("in_app_window_ns")) w.in_app_window_ns = t->u64();
   if (const auto t = top.find("in_app_kernels_ns")) w.in_app_kernels_ns = t->u64();
   return w;

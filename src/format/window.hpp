@@ -70,6 +70,16 @@ std::string window_params_file(size_t index);          // window/op-000042.param
 std::string window_image_file(uint64_t hash, const std::string& kind);  // image/<16 hex>.<kind>
 std::string window_h2d_file(size_t index);             // window/op-000042.h2d
 
+// A window of one CUDA graph launch (`kerncap window extract --graph`): which launch (from 0,
+// among the graph launches counted: every one, or those of graphs holding a kernel matching
+// `from`) and how many nodes the graph has (the operations are its kernel, memset and copy
+// nodes in a topological order).
+struct WindowGraph {
+  uint64_t launch = 0;
+  uint64_t nodes = 0;
+};
+inline constexpr uint64_t kMaxWindowGraphNodes = uint64_t{1} << 24;
+
 struct Window {
   int version = kWindowVersion;
   std::string from, to;            // the patterns
@@ -77,6 +87,7 @@ struct Window {
   bool regex = false;
   uint64_t stream = 0;             // the application's stream handle (informational)
   std::vector<WindowOp> ops;
+  std::optional<WindowGraph> graph;  // set for a graph launch's window (then `to` is empty)
   // In-app time of the window at capture: the first operation's start to the last one's end,
   // and the sum of the kernels' own times (CUPTI records); absent when unknown.
   std::optional<uint64_t> in_app_window_ns, in_app_kernels_ns;

@@ -66,8 +66,12 @@ WindowReplay::WindowReplay(Session& s, format::Window window, const std::map<siz
   }
   const format::Capture& cap = s_.capture();
   const format::Manifest& m = cap.manifest;
-  if (window_.ops.empty() || window_.ops[0].kind != Kind::Kernel || window_.ops[0].image_hash != m.image_hash ||
-      window_.ops[0].mangled != m.mangled_name)
+  // The window's first kernel launch is the capture's own (op 0; in a graph launch's window
+  // memsets or copies may come before it).
+  const auto first_kernel = std::find_if(window_.ops.begin(), window_.ops.end(),
+                                         [](const format::WindowOp& o) { return o.kind == Kind::Kernel; });
+  if (first_kernel == window_.ops.end() || first_kernel->image_hash != m.image_hash ||
+      first_kernel->mangled != m.mangled_name)
     input_error("window.json does not begin with the capture's own launch (its kernel and image): the window "
                 "capture is damaged or crafted; extract it again");
   for (const auto& [op, image] : swaps) {

@@ -37,3 +37,26 @@ TEST(ExtractWindow, RefusesMalformedSpecs) {
     }
   }
 }
+
+// `--graph [PATTERN@]N`: a window of one CUDA graph launch.
+TEST(ExtractWindow, ParsesGraphSpecs) {
+  WindowEndSpec g = parse_graph_spec("3", false);
+  EXPECT_TRUE(g.graph);
+  EXPECT_EQ(g.graph_launch, 3u);
+  EXPECT_EQ(g.graph_kernel, "");
+  g = parse_graph_spec("exp_kernel@2", false);
+  EXPECT_EQ(g.graph_kernel, "exp_kernel");
+  EXPECT_EQ(g.graph_launch, 2u);
+  g = parse_graph_spec("exp_kernel", false);
+  EXPECT_EQ(g.graph_kernel, "exp_kernel");
+  EXPECT_EQ(g.graph_launch, 0u);
+  for (const char* bad : {"", "@2", "99999999999999999999"}) {
+    try {
+      parse_graph_spec(bad, false);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const kerncap::Error& e) {
+      EXPECT_EQ(e.kind(), kerncap::ErrorKind::Usage) << bad;
+    }
+  }
+  EXPECT_THROW(parse_graph_spec("exp(@1", true), kerncap::Error);  // not a regex
+}

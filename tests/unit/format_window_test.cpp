@@ -7,8 +7,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "common/error.hpp"
+#include "format/protocol.hpp"
 #include "format/window.hpp"
 
 using namespace kerncap::format;
@@ -185,5 +187,58 @@ TEST(FormatWindow, HostToDeviceCopy) {
   EXPECT_THROW(window_from_json(j), kerncap::Error);
   j["ops"].back()["bytes"] = kMaxWindowH2DBytes;
   j["ops"].push_back(j["ops"].back());  // two of them: more than a window keeps
+  EXPECT_THROW(window_from_json(j), kerncap::Error);
+}
+
+// KERNCAP_WINDOW_GRAPH: the library's side of `kerncap window extract --graph`, and the
+// capture mode it allows without KERNCAP_KERNEL.
+TEST(FormatWindow, GraphWindowConfigParsesAndPrintsBack) {
+  const auto lookup = [](std::map<std::string, std::string> env) {
+    return [env](std::string_view name) -> const char* {
+      const auto it = env.find(std::string(name));
+      return it == env.end() ? nullptr : it->second.c_str();
+    };
+  };
+  std::vector<std::string> problems;
+  Config c = config_from_env(
+      lookup({{"KERNCAP_MODE", "capture"}, {"KERNCAP_OUTPUT", "/x"}, {"KERNCAP_WINDOW_GRAPH", "2:exp_kernel"}}), &problems);
+  EXPECT_TRUE(problems.empty()) << problems[0];
+  EXPECT_EQ(c.mode, Mode::Capture);
+  EXPECT_TRUE(c.window_graph);
+  EXPECT_EQ(c.window_graph_launch, 2u);
+  EXPECT_EQ(c.window_graph_kernel, "exp_kernel");
+  EXPECT_EQ(c.to_env().at("KERNCAP_WINDOW_GRAPH"), "2:exp_kernel");
+  c = config_from_env(lookup({{"KERNCAP_MODE", "capture"}, {"KERNCAP_OUTPUT", "/x"}, {"KERNCAP_WINDOW_GRAPH", "0"}}),
+                      &problems);
+  EXPECT_TRUE(c.window_graph);
+  EXPECT_EQ(c.window_graph_kernel, "");
+  EXPECT_EQ(c.to_env().at("KERNCAP_WINDOW_GRAPH"), "0");
+  problems.clear();
+  c = config_from_env(lookup({{"KERNCAP_MODE", "capture"}, {"KERNCAP_OUTPUT", "/x"}, {"KERNCAP_WINDOW_GRAPH", "x:y"}}),
+                      &problems);
+  EXPECT_FALSE(problems.empty());
+  EXPECT_EQ(c.mode, Mode::Off);  // neither a graph window nor a kernel: nothing to capture
+}
+
+TEST(FormatWindow, AGraphWindowReadsBackAndMayBeginWithACopy) {
+  Window w = sample();
+  w.to.clear();
+  w.graph = WindowGraph{3, 9};
+  WindowOp copy;
+  copy.kind = WindowOp::Kind::CopyD2D;
+  copy.dst = 0x1000;
+  copy.src = 0x2000;
+  copy.bytes = 64;
+  w.ops.insert(w.ops.begin(), copy);
+  const Window r = window_from_json(nlohmann::json::parse(to_json(w).dump()));
+  ASSERT_TRUE(r.graph);
+  EXPECT_EQ(r.graph->launch, 3u);
+  EXPECT_EQ(r.graph->nodes, 9u);
+  EXPECT_EQ(r.ops.size(), w.ops.size());
+  nlohmann::json j = to_json(w);
+  j["graph"]["nodes"] = "9";
+  EXPECT_THROW(window_from_json(j), kerncap::Error);
+  j = to_json(w);
+  j["graph"] = 3;
   EXPECT_THROW(window_from_json(j), kerncap::Error);
 }
