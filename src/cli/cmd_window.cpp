@@ -120,6 +120,7 @@ nlohmann::json window_summary(const format::Window& w) {
           {"from_dispatch", w.from_dispatch},
           {"to", w.to},
           {"to_dispatch", w.to_dispatch},
+          {"graph", w.graph ? nlohmann::json{{"launch", w.graph->launch}, {"nodes", w.graph->nodes}} : nlohmann::json(nullptr)},
           {"ops", ops},
           {"kernels", w.kernels()},
           {"in_app_window_ns", w.in_app_window_ns ? nlohmann::json(*w.in_app_window_ns) : nlohmann::json(nullptr)},
@@ -278,9 +279,9 @@ void run_info(const std::string& dir, bool as_json, int& exit_code) {
     std::cout << window_summary(o.window).dump(2) << std::endl;
   } else {
     const format::Manifest& m = o.capture->manifest;
-    std::cout << fmt::format("window {}@{}..{}@{}: {} operations ({} kernel launches), {} regions, BEFORE {}, AFTER {}\n"
+    std::cout << fmt::format("window {}: {} operations ({} kernel launches), {} regions, BEFORE {}, AFTER {}\n"
                              "  in-app: window {} ms, kernels {} ms\n",
-                             o.window.from, o.window.from_dispatch, o.window.to, o.window.to_dispatch,
+                             format::window_title(o.window),
                              o.window.ops.size(), o.window.kernels(), m.regions.size(), human_bytes(m.before_bytes),
                              human_bytes(m.after_bytes), ms(o.window.in_app_window_ns), ms(o.window.in_app_kernels_ns));
     print_ops(o.window, nullptr);

@@ -182,6 +182,12 @@ size_t Window::kernels() const {
   return n;
 }
 
+std::string window_title(const Window& w) {
+  if (w.graph)
+    return w.from.empty() ? fmt::format("graph@{}", w.graph->launch) : fmt::format("graph {}@{}", w.from, w.graph->launch);
+  return fmt::format("{}@{}..{}@{}", w.from, w.from_dispatch, w.to, w.to_dispatch);
+}
+
 nlohmann::json to_json(const Window& w) {
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& o : w.ops) ops.push_back(window_op_json(o));

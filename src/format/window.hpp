@@ -100,6 +100,10 @@ struct Window {
 };
 inline constexpr size_t kMaxForeignExamples = 16;
 
+// The window as the user named it: "FROM@N..TO@M", or "graph@N" / "graph PATTERN@N" for a
+// graph launch's window (titles, `window info`, the reproducer).
+std::string window_title(const Window& w);
+
 nlohmann::json to_json(const Window& w);
 // The strict reader: Error(Input) naming the field for anything that is not what the
 // writer writes.

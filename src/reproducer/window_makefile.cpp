@@ -18,7 +18,7 @@ constexpr size_t kWindowMakeHelpOps = 40;
 constexpr size_t kWindowMakeCommentOps = 400;
 
 std::string window_make_title(const format::Window& w) {
-  return fmt::format("{}@{}..{}@{}", w.from, w.from_dispatch, w.to, w.to_dispatch);
+  return format::window_title(w);
 }
 
 std::string window_make_op_line(const format::Window& w, size_t i) {

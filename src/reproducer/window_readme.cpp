@@ -183,15 +183,20 @@ std::string window_readme(const format::Capture& capture, const format::Window& 
   const auto changed = window_readme_changed(m);
   const size_t hottest = window_hottest_kernel(w);
   return render(templates::k_window_README_md,
-                {{"WINDOW", md_code(fmt::format("{}@{}..{}@{}", w.from, w.from_dispatch, w.to, w.to_dispatch))},
+                {{"WINDOW", md_code(format::window_title(w))},
+                 {"SPAN", w.graph ? fmt::format("the CUDA graph launch #{} (from 0) of {}: its {} nodes' kernels, memsets and "
+                                                "copies in a topological order, run on one stream",
+                                                w.graph->launch,
+                                                w.from.empty() ? std::string("any graph")
+                                                               : "the graphs holding " + md_code(w.from),
+                                                w.graph->nodes)
+                                  : fmt::format("from {} (match #{}) through {} (match #{} on the same stream, counted "
+                                                "from the first launch)",
+                                                md_code(w.from), w.from_dispatch, md_code(w.to), w.to_dispatch)},
                  {"OPS", std::to_string(w.ops.size())},
                  {"KERNELS", std::to_string(w.kernels())},
                  {"VERSION", KERNCAP_VERSION},
                  {"COMMAND", m.command.empty() ? "(unknown)" : one_line(m.command)},
-                 {"FROM", md_code(w.from)},
-                 {"FROM_DISPATCH", std::to_string(w.from_dispatch)},
-                 {"TO", md_code(w.to)},
-                 {"TO_DISPATCH", std::to_string(w.to_dispatch)},
                  {"REGEX", w.regex ? " (regular expressions)" : ""},
                  {"LAUNCH_INDEX", std::to_string(m.launch_index)},
                  {"STREAM", hex_addr(w.stream)},

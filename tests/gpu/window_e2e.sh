@@ -42,6 +42,12 @@
 #   llama_time     the same window's kernels' GPU time (one timing engine, warm or cold, whichever is
 #                  nearer) within ±10 % of the in-app kernels' time (the span is reported: in eager
 #                  PyTorch the in-app span is mostly host gaps)
+#   graph          tests/gpu/window_apps/graph_app.cu (a stream-captured graph launched 4 times): the
+#                  window --graph square@2 has the graph's 7 nodes in order (copy_h2d, scale, memset, add,
+#                  add, copy_d2d, square) and PASSes, window strong
+#   graph_bad      square swapped for square_bad (skips z's last element): FAIL
+#   graph_torch    tests/gpu/graph_apps/graph_torch.py (a torch.cuda.CUDAGraph replayed 4 times): the window
+#                  --graph exp_kernel_cuda@2 (its third replay) PASSes, window strong; times reported
 #   llama_fuse     the Llama MLP window silu@2..MulFunctor (silu, up_proj's GEMM, mul; --observe 24):
 #                  the captured window PASSes; SiLU·mul fused into one CUDA kernel
 #                  (window_apps/silu_mul.cu, launches.json from window_apps/silu_mul_launches.py:
@@ -323,6 +329,60 @@ torch_window() {
   auto=$(py 'd["result"] + " under --live-out auto (%d region(s) judged)" % len(d["live_out"])' "$STEP_OUT" 2>/dev/null)
   verdict "$name" "$(pass_if "$([ "$res" = PASS ] && echo 1)")" "${line:-validate rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ' | cut -c1-300)}; ${auto:-auto: rc $RC}; $(py 'len(d["ops"])' "$WORK/$name.extract.json") ops ($ops), foreign $foreign; $times"
 }
+# A window of one CUDA graph launch (--graph): window_apps/graph_app.cu's stream-captured graph
+# (copy_h2d, scale, memset, add, add, copy_d2d, square) at its third launch, and PyTorch's
+# torch.cuda.CUDAGraph of graph_apps/graph_torch.py at its third replay.
+if want graph || want graph_bad; then
+  G=$WORK/graph
+  if [ ! -x "$APPS/graph_app" ]; then
+    SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+    "$NVCC" -O2 -arch="sm_$SM" -o "$APPS/graph_app" "$HERE/window_apps/graph_app.cu" &&
+      "$NVCC" -O2 -arch="sm_$SM" -cubin -DVARIANT -DVARIANT_square_bad -o "$APPS/square_bad.cubin" \
+        "$HERE/window_apps/graph_app.cu" || verdict graph FAIL "cannot build graph_app.cu with $NVCC"
+  fi
+  if [ -x "$APPS/graph_app" ] && run graph_extract "$KC" window extract --graph 'square@2' --json -o "$G" -- "$APPS/graph_app" 4; then
+    sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/graph.extract.json"
+    kinds=$(py '",".join(o["kind"] if o["kind"] != "kernel" else o["name"].split("(")[0] for o in d["ops"])' "$WORK/graph.extract.json")
+    run graph_info "$KC" window info "$G"
+    cat "$STEP_OUT"
+    run graph_validate "$KC" window validate "$G" --json --iterations 10
+    cp "$STEP_OUT" "$WORK/graph.validate.json"
+    res=$(py 'd["result"]' "$WORK/graph.validate.json" 2>/dev/null)
+    strength=$(py 'd["strength"]' "$WORK/graph.validate.json" 2>/dev/null)
+    verdict graph "$(pass_if "$([ "$kinds" = copy_h2d,scale,memset,add,add,copy_d2d,square ] && [ "$res" = PASS ] &&
+      [[ "$strength" == "window strong"* ]] && echo 1)")" "ops $kinds; $(py 'd["line"]' "$WORK/graph.validate.json" 2>/dev/null); $strength"
+    if want graph_bad; then
+      SQ=$(py '[i for i, o in enumerate(d["ops"]) if o["name"].startswith("square")][0]' "$WORK/graph.extract.json")
+      run graph_bad "$KC" window validate "$G" --json --iterations 3 --swap "$SQ=$APPS/square_bad.cubin"
+      res=$(py 'd["result"]' "$STEP_OUT" 2>/dev/null)
+      verdict graph_bad "$(pass_if "$([ "$res" = FAIL ] && echo 1)")" "square (op $SQ) swapped for square_bad: $(py 'd["line"]' "$STEP_OUT" 2>/dev/null)"
+    fi
+  else
+    verdict graph FAIL "extract rc ${RC:-?}: $(grep -v '^kerncap: note' "${STEP_ERR:-/dev/null}" 2>/dev/null | tail -2 | tr '\n' ' ' | cut -c1-300)"
+  fi
+fi
+if want graph_torch; then
+  if torch_ok "$PY"; then
+    T=$WORK/graph_torch
+    if run graph_torch_extract "$KC" window extract --graph 'exp_kernel_cuda@2' --json -o "$T" -- "$PY" "$HERE/graph_apps/graph_torch.py"; then
+      sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/graph_torch.extract.json"
+      ops=$(py '" > ".join(o["kind"] if o["kind"] != "kernel" else o["name"].split("(")[0].split("<")[0][-40:] for o in d["ops"])' "$WORK/graph_torch.extract.json")
+      run graph_torch_info "$KC" window info "$T"
+      cat "$STEP_OUT"
+      run graph_torch_replay "$KC" window replay "$T" --iterations 20
+      cat "$STEP_OUT"
+      run graph_torch_validate "$KC" window validate "$T" --json --iterations 10
+      cp "$STEP_OUT" "$WORK/graph_torch.validate.json"
+      res=$(py 'd["result"]' "$WORK/graph_torch.validate.json" 2>/dev/null)
+      strength=$(py 'd["strength"]' "$WORK/graph_torch.validate.json" 2>/dev/null)
+      verdict graph_torch "$(pass_if "$([ "$res" = PASS ] && [[ "$strength" == "window strong"* ]] && echo 1)")" "ops $ops; $(py 'd["line"]' "$WORK/graph_torch.validate.json" 2>/dev/null); $strength"
+    else
+      verdict graph_torch FAIL "extract rc $RC: $(grep -v '^kerncap: note' "$STEP_ERR" | tail -2 | tr '\n' ' ' | cut -c1-300)"
+    fi
+  else
+    verdict graph_torch SKIP "no torch with CUDA in $PY"
+  fi
+fi
 if want torch_mlp; then
   if torch_ok "$PY"; then
     torch_window torch_mlp 'layer_norm@2..GeluCUDAKernelImpl' -- "$PY" "$HERE/window_apps/window_torch.py" 4

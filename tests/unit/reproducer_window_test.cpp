@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -382,6 +383,29 @@ TEST(WindowReproducerPieces, NamesShapesAndHottest) {
   format::Window none = w;
   for (auto& op : none.ops) op.in_app_ns.reset();
   EXPECT_EQ(window_hottest_kernel(none), 0u);
+}
+
+// A window of one CUDA graph launch (`--graph`): titled by the graph launch, the README says
+// what the window is; the operations may begin with a copy (its first kernel is the capture's).
+TEST_F(WindowReproducer, GraphLaunchWindowIsTitledByTheGraph) {
+  format::Window w = win_sample();
+  w.from = "gemm";
+  w.to.clear();
+  w.graph = format::WindowGraph{2, 9};
+  std::rotate(w.ops.begin(), w.ops.begin() + 1, w.ops.begin() + 3);  // copy, memset, rms_norm, gemm, silu
+  testing::write_fake_capture(out_, w.ops[2].mangled, "rms_norm(float*, float const*, int)");
+  format::write_json_atomic(out_ / "capture" / format::kWindowFile, format::to_json(w));
+  generate();
+  const std::string readme = testing::slurp(out_ / "README.md");
+  const std::string makefile = testing::slurp(out_ / "Makefile");
+  EXPECT_NE(readme.find("graph gemm@2"), std::string::npos);
+  EXPECT_NE(readme.find("the CUDA graph launch #2 (from 0) of the graphs holding `gemm`: its 9 nodes'"), std::string::npos)
+      << readme;
+  EXPECT_EQ(op_rows(readme).size(), 5u);
+  EXPECT_EQ(makefile.rfind("# kerncap window reproducer: graph gemm@2\n", 0), 0u) << makefile.substr(0, 80);
+  EXPECT_EQ(format::window_title(w), "graph gemm@2");
+  w.from.clear();
+  EXPECT_EQ(format::window_title(w), "graph@2");
 }
 
 }  // namespace
