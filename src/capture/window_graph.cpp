@@ -66,7 +66,14 @@ std::optional<std::vector<GraphWindowStep>> plan_graph_window(const GraphExec& g
           *why = fmt::format("{}: an element size of {} bytes", graph_node_text(g, i), elem);
           return std::nullopt;
         }
-        const uint64_t extent = (rows - 1) * p.pitch + p.width * elem;
+        // Rows one after the other are one run; rows apart are a 2D memset, which the window's
+        // replay does not make (its memsets are runs).
+        if (rows > 1 && p.pitch != p.width * elem) {
+          *why = fmt::format("{}: a 2D memset of {} rows {} bytes apart, which a window does not replay yet",
+                             graph_node_text(g, i), rows, uint64_t{p.pitch});
+          return std::nullopt;
+        }
+        const uint64_t extent = rows * p.width * elem;
         if (!tracked(p.dst, extent)) {
           *why = fmt::format("{}: it writes {} bytes at 0x{:x}, outside the memory kerncap tracks", graph_node_text(g, i),
                              extent, uint64_t{p.dst});
@@ -77,9 +84,7 @@ std::optional<std::vector<GraphWindowStep>> plan_graph_window(const GraphExec& g
         op.dst = p.dst;
         op.value = p.value;
         op.element_size = static_cast<uint32_t>(elem);
-        op.width = p.width;
-        op.height = rows;
-        op.pitch = rows > 1 ? p.pitch : 0;
+        op.width = rows * p.width;
         steps.push_back({i, false, std::move(op)});
         continue;
       }

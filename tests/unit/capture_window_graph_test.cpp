@@ -329,6 +329,10 @@ TEST(CaptureWindowGraph, NodeKindsAWindowCannotReplayAreRefusedByName) {
   pitched.memcpy->dstPitch = 128;
   EXPECT_NE(refused({gkernel(0x10, 1, kExp), pitched}).find("pitched"), std::string::npos);
   EXPECT_NE(refused({gmemset(0x20, 2, kBuf, 64)}).find("no kernel node"), std::string::npos);
+  GraphNode rows = gmemset(0x20, 2, kBuf, 64);
+  rows.memset->height = 4;
+  rows.memset->pitch = 1024;
+  EXPECT_NE(refused({gkernel(0x10, 1, kExp), rows}).find("2D memset of 4 rows 1024 bytes apart"), std::string::npos);
   GraphExec stale;
   stale.nodes = {gkernel(0x10, 1, kExp)};
   stale.stale = "the application changed a memcpy node";
@@ -358,6 +362,15 @@ TEST(CaptureWindowGraph, PlanSkipsWhatDoesNotRunAndKeepsHostBytes) {
   EXPECT_EQ((*steps)[0].op->kind, WindowOp::Kind::Memset);
   EXPECT_TRUE((*steps)[1].kernel);
   EXPECT_EQ(g.nodes[(*steps)[1].node].kernel->mangled, kExp);
+  // Rows without gaps are one run.
+  GraphExec flat;
+  flat.nodes = {gkernel(0x10, 1, kExp), gmemset(0x20, 2, kBuf, 64, {0})};
+  flat.nodes[1].memset->height = 3;
+  flat.nodes[1].memset->pitch = 256;
+  const auto flat_steps = plan_graph_window(flat, tracked_buf, 0, &why);
+  ASSERT_TRUE(flat_steps) << why;
+  EXPECT_EQ((*flat_steps)[1].op->width, 192u);
+  EXPECT_EQ((*flat_steps)[1].op->height, 1u);
   const WindowOp& h2d = *(*steps)[2].op;
   EXPECT_EQ(h2d.kind, WindowOp::Kind::CopyH2D);
   EXPECT_EQ(h2d.dst, kBuf + 64);
