@@ -10,7 +10,9 @@
 #include <map>
 
 #include "capture/events.hpp"
+#include "capture/graph_node_launch.hpp"
 #include "capture/graph_tracker.hpp"
+#include "capture/launch_info.hpp"
 #include "capture/watcher.hpp"
 #include "capture/window_graph.hpp"
 #include "capture/window_recorder.hpp"
@@ -422,4 +424,68 @@ TEST(CaptureWindowGraph, AGraphMayBeginWithACopyAndItsFirstKernelIsTheCapturesLa
   j = to_json(w);
   j["ops"].erase(1);
   EXPECT_THROW(kerncap::format::window_from_json(j), kerncap::Error);  // no kernel at all
+}
+
+// A kernel node as the launch the capture code decodes (graph_node_launch.hpp, shared with the
+// one-kernel graph capture): function, shape, stream, its own copy of the parameter bytes,
+// attributes, and the graph launch's context and correlation id.
+TEST(CaptureWindowGraph, AKernelNodeDecodesAsALaunch) {
+  GraphKernel k = gkernel(0x10, 3, kExp).kernel.value();
+  k.grid = {4, 2, 1};
+  k.block = {128, 1, 1};
+  k.shared_mem = 256;
+  CUlaunchAttribute a{};
+  a.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+  a.value.priority = 1;
+  k.attrs = {a};
+  CUpti_CallbackData like{};
+  like.correlationId = 42;
+  like.context = handle<CUcontext>(0xc0);
+  const GraphNodeLaunch l(k, handle<CUstream>(0x77), like);
+  EXPECT_EQ(l.entry.correlationId, 42u);
+  EXPECT_EQ(l.entry.context, handle<CUcontext>(0xc0));
+  EXPECT_EQ(l.entry.callbackSite, CUPTI_API_ENTER);
+  LaunchArgs args;
+  ASSERT_TRUE(decode_launch(GraphNodeLaunch::kCbid, l.entry.functionParams, &args));
+  EXPECT_EQ(args.f, k.f);
+  EXPECT_EQ(args.grid, (std::array<uint32_t, 3>{4, 2, 1}));
+  EXPECT_EQ(args.block, (std::array<uint32_t, 3>{128, 1, 1}));
+  EXPECT_EQ(args.shared_mem, 256u);
+  EXPECT_EQ(args.stream, handle<CUstream>(0x77));
+  ASSERT_NE(args.kernel_params, nullptr);
+  uint64_t word = 0;
+  std::memcpy(&word, args.kernel_params[0], 8);
+  EXPECT_EQ(word, kBuf);
+  EXPECT_NE(args.kernel_params[0], static_cast<const void*>(k.params.data()));  // its own copy
+  ASSERT_NE(args.config, nullptr);
+  ASSERT_EQ(args.config->numAttrs, 1u);
+  EXPECT_EQ(args.config->attrs[0].id, CU_LAUNCH_ATTRIBUTE_PRIORITY);
+}
+
+// What does not count: a launch on a stream being captured (the graph does not run then), a
+// graph whose only matching kernel node is disabled, and kernel launches outside graphs.
+TEST(CaptureWindowGraph, LaunchesThatDoNotRunOrDoNotMatchAreNotCounted) {
+  GraphWindowHarness h(0, "exp_kernel");
+  const CUgraph graph = handle<CUgraph>(0x500);
+  h.graph_queries.graphs[graph] = {gkernel(0x10, 1, kExp), gkernel(0x20, 2, kSum, {0})};
+  const CUgraphExec exec = handle<CUgraphExec>(0xe1);
+  h.instantiate(exec, graph);
+  const CUstream capturing = handle<CUstream>(0x99), s = handle<CUstream>(0x77);
+  h.driver.capturing.insert(capturing);
+  h.graph_launch(exec, capturing);
+  {
+    FakeLaunch l(kExp, h.next++, s);  // the same kernel launched outside a graph
+    h.call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.entry());
+    h.call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.exit());
+  }
+  // exp's node disabled on the executable: the graph holds no enabled matching kernel.
+  FakeCall<cuGraphNodeSetEnabled_params> off({exec, handle<CUgraphNode>(0x10), 0});
+  h.call(CUPTI_DRIVER_TRACE_CBID_cuGraphNodeSetEnabled, &off.cb);
+  h.graph_launch(exec, s);
+  EXPECT_TRUE(h.ends.begun.empty());
+  FakeCall<cuGraphNodeSetEnabled_params> on({exec, handle<CUgraphNode>(0x10), 1});
+  h.call(CUPTI_DRIVER_TRACE_CBID_cuGraphNodeSetEnabled, &on.cb);
+  h.graph_launch(exec, s);  // launch 0 of the graphs holding exp_kernel
+  ASSERT_EQ(h.ends.finished.size(), 1u);
+  EXPECT_EQ(op_names(h.ends.finished[0]), (std::vector<std::string>{kExp, kSum}));
 }
