@@ -370,6 +370,10 @@ void WindowRecorder::on_launch_entry(CUpti_CallbackId cbid, const CUpti_Callback
     if (state_ == State::Ending) foreign("kernel " + mangled + " (launched after the window's last launch began)");
     return;
   }
+  if (graph_window_) {  // a graph window's operations are its graph's; another thread's launch meanwhile is not
+    foreign("kernel " + (mangled.empty() ? std::string("(unnamed)") : mangled) + " launched during the graph launch");
+    return;
+  }
   if (args.stream != stream_) {
     const std::string what = "kernel " + (mangled.empty() ? std::string("(unnamed)") : mangled) + " on another stream";
     OtherStream& other = other_streams_[args.stream];
@@ -603,7 +607,7 @@ void WindowRecorder::on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackDat
       for (const auto& r : inventory_.tracker.live())
         dst_tracked |= op.dst >= r.base && op.dst - r.base + op.bytes <= r.size;
       std::lock_guard lk(mu_);
-      if (state_ != State::Open || (info.async && stream != stream_)) break;  // foreign below, or not the window's
+      if (state_ != State::Open || graph_window_ || (info.async && stream != stream_)) break;  // foreign below, or not the window's
       if (!dst_tracked || !host || h2d_bytes_ + op.bytes > format::kMaxWindowH2DBytes) {
         foreign(!dst_tracked || !host
                     ? std::string("a host-to-device copy into untracked memory")
@@ -621,6 +625,10 @@ void WindowRecorder::on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackDat
   }
   std::lock_guard lk(mu_);
   if (state_ != State::Open) return;
+  if (graph_window_) {
+    foreign(fmt::format("a {} made during the graph launch", to_string(op.kind)));
+    return;
+  }
   if (info.async && stream != stream_) {
     const std::string what = fmt::format("a {} on another stream", to_string(op.kind));
     OtherStream& other = other_streams_[stream];
