@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
     if (after != before && snapshot(root, sentinel) != before) break;  // the sentinel itself changed
   }
   for (size_t i = 0; i < chosen.size(); ++i)
-    std::printf("  %-11s %8llu inputs  %8llu accepted  %8llu refused  %llu findings\n", chosen[i]->name.c_str(),
+    std::printf("  %-14s %8llu inputs  %8llu accepted  %8llu refused  %llu findings\n", chosen[i]->name.c_str(),
                 static_cast<unsigned long long>(counts[i].runs), static_cast<unsigned long long>(counts[i].accepted),
                 static_cast<unsigned long long>(counts[i].refused), static_cast<unsigned long long>(counts[i].findings));
   fs::remove_all(root);
