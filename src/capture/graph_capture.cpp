@@ -14,6 +14,7 @@
 #include "common/driver.hpp"
 #include "common/error.hpp"
 #include "common/hex.hpp"
+#include "common/launch_dims.hpp"
 #include "common/log.hpp"
 #include "format/events.hpp"
 #include "names/demangle.hpp"
@@ -45,12 +46,7 @@ CUDA_KERNEL_NODE_PARAMS node_params(const GraphKernel& k, std::vector<uint8_t>& 
   CUDA_KERNEL_NODE_PARAMS p{};
   if (resolve_function(k.f).was_kernel_handle) p.kern = reinterpret_cast<CUkernel>(k.f);
   else p.func = k.f;
-  p.gridDimX = k.grid[0];
-  p.gridDimY = k.grid[1];
-  p.gridDimZ = k.grid[2];
-  p.blockDimX = k.block[0];
-  p.blockDimY = k.block[1];
-  p.blockDimZ = k.block[2];
+  set_launch_dims(p, k.grid, k.block);
   p.sharedMemBytes = k.shared_mem;
   p.kernelParams = ptrs.data();
   return p;

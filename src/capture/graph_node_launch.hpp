@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "capture/graph_model.hpp"
+#include "common/launch_dims.hpp"
 
 namespace kerncap::capture {
 
@@ -20,12 +21,7 @@ struct GraphNodeLaunch {
   // `like`: the callback data of the graph launch (context, correlation id) the node runs in.
   GraphNodeLaunch(const GraphKernel& k, CUstream stream, const CUpti_CallbackData& like) : bytes(k.params), attrs(k.attrs) {
     for (const auto& s : k.slots) ptrs.push_back(bytes.data() + s.offset);
-    cfg.gridDimX = k.grid[0];
-    cfg.gridDimY = k.grid[1];
-    cfg.gridDimZ = k.grid[2];
-    cfg.blockDimX = k.block[0];
-    cfg.blockDimY = k.block[1];
-    cfg.blockDimZ = k.block[2];
+    set_launch_dims(cfg, k.grid, k.block);
     cfg.sharedMemBytes = k.shared_mem;
     cfg.hStream = stream;
     cfg.attrs = attrs.empty() ? nullptr : attrs.data();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/driver.hpp"
+#include "common/launch_dims.hpp"
 
 namespace kerncap::capture {
 
@@ -69,8 +70,7 @@ bool DriverShadowDriver::run_variant(CUfunction variant, const LaunchArgs& a, co
     coop.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
     coop.value.cooperative = 1;
     CUlaunchConfig c{};
-    c.gridDimX = a.grid[0], c.gridDimY = a.grid[1], c.gridDimZ = a.grid[2];
-    c.blockDimX = a.block[0], c.blockDimY = a.block[1], c.blockDimZ = a.block[2];
+    set_launch_dims(c, a.grid, a.block);
     c.sharedMemBytes = a.shared_mem;
     c.hStream = s;
     c.attrs = &coop;

@@ -10,6 +10,7 @@
 #include "common/driver.hpp"
 #include "common/error.hpp"
 #include "common/hex.hpp"
+#include "common/launch_dims.hpp"
 #include "common/log.hpp"
 #include "common/work_pool.hpp"
 #include "cubin/cubin.hpp"
@@ -556,12 +557,7 @@ void Session::enqueue() {
   CUlaunchConfig cfg{};
   const auto& grid = options_.grid ? *options_.grid : m.grid;
   const auto& block = options_.block ? *options_.block : m.block;
-  cfg.gridDimX = grid[0];
-  cfg.gridDimY = grid[1];
-  cfg.gridDimZ = grid[2];
-  cfg.blockDimX = block[0];
-  cfg.blockDimY = block[1];
-  cfg.blockDimZ = block[2];
+  set_launch_dims(cfg, grid, block);
   cfg.sharedMemBytes = m.shared_mem_bytes;
   cfg.hStream = stream_;
   cfg.attrs = attrs_.empty() ? nullptr : attrs_.data();

@@ -10,6 +10,7 @@
 #include "common/driver.hpp"
 #include "common/error.hpp"
 #include "common/hex.hpp"
+#include "common/launch_dims.hpp"
 #include "common/log.hpp"
 #include "cubin/cubin.hpp"
 #include "names/demangle.hpp"
@@ -266,12 +267,7 @@ void WindowReplay::enqueue_op(CUstream stream, size_t i) {
     case Kind::Kernel: {
       Kernel& k = kernels_[i];
       CUlaunchConfig cfg{};
-      cfg.gridDimX = op.grid[0];
-      cfg.gridDimY = op.grid[1];
-      cfg.gridDimZ = op.grid[2];
-      cfg.blockDimX = op.block[0];
-      cfg.blockDimY = op.block[1];
-      cfg.blockDimZ = op.block[2];
+      set_launch_dims(cfg, op.grid, op.block);
       cfg.sharedMemBytes = op.shared_mem_bytes;
       cfg.hStream = stream;
       cfg.attrs = k.attrs.empty() ? nullptr : k.attrs.data();
