@@ -142,7 +142,18 @@ wait_extract() {
 }
 # KC with the time limit.
 kcx() { timeout -k 5 "$TIMEOUT" "$KC" "$@"; }
-app_pid() { pgrep -P "$EXP" -x fault_app | head -n1; }
+# app_pid: the fault_app below `kerncap extract` $EXP (a guard process sits between them: the
+# application is kerncap's grandchild, or deeper under a --cmd shell).
+app_pid() {
+  local p q
+  for p in $(pgrep -x fault_app); do
+    q=$p
+    while [ -n "$q" ] && [ "$q" -gt 1 ]; do
+      q=$(ps -o ppid= -p "$q" 2>/dev/null | tr -d ' ')
+      [ "$q" = "$EXP" ] && { echo "$p"; return; }
+    done
+  done
+}
 validate_word() { kcx validate "$@" 2>&1 | grep -m1 -o '^Result: [A-Z]*' | cut -c9-; }
 # store_whole STORE: every file of the store is a chunk under its own name (no temporary).
 store_whole() {
