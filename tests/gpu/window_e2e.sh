@@ -54,6 +54,12 @@
 #                  g stashed where t would go when PyTorch gave g's block to u, the GEMM kept with
 #                  {"op": 1}) PASSes under --live-out auto (t's piece dead, not judged), FAILs under
 #                  all naming t's bytes a dead intermediate; silu_mul_bad FAILs on m's region
+#   llama_norm     the llama window (layer 0's attention to the next SiLU, --observe 4: the next
+#                  layer's norm reuses this one's freed blocks 5 launches later) with LlamaRMSNorm's
+#                  eight kernels replaced by one (window_apps/rms_norm_fused.cu, launches.json from
+#                  window_apps/rms_norm_launches.py): PASS under --live-out auto (bf16 tolerance) and
+#                  faster (window kernels' speed-up > 1); FAIL under all naming a dead intermediate;
+#                  rms_norm_fused_bad (no weight) FAILs on the norm output's region
 # Exit 0 all passed, 1 some failed, 77 skipped (no GPU).
 #
 #   tests/gpu/window_e2e.sh BUILD_DIR
@@ -458,6 +464,57 @@ if want llama_fuse; then
     fi
   else
     verdict llama_fuse SKIP "no torch with CUDA or no transformers in $PY"
+  fi
+fi
+
+# LlamaRMSNorm's eight eager kernels replaced by one fused kernel inside the decoder-layer window.
+if want llama_norm; then
+  if torch_ok "$PY" && "$PY" -c 'import transformers' 2>/dev/null; then
+    N=$WORK/llama_norm
+    SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+    "$NVCC" -O3 -arch="sm_$SM" -cubin -o "$WORK/rms_norm_fused.cubin" "$HERE/window_apps/rms_norm_fused.cu" ||
+      verdict llama_norm FAIL "cannot build rms_norm_fused.cu"
+    if run llama_norm_extract "$KC" window extract --window 'flash_fwd|fmha|sdpa|attention@2..silu' --regex \
+      --observe 4 --json -o "$N" -- "$PY" "$HERE/hf_llama.py" 3; then
+      python3 "$HERE/window_apps/rms_norm_launches.py" "$N" "$WORK/rms_norm_fused.cubin" rms_norm_fused "$WORK/rms_norm.json" \
+        >"$WORK/rms_norm.found" 2>&1 &&
+        python3 "$HERE/window_apps/rms_norm_launches.py" "$N" "$WORK/rms_norm_fused.cubin" rms_norm_fused_bad "$WORK/rms_norm_bad.json" >/dev/null
+      cat "$WORK/rms_norm.found"
+      NSPEC=$(py 'd["replace"]' "$WORK/rms_norm.found" 2>/dev/null)
+      NMR=$(py 'd["m"][0]' "$WORK/rms_norm.found" 2>/dev/null)
+      njudge() {  # LABEL [flags]: JUDGED, LAST_LINE
+        local label=$1
+        shift
+        run "$label" "$KC" window validate "$N" --json --iterations 20 --dtype bf16 "$@"
+        cp "$STEP_OUT" "$WORK/$label.json" 2>/dev/null
+        JUDGED=$(py 'd["result"]' "$WORK/$label.json" 2>/dev/null)
+        LAST_LINE=$(py 'd["line"]' "$WORK/$label.json" 2>/dev/null)
+        LAST_LINE=${LAST_LINE:-rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ')}
+      }
+      if [ -n "$NSPEC" ]; then
+        njudge llama_norm_auto --replace "$NSPEC" --live-out auto
+        sp=$(py '"span x%.3f, kernels x%.3f" % (d["speedup"], d["speedup_kernels"])' "$WORK/llama_norm_auto.json" 2>/dev/null)
+        faster=$(py '1 if d["speedup_kernels"] > 1 else ""' "$WORK/llama_norm_auto.json" 2>/dev/null)
+        verdict llama_norm_auto "$(pass_if "$([ "$JUDGED" = PASS ] && [ -n "$faster" ] && echo 1)")" \
+          "$LAST_LINE; speed-up $sp; 8 kernels -> 1 ($(py 'd["rows"]' "$WORK/rms_norm.found" 2>/dev/null) rows); live-out $(py 'd["live_out"]' "$WORK/llama_norm_auto.json" 2>/dev/null) (norm output in region $NMR)"
+        run llama_norm_auto_text "$KC" window validate "$N" --iterations 20 --dtype bf16 --replace "$NSPEC" --live-out auto
+        cat "$STEP_OUT"
+        njudge llama_norm_all --replace "$NSPEC" --live-out all
+        run llama_norm_all_text "$KC" window validate "$N" --iterations 3 --dtype bf16 --replace "$NSPEC" --live-out all
+        cat "$STEP_OUT"
+        said=$(grep -c "dead intermediate" "$STEP_OUT")
+        verdict llama_norm_all "$(pass_if "$([ "$JUDGED" = FAIL ] && [ "$said" -ge 1 ] && echo 1)")" "$LAST_LINE; text names $said dead intermediate(s)"
+        njudge llama_norm_bad --replace "${NSPEC%=*}=$WORK/rms_norm_bad.json" --live-out auto
+        failing=$(py '",".join(str(r["id"]) for r in d["verdict"]["regions"] if not r["pass"])' "$WORK/llama_norm_bad.json" 2>/dev/null)
+        verdict llama_norm_bad "$(pass_if "$([ "$JUDGED" = FAIL ] && [[ ",$failing," == *",$NMR,"* ]] && echo 1)")" "$LAST_LINE (failing $failing; norm output in region $NMR)"
+      else
+        verdict llama_norm_auto FAIL "no launches.json: $(tail -2 "$WORK/rms_norm.found" 2>/dev/null)"
+      fi
+    else
+      verdict llama_norm FAIL "extract rc $RC: $(grep -v '^kerncap: note' "$STEP_ERR" | tail -2 | tr '\n' ' ' | cut -c1-300)"
+    fi
+  else
+    verdict llama_norm SKIP "no torch with CUDA or no transformers in $PY"
   fi
 fi
 

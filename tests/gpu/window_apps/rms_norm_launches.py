@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Writes the launches.json of a fused RMSNorm (rms_norm_fused.cu) standing in for the eight
+kernels of Hugging Face's eager LlamaRMSNorm inside a captured window (`kerncap window extract`
+over a decoder layer): to float, pow, mean, + eps, rsqrt, x * rsqrt, to bf16, weight * x. The
+run is found by its kernel names (the mean's reduce kernel and its neighbours); the fused
+kernel's pointers are the capture's regions at the offsets the kernels' parameters point to
+(each 8-byte word of a parameter buffer is looked up among the regions): x is what the "to
+float" copy reads, the result what the weight multiply writes, the weight its other input.
+
+    rms_norm_launches.py OUT CUBIN KERNEL LAUNCHES_JSON [--hidden 512] [--eps 1e-6]
+Prints the --replace spec (FROM..TO=LAUNCHES_JSON) and what it found, as JSON; exits 1 naming
+what it could not find.
+"""
+import argparse
+import json
+import os
+import struct
+import sys
+
+# The eight kernels, in order, by a word of their demangled names.
+SHAPE = ("direct_copy", "pow_tensor_scalar", "MeanOps", "add", "rsqrt", "MulFunctor", "bfloat16_copy", "MulFunctor")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("cubin")
+    ap.add_argument("kernel")
+    ap.add_argument("dest")
+    ap.add_argument("--hidden", type=int, default=512)
+    ap.add_argument("--eps", type=float, default=1e-6)
+    a = ap.parse_args()
+    cap = os.path.join(a.out, "capture")
+    ops = json.load(open(os.path.join(cap, "window.json")))["ops"]
+    regions = [(r["id"], int(r["base"], 16), r["size"]) for r in json.load(open(os.path.join(cap, "manifest.json")))["regions"]]
+
+    def name(i):
+        return ops[i].get("name", "") if ops[i].get("kind") == "kernel" else ""
+
+    def pointers(i):
+        raw = open(os.path.join(cap, "window", "op-%06d.params" % i), "rb").read()
+        found = []
+        for at in range(0, len(raw) - 7, 8):
+            v = struct.unpack_from("<Q", raw, at)[0]
+            for rid, base, size in regions:
+                if base <= v < base + size:
+                    found.append((rid, v - base, v))
+        return raw, found
+
+    first = next((i for i in range(len(ops) - len(SHAPE) + 1)
+                  if all(word in name(i + k) for k, word in enumerate(SHAPE))), None)
+    if first is None:
+        sys.exit("no run of the eight RMSNorm kernels (%s) in the window: %s" %
+                 (", ".join(SHAPE), "; ".join(name(i).split("(")[0][-50:] or ops[i].get("kind", "?") for i in range(len(ops)))))
+    last = first + len(SHAPE) - 1
+    raw, cp = pointers(first)
+    _, to16 = pointers(last - 1)
+    _, mul = pointers(last)
+    if len(cp) < 2 or len(to16) < 1 or len(mul) < 3:
+        sys.exit("expected 2 pointers in the copy's parameters, 1 in the bf16 copy's and 3 in the multiply's: %s / %s / %s" % (cp, to16, mul))
+    x = cp[1]                      # data[1]: what the copy to float reads
+    y16 = to16[0][2]               # the bf16 copy's output, the multiply's input
+    m = mul[0]                     # data[0]: what the multiply writes
+    others = [p for p in mul[1:3] if p[2] != y16]
+    if len(others) != 1:
+        sys.exit("the weight multiply does not read the bf16 copy's output once: %s (copy out %#x)" % (mul, y16))
+    w = others[0]
+    n = struct.unpack_from("<i", raw, 0)[0]
+    if n <= 0 or n % a.hidden:
+        sys.exit("the copy's element count %d is not a multiple of --hidden %d" % (n, a.hidden))
+    rows = n // a.hidden
+    launch = {"image": os.path.abspath(a.cubin), "kernel": a.kernel, "grid": [rows, 1, 1], "block": [128, 1, 1],
+              "args": [{"region": x[0], "offset": x[1]}, {"region": w[0], "offset": w[1]},
+                       {"region": m[0], "offset": m[1]}, {"i32": a.hidden}, {"f32": a.eps}]}
+    json.dump({"launches": [launch]}, open(a.dest, "w"), indent=1)
+    print(json.dumps({"replace": "%d..%d=%s" % (first, last, a.dest), "rows": rows, "hidden": a.hidden,
+                      "x": x[:2], "weight": w[:2], "m": m[:2], "replaced": last - first + 1}))
+
+
+if __name__ == "__main__":
+    main()
