@@ -280,7 +280,15 @@ std::vector<ProcessRecords> read_records(const fs::path& dir) {
   std::vector<ProcessRecords> all;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
-    if (!e.is_regular_file() || !name.starts_with("profile-") || !name.ends_with(".jsonl")) continue;
+    if (!name.starts_with("profile-") || !name.ends_with(".jsonl")) continue;
+    // libkerncap writes its record files itself, never links: a link among them (to another
+    // profile's file, to /dev/zero, to a file outside) is refused, as a capture's files are,
+    // not followed (records travel with bug reports).
+    if (e.is_symlink(ec))
+      input_error(fmt::format("{} is a symbolic link; a profile record file must be a plain file in {} (links are "
+                              "not followed): remove it or copy the file it points to there",
+                              e.path().string(), dir.string()));
+    if (!e.is_regular_file(ec)) continue;
     all.push_back(read_record_file(e.path()));
   }
   std::sort(all.begin(), all.end(), [](const ProcessRecords& a, const ProcessRecords& b) {

@@ -2,6 +2,7 @@
 // including across fork(), with damaged tails, and with files of other versions.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -212,6 +213,30 @@ TEST(ProfileRecords, VersionAndFormatAreChecked) {
   write_file(d.path / "profile-1.jsonl", "");
   EXPECT_THROW(read_records(d.path), kerncap::Error);
   EXPECT_THROW(read_records(d.path / "missing"), kerncap::Error);
+}
+
+// A record file that is a symbolic link (to another file, outside or not) is refused, never
+// followed; a directory or FIFO of that name is no record file and is passed over.
+TEST(ProfileRecords, LinksAmongRecordFilesAreRefused) {
+  TempDir d, elsewhere;
+  const std::string good = R"({"t":"header","format":"kerncap-profile-records","version":1,"pid":3})" "\n";
+  write_file(d.path / "profile-3.jsonl", good);
+  write_file(elsewhere.path / "profile-4.jsonl", good);
+  ASSERT_EQ(read_records(d.path).size(), 1u);
+  std::filesystem::create_directory(d.path / "profile-5.jsonl");
+  ASSERT_EQ(::mkfifo((d.path / "profile-6.jsonl").c_str(), 0600), 0);
+  EXPECT_EQ(read_records(d.path).size(), 1u);
+  std::filesystem::create_symlink(elsewhere.path / "profile-4.jsonl", d.path / "profile-4.jsonl");
+  try {
+    read_records(d.path);
+    FAIL() << "a link among the record files must be refused";
+  } catch (const kerncap::Error& e) {
+    EXPECT_EQ(e.kind(), kerncap::ErrorKind::Input);
+    EXPECT_NE(std::string(e.what()).find("symbolic link"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(d.path / "profile-4.jsonl");
+  std::filesystem::create_symlink("/dev/zero", d.path / "profile-7.jsonl");
+  EXPECT_THROW(read_records(d.path), kerncap::Error);
 }
 
 TEST(ProfileRecords, OpenFailsQuietlyInAMissingDirectory) {
