@@ -263,8 +263,21 @@ Window read_window(const std::filesystem::path& capture_dir) {
 }
 
 bool is_window_capture(const std::filesystem::path& capture_dir) {
+  // Not followed and not guessed: a window.json that is there but no plain file (a directory,
+  // a link, a FIFO) is a damaged or crafted capture, never an ordinary one (its AFTER is the
+  // window's, not its first launch's: judged as one launch, a good variant would FAIL).
   std::error_code ec;
-  return std::filesystem::is_regular_file(capture_dir / kWindowFile, ec);
+  const auto st = std::filesystem::symlink_status(capture_dir / kWindowFile, ec);
+  if (st.type() == std::filesystem::file_type::not_found) return false;
+  if (ec) input_error(fmt::format("cannot look at {}: {}", (capture_dir / kWindowFile).string(), ec.message()));
+  if (st.type() != std::filesystem::file_type::regular)
+    input_error(fmt::format("{} is a {}, not a file: the window capture is damaged or crafted (a capture's files "
+                            "must be plain files inside it); extract it again",
+                            (capture_dir / kWindowFile).string(),
+                            st.type() == std::filesystem::file_type::directory ? "directory"
+                            : st.type() == std::filesystem::file_type::symlink ? "symbolic link"
+                                                                                : "special file"));
+  return true;
 }
 
 }  // namespace kerncap::format

@@ -110,7 +110,8 @@ nlohmann::json to_json(const Window& w);
 Window window_from_json(const nlohmann::json& j);
 // Reads DIR/window.json (DIR: a capture directory), bounded; Error(Input) when absent or bad.
 Window read_window(const std::filesystem::path& capture_dir);
-// Whether a capture directory holds a window.
+// Whether a capture directory holds a window: false when there is no window.json, true for a
+// plain file; Error(Input) when something else is there (a directory, link or FIFO of that name).
 bool is_window_capture(const std::filesystem::path& capture_dir);
 
 }  // namespace kerncap::format

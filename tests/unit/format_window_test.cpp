@@ -3,6 +3,7 @@
 // wrong types, sizes out of bounds, a newer version, names that would leave the directory).
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -165,6 +166,20 @@ TEST(FormatWindow, ReadFromADirectory) {
   { std::ofstream(dir / "elsewhere.json") << to_json(sample()).dump(); }
   std::filesystem::create_symlink(dir / "elsewhere.json", dir / kWindowFile);
   EXPECT_THROW(read_window(dir), kerncap::Error);
+  EXPECT_THROW(is_window_capture(dir), kerncap::Error);  // a link: refused, not taken for a window
+  // A directory (or FIFO) named window.json is no window and no ordinary capture: a clear error.
+  std::filesystem::remove(dir / kWindowFile);
+  std::filesystem::create_directory(dir / kWindowFile);
+  try {
+    is_window_capture(dir);
+    ADD_FAILURE() << "a directory named window.json must be refused";
+  } catch (const kerncap::Error& e) {
+    EXPECT_EQ(e.kind(), kerncap::ErrorKind::Input);
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(dir / kWindowFile);
+  ASSERT_EQ(::mkfifo((dir / kWindowFile).c_str(), 0600), 0);
+  EXPECT_THROW(is_window_capture(dir), kerncap::Error);
   std::filesystem::remove_all(dir);
 }
 
