@@ -4,6 +4,7 @@
 // any change outside the child's work directory.
 //
 //   kerncap_fuzz [--seconds N] [--seed S] [--targets a,b] [--fixtures DIR] [--findings DIR]
+//   kerncap_fuzz --replay FINDING_DIR --targets t   (one saved input again, with its times)
 //   --seconds 1800 for long local runs.
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -11,11 +12,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -39,8 +45,13 @@ struct Options {
   std::vector<std::string> targets = {"cubin", "reproducer"};
   fs::path fixtures;
   fs::path findings;
+  fs::path replay;            // a saved finding's directory, run once
   unsigned cpu_seconds = 1;   // a child using more CPU than this is hung
-  unsigned wall_seconds = 5;  // a child blocked this long opened something it should not (FIFO)
+  // Past this many wall-clock seconds a child that sleeps without using CPU opened something it
+  // should not (a FIFO): it is blocked. One that still gets CPU is only slow to be scheduled (a
+  // loaded machine, nice): its CPU limit judges it, and the hard limit below bounds the wait.
+  unsigned wall_seconds = 5;
+  unsigned hard_wall_seconds = 300;
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -67,17 +78,19 @@ Options parse(int argc, char** argv) {
     else if (a == "--targets") o.targets = split(next());
     else if (a == "--fixtures") o.fixtures = next();
     else if (a == "--findings") o.findings = next();
+    else if (a == "--replay") o.replay = next();
     else {
       std::fprintf(stderr, "usage: kerncap_fuzz [--seconds N] [--seed S] [--targets "
                            "cubin,reproducer,window,reader,outfiles,locate,profile,serve,records,regimes,\n"
                            "regime-kernels,liveout,replace] "
-                           "[--fixtures DIR] [--findings DIR]\n");
+                           "[--fixtures DIR] [--findings DIR] [--replay FINDING_DIR]\n");
       std::exit(2);
     }
   }
   // The fuzzer works from its own temporary directory.
   if (!o.fixtures.empty()) o.fixtures = fs::absolute(o.fixtures);
   if (!o.findings.empty()) o.findings = fs::absolute(o.findings);
+  if (!o.replay.empty()) o.replay = fs::absolute(o.replay);
   return o;
 }
 
@@ -96,7 +109,17 @@ std::string snapshot(const fs::path& root, const fs::path& sentinel) {
   return s;
 }
 
-std::string describe(int status) {
+// How a child ended: its wait status, its CPU seconds, its wall seconds, and what the parent
+// saw when it ended it (empty when the child ended by itself or by its CPU limit).
+struct ChildEnd {
+  int status = 0;
+  double cpu_s = 0, wall_s = 0;
+  std::string stopped;
+};
+
+std::string describe(const ChildEnd& end) {
+  if (!end.stopped.empty()) return end.stopped;
+  const int status = end.status;
   if (WIFEXITED(status)) {
     switch (WEXITSTATUS(status)) {
       case kAccepted: return "";
@@ -109,7 +132,6 @@ std::string describe(int status) {
   }
   const int sig = WTERMSIG(status);
   if (sig == SIGXCPU) return "hang (more than the CPU limit)";
-  if (sig == SIGALRM) return "blocked past the wall-clock limit (opened a FIFO or device outside the capture?)";
   return std::string("killed by signal ") + strsignal(sig);
 }
 
@@ -123,7 +145,47 @@ bool log_mentions(const fs::path& log, const char* needle) {
   return found;
 }
 
-int run_child(const Target& t, const fs::path& work, const Options& o) {
+// A running child's CPU ticks (user + system) and scheduler state from /proc/PID/stat
+// ('R' runnable, 'S' asleep, 'D' in I/O...); false once it is gone.
+bool child_cpu(pid_t pid, unsigned long long& ticks, char& state) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');  // the command name may hold spaces and parentheses
+  if (close == std::string::npos) return false;
+  std::istringstream in(text.substr(close + 1));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  in >> state;
+  for (int i = 4; i <= 13 && in >> field; ++i) {  // fields 4..13: ppid .. cmajflt
+  }
+  if (!(in >> utime >> stime)) return false;
+  ticks = utime + stime;
+  return true;
+}
+
+std::string child_wchan(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/wchan");
+  std::string w;
+  std::getline(f, w);
+  return w.empty() || w == "0" ? "" : ", waiting in " + w;
+}
+
+std::string fmt_seconds(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f", s);
+  return b;
+}
+
+double seconds_of(const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; }
+
+// Runs the target in a forked child with its CPU limit (RLIMIT_CPU: a hang) and watches its
+// wall-clock time from here. Past the wall limit a child is "blocked" only when it sleeps and
+// has used no CPU for two seconds in a row (a FIFO's open or read); one that is runnable or
+// still gaining CPU is only slow to be scheduled on a loaded machine and may go on until its
+// CPU limit or the hard wall limit. (An alarm in the child judged by wall time alone: on a
+// 2-core machine shared with builds, 15 inputs that take 1.5 CPU s were "blocked".)
+ChildEnd run_child(const Target& t, const fs::path& work, const Options& o) {
+  const auto t0 = std::chrono::steady_clock::now();
   const pid_t pid = fork();
   if (pid < 0) {
     std::perror("kerncap_fuzz: fork");
@@ -139,19 +201,125 @@ int run_child(const Target& t, const fs::path& work, const Options& o) {
     const rlim_t cpu_limit = t.cpu_seconds ? t.cpu_seconds : o.cpu_seconds;
     rlimit cpu{cpu_limit, cpu_limit + 1};
     setrlimit(RLIMIT_CPU, &cpu);
-    alarm(o.wall_seconds + (t.cpu_seconds > o.cpu_seconds ? t.cpu_seconds - o.cpu_seconds : 0));
     _exit(t.run(work));
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  const unsigned cpu_limit = t.cpu_seconds ? t.cpu_seconds : o.cpu_seconds;
+  const double wall_limit = o.wall_seconds + (cpu_limit > o.cpu_seconds ? cpu_limit - o.cpu_seconds : 0);
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  ChildEnd end;
+  rusage ru{};
+  unsigned long long last_ticks = 0;
+  int idle_checks = 0;  // checks past the wall limit in a row with no CPU gained, asleep
+  auto next_check = wall_limit;
+  for (long nap_us = 200;;) {
+    const pid_t r = wait4(pid, &end.status, WNOHANG, &ru);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) {
+      std::perror("kerncap_fuzz: wait4");
+      std::exit(1);
+    }
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (wall >= next_check && end.stopped.empty()) {
+      next_check = wall + 1.0;
+      unsigned long long ticks = 0;
+      char state = '?';
+      if (child_cpu(pid, ticks, state)) {
+        const bool asleep = state == 'S' || state == 'D' || state == 'T' || state == 't';
+        idle_checks = asleep && ticks == last_ticks ? idle_checks + 1 : 0;
+        last_ticks = ticks;
+        if (idle_checks >= 3)  // the first check only sets last_ticks
+          end.stopped = "blocked past the wall-clock limit: asleep (state " + std::string(1, state) +
+                        child_wchan(pid) + ") with no CPU time gained for 2 s after " +
+                        std::to_string(static_cast<int>(wall_limit)) + " s, " +
+                        fmt_seconds(static_cast<double>(ticks) / tick) +
+                        " CPU s in all (opened a FIFO or device outside the capture?)";
+        else if (wall >= o.hard_wall_seconds)
+          end.stopped = "still running after the hard wall-clock limit of " + std::to_string(o.hard_wall_seconds) +
+                        " s (" + fmt_seconds(static_cast<double>(ticks) / tick) + " CPU s, state " +
+                        std::string(1, state) + "): slow to be scheduled, or blocked while spinning";
+        if (!end.stopped.empty()) kill(pid, SIGKILL);
+      }
+    }
+    timespec ts{0, nap_us * 1000};
+    nanosleep(&ts, nullptr);
+    nap_us = std::min<long>(nap_us * 2, 20000);  // quick inputs are reaped quickly; long ones cost little
   }
-  return status;
+  end.cpu_s = seconds_of(ru.ru_utime) + seconds_of(ru.ru_stime);
+  end.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return end;
+}
+
+// The watch's own checks (CTest fuzz_hang_watch): a child that blocks on a FIFO must be
+// reported blocked, one that spins past its CPU limit hung, and one that only sleeps a
+// little past the wall limit while it still works must not be reported at all.
+void prepare_fifo(const Seeds&, Rng&, const fs::path& work) { mkfifo((work / "fifo").c_str(), 0600); }
+int run_fifo(const fs::path& work) {
+  std::ifstream in(work / "fifo");  // blocks: nobody writes
+  return kAccepted;
+}
+void prepare_nothing(const Seeds&, Rng&, const fs::path&) {}
+int run_spin(const fs::path&) {
+  volatile uint64_t sink = 0;
+  for (uint64_t i = 0;; ++i) sink = i;
+}
+int run_slow(const fs::path&) {  // 7 s of wall clock, a little CPU every 100 ms
+  for (int i = 0; i < 70; ++i) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    timespec ts{0, 95'000'000};
+    nanosleep(&ts, nullptr);
+  }
+  return kAccepted;
+}
+const std::vector<Target>& self_checks() {
+  static const std::vector<Target> t = {{"selfcheck-fifo", prepare_fifo, run_fifo},
+                                        {"selfcheck-spin", prepare_nothing, run_spin},
+                                        {"selfcheck-slow", prepare_nothing, run_slow}};
+  return t;
+}
+
+std::string judge(const ChildEnd& end, const fs::path& work) {
+  std::string problem = describe(end);
+  if (!problem.empty() && log_mentions(work / "child.log", "Sanitizer"))
+    problem = "sanitizer report (" + problem + ")";  // a report cut short by a limit is still a report
+  return problem;
+}
+
+// --replay DIR: a saved finding's input (the work directory as it was) run again by the first
+// target named, in a copy, with the same limits; prints its outcome and CPU and wall seconds.
+int replay(const Options& o) {
+  const Target* t = nullptr;
+  for (const auto* list : {&all_targets(), &self_checks()})
+    for (const auto& cand : *list)
+      if (!o.targets.empty() && cand.name == o.targets.front()) t = &cand;
+  if (!t) {
+    std::fprintf(stderr, "kerncap_fuzz: --replay needs --targets NAME (the finding's target)\n");
+    return 2;
+  }
+  char tmpl[] = "/tmp/kerncap-fuzz-replay-XXXXXX";
+  if (!mkdtemp(tmpl)) return 1;
+  const fs::path work = fs::path(tmpl) / "work";
+  fs::copy(o.replay, work, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  const ChildEnd end = run_child(*t, work, o);
+  const std::string problem = judge(end, work);
+  std::printf("kerncap_fuzz: replay of %s by %s: %s, %s CPU s, %s s\n", o.replay.c_str(), t->name.c_str(),
+              problem.empty() ? (WEXITSTATUS(end.status) == kAccepted ? "accepted" : "refused") : problem.c_str(),
+              fmt_seconds(end.cpu_s).c_str(), fmt_seconds(end.wall_s).c_str());
+  if (std::FILE* log = std::fopen((work / "child.log").c_str(), "r")) {
+    char line[512];
+    for (int n = 0; n < 30 && std::fgets(line, sizeof line, log); ++n) std::printf("  | %s", line);
+    std::fclose(log);
+  }
+  fs::remove_all(tmpl);
+  return problem.empty() ? 0 : 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  if (!o.replay.empty()) return replay(o);
   char tmpl[] = "/tmp/kerncap-fuzz-XXXXXX";
   if (!mkdtemp(tmpl)) {
     std::perror("kerncap_fuzz: mkdtemp");
@@ -170,8 +338,9 @@ int main(int argc, char** argv) {
   std::vector<const Target*> chosen;
   for (const auto& name : o.targets) {
     const Target* found = nullptr;
-    for (const auto& t : all_targets())
-      if (t.name == name) found = &t;
+    for (const auto* list : {&all_targets(), &self_checks()})
+      for (const auto& t : *list)
+        if (t.name == name) found = &t;
     if (!found) {
       std::fprintf(stderr, "kerncap_fuzz: no target '%s' (cubin, reproducer, window, reader, outfiles, locate, "
                            "profile, serve, records, regimes, regime-kernels, liveout, replace)\n", name.c_str());
@@ -202,13 +371,12 @@ int main(int argc, char** argv) {
     fs::create_directories(work);
     Rng input_rng(rng());
     t.prepare(seeds, input_rng, work);
-    const int status = run_child(t, work, o);
+    const ChildEnd end = run_child(t, work, o);
     Count& c = counts[ti];
     ++c.runs;
-    std::string problem = describe(status);
-    if (!problem.empty() && log_mentions(work / "child.log", "Sanitizer"))
-      problem = "sanitizer report (" + problem + ")";  // a report cut short by a limit is still a report
-    if (problem.empty()) (WEXITSTATUS(status) == kAccepted ? c.accepted : c.refused)++;
+    std::string problem = judge(end, work);
+    if (problem.empty()) (WEXITSTATUS(end.status) == kAccepted ? c.accepted : c.refused)++;
+    if (!problem.empty()) problem += " [" + fmt_seconds(end.cpu_s) + " CPU s, " + fmt_seconds(end.wall_s) + " s]";
     const std::string after = snapshot(root, sentinel);
     if (after != before) problem += (problem.empty() ? "" : "; ") + std::string("changed files outside its work directory");
     if (problem.empty()) continue;
