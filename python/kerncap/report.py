@@ -67,11 +67,24 @@ def _shape(grid, block, smem=0) -> str:
     return s + (f" smem {smem}" if smem else "")
 
 
+def _no_links(out: str, *parts: str) -> str:
+    """OUT/parts..., refusing any component below OUT that is a symbolic link: a link inside a
+    set or capture that other people made could lead anywhere (a name check alone, or a check
+    of the resolved path, lets it). OUT itself is what the user named and may be a link."""
+    path = out
+    for part in parts:
+        path = os.path.join(path, part)
+        if os.path.islink(path):
+            raise ValueError(f"{path} is a symbolic link; a capture's and a regime set's files and directories "
+                             "must be plain ones inside OUT (links are not followed)")
+    return path
+
+
 def _inside(out: str, name: str) -> str:
-    """OUT/name, refusing names that leave OUT (regimes.json is untrusted)."""
-    if not name or name.startswith(".") or "/" in name or "\\" in name:
+    """OUT/name, refusing names that leave OUT (regimes.json is untrusted) and links."""
+    if not name or name.startswith(".") or "/" in name or "\\" in name or "\0" in name:
         raise ValueError(f"regimes.json names a directory outside OUT: {name!r}")
-    return os.path.join(out, name)
+    return _no_links(out, name)
 
 
 def load(out: str, verdict_path: Optional[str], lint: bool, kerncap: Optional[str]) -> Dict[str, Any]:
@@ -93,7 +106,7 @@ def load(out: str, verdict_path: Optional[str], lint: bool, kerncap: Optional[st
             regimes.append(Regime(dir=str(r["dir"]), shape=_shape(r["grid"], r["block"], r.get("dynamic_shared", 0)),
                                   launches=int(r["launches"]), share=float(r["share"]), captured=bool(r["captured"])))
     else:
-        manifest = _read_json(os.path.join(out, "capture", "manifest.json"), "capture manifest")
+        manifest = _read_json(_no_links(out, "capture", "manifest.json"), "capture manifest")
         title = manifest.get("kernel", {}).get("demangled", "")
         launch = manifest.get("launch", {})
         regimes.append(Regime(dir=".", shape=_shape(launch.get("grid", []), launch.get("block", []),
@@ -119,7 +132,7 @@ def load(out: str, verdict_path: Optional[str], lint: bool, kerncap: Optional[st
                              "prints for this OUT")
     for g in regimes:
         d = out if g.dir == "." else _inside(out, g.dir)
-        fp = os.path.join(d, "capture", "footprint.json")
+        fp = _no_links(d, "capture", "footprint.json")
         if os.path.isfile(fp) and not os.path.islink(fp):
             g.footprint = [r for r in _read_json(fp, "footprint").get("regions", []) if isinstance(r, dict)]
         if lint and g.captured and kerncap:

@@ -73,6 +73,30 @@ def test_bad_inputs_are_clear_errors(tmp_path, capsys):
     assert report.main([str(many / "00-scaleShift"), "--no-lint", "-o", str(tmp_path / "r.html")]) == 0
 
 
+def test_links_inside_the_set_are_refused_not_followed(tmp_path, capsys):
+    """A regime's directory, its capture directory or a plain capture's `capture` that is a
+    symbolic link (to another set, to a directory outside) is an error naming the link; the
+    page would otherwise show (and `lint` run on) what lies elsewhere."""
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(os.path.join(FIXTURE, "set"), elsewhere)
+    for link_at in ("01-scaleShift", "01-scaleShift/capture"):
+        out = tmp_path / ("set-" + link_at.replace("/", "-"))
+        shutil.copytree(os.path.join(FIXTURE, "set"), out)
+        shutil.rmtree(out / link_at)
+        os.symlink(elsewhere / link_at, out / link_at)
+        assert report.main([str(out), "--no-lint", "-o", str(tmp_path / "r.html")]) == 2
+        err = capsys.readouterr().err
+        assert "is a symbolic link" in err and link_at in err, err
+    one = tmp_path / "one"
+    one.mkdir()
+    os.symlink(elsewhere / "00-scaleShift" / "capture", one / "capture")
+    assert report.main([str(one), "--no-lint", "-o", str(tmp_path / "r.html")]) == 2
+    assert "is a symbolic link" in capsys.readouterr().err
+    # OUT itself is what the user named: a link to a set is followed.
+    os.symlink(elsewhere, tmp_path / "named")
+    assert report.main([str(tmp_path / "named"), "--no-lint", "-o", str(tmp_path / "r.html")]) == 0
+
+
 @pytest.mark.skipif(report_browser.browser() is None,
                     reason="no headless browser (scripts/install-deps.sh installs chromium)")
 def test_a_real_browser_renders_every_chart_without_console_errors(page):
