@@ -35,7 +35,8 @@ def main():
     regions = [(r["id"], int(r["base"], 16), r["size"]) for r in json.load(open(os.path.join(cap, "manifest.json")))["regions"]]
 
     def name(i):
-        return ops[i].get("name", "") if ops[i].get("kind") == "kernel" else ""
+        # window.json keeps the mangled name; Itanium mangling keeps the identifiers searched for.
+        return (ops[i].get("name") or ops[i].get("mangled", "")) if ops[i].get("kind") == "kernel" else ""
 
     def pointers(i):
         raw = open(os.path.join(cap, "window", "op-%06d.params" % i), "rb").read()
@@ -51,7 +52,7 @@ def main():
                   if all(word in name(i + k) for k, word in enumerate(SHAPE))), None)
     if first is None:
         sys.exit("no run of the eight RMSNorm kernels (%s) in the window: %s" %
-                 (", ".join(SHAPE), "; ".join(name(i).split("(")[0][-50:] or ops[i].get("kind", "?") for i in range(len(ops)))))
+                 (", ".join(SHAPE), "; ".join(name(i)[-60:] or ops[i].get("kind", "?") for i in range(len(ops)))))
     last = first + len(SHAPE) - 1
     raw, cp = pointers(first)
     _, to16 = pointers(last - 1)
