@@ -33,7 +33,7 @@ bool graph_has_kernel(const GraphExec& g, const std::function<bool(const std::st
 }
 
 std::optional<std::vector<GraphWindowStep>> plan_graph_window(const GraphExec& g, const IsTracked& tracked,
-                                                             uint64_t h2d_budget, std::string* why) {
+                                                             uint64_t h2d_budget, std::string* why, bool need_kernel) {
   if (!g.stale.empty()) {
     *why = "kerncap cannot follow this graph: " + g.stale;
     return std::nullopt;
@@ -150,11 +150,59 @@ std::optional<std::vector<GraphWindowStep>> plan_graph_window(const GraphExec& g
         return std::nullopt;
     }
   }
-  if (std::none_of(steps.begin(), steps.end(), [](const GraphWindowStep& s) { return s.kernel; })) {
+  if (need_kernel && std::none_of(steps.begin(), steps.end(), [](const GraphWindowStep& s) { return s.kernel; })) {
     *why = "the graph has no kernel node to run";
     return std::nullopt;
   }
   return steps;
+}
+
+void visit_graph_accesses(const GraphExec& g, const GraphAccessVisitor& v) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const GraphNode& n = g.nodes[i];
+    if (!n.enabled) continue;
+    switch (n.type) {
+      case CU_GRAPH_NODE_TYPE_KERNEL:
+        if (n.kernel) v.kernel(*n.kernel);
+        else v.opaque(graph_node_text(g, i) + " in a CUDA graph launch: its launch could not be read");
+        continue;
+      case CU_GRAPH_NODE_TYPE_EMPTY:
+      case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+        continue;
+      case CU_GRAPH_NODE_TYPE_MEMSET: {
+        if (!n.memset) continue;  // a write not seen errs towards live
+        const CUDA_MEMSET_NODE_PARAMS& p = *n.memset;
+        const uint64_t elem = p.elementSize, rows = std::max<size_t>(p.height, 1);
+        if (rows == 1 || p.pitch == p.width * elem)
+          v.write(p.dst, rows * p.width * elem, "a memset node of a CUDA graph launch");
+        continue;
+      }
+      case CU_GRAPH_NODE_TYPE_MEMCPY: {
+        if (!n.memcpy) {
+          v.opaque(graph_node_text(g, i) + " in a CUDA graph launch: its parameters are unknown");
+          continue;
+        }
+        const CUDA_MEMCPY3D& c = *n.memcpy;
+        const bool src_dev = c.srcMemoryType == CU_MEMORYTYPE_DEVICE || c.srcMemoryType == CU_MEMORYTYPE_UNIFIED;
+        const bool dst_dev = c.dstMemoryType == CU_MEMORYTYPE_DEVICE || c.dstMemoryType == CU_MEMORYTYPE_UNIFIED;
+        uint64_t src_off = 0, dst_off = 0;
+        const uint64_t run = graph_copy_run(c, &src_off, &dst_off);
+        if (src_dev) {
+          const uint64_t h = std::max<size_t>(c.Height, 1), d = std::max<size_t>(c.Depth, 1);
+          const uint64_t first = c.srcXInBytes + uint64_t{c.srcY} * c.srcPitch +
+                                 uint64_t{c.srcZ} * c.srcHeight * c.srcPitch;
+          const uint64_t span = run ? run : (d - 1) * c.srcHeight * c.srcPitch + (h - 1) * c.srcPitch + c.WidthInBytes;
+          v.read(c.srcDevice + first, span, "a copy node of a CUDA graph launch");
+        }
+        if (dst_dev && run) v.write(c.dstDevice + dst_off, run, "a copy node of a CUDA graph launch");
+        continue;
+      }
+      default:
+        v.opaque(fmt::format("a {} node in a CUDA graph launch", node_type_name(n.type)));
+        continue;
+    }
+  }
 }
 
 }  // namespace kerncap::capture

@@ -33,11 +33,27 @@ struct GraphWindowStep {
 using IsTracked = std::function<bool(uint64_t addr, uint64_t bytes)>;
 
 // The window's steps in GraphExec's order, or nullopt with `why` (naming the node and its kind).
-// At least one is a kernel: the first kernel step is the capture's own launch (the manifest's),
-// whatever memsets or copies come before it. `h2d_budget`: the host bytes a window may keep
-// (format::kMaxWindowH2DBytes).
+// With `need_kernel` (a graph launch's own window) at least one is a kernel: the first kernel
+// step is the capture's own launch (the manifest's), whatever memsets or copies come before it;
+// a graph launched inside a FROM..TO window may hold memory operations only. `h2d_budget`: the
+// host bytes a window may still keep (format::kMaxWindowH2DBytes).
 std::optional<std::vector<GraphWindowStep>> plan_graph_window(const GraphExec& g, const IsTracked& tracked,
-                                                             uint64_t h2d_budget, std::string* why);
+                                                             uint64_t h2d_budget, std::string* why,
+                                                             bool need_kernel = true);
+
+// What a graph launch does to device memory, node by node in GraphExec's order, for the live-out
+// observation after a window (window_liveout.hpp): each enabled kernel node (its parameter bytes
+// are what a launch's are), the device bytes a memset or copy node writes and those a copy
+// reads, and `opaque` for a node whose reads cannot be seen (a host callback, a child graph, a
+// conditional, ...). A pitched copy reads the whole span from its first byte to its last (more
+// than it reads: errs towards live); a pitched write is not reported (errs towards live too).
+struct GraphAccessVisitor {
+  std::function<void(const GraphKernel&)> kernel;
+  std::function<void(uint64_t addr, uint64_t bytes, const std::string& what)> read;
+  std::function<void(uint64_t addr, uint64_t bytes, const std::string& what)> write;
+  std::function<void(const std::string& what)> opaque;
+};
+void visit_graph_accesses(const GraphExec& g, const GraphAccessVisitor& v);
 
 // Whether the graph holds a kernel node whose mangled name `matches` (the graph window's pattern).
 bool graph_has_kernel(const GraphExec& g, const std::function<bool(const std::string& mangled)>& matches);

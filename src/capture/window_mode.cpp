@@ -338,8 +338,11 @@ struct WindowMode {
       : config(std::move(c)), inventory(config), capturer(config, inventory), ops(inventory), ends(capturer, ops, config),
         recorder(config, inventory, queries, ops, ends), watcher(config, inventory, queries, recorder),
         graphs(graph_queries) {
-    if (config.window_graph)
-      recorder.watch_graphs(graphs, config.in_app_time == Config::InAppTime::Match ? &enable_in_app_records : nullptr);
+    // Every window follows graphs: a graph launch's window is one, and a FROM..TO window records
+    // the graphs its stream launches (or refuses itself) and observes those launched after it.
+    recorder.watch_graphs(graphs, config.window_graph && config.in_app_time == Config::InAppTime::Match
+                                      ? &enable_in_app_records
+                                      : nullptr);
   }
   Config config;
   Inventory inventory;
@@ -349,8 +352,8 @@ struct WindowMode {
   CapturerWindowEnds ends;
   WindowRecorder recorder;
   LaunchWatcher watcher;
-  // A graph launch's window (Config::window_graph): the one graph tracker, fed here (the
-  // watcher, with no target of its own in that mode, follows no graph).
+  // The one graph tracker, fed here (the watcher follows no graph in window mode): the graph
+  // launch's window (Config::window_graph), and graphs inside or after a FROM..TO window.
   DriverGraphQueries graph_queries;
   GraphTracker graphs;
 };
@@ -359,7 +362,7 @@ WindowMode* g_window = nullptr;  // leaked on purpose: callbacks may fire during
 void CUPTIAPI window_trampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   try {
     auto* mode = static_cast<WindowMode*>(userdata);
-    if (mode->config.window_graph && domain == CUPTI_CB_DOMAIN_DRIVER_API && !t_in_tool) {
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && !t_in_tool) {
       ToolScope scope;
       if (mode->graphs.on_driver_api(cbid, static_cast<const CUpti_CallbackData*>(data))) return;
     }

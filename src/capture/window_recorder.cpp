@@ -200,9 +200,7 @@ void WindowRecorder::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId c
   if (st == State::Observing) {
     if (cb->callbackSite != CUPTI_API_ENTER) return;
     if (window_is_graph_launch(cbid)) {
-      std::lock_guard lk(mu_);
-      if (state_ == State::Observing && observer_)
-        observer_->on_opaque("a CUDA graph launch (its kernels' parameters are not looked into)");
+      observe_graph(cb);
       return;
     }
     if (is_launch_cbid(cbid)) observe_launch(cbid, cb);
@@ -223,12 +221,12 @@ void WindowRecorder::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId c
     if (last) complete(*cb);
     return;
   }
-  if (cb->callbackSite != CUPTI_API_ENTER) return;
   if (window_is_graph_launch(cbid)) {
-    std::lock_guard lk(mu_);
-    if (state_ == State::Open) foreign("a CUDA graph launch (graphs inside a window are not recorded)");
+    if (cb->callbackSite == CUPTI_API_ENTER) on_graph_in_window(cb);
+    else if (st == State::Ending) graph_window_ends(cbid, cb);  // a window ending with a graph's last kernel
     return;
   }
+  if (cb->callbackSite != CUPTI_API_ENTER) return;
   if (window_event_call(cbid) != WindowEventCall::None) {
     on_event_call(cbid, cb);
     return;
@@ -502,13 +500,146 @@ bool WindowRecorder::graph_window_ends(CUpti_CallbackId, const CUpti_CallbackDat
   if (cb->callbackSite != CUPTI_API_EXIT) return false;
   {
     std::lock_guard lk(mu_);
-    if (!graph_window_ || state_ != State::Ending || cb->correlationId != last_correlation_ ||
+    if ((!graph_window_ && !end_in_graph_) || state_ != State::Ending || cb->correlationId != last_correlation_ ||
         std::this_thread::get_id() != last_thread_)
       return false;
   }
   ToolScope scope;
   complete(*cb);
   return true;
+}
+
+void WindowRecorder::on_graph_in_window(const CUpti_CallbackData* cb) {
+  // cuGraphLaunch and cuGraphLaunch_ptsz both take (CUgraphExec, CUstream).
+  const auto* p = static_cast<const cuGraphLaunch_ptsz_params*>(cb->functionParams);
+  {
+    std::lock_guard lk(mu_);
+    if (state_ != State::Open) return;
+    if (graph_window_) {  // a graph window's operations are its own graph's
+      foreign("a CUDA graph launch during the graph launch");
+      return;
+    }
+  }
+  // On a capturing stream the graph does not run now (it becomes part of the graph captured).
+  if (driver_.stream_is_capturing(p->hStream)) return;
+  const std::shared_ptr<const GraphExec> g = graphs_ ? graphs_->launched(p->hGraphExec) : nullptr;
+  const std::vector<TrackedRange> live = inventory_.tracker.live();
+  std::lock_guard lk(mu_);
+  if (state_ != State::Open) return;
+  if (p->hStream != stream_) {
+    const std::string what = "a CUDA graph launch on another stream";
+    OtherStream& other = other_streams_[p->hStream];
+    if (!other.ops++) other.example = what;
+    foreign(what);
+    return;
+  }
+  // On the window's stream the graph's work is the window's: recorded whole, or the window is
+  // refused (a window without it would replay something else than the application ran).
+  const size_t after = window_.ops.size() - 1;
+  if (!g) {
+    fail(fmt::format("the window's stream launches a CUDA graph after its operation {} that kerncap did not see "
+                     "instantiated (instantiated before kerncap was loaded, or unreadable): its work cannot be "
+                     "recorded, and a window without it is not captured",
+                     after));
+    return;
+  }
+  std::string why;
+  const auto steps = plan_graph_window(
+      *g,
+      [&](uint64_t addr, uint64_t bytes) {
+        return std::any_of(live.begin(), live.end(),
+                           [&](const TrackedRange& r) { return addr >= r.base && addr - r.base + bytes <= r.size; });
+      },
+      format::kMaxWindowH2DBytes - std::min(h2d_bytes_, format::kMaxWindowH2DBytes), &why, false);
+  if (!steps) {
+    fail(fmt::format("the window's stream launches a CUDA graph ({} nodes) after its operation {} that cannot be "
+                     "recorded as the window's operations: {}",
+                     g->nodes.size(), after, why));
+    return;
+  }
+  if (window_.ops.size() + steps->size() > format::kMaxWindowOps) {
+    fail(fmt::format("the window has more than {} operations (with a CUDA graph's {})", format::kMaxWindowOps,
+                     steps->size()));
+    return;
+  }
+  bool ends = false;
+  for (size_t i = 0; i < steps->size(); ++i) {
+    const GraphWindowStep& step = (*steps)[i];
+    format::WindowOp op;
+    if (step.kernel) {
+      const GraphKernel& k = *g->nodes[step.node].kernel;
+      const GraphNodeLaunch launch(k, p->hStream, *cb);
+      if (!ops_.describe_kernel(GraphNodeLaunch::kCbid, launch.entry, k.mangled, window_.ops.size(), &op, &why)) {
+        fail(fmt::format("node {} ({}) of the CUDA graph launched after the window's operation {} cannot be "
+                         "recorded: {}",
+                         step.node, names::demangle(k.mangled), after, why));
+        return;
+      }
+      op.launch_index = first_launch_index_ + ++launches_since_;
+      if (is_end(k.mangled)) {
+        // A window ends at a launch's exit, and a graph launch's exit is its last node's end.
+        if (i + 1 != steps->size()) {
+          fail(fmt::format("the window's end ({} match {}) is node {} of the CUDA graph launched after the "
+                           "window's operation {}, with {} more operation(s) of that graph after it: a window ends "
+                           "with a whole graph launch (end it at the graph's last kernel node, or at a launch after "
+                           "the graph)",
+                           names::demangle(k.mangled), config_.window_end_dispatch, step.node, after,
+                           steps->size() - i - 1));
+          return;
+        }
+        ends = true;
+      }
+    } else {
+      op = std::move(*step.op);
+      if (op.kind == format::WindowOp::Kind::CopyH2D) h2d_bytes_ += op.bytes;
+    }
+    window_.ops.push_back(std::move(op));
+    correlations_.push_back(step.kernel ? cb->correlationId : 0);
+  }
+  graph_correlations_.insert(cb->correlationId);
+  log::info("window: a CUDA graph launch on its stream: {} operation(s) of its {} node(s) recorded after operation {}",
+            steps->size(), g->nodes.size(), after);
+  if (ends) {
+    state_ = State::Ending;
+    end_in_graph_ = true;
+    last_correlation_ = cb->correlationId;
+    last_thread_ = std::this_thread::get_id();
+    log::info("window: ends with the graph launch's last operation ({})", window_.ops.size() - 1);
+  }
+}
+
+void WindowRecorder::observe_graph(const CUpti_CallbackData* cb) {
+  const auto* p = static_cast<const cuGraphLaunch_ptsz_params*>(cb->functionParams);
+  if (driver_.stream_is_capturing(p->hStream)) return;  // it does not run now
+  const std::shared_ptr<const GraphExec> g = graphs_ ? graphs_->launched(p->hGraphExec) : nullptr;
+  bool over = false;
+  {
+    std::lock_guard lk(mu_);
+    if (state_ != State::Observing || !observer_) return;
+    if (!g || !g->stale.empty()) {
+      observer_->on_opaque(!g ? "a CUDA graph launch kerncap did not see instantiated"
+                              : "a CUDA graph launch kerncap cannot follow (" + g->stale + ")");
+      return;
+    }
+    visit_graph_accesses(*g, GraphAccessVisitor{
+                                 [&](const GraphKernel& k) {
+                                   if (over) return;  // the horizon was reached inside this graph
+                                   ++launches_since_;
+                                   over = observer_->on_launch(k.mangled, first_launch_index_ + launches_since_,
+                                                               k.params) || over;
+                                 },
+                                 [&](uint64_t a, uint64_t n, const std::string& w) {
+                                   if (!over) observer_->on_read(a, n, w);
+                                 },
+                                 [&](uint64_t a, uint64_t n, const std::string& w) {
+                                   if (!over) observer_->on_write(a, n, w);
+                                 },
+                                 [&](const std::string& w) {
+                                   if (!over) observer_->on_opaque(w);
+                                 },
+                             });
+  }
+  if (over) end_observation(true);
 }
 
 void WindowRecorder::on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
@@ -671,7 +802,7 @@ void WindowRecorder::fill_in_app(format::Window& w) const {
     for (size_t r = 0; r < records_.size(); ++r)
       // A graph's kernels share the graph launch's correlation id: each takes a record of its own kernel.
       if (!used[r] && correlations_[i] && records_[r].correlation == correlations_[i] &&
-          (!graph_window_ || records_[r].name == w.ops[i].mangled)) {
+          ((!graph_window_ && !graph_correlations_.count(correlations_[i])) || records_[r].name == w.ops[i].mangled)) {
         used[r] = true;
         by_op[i] = &records_[r];
         break;

@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -97,9 +98,12 @@ class WindowRecorder final : public TargetCapture {
   void on_kernel_record(uint32_t correlation, const char* name, uint64_t start_ns, uint64_t end_ns);
   // The application is ending: a window begun and not ended is reported (never published).
   void at_exit();
-  // A window of one graph launch (Config::window_graph): the executables `graphs` tracks (the
-  // caller feeds it the graph callbacks). The window's kernels' launch indices are counted
-  // from the graph launch's first kernel (0), in node order.
+  // The executables `graphs` tracks (the caller feeds it the graph callbacks). A window of one
+  // graph launch (Config::window_graph) is found among them: its kernels' launch indices are
+  // counted from the graph launch's first kernel (0), in node order. In a FROM..TO window, a
+  // graph launched on the window's stream becomes its nodes' operations in the same order (or
+  // refuses the window), and a graph launched after the window is looked into by the live-out
+  // observation. Without this call a graph launch inside a window refuses it.
   // `on_open` (optional) runs when the graph launch is found, before BEFORE: kernel records on.
   void watch_graphs(GraphTracker& graphs, void (*on_open)() = nullptr) {
     graphs_ = &graphs;
@@ -119,6 +123,12 @@ class WindowRecorder final : public TargetCapture {
   // with every node recorded at once: window_graph.hpp) and the window's own launch's exit.
   void on_graph_launch_entry(const CUpti_CallbackData* cb);
   bool graph_window_ends(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+  // FROM..TO window: a graph launch's entry while the window is open. On the window's stream
+  // its nodes are appended as operations (window_graph.hpp, as a graph window records them);
+  // what cannot be recorded refuses the window, never a window without the graph's work.
+  void on_graph_in_window(const CUpti_CallbackData* cb);
+  // After the window: a graph launch's nodes as the observation's launches, reads and writes.
+  void observe_graph(const CUpti_CallbackData* cb);
   void on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   // Event records and waits: the window's stream waiting on work of another stream during the
   // window refuses the window (never a replay without that stream's writes: docs/window.md).
@@ -177,6 +187,8 @@ class WindowRecorder final : public TargetCapture {
   uint64_t graph_matches_ = 0;   // graph launches counted (their graph holds a matching kernel)
   bool graph_window_ = false;    // the window is a graph launch: its kernels share one correlation id
   bool graph_unseen_ = false;    // a graph launch of an executable the tracker never saw
+  bool end_in_graph_ = false;    // a FROM..TO window ends with a graph launch's last kernel
+  std::set<uint32_t> graph_correlations_;  // graph launches inside a FROM..TO window (records by name)
   uint64_t h2d_bytes_ = 0;  // host bytes of the window's host-to-device copies, kept
   uint64_t open_ns_ = 0;
   static constexpr size_t kMaxRecords = 1 << 20;

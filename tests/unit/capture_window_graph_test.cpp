@@ -114,8 +114,15 @@ struct WgOps : WindowOps {
   std::vector<std::string> described;
   bool describe_kernel(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, const std::string& mangled, size_t index,
                        WindowOp* op, std::string*) override {
-    EXPECT_EQ(cbid, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx);
     described.push_back(mangled);
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) {  // an eager launch of a FROM..TO window
+      op->kind = WindowOp::Kind::Kernel;
+      op->mangled = mangled;
+      op->image_hash = 0x100 + index;
+      op->image_kind = "cubin";
+      return true;
+    }
+    EXPECT_EQ(cbid, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx);
     // The node as a launch: its shape and parameter bytes (GraphNodeLaunch), never launched.
     const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb.functionParams);
     op->kind = WindowOp::Kind::Kernel;
@@ -140,13 +147,15 @@ struct WgEnds : WindowEnds {
     begun_correlation.push_back(t.entry->correlationId);
     return true;
   }
+  std::optional<std::vector<WindowChanged>> changed;  // as published (the observation's regions)
   std::optional<std::vector<WindowChanged>> finish(uint32_t, const CUpti_CallbackData&,
                                                    const std::function<kerncap::format::Window()>& w) override {
     finished.push_back(w());
-    return std::nullopt;
+    return changed;
   }
   void abandon(uint32_t, const std::string& why) override { abandoned.push_back(why); }
-  void observed(const kerncap::format::WindowLiveOut&, bool) override {}
+  std::vector<kerncap::format::WindowLiveOut> observed_results;
+  void observed(const kerncap::format::WindowLiveOut& r, bool) override { observed_results.push_back(r); }
 };
 
 struct GraphWindowHarness {
@@ -163,11 +172,22 @@ struct GraphWindowHarness {
   uint32_t next = 1;
 
   GraphWindowHarness(uint64_t launch, std::string pattern) {
-    config.mode = Mode::Capture;
-    config.output = dir.path().string();
     config.window_graph = true;
     config.window_graph_launch = launch;
     config.window_graph_kernel = std::move(pattern);
+    init();
+  }
+  // A FROM..TO window (the graph tracker wired in as window_mode.cpp does for every window).
+  GraphWindowHarness(const char* from, const char* to, uint64_t to_dispatch, uint64_t observe = 0) {
+    config.kernel = from;
+    config.window_end = to;
+    config.window_end_dispatch = to_dispatch;
+    config.window_observe = observe;
+    init();
+  }
+  void init() {
+    config.mode = Mode::Capture;
+    config.output = dir.path().string();
     config.closure_all = true;
     events_open(config.output);
     inventory = std::make_unique<Inventory>(config);
@@ -189,6 +209,13 @@ struct GraphWindowHarness {
     CUgraphExec out = exec;
     FakeCall<cuGraphInstantiateWithFlags_params> c({&out, graph, 0});
     call(CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &c.cb);
+  }
+  uint32_t launch(const char* symbol, CUstream s) {
+    const uint32_t c = next++;
+    FakeLaunch l(symbol, c, s);
+    call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.entry());
+    call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.exit());
+    return c;
   }
   uint32_t graph_launch(CUgraphExec exec, CUstream stream) {
     const uint32_t c = next++;
@@ -488,4 +515,144 @@ TEST(CaptureWindowGraph, LaunchesThatDoNotRunOrDoNotMatchAreNotCounted) {
   h.graph_launch(exec, s);  // launch 0 of the graphs holding exp_kernel
   ASSERT_EQ(h.ends.finished.size(), 1u);
   EXPECT_EQ(op_names(h.ends.finished[0]), (std::vector<std::string>{kExp, kSum}));
+}
+
+// ---- A CUDA graph launched inside a FROM..TO window ----
+constexpr const char* kPre = "_Z3prePf";
+constexpr const char* kPost = "_Z4postPf";
+
+// The window's stream launches a graph between its eager kernels (a torch.cuda.CUDAGraph replay
+// between eager ops): the graph's nodes are the window's operations in the tracker's order, its
+// kernels' in-app times matched by name among the records of the graph launch's correlation id.
+TEST(CaptureWindowGraph, AGraphLaunchedInsideAWindowIsRecordedAsItsNodes) {
+  GraphWindowHarness h(kPre, kPost, 0);
+  const CUgraph graph = handle<CUgraph>(0x500);
+  h.graph_queries.graphs[graph] = {gkernel(0x10, 1, kExp), gmemset(0x20, 2, kBuf + 64, 16, {0}),
+                                   gkernel(0x30, 3, kSum, {1})};
+  const CUgraphExec exec = handle<CUgraphExec>(0xe1);
+  h.instantiate(exec, graph);
+  const CUstream s = handle<CUstream>(0x77);
+  const uint32_t pre = h.launch(kPre, s);
+  const uint32_t g = h.graph_launch(exec, s);
+  h.recorder->on_kernel_record(g, kSum, 3000, 3300);
+  h.recorder->on_kernel_record(g, kExp, 2000, 2200);
+  h.recorder->on_kernel_record(pre, kPre, 1000, 1100);
+  h.launch(kPost, s);
+  ASSERT_EQ(h.ends.finished.size(), 1u) << (h.ends.abandoned.empty() ? "" : h.ends.abandoned[0]);
+  const kerncap::format::Window& w = h.ends.finished[0];
+  EXPECT_EQ(op_names(w), (std::vector<std::string>{kPre, kExp, "memset", kSum, kPost}));
+  EXPECT_EQ(w.foreign_ops, 0u);
+  EXPECT_FALSE(w.graph);  // a FROM..TO window, not a graph launch's
+  EXPECT_EQ(w.ops[2].dst, kBuf + 64);
+  ASSERT_TRUE(w.ops[1].in_app_ns && w.ops[3].in_app_ns);
+  EXPECT_EQ(*w.ops[1].in_app_ns, 200u);
+  EXPECT_EQ(*w.ops[3].in_app_ns, 300u);
+  // The strict reader takes it back.
+  EXPECT_EQ(op_names(kerncap::format::window_from_json(nlohmann::json::parse(to_json(w).dump()))), op_names(w));
+}
+
+// The window's end may be the graph's last operation (it ends at the graph launch's exit), never
+// a node with more of the graph after it.
+TEST(CaptureWindowGraph, AWindowEndsWithAWholeGraphLaunchOrIsRefused) {
+  const CUgraph graph = handle<CUgraph>(0x500);
+  const CUgraphExec exec = handle<CUgraphExec>(0xe1);
+  const CUstream s = handle<CUstream>(0x77);
+  {
+    GraphWindowHarness h(kPre, "reduce_kernel", 0);
+    h.graph_queries.graphs[graph] = {gkernel(0x10, 1, kExp), gkernel(0x30, 3, kSum, {0})};
+    h.instantiate(exec, graph);
+    h.launch(kPre, s);
+    h.graph_launch(exec, s);
+    ASSERT_EQ(h.ends.finished.size(), 1u) << (h.ends.abandoned.empty() ? "" : h.ends.abandoned[0]);
+    EXPECT_EQ(op_names(h.ends.finished[0]), (std::vector<std::string>{kPre, kExp, kSum}));
+  }
+  {
+    GraphWindowHarness h(kPre, "exp_kernel", 0);
+    h.graph_queries.graphs[graph] = {gkernel(0x10, 1, kExp), gkernel(0x30, 3, kSum, {0})};
+    h.instantiate(exec, graph);
+    h.launch(kPre, s);
+    h.graph_launch(exec, s);
+    h.launch(kPost, s);
+    EXPECT_TRUE(h.ends.finished.empty());
+    ASSERT_EQ(h.ends.abandoned.size(), 1u);
+    EXPECT_NE(h.ends.abandoned[0].find("a window ends with a whole graph launch"), std::string::npos)
+        << h.ends.abandoned[0];
+    EXPECT_NE(h.ends.abandoned[0].find("1 more operation(s)"), std::string::npos) << h.ends.abandoned[0];
+  }
+}
+
+// Never a window silently without a graph's work: a graph kerncap did not see instantiated, or
+// one with a node a window cannot replay, refuses it; a graph on another stream is foreign, as
+// any other stream's work is.
+TEST(CaptureWindowGraph, AGraphInsideAWindowThatCannotBeRecordedRefusesIt) {
+  const CUgraph graph = handle<CUgraph>(0x500);
+  const CUgraphExec exec = handle<CUgraphExec>(0xe1);
+  const CUstream s = handle<CUstream>(0x77), other = handle<CUstream>(0x88);
+  {
+    GraphWindowHarness h(kPre, kPost, 0);
+    h.launch(kPre, s);
+    h.graph_launch(handle<CUgraphExec>(0xbad), s);
+    h.launch(kPost, s);
+    EXPECT_TRUE(h.ends.finished.empty());
+    ASSERT_EQ(h.ends.abandoned.size(), 1u);
+    EXPECT_NE(h.ends.abandoned[0].find("did not see instantiated"), std::string::npos) << h.ends.abandoned[0];
+  }
+  {
+    GraphWindowHarness h(kPre, kPost, 0);
+    h.graph_queries.graphs[graph] = {gkernel(0x10, 1, kExp), gplain(0x20, 2, CU_GRAPH_NODE_TYPE_HOST, {0})};
+    h.instantiate(exec, graph);
+    h.launch(kPre, s);
+    h.graph_launch(exec, s);
+    h.launch(kPost, s);
+    EXPECT_TRUE(h.ends.finished.empty());
+    ASSERT_EQ(h.ends.abandoned.size(), 1u);
+    EXPECT_NE(h.ends.abandoned[0].find("node 1 of 2 (host callback)"), std::string::npos) << h.ends.abandoned[0];
+    EXPECT_NE(h.ends.abandoned[0].find("after its operation 0"), std::string::npos) << h.ends.abandoned[0];
+  }
+  {
+    GraphWindowHarness h(kPre, kPost, 0);
+    h.graph_queries.graphs[graph] = {gkernel(0x10, 1, kExp)};
+    h.instantiate(exec, graph);
+    h.launch(kPre, s);
+    h.graph_launch(exec, other);
+    h.driver.capturing.insert(s);
+    h.graph_launch(exec, s);  // on a capturing stream: it does not run now
+    h.driver.capturing.clear();
+    h.launch(kPost, s);
+    ASSERT_EQ(h.ends.finished.size(), 1u) << (h.ends.abandoned.empty() ? "" : h.ends.abandoned[0]);
+    EXPECT_EQ(op_names(h.ends.finished[0]), (std::vector<std::string>{kPre, kPost}));
+    EXPECT_EQ(h.ends.finished[0].foreign_ops, 1u);
+    EXPECT_EQ(h.ends.finished[0].foreign_examples, std::vector<std::string>{"a CUDA graph launch on another stream"});
+  }
+}
+
+// After the window the observation looks into a graph launch's nodes: a kernel node's pointer
+// reads a region, a memset node overwrites one (dead) — no longer "possibly read by a graph".
+TEST(CaptureWindowGraph, TheObservationAfterAWindowLooksIntoGraphLaunches) {
+  GraphWindowHarness h(kPre, kPre, 0, 8);
+  // Two regions the window changed: kBuf (a graph kernel's parameter points at it) and
+  // kBuf + 0x10000 (a memset node overwrites it first).
+  WindowChanged read{1, kBuf, 0x1000, 0, 0x1000};
+  WindowChanged dead{2, kBuf + 0x10000, 0x1000, 0, 0x1000};
+  h.ends.changed = std::vector<WindowChanged>{read, dead};
+  const CUgraph graph = handle<CUgraph>(0x500);
+  h.graph_queries.graphs[graph] = {gmemset(0x20, 2, kBuf + 0x10000, 0x400), gkernel(0x10, 1, kExp, {0})};
+  const CUgraphExec exec = handle<CUgraphExec>(0xe1);
+  h.instantiate(exec, graph);
+  const CUstream s = handle<CUstream>(0x77);
+  h.launch(kPre, s);  // the window: one launch
+  ASSERT_EQ(h.ends.finished.size(), 1u);
+  h.graph_launch(exec, s);
+  h.recorder->at_exit();
+  ASSERT_EQ(h.ends.observed_results.size(), 1u);
+  const auto& r = h.ends.observed_results[0];
+  ASSERT_EQ(r.regions.size(), 2u);
+  const auto* a = r.find(1);
+  const auto* b = r.find(2);
+  ASSERT_TRUE(a && b);
+  EXPECT_TRUE(a->read) << a->evidence;
+  EXPECT_TRUE(a->reads_complete);
+  EXPECT_FALSE(b->read) << b->evidence;
+  EXPECT_NE(b->evidence.find("memset node"), std::string::npos) << b->evidence;
+  EXPECT_EQ(r.launches_observed, 1u);
 }
