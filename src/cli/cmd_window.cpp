@@ -566,6 +566,10 @@ void run_validate(const RunArgs& a, int& exit_code) {
       j["poisoned_regions"] = poison->poisoned;
       j["read_first_regions"] = poison->read_first;
       j["poisoned_bytes"] = poison->plan.bytes;
+      nlohmann::json probed = nlohmann::json::array();
+      for (const auto& p : poison->pieces)
+        probed.push_back({{"region", p.region}, {"pieces", p.pieces}, {"poisoned", p.poisoned}});
+      j["probed_pieces"] = probed;
     }
     nlohmann::json w = nlohmann::json::array();
     for (const auto& [id, op] : writers) w.push_back({{"region", id}, {"op", op}, {"name", wr.describe(op)}});

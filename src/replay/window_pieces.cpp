@@ -15,6 +15,30 @@ void add_pointer_cuts(std::span<const uint8_t> params, uint64_t base, uint64_t s
   }
 }
 
+std::vector<std::vector<std::pair<uint64_t, uint64_t>>> split_runs_at_cuts(
+    std::vector<std::pair<uint64_t, uint64_t>> runs, std::vector<uint64_t> cuts) {
+  std::sort(runs.begin(), runs.end());
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> out;
+  size_t group = SIZE_MAX;  // the span (number of cuts at or below) the last group holds
+  for (auto [off, size] : runs) {
+    while (size) {
+      const auto next = std::upper_bound(cuts.begin(), cuts.end(), off);
+      const size_t span = static_cast<size_t>(next - cuts.begin());
+      const uint64_t n = next == cuts.end() ? size : std::min<uint64_t>(size, *next - off);
+      if (span != group || out.empty()) {
+        out.emplace_back();
+        group = span;
+      }
+      out.back().push_back({off, n});
+      off += n;
+      size -= n;
+    }
+  }
+  return out;
+}
+
 std::vector<WindowPiece> window_pieces(uint64_t region_size, std::vector<std::pair<uint64_t, uint64_t>> changed,
                                        std::vector<uint64_t> cuts, const format::LiveOutRegion& observed) {
   std::sort(changed.begin(), changed.end());

@@ -35,6 +35,12 @@ struct WindowPiece {
 std::vector<WindowPiece> window_pieces(uint64_t region_size, std::vector<std::pair<uint64_t, uint64_t>> changed,
                                        std::vector<uint64_t> cuts, const format::LiveOutRegion& observed);
 
+// A region's changed runs (offset, size) grouped by the span between two cuts they fall in (a
+// run across a cut is split there), in offset order; empty groups are left out. Strong
+// validation probes a region the window reads before writing piece by piece (window_poison.hpp).
+std::vector<std::vector<std::pair<uint64_t, uint64_t>>> split_runs_at_cuts(
+    std::vector<std::pair<uint64_t, uint64_t>> runs, std::vector<uint64_t> cuts);
+
 // Appends to `cuts` the region-relative value of every 8-byte-aligned word of `params` that
 // points into [base, base + size).
 void add_pointer_cuts(std::span<const uint8_t> params, uint64_t base, uint64_t size, std::vector<uint64_t>* cuts);

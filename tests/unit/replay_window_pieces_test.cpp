@@ -82,3 +82,19 @@ TEST(ReplayWindowPieces, CutsComeFromPointerWordsIntoTheRegion) {
   add_pointer_cuts(params, 0x7000, 0x8000, &cuts);
   EXPECT_EQ(cuts, (std::vector<uint64_t>{0x1000, 0x3000}));  // 0x7000 + 0x8000 is past the end
 }
+
+// Strong validation's pieces (window_poison.cpp): a segment's changed runs grouped between the
+// cuts the window's kernels point to, a run across a cut split there.
+TEST(ReplayWindowPieces, RunsSplitAtCutsIntoPiecesForTheProbe) {
+  using Runs = std::vector<std::pair<uint64_t, uint64_t>>;
+  // Input at 0 (not changed), a at 0x1000, b at 0x2000, out at 0x3000; one run crosses b's cut.
+  const auto p = split_runs_at_cuts({{0x3000, 4}, {0x1000, 0x800}, {0x1800, 0x1000}}, {0x3000, 0, 0x2000, 0x1000, 0x2000});
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0], (Runs{{0x1000, 0x800}, {0x1800, 0x800}}));
+  EXPECT_EQ(p[1], (Runs{{0x2000, 0x800}}));
+  EXPECT_EQ(p[2], (Runs{{0x3000, 4}}));
+  // No cut inside: one piece; runs before the first cut are a piece of their own.
+  EXPECT_EQ(split_runs_at_cuts({{0x10, 8}, {0x40, 8}}, {0}).size(), 1u);
+  EXPECT_EQ(split_runs_at_cuts({{0x10, 8}, {0x40, 8}}, {0x20}).size(), 2u);
+  EXPECT_TRUE(split_runs_at_cuts({}, {0x20}).empty());
+}
