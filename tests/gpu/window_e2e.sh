@@ -48,6 +48,12 @@
 #   graph_bad      square swapped for square_bad (skips z's last element): FAIL
 #   graph_torch    tests/gpu/graph_apps/graph_torch.py (a torch.cuda.CUDAGraph replayed 4 times): the window
 #                  --graph exp_kernel_cuda@2 (its third replay) PASSes, window strong; times reported
+#   graph_mixed    graph_app.cu mixed (pre, the graph, post on one stream): the FROM..TO window pre@2..post holds
+#                  the graph launch as its nodes (pre, copy_h2d, scale, memset, add, add, copy_d2d, square, post),
+#                  none foreign, and PASSes, window strong; pre@2..square ends with the graph's last kernel
+#                  (PASS); pre@2..add ends inside the graph: refused, the message saying so
+#   graph_torch_mixed  graph_torch.py mixed: the window sigmoid@2..tanh around a torch.cuda.CUDAGraph replay
+#                  records the graph's kernels between the eager ones, none foreign, and PASSes
 #   llama_fuse     the Llama MLP window silu@2..MulFunctor (silu, up_proj's GEMM, mul; --observe 24):
 #                  the captured window PASSes; SiLU·mul fused into one CUDA kernel
 #                  (window_apps/silu_mul.cu, launches.json from window_apps/silu_mul_launches.py:
@@ -365,6 +371,63 @@ if want graph || want graph_bad; then
     fi
   else
     verdict graph FAIL "extract rc ${RC:-?}: $(grep -v '^kerncap: note' "${STEP_ERR:-/dev/null}" 2>/dev/null | tail -2 | tr '\n' ' ' | cut -c1-300)"
+  fi
+fi
+# A CUDA graph launched inside a FROM..TO window: its nodes are the window's operations.
+if want graph_mixed; then
+  if [ ! -x "$APPS/graph_app" ]; then
+    SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+    "$NVCC" -O2 -arch="sm_$SM" -o "$APPS/graph_app" "$HERE/window_apps/graph_app.cu" || verdict graph_mixed FAIL "cannot build graph_app.cu"
+  fi
+  GM=$WORK/graph_mixed
+  if run graph_mixed_extract "$KC" window extract --window 'pre@2..post' --json -o "$GM" -- "$APPS/graph_app" 4 1048576 mixed; then
+    sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/graph_mixed.extract.json"
+    kinds=$(py '",".join(o["kind"] if o["kind"] != "kernel" else o["name"].split("(")[0] for o in d["ops"])' "$WORK/graph_mixed.extract.json")
+    foreign=$(py 'd["foreign_ops"]' "$WORK/graph_mixed.extract.json")
+    run graph_mixed_info "$KC" window info "$GM"
+    cat "$STEP_OUT"
+    run graph_mixed_validate "$KC" window validate "$GM" --json --iterations 10
+    cp "$STEP_OUT" "$WORK/graph_mixed.validate.json"
+    res=$(py 'd["result"]' "$WORK/graph_mixed.validate.json" 2>/dev/null)
+    strength=$(py 'd["strength"]' "$WORK/graph_mixed.validate.json" 2>/dev/null)
+    verdict graph_mixed "$(pass_if "$([ "$kinds" = pre,copy_h2d,scale,memset,add,add,copy_d2d,square,post ] && [ "$foreign" = 0 ] &&
+      [ "$res" = PASS ] && [[ "$strength" == "window strong"* ]] && echo 1)")" "ops $kinds, foreign $foreign; $(py 'd["line"]' "$WORK/graph_mixed.validate.json" 2>/dev/null)"
+  else
+    verdict graph_mixed FAIL "extract rc $RC: $(grep -v '^kerncap: note' "$STEP_ERR" | tail -2 | tr '\n' ' ' | cut -c1-300)"
+  fi
+  if run graph_mixed_end_extract "$KC" window extract --window 'pre@2..square' --json -o "$WORK/graph_mixed_end" -- "$APPS/graph_app" 4 1048576 mixed; then
+    kinds=$(sed -n '/^{/,$p' "$STEP_OUT" | python3 -c "import json,sys; print(','.join(o['kind'] if o['kind'] != 'kernel' else o['name'].split('(')[0] for o in json.load(sys.stdin)['ops']))" 2>/dev/null)
+    run graph_mixed_end_validate "$KC" window validate "$WORK/graph_mixed_end" --json --iterations 3
+    res=$(py 'd["result"]' "$STEP_OUT" 2>/dev/null)
+    verdict graph_mixed_end "$(pass_if "$([ "$kinds" = pre,copy_h2d,scale,memset,add,add,copy_d2d,square ] && [ "$res" = PASS ] && echo 1)")" "ops $kinds; $(py 'd["line"]' "$STEP_OUT" 2>/dev/null)"
+  else
+    verdict graph_mixed_end FAIL "extract rc $RC: $(grep -v '^kerncap: note' "$STEP_ERR" | tail -2 | tr '\n' ' ' | cut -c1-300)"
+  fi
+  run graph_mixed_mid "$KC" window extract --window 'pre@2..add' -o "$WORK/graph_mixed_mid" -- "$APPS/graph_app" 4 1048576 mixed
+  said=$(grep -h "a window ends with a whole graph launch" "$STEP_ERR" "$STEP_OUT" 2>/dev/null | head -1 | cut -c1-300)
+  verdict graph_mixed_mid "$(pass_if "$([ "$RC" != 0 ] && [ ! -e "$WORK/graph_mixed_mid/capture/manifest.json" ] && [ -n "$said" ] && echo 1)")" "rc $RC: ${said:-$(tail -2 "$STEP_ERR" | tr '\n' ' ')}"
+fi
+if want graph_torch_mixed; then
+  if torch_ok "$PY"; then
+    TM=$WORK/graph_torch_mixed
+    if run graph_torch_mixed_extract "$KC" window extract --window 'sigmoid_kernel_cuda@2..tanh_kernel_cuda' --json -o "$TM" -- "$PY" "$HERE/graph_apps/graph_torch.py" mixed; then
+      sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/graph_torch_mixed.extract.json"
+      ops=$(py '" > ".join(o["kind"] if o["kind"] != "kernel" else o["name"].split("(")[0].split("<")[0][-40:] for o in d["ops"])' "$WORK/graph_torch_mixed.extract.json")
+      nk=$(py 'd["kernels"]' "$WORK/graph_torch_mixed.extract.json")
+      foreign=$(py 'd["foreign_ops"]' "$WORK/graph_torch_mixed.extract.json")
+      run graph_torch_mixed_info "$KC" window info "$TM"
+      cat "$STEP_OUT"
+      run graph_torch_mixed_validate "$KC" window validate "$TM" --json --iterations 10
+      cp "$STEP_OUT" "$WORK/graph_torch_mixed.validate.json"
+      res=$(py 'd["result"]' "$WORK/graph_torch_mixed.validate.json" 2>/dev/null)
+      strength=$(py 'd["strength"]' "$WORK/graph_torch_mixed.validate.json" 2>/dev/null)
+      # sigmoid, (the copy back), the graph's mul, exp, add and sum kernels, tanh: at least 6 kernels.
+      verdict graph_torch_mixed "$(pass_if "$([ "$res" = PASS ] && [ "$foreign" = 0 ] && [ "${nk:-0}" -ge 6 ] && echo 1)")" "ops $ops; foreign $foreign; $(py 'd["line"]' "$WORK/graph_torch_mixed.validate.json" 2>/dev/null)"
+    else
+      verdict graph_torch_mixed FAIL "extract rc $RC: $(grep -v '^kerncap: note' "$STEP_ERR" | tail -2 | tr '\n' ' ' | cut -c1-300)"
+    fi
+  else
+    verdict graph_torch_mixed SKIP "no torch with CUDA in $PY"
   fi
 fi
 if want graph_torch; then

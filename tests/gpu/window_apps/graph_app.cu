@@ -5,7 +5,12 @@
 // the third launch starts from state the first two made (y) and ends with every kind of node
 // a graph window replays: a host-to-device copy, kernels, a memset, a device-to-device copy.
 //
-//   graph_app [LAUNCHES=4] [N=1<<20]
+//   graph_app [LAUNCHES=4] [N=1<<20] [mixed]
+//
+// With `mixed`, each iteration also launches pre (y *= 0.5) before the graph and post
+// (z += y) after it, eagerly on the same stream: a FROM..TO window pre@2..post holds the graph
+// launch between two kernels (window_e2e.sh graph_mixed), and pre@2..square ends with the graph's
+// last kernel.
 //
 // Variant for the suite, built from this file with -DVARIANT -DVARIANT_square_bad: square that
 // leaves z's last element alone (a wrong kernel: the window's validation FAILs on z).
@@ -13,6 +18,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 extern "C" __global__ void scale(float* x, float a, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -32,6 +38,16 @@ extern "C" __global__ void square(float* z, const float* w, int n) {
   if (i < n) z[i] = w[i] * w[i];
 }
 
+extern "C" __global__ void pre(float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] *= 0.5f;
+}
+
+extern "C" __global__ void post(float* z, const float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) z[i] += y[i];
+}
+
 #ifndef VARIANT
 #define CK(call)                                                                     \
   do {                                                                               \
@@ -45,6 +61,7 @@ extern "C" __global__ void square(float* z, const float* w, int n) {
 int main(int argc, char** argv) {
   const int launches = argc > 1 ? std::atoi(argv[1]) : 4;
   const int n = argc > 2 ? std::atoi(argv[2]) : 1 << 20;
+  const bool mixed = argc > 3 && std::string(argv[3]) == "mixed";
   const size_t bytes = size_t(n) * sizeof(float);
   // Distinct sizes, so that the suite can tell the regions apart: x n, t n+16, y n+32, w n+48, z n+64.
   float *x, *t, *y, *w, *z, *hx;
@@ -76,7 +93,9 @@ int main(int argc, char** argv) {
 
   for (int it = 0; it < launches; ++it) {
     for (int i = 0; i < n; ++i) hx[i] = 0.001f * float((i * 7 + it * 13) % 1000);
+    if (mixed) pre<<<grid, block, 0, s>>>(y, n);
     CK(cudaGraphLaunch(exec, s));
+    if (mixed) post<<<grid, block, 0, s>>>(z, y, n);
     CK(cudaStreamSynchronize(s));
     float last = 0;
     CK(cudaMemcpy(&last, z + n - 1, sizeof(float), cudaMemcpyDeviceToHost));
