@@ -66,8 +66,18 @@ DeviceChoice choose_device(const format::Manifest& m, const std::vector<DeviceDe
 
 std::string DeviceChoice::line(const format::Manifest& m) const {
   std::string s = fmt::format("device {} ({}): {}", ordinal, name.empty() ? "unnamed" : name, why);
-  if (same_gpu) return s + "; the GPU of the capture";
-  return s + fmt::format("; captured on device {} of the application", m.device_ordinal);
+  if (same_gpu) {
+    s += "; the GPU of the capture";
+  } else {
+    s += fmt::format("; captured on device {} of the application", m.device_ordinal);
+    if (!m.device_name.empty() && m.device_name != name)
+      s += fmt::format(", another model ({}): its timings do not compare with this one's", m.device_name);
+  }
+  // Driver versions are major * 1000 + minor * 10 (13000 is 13.0).
+  if (driver_version > 0 && m.driver_version > 0 && driver_version != m.driver_version)
+    s += fmt::format("; captured under driver {}.{}, replayed under {}.{}", m.driver_version / 1000,
+                     m.driver_version % 1000 / 10, driver_version / 1000, driver_version % 1000 / 10);
+  return s;
 }
 
 std::vector<DeviceDesc> visible_devices() {

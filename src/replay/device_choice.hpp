@@ -24,7 +24,10 @@ struct DeviceChoice {
   std::string why;  // "as asked (--device 1)", "same model as captured", ...
   bool same_gpu = false;  // the very GPU of the capture (its UUID)
   std::string name;
-  // "device 1 (NVIDIA H100 80GB HBM3): as asked (--device 1); the captured GPU was device 0"
+  int driver_version = 0;  // this machine's (cuDriverGetVersion; 0: not asked)
+  // "device 1 (NVIDIA H100 80GB HBM3): as asked (--device 1); the captured GPU was device 0",
+  // and what differs from the capture's machine where timings may not compare: another model
+  // of the captured architecture, another driver.
   std::string line(const format::Manifest& m) const;
 };
 

@@ -78,6 +78,7 @@ void Session::open(const Options& options) {
   KC_CU(cuInit(0));
   // Which GPU: refused here, before any context, when its architecture is not the capture's.
   device_ = choose_device(m, visible_devices(), options.device);
+  KC_CU(cuDriverGetVersion(&device_.driver_version));
   KC_CU(cuDeviceGet(&dev_, device_.ordinal));
   log::debug("replaying on device {}: {}", device_.ordinal, device_.why);
   log::debug("{}", peer_note(m, device_.ordinal));  // the commands print it (replay, validate)

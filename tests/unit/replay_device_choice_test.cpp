@@ -69,6 +69,23 @@ TEST(ReplayDeviceChoice, AskedDeviceIsTakenAndRecognisedAsTheCapturesGpu) {
   EXPECT_EQ(c.line(m), "device 0 (NVIDIA H100 80GB HBM3): as asked (--device 0); captured on device 1 of the application");
 }
 
+TEST(ReplayDeviceChoice, LineSaysWhatDiffersFromTheCapturesMachine) {
+  auto m = captured_on(0, "NVIDIA H100 80GB HBM3", 9, 0, "");
+  m.driver_version = 12080;
+  const std::vector<DeviceDesc> devs{{0, "NVIDIA H200", 9, 0, "GPU-9999"}};
+  auto c = choose_device(m, devs, std::nullopt);
+  EXPECT_EQ(c.line(m), "device 0 (NVIDIA H200): the first of the captured compute capability; captured on device 0 of "
+                       "the application, another model (NVIDIA H100 80GB HBM3): its timings do not compare with this "
+                       "one's");
+  c.driver_version = 13000;
+  EXPECT_NE(c.line(m).find("; captured under driver 12.8, replayed under 13.0"), std::string::npos) << c.line(m);
+  c.driver_version = 12080;  // the same driver: nothing said
+  EXPECT_EQ(c.line(m).find("driver"), std::string::npos);
+  m.driver_version = 0;  // an older manifest without it: nothing said
+  c.driver_version = 13000;
+  EXPECT_EQ(c.line(m).find("driver"), std::string::npos);
+}
+
 TEST(ReplayDeviceChoice, AnotherArchitectureIsRefusedNamingTheDevicesThatWouldDo) {
   const auto m = captured_on(0, "NVIDIA H100 80GB HBM3", 9, 0, "");
   const std::vector<DeviceDesc> devs{{0, "NVIDIA A100-SXM4-80GB", 8, 0, ""}, {1, "NVIDIA H100 80GB HBM3", 9, 0, ""}};
