@@ -13,6 +13,9 @@
 #   crash_*     the application aborts, segfaults, or another kernel faults, before the target
 #               launch and (with --continue) after it; the target launch itself faults
 #   replay_oom  replay of a capture larger than the GPU memory left free by another process
+#   foreign_*   a capture from another GPU: its manifest edited to another architecture (refused,
+#               naming both), to another model of this architecture under another driver (judged,
+#               the device line naming both)
 #   chunk_deleted_*  a store chunk deleted while `validate` (in process, and through `serve`) reads it
 #   prune_race  two `prune` and one `validate` of one capture at once; prune_vs_serve: prune
 #               while a server holds the capture open
@@ -386,6 +389,47 @@ if want -E crash_fault_in_target; then
   app_gone
   fm_row crash_fault_in_target "error naming the fault of the target launch; no capture (AFTER would be what a faulted launch left)" \
     "exit $RC: $(err_line "$D/out.log" | cut -c1-160)" "$P"
+fi
+
+# ---- a capture from another GPU -------------------------------------------------------------------
+
+# The capture's manifest edited as another machine would have written it: another architecture
+# (refused before any context, naming both), and another model of this architecture under
+# another driver (replayed; the device line says what differs, as timings do not compare).
+foreign_gpu() {  # NAME CC_MAJOR CC_MINOR MODEL DRIVER
+  local name=$1
+  begin "$name"
+  if ! kcx extract fm_step --dispatch 0 -o "$D/src" -q -- "$APP" ok 1 1 >"$D/extract.log" 2>&1; then
+    fm_row "$name" "-" "extract failed: $(err_line "$D/extract.log")" "extract failed"
+    return 1
+  fi
+  cp -a "$D/src" "$D/edited"
+  python3 - "$D/edited/capture/manifest.json" "$2" "$3" "$4" "$5" <<'PY' || problem "cannot edit the manifest"
+import json, sys
+p, major, minor, model, driver = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+m = json.load(open(p))
+m["device"].update({"cc": [major, minor], "name": model, "driver_version": driver})
+m["device"].pop("uuid", None)
+json.dump(m, open(p, "w"), indent=1)
+PY
+  kcx validate "$D/edited" >"$D/validate.log" 2>&1
+  RC=$?
+  return 0
+}
+if want -E foreign_arch && foreign_gpu foreign_arch 8 0 "NVIDIA A100-SXM4-80GB" 12080; then
+  [ $RC = 2 ] || problem "validate exit $RC, not 2"
+  grep -q "taken on sm_80 (NVIDIA A100-SXM4-80GB)" "$D/validate.log" || problem "does not name the capture's architecture"
+  grep -q "another architecture" "$D/validate.log" || problem "does not say this GPU is another architecture"
+  fm_row foreign_arch "refused (exit 2) before any context, naming the capture's sm_80 GPU and this one's architecture" \
+    "exit $RC: $(err_line "$D/validate.log")" "$P"
+fi
+SMM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
+if want -E foreign_model_driver && foreign_gpu foreign_model_driver "${SMM%.*}" "${SMM#*.}" "NVIDIA H100 80GB HBM3" 12080; then
+  [ "$(grep -m1 -o '^Result: [A-Z]*' "$D/validate.log")" = "Result: PASS" ] || problem "validate exit $RC without a PASS"
+  grep -q "another model (NVIDIA H100 80GB HBM3)" "$D/validate.log" || problem "the device line does not name the captured model"
+  grep -q "captured under driver 12.8" "$D/validate.log" || problem "the device line does not name the captured driver"
+  fm_row foreign_model_driver "replayed and judged (PASS); the device line names the captured model and driver (timings do not compare)" \
+    "exit $RC: $(grep -m1 -o 'captured on device.*' "$D/validate.log" | cut -c1-160 | tr '|' '/'); $(grep -m1 -o '^Result: [A-Z]*' "$D/validate.log")" "$P"
 fi
 
 # ---- replay with too little GPU memory; prune races ---------------------------------------------
