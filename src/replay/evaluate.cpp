@@ -60,6 +60,7 @@ EvaluateOptions evaluate_options_from_json(const nlohmann::json& o, const format
   nlohmann::json t = o;
   if (!t.contains("warmup") || t["warmup"].is_null()) t["warmup"] = e.timing.warmup;
   if (!t.contains("iterations") || t["iterations"].is_null()) t["iterations"] = e.timing.iterations;
+  if (!t.contains("batch") || t["batch"].is_null()) t["batch"] = e.timing.batch;
   e.timing = timing_options_from_json(t);
   e.keep_loaded = get("keep_loaded", true);
   e.policy = load_policy(JudgeOverrides::from_json(o), cap);

@@ -53,8 +53,9 @@ class StateReset;
 
 struct EvaluateOptions {
   bool time = true;
-  // Fewer launches than `kerncap replay` (3 + 20): a loop evaluates many images.
-  TimingOptions timing{.warmup = 1, .iterations = 10};
+  // Fewer launches than `kerncap replay` (3 + 20): a loop evaluates many images; the timed
+  // launches queued together (TimingOptions::batch), one wait for all of them.
+  TimingOptions timing{.warmup = 1, .iterations = 10, .batch = 32};
   bool keep_loaded = true;  // false: unload the variant's module after the evaluation
   // What the image must satisfy (judge.hpp): the comparison, invariants, determinism, fuzz
   // trials, a minimum speed-up. Default: kerncap's defaults (evaluate_options_from_json reads
@@ -62,7 +63,7 @@ struct EvaluateOptions {
   JudgePolicy policy;
 };
 
-// kc_evaluate's options: {"time", "warmup", "iterations", "restore", "cache", "timer",
+// kc_evaluate's options: {"time", "warmup", "iterations", "batch", "restore", "cache", "timer",
 // "keep_loaded"} and the judge's keys (JudgeOverrides: "spec", "dtype", "atol", "rtol",
 // "exact", "check_determinism", "invariants", "no_invariants", "tolerance", "min_speedup",
 // "fuzz", "seed"), resolved over the capture's OUT/kerncap.toml; unknown keys are ignored,

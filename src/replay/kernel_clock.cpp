@@ -183,9 +183,23 @@ uint64_t KernelClock::now() const {
   return t;
 }
 
-KernelSum KernelClock::take(uint64_t since_ns, size_t expect) {
-  KernelSum s;
-  if (!ok_) return s;
+std::vector<KernelSum> split_launches(const std::vector<KernelSpan>& spans, uint64_t since_ns, size_t per_launch,
+                                      size_t launches) {
+  std::vector<KernelSpan> mine;
+  for (const auto& k : spans)
+    if (!k.ours && k.start_ns >= since_ns && k.end_ns > k.start_ns) mine.push_back(k);
+  if (per_launch == 0 || mine.size() != per_launch * launches) return {};
+  std::stable_sort(mine.begin(), mine.end(), [](const KernelSpan& a, const KernelSpan& b) { return a.start_ns < b.start_ns; });
+  std::vector<KernelSum> out(launches);
+  for (size_t i = 0; i < mine.size(); ++i) {
+    out[i / per_launch].ns += mine[i].end_ns - mine[i].start_ns;
+    ++out[i / per_launch].kernels;
+  }
+  return out;
+}
+
+std::vector<KernelSpan> KernelClock::collect(uint64_t since_ns, size_t expect) {
+  if (!ok_) return {};
   // A plain flush delivers only buffers whose records are complete (timestamps filled in,
   // which can come a little after the stream is idle); a forced one, the last resort, also
   // delivers incomplete records, which are then lost (sum_kernels skips them). The waits
@@ -200,18 +214,28 @@ KernelSum KernelClock::take(uint64_t since_ns, size_t expect) {
     const bool forced = spent >= std::chrono::milliseconds(40);
     (void)KC_CUPTI_CALL(cuptiActivityFlushAll, (forced ? uint32_t{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED} : 0u));
     ++flushes_;
+    size_t got = 0;
     {
       std::lock_guard<std::mutex> lock(g_mu);
-      s = sum_kernels(g_spans, since_ns);
+      got = sum_kernels(g_spans, since_ns).kernels;
     }
-    if (s.kernels >= expect) break;
+    if (got >= expect) break;
     std::this_thread::sleep_for(wait);
     wait = std::min<std::chrono::microseconds>(wait * 2, std::chrono::milliseconds(1));
   }
   take_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
   std::lock_guard<std::mutex> lock(g_mu);
-  g_spans.clear();
-  return s;
+  std::vector<KernelSpan> spans;
+  spans.swap(g_spans);
+  return spans;
+}
+
+KernelSum KernelClock::take(uint64_t since_ns, size_t expect) {
+  return sum_kernels(collect(since_ns, expect), since_ns);
+}
+
+std::vector<KernelSum> KernelClock::take_launches(uint64_t since_ns, size_t per_launch, size_t launches) {
+  return split_launches(collect(since_ns, per_launch * launches), since_ns, per_launch, launches);
 }
 
 }  // namespace kerncap::replay

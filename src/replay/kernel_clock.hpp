@@ -21,6 +21,12 @@ struct KernelSum {
 // Pure: sums the durations of the spans that are not ours, started at or after `since_ns`
 // and have end > start.
 KernelSum sum_kernels(const std::vector<KernelSpan>& spans, uint64_t since_ns = 0);
+// Pure: the spans sum_kernels would count, split into `launches` launches of `per_launch`
+// kernels each in the order they started (launches queued on one stream run one after the
+// other): each launch's sum, or empty when the count is not launches x per_launch (a record
+// lost or one too many: no launch can be told from the next).
+std::vector<KernelSum> split_launches(const std::vector<KernelSpan>& spans, uint64_t since_ns, size_t per_launch,
+                                      size_t launches);
 // Whether a kernel name is one of kerncap's helpers.
 bool is_our_kernel(const char* name);
 
@@ -42,6 +48,10 @@ class KernelClock {
   // after waits growing from 10 µs to 1 ms (a record usually completes within microseconds of
   // the stream going idle); plainly for 40 ms, then forced until 50 ms.
   KernelSum take(uint64_t since_ns, size_t expect = 1);
+  // take() for `launches` launches of `per_launch` kernels queued one after the other since
+  // `since_ns` (split_launches): their sums in launch order, empty when the records do not
+  // split so.
+  std::vector<KernelSum> take_launches(uint64_t since_ns, size_t per_launch, size_t launches);
   // Whether the kernel records stay enabled after a KernelClock ends (default false: each one
   // enables them and disables them again). A process that times over and over (the evaluation
   // pool's workers, Evaluator::prepare) keeps them: enabling and disabling CUPTI's records per
@@ -53,6 +63,10 @@ class KernelClock {
   uint64_t flushes() const { return flushes_; }
 
  private:
+  // Flushes until `expect` kernels started at or after since_ns came (or the time is up); the
+  // spans of the kernels that are not ours, and clears what was collected.
+  std::vector<KernelSpan> collect(uint64_t since_ns, size_t expect);
+
   bool ok_ = false;
   std::string why_;
   double take_s_ = 0;

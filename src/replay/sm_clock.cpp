@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <list>
 #include <map>
 #include <mutex>
@@ -71,29 +72,65 @@ SmClock read_sm_clock(const std::string& pci_bus_id, const char* library) {
     c.why = n.error;
     return c;
   }
-  // The handle of a bus id, looked up once (the lookup walks NVML's devices; a timing reads
-  // the clock before and after, evaluation after evaluation).
+  // The handle of a bus id and its maximum clock, looked up once (the lookup walks NVML's
+  // devices; a timing reads the clock before and after, evaluation after evaluation).
+  struct Known {
+    nvmlDevice dev = nullptr;
+    unsigned max_mhz = 0;
+  };
   static std::mutex handles_mu;
-  static std::map<std::pair<std::string, std::string>, nvmlDevice> handles;
-  nvmlDevice dev = nullptr;
+  static std::map<std::pair<std::string, std::string>, Known> handles;
+  Known k;
   {
     std::lock_guard<std::mutex> lock(handles_mu);
     const auto key = std::make_pair(std::string(library), pci_bus_id);
     if (auto it = handles.find(key); it != handles.end()) {
-      dev = it->second;
+      k = it->second;
     } else {
-      if (nvmlReturn r = n.by_bus_id(pci_bus_id.c_str(), &dev); r != kNvmlSuccess) {
+      if (nvmlReturn r = n.by_bus_id(pci_bus_id.c_str(), &k.dev); r != kNvmlSuccess) {
         c.why = fmt::format("NVML does not know the GPU at {} ({})", pci_bus_id, r);
         return c;
       }
-      handles.emplace(key, dev);
+      if (n.max_clock(k.dev, kNvmlClockSm, &k.max_mhz) != kNvmlSuccess) {
+        c.why = "NVML cannot read the SM clock";
+        return c;
+      }
+      handles.emplace(key, k);
     }
   }
-  if (n.clock(dev, kNvmlClockSm, &c.mhz) != kNvmlSuccess || n.max_clock(dev, kNvmlClockSm, &c.max_mhz) != kNvmlSuccess) {
+  if (n.clock(k.dev, kNvmlClockSm, &c.mhz) != kNvmlSuccess) {
     c.why = "NVML cannot read the SM clock";
     return c;
   }
+  c.max_mhz = k.max_mhz;
   c.known = true;
+  return c;
+}
+
+SmClock recent_sm_clock(const std::string& pci_bus_id, double max_age_s, const char* library) {
+  using Clock = std::chrono::steady_clock;
+  struct Last {
+    SmClock clock;
+    Clock::time_point at;
+  };
+  static std::mutex mu;
+  static std::map<std::pair<std::string, std::string>, Last> last;
+  const auto key = std::make_pair(std::string(library), pci_bus_id);
+  const auto now = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = last.find(key); it != last.end()) {
+      const double age = std::chrono::duration<double>(now - it->second.at).count();
+      if (age <= max_age_s) {
+        SmClock c = it->second.clock;
+        c.age_s = age;
+        return c;
+      }
+    }
+  }
+  SmClock c = read_sm_clock(pci_bus_id, library);
+  std::lock_guard<std::mutex> lock(mu);
+  last[key] = {c, now};  // an unknown clock too: NVML that failed once is not asked again at once
   return c;
 }
 
@@ -116,7 +153,8 @@ std::string clock_text(const SmClock& before, const SmClock& after) {
 nlohmann::json clock_json(const SmClock& before, const SmClock& after) {
   if (!before.known || !after.known)
     return {{"known", false}, {"why", before.known ? after.why : before.why}};
-  return {{"known", true}, {"sm_mhz_before", before.mhz}, {"sm_mhz_after", after.mhz}, {"sm_max_mhz", after.max_mhz}};
+  return {{"known", true},          {"sm_mhz_before", before.mhz}, {"sm_mhz_after", after.mhz},
+          {"sm_max_mhz", after.max_mhz}, {"age_s_before", before.age_s}, {"age_s_after", after.age_s}};
 }
 
 }  // namespace kerncap::replay

@@ -75,6 +75,7 @@ TimingOptions timing_options_from_json(const nlohmann::json& o) {
   auto text = [](const nlohmann::json& v) { return v.is_string(); };
   get("warmup", t.warmup, integer);
   get("iterations", t.iterations, integer);
+  get("batch", t.batch, integer);
   bool each = false;
   if (get("restore_each", each, boolean) && each) t.restore = RestoreMode::Full;
   std::string s;
@@ -127,6 +128,7 @@ void check(const TimingOptions& o) {
   if (o.iterations < 1) usage_error("iterations must be at least 1");
   if (o.warmup < 0) usage_error("warmup must be >= 0");
   if (o.iterations > 10'000'000 || o.warmup > 10'000'000) usage_error("at most 10,000,000 iterations");
+  if (o.batch < 1 || o.batch > 1024) usage_error("batch must be 1 to 1024 launches");
 }
 
 nlohmann::json Timing::to_json() const {
@@ -134,6 +136,7 @@ nlohmann::json Timing::to_json() const {
                       {"timer", to_string(options.timer)},
                       {"warmup", options.warmup},
                       {"iterations", options.iterations},
+                      {"batch", options.batch},
                       {"restore", to_string(options.restore)},
                       {"restore_each", options.restore == RestoreMode::Full},
                       {"cache", to_string(options.cache)},
@@ -150,8 +153,8 @@ nlohmann::json Timing::to_json() const {
     j["reset"] = {{"bytes", reset_bytes}, {"ranges", reset_ranges}, {"staging", reset_staging}};
   if (options.cache == CacheMode::Cold) j["l2_flush_bytes"] = flush_bytes;
   if (!cache_why.empty()) j["cache_why"] = cache_why;
-  j["overhead"] = {
-      {"wall_s", wall_s}, {"setup_s", setup_s}, {"cupti_take_s", cupti_take_s}, {"cupti_flushes", cupti_flushes}};
+  j["overhead"] = {{"wall_s", wall_s},         {"setup_s", setup_s}, {"clock_s", clock_s},
+                   {"cupti_take_s", cupti_take_s}, {"cupti_flushes", cupti_flushes}, {"waits", waits}};
   return j;
 }
 
@@ -282,28 +285,48 @@ struct Events {
 using Clock = std::chrono::steady_clock;
 
 // CUPTI: the summed GPU durations of the kernels each launch ran. The first launch (warm-up
-// or not) learns how many kernels one launch runs; when it produced no kernel record this
-// returns false with nothing timed, and the caller falls back to events.
+// or not) runs alone and learns how many kernels one launch runs; when it produced no kernel
+// record this returns false with nothing timed, and the caller falls back to events. The
+// others are queued `batch` at a time, each behind its own prepare(), and their records split
+// by start time (split_launches).
 bool time_with_cupti(KernelClock& kc, Session& s, const TimingOptions& o, const LaunchFn& run,
-                     const std::function<void()>& prepare, Timing& t) {
+                     const std::function<void()>& prepare, int batch, Timing& t) {
+  const int total = o.warmup + o.iterations;
   size_t expect = 0;
-  for (int i = 0; i < o.warmup + o.iterations; ++i) {
-    // Taken before the resets: a record whose start is earlier belongs to a launch already
-    // waited for (never this one, whatever the clock's calibration).
-    const uint64_t since = kc.now();
-    prepare();
-    run(s.stream());
-    s.synchronize();
-    const KernelSum k = kc.take(since, std::max<size_t>(expect, 1));
-    if (i == 0) {
-      if (k.kernels == 0) return false;
-      expect = k.kernels;
-    }
-    if (i < o.warmup) continue;
+  auto keep = [&](int i, const KernelSum& k) {
+    if (i < o.warmup) return;
     if (k.kernels == 0)
       device_error(fmt::format("CUPTI recorded no kernel for launch {} of {}; time with --timer spin-events",
                                i - o.warmup + 1, o.iterations));
     t.ms.push_back(static_cast<float>(static_cast<double>(k.ns) / 1e6));
+  };
+  for (int i = 0; i < total;) {
+    const int n = i == 0 ? 1 : std::min(batch, total - i);
+    // Taken before the resets: a record whose start is earlier belongs to a launch already
+    // waited for (never these, whatever the clock's calibration).
+    const uint64_t since = kc.now();
+    for (int k = 0; k < n; ++k) {
+      prepare();
+      run(s.stream());
+    }
+    s.synchronize();
+    ++t.waits;
+    if (n == 1) {
+      const KernelSum k = kc.take(since, std::max<size_t>(expect, 1));
+      if (i == 0) {
+        if (k.kernels == 0) return false;
+        expect = k.kernels;
+      }
+      keep(i, k);
+    } else {
+      const std::vector<KernelSum> per = kc.take_launches(since, expect, static_cast<size_t>(n));
+      if (per.empty())
+        device_error(fmt::format("CUPTI's kernel records of launches {} to {} do not split into {} kernel(s) per "
+                                 "launch; time with batch 1 or --timer spin-events",
+                                 i + 1, i + n, expect));
+      for (int k = 0; k < n; ++k) keep(i + k, per[static_cast<size_t>(k)]);
+    }
+    i += n;
   }
   t.kernels_per_launch = static_cast<int>(expect);
   t.method = kMethodCupti;
@@ -330,6 +353,7 @@ void time_with_events(Session& s, const TimingOptions& o, const LaunchFn& run, c
     KC_CU(cuEventRecord(ev.stop, s.stream()));
     const uint64_t took = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
     s.synchronize();
+    ++t.waits;
     if (i > 0 || o.warmup < 2) {
       enqueue_ns = measured ? std::max(enqueue_ns, took) : took;
       measured = true;
@@ -347,6 +371,10 @@ Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch,
   const LaunchFn run = launch ? launch : [&s](CUstream) { s.enqueue(); };
   Timing t;
   t.options = o;
+  // A caller's launch may run on streams of its own, and a full restore waits for the device
+  // itself: both wait after every launch.
+  const int batch = launch || o.restore == RestoreMode::Full ? 1 : o.batch;
+  t.options.batch = batch;
 
   std::unique_ptr<StateReset> own;
   const StateReset* reset = nullptr;
@@ -400,22 +428,29 @@ Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch,
   };
 
   const std::string bus = current_pci_bus_id();
-  t.clock_before = read_sm_clock(bus);
+  auto clock0 = Clock::now();
+  t.clock_before = recent_sm_clock(bus, kSmClockMaxAge);
+  t.clock_s = std::chrono::duration<double>(Clock::now() - clock0).count();
   bool done = false;
   if (o.timer == TimerKind::Auto || o.timer == TimerKind::Cupti) {
     KernelClock kc;
     t.setup_s = std::chrono::duration<double>(Clock::now() - wall0).count();
     if (!kc.ok())
       t.method_note = "CUPTI unavailable: " + kc.why();
-    else if (!(done = time_with_cupti(kc, s, o, run, prepare, t)))
+    else if (!(done = time_with_cupti(kc, s, o, run, prepare, batch, t)))
       t.method_note = "CUPTI recorded no kernel for the launch";
     t.cupti_take_s = kc.take_seconds();
     t.cupti_flushes = kc.flushes();
     if (!done && o.timer == TimerKind::Cupti)
       device_error(fmt::format("cannot time with CUPTI: {}; use --timer auto or spin-events", t.method_note));
   }
-  if (!done) time_with_events(s, o, run, prepare, o.timer != TimerKind::Events, t);
-  t.clock_after = read_sm_clock(bus);
+  if (!done) {
+    t.options.batch = 1;  // events bracket one launch at a time
+    time_with_events(s, o, run, prepare, o.timer != TimerKind::Events, t);
+  }
+  clock0 = Clock::now();
+  t.clock_after = recent_sm_clock(bus, kSmClockMaxAge);
+  t.clock_s += std::chrono::duration<double>(Clock::now() - clock0).count();
 
   // Leave the memory as the timing found it (restored), for a comparison that follows.
   if (reset) {

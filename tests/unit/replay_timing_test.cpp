@@ -264,9 +264,6 @@ TEST(Timing, ClockUnknownWithoutNvml) {
   EXPECT_EQ(clock_text(a, a), "SM clock 1410 MHz before, 1410 MHz after (max 1980 MHz)");
 }
 
-}  // namespace
-}  // namespace kerncap::replay
-
 TEST(TimingCache, AutoKeepsTheStateNearerTheApplicationsOwnTime) {
   const kerncap::replay::CacheChoice rule_cold{kerncap::replay::CacheMode::Cold, "cold: the application ran 40.0 µs of other kernels ..."};
   // An activation the kernel before it just wrote: the application ran it hot (12 µs), a cold
@@ -315,3 +312,65 @@ TEST(TimingCache, BlendIsANameOfItsOwn) {
   const auto t = kerncap::replay::timing_options_from_json({{"cache", "blend"}});
   EXPECT_EQ(t.cache, kerncap::replay::CacheMode::Blend);
 }
+
+TEST(Timing, BatchedLaunchesSplitByStartTime) {
+  // Three launches of two kernels each, queued together; records arrive in any order, with a
+  // helper kernel, a stale record and an incomplete one among them.
+  const std::vector<KernelSpan> spans = {{3000, 3100, false}, {1000, 1200, false}, {1300, 1400, false},
+                                         {2000, 2050, false}, {2100, 2400, false}, {3200, 3250, false},
+                                         {1500, 9000, true},  {100, 400, false},   {5000, 0, false}};
+  const std::vector<KernelSum> per = split_launches(spans, 1000, 2, 3);
+  ASSERT_EQ(per.size(), 3u);
+  EXPECT_EQ(per[0].ns, 300u);
+  EXPECT_EQ(per[1].ns, 350u);
+  EXPECT_EQ(per[2].ns, 150u);
+  for (const KernelSum& k : per) EXPECT_EQ(k.kernels, 2u);
+  // A record too few or too many: no launch can be told from the next.
+  EXPECT_TRUE(split_launches(spans, 1000, 2, 4).empty());
+  EXPECT_TRUE(split_launches(spans, 1000, 4, 1).empty());
+  EXPECT_TRUE(split_launches(spans, 1000, 0, 0).empty());
+  EXPECT_EQ(split_launches(spans, 1000, 1, 6).size(), 6u);
+}
+
+TEST(Timing, BatchIsAnOptionCheckedAndCarried) {
+  EXPECT_EQ(TimingOptions{}.batch, 1);  // kerncap replay: one launch per wait unless asked
+  EXPECT_EQ(timing_options_from_json({{"batch", 16}}).batch, 16);
+  EXPECT_THROW(timing_options_from_json({{"batch", "x"}}), Error);
+  TimingOptions o;
+  o.batch = 0;
+  EXPECT_THROW(check(o), Error);
+  o.batch = 1025;
+  EXPECT_THROW(check(o), Error);
+  o.batch = 1024;
+  EXPECT_NO_THROW(check(o));
+  Timing t;
+  t.options.batch = 8;
+  t.waits = 3;
+  t.clock_s = 0.001;
+  const auto j = t.to_json();
+  EXPECT_EQ(j["batch"], 8);
+  EXPECT_EQ(j["overhead"]["waits"], 3);
+  EXPECT_DOUBLE_EQ(j["overhead"]["clock_s"].get<double>(), 0.001);
+}
+
+TEST(Timing, RecentClockIsReadOncePerAge) {
+  // Without NVML the clock is unknown, and so is the reading recent_sm_clock hands out again.
+  const char* lib = "libkerncap-no-such-nvml-2.so.1";
+  const SmClock first = recent_sm_clock("0000:65:00.0", 10.0, lib);
+  EXPECT_FALSE(first.known);
+  EXPECT_EQ(first.age_s, 0.0);
+  const SmClock again = recent_sm_clock("0000:65:00.0", 10.0, lib);
+  EXPECT_FALSE(again.known);
+  EXPECT_EQ(again.why, first.why);
+  EXPECT_GE(again.age_s, 0.0);
+  EXPECT_LT(again.age_s, 10.0);
+  EXPECT_EQ(recent_sm_clock("0000:65:00.0", 0.0, lib).age_s, 0.0);  // too old: read again
+  // A known clock's ages go into the JSON beside the readings.
+  const SmClock a{.known = true, .mhz = 1980, .max_mhz = 1980, .age_s = 0.25};
+  const auto j = clock_json(a, a);
+  EXPECT_DOUBLE_EQ(j["age_s_before"].get<double>(), 0.25);
+  EXPECT_EQ(j["sm_mhz_after"], 1980);
+}
+
+}  // namespace
+}  // namespace kerncap::replay
