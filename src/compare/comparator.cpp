@@ -234,6 +234,14 @@ bool Comparator::plain(uint8_t value) const {
          r.inf_expected == 0 && r.inf_actual == 0 && r.max_abs_error == 0 && r.max_rel_error == 0;
 }
 
+bool Comparator::plain(const uint8_t* bytes, uint64_t n) const {
+  Comparator c(dtype_, tol_);
+  c.feed(bytes, bytes, n, 0);
+  const Result& r = c.result();
+  return r.mismatches == 0 && r.differing_bytes == 0 && r.nan_expected == 0 && r.nan_actual == 0 &&
+         r.inf_expected == 0 && r.inf_actual == 0 && r.max_abs_error == 0 && r.max_rel_error == 0;
+}
+
 void Comparator::feed_identical(uint64_t n, uint64_t offset) {
   if (n == 0) return;
   check_chunk(offset);

@@ -58,6 +58,10 @@ class Comparator {
   // counts (`value` makes no NaN or Inf element of the type): then feed_identical may stand
   // for feeding them.
   bool plain(uint8_t value) const;
+  // The same for `n` bytes of any values, fed as both sides from a chunk start: whether they
+  // hold no NaN or Inf element (nothing but counts added). The comparison on the device asks
+  // it once per block of the expected bytes (replay/compare_plan.hpp plain_blocks).
+  bool plain(const uint8_t* bytes, uint64_t n) const;
   // What feed() records for n bytes, each `value` (plain) on both sides, with nothing to
   // read: the device compared them (replay/compare_plan.hpp). Same rules for `offset`.
   void feed_identical(uint64_t n, uint64_t offset);

@@ -83,6 +83,34 @@ std::vector<CompareStep> plan_compare(const CompareGrid& g, const std::vector<Un
   return steps;
 }
 
+std::vector<CompareStep> plan_compare_equal(const CompareGrid& g, std::span<const uint32_t> equal,
+                                            std::span<const uint8_t> plain) {
+  std::vector<CompareStep> steps;
+  if (g.end <= g.begin) return steps;
+  const uint64_t n = g.blocks();
+  if (equal.size() != n || (!plain.empty() && plain.size() != n)) return plan_compare(g, {}, {});
+  for (uint64_t c = 0; c < n; ++c) {
+    const ByteRange b = g.block_at(c);
+    const bool same = equal[c] == 0 && (plain.empty() || plain[c]);
+    // Identical blocks join across windows (nothing is read); read-back blocks only within one.
+    const bool joins = !steps.empty() && steps.back().equal == same &&
+                       (same || (steps.back().offset - g.begin) / g.step == (b.begin - g.begin) / g.step);
+    if (joins) steps.back().size += b.end - b.begin;
+    else steps.push_back({b.begin, b.end - b.begin, std::nullopt, same});
+  }
+  return steps;
+}
+
+std::vector<uint8_t> plain_blocks(const CompareGrid& g, const uint8_t* expected,
+                                  const std::function<bool(const uint8_t*, uint64_t)>& is_plain) {
+  std::vector<uint8_t> out(g.blocks());
+  for (uint64_t c = 0; c < out.size(); ++c) {
+    const ByteRange b = g.block_at(c);
+    out[c] = is_plain(expected + (b.begin - g.begin), b.end - b.begin) ? 1 : 0;
+  }
+  return out;
+}
+
 std::vector<UniformRange> uniform_from_answers(std::span<const uint32_t> answers, uint64_t size, uint64_t block) {
   std::vector<UniformRange> out;
   for (uint64_t c = 0; c < answers.size(); ++c) {

@@ -58,11 +58,14 @@ inline constexpr uint32_t kMixed = 0x100;
 
 // One step of comparing a piece, in order, covering it: `same` set: the device found every
 // byte of [offset, offset + size) equal to the expected `*same` (fed as identical, nothing
-// read); unset: read back and compared on the host (never across a window: one staging
-// buffer holds it).
+// read); `equal`: the device found them equal to its copy of the expected bytes (fed as
+// identical, nothing read); neither: read back and compared on the host (never across a
+// window: one staging buffer holds it).
 struct CompareStep {
   uint64_t offset = 0, size = 0;
   std::optional<uint8_t> same;
+  bool equal = false;
+  bool identical() const { return same.has_value() || equal; }
   bool operator==(const CompareStep&) const = default;
 };
 
@@ -72,6 +75,22 @@ struct CompareStep {
 // plain (no NaN or Inf element).
 std::vector<CompareStep> plan_compare(const CompareGrid& g, const std::vector<UniformRange>& uniform,
                                       std::span<const uint32_t> device);
+
+// The same steps where the device compared every block with its copy of the expected bytes
+// (UniformCheck::equal): `equal` per block of `g` (0: equal; anything else: differs),
+// `plain` per block whether identical bytes there add only byte and element counts to the
+// comparator (no NaN or Inf element of the piece's type; plain_blocks), empty: all plain. A
+// block both equal and plain is fed as identical; every other block is read back and fed
+// whole, so the comparator sees every byte that differs exactly as it would without the
+// device. `equal` empty or of another size than g's blocks: every byte read back.
+std::vector<CompareStep> plan_compare_equal(const CompareGrid& g, std::span<const uint32_t> equal,
+                                            std::span<const uint8_t> plain);
+
+// Per block of `g`, whether `expected` (the piece's expected bytes, from g.begin) fed as
+// both sides adds only byte and element counts to `is_plain`'s comparator: is_plain(bytes, n)
+// answers for one block. The equal-check's plain list, computed once per piece and kept.
+std::vector<uint8_t> plain_blocks(const CompareGrid& g, const uint8_t* expected,
+                                  const std::function<bool(const uint8_t*, uint64_t)>& is_plain);
 
 // The uniform ranges of a region [0, size) from the device check's answers over its blocks
 // of `block` bytes (a grid whose step is a multiple of the block: block c is [c * block, ...)):

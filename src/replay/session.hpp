@@ -6,10 +6,12 @@
 #include <array>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -166,6 +168,11 @@ class Session {
   struct ExpectedBytes {
     bool tried = false;
     std::vector<std::vector<uint8_t>> regions;  // empty: not kept
+    // The comparison's device check holds a copy of them too (UniformCheck::keep_expected),
+    // and per piece compared against it, which blocks are plain (compare_plan.hpp
+    // plain_blocks), by region, piece begin and end, element type and staging step.
+    bool on_device = false;
+    std::map<std::tuple<size_t, uint64_t, uint64_t, int, uint64_t>, std::vector<uint8_t>> plain;
   };
   ExpectedBytes& expected_bytes() { return expected_; }
 

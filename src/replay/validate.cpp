@@ -218,7 +218,25 @@ const std::vector<std::vector<uint8_t>>* kept_expected(Session& session, uint64_
     }
   }
   kept.regions = std::move(regions);
+  if (UniformCheck* check = session.uniform_check()) {
+    std::vector<uint64_t> addresses;
+    for (size_t i = 0; i < m.regions.size(); ++i) addresses.push_back(session.address(i));
+    std::string why;
+    kept.on_device = check->keep_expected(kept.regions, addresses, &why);
+    if (!kept.on_device) log::info("comparing the kept expected bytes on the host: {}", why);
+  }
   return &kept.regions;
+}
+
+// The plain blocks (compare_plan.hpp) of piece `p` of region i for the comparison against the
+// device copy, computed from the session's kept expected bytes once per piece.
+const std::vector<uint8_t>& plain_of(Session& session, size_t i, const Piece& p, const compare::Comparator& cmp,
+                                     const CompareGrid& g, const std::vector<uint8_t>& expected) {
+  auto& cache = session.expected_bytes().plain;
+  const auto key = std::make_tuple(i, p.begin, p.end, static_cast<int>(p.dtype), g.step);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  return cache[key] = plain_blocks(g, expected.data() + p.begin,
+                                   [&cmp](const uint8_t* b, uint64_t n) { return cmp.plain(b, n); });
 }
 
 double since(std::chrono::steady_clock::time_point& t) {
@@ -244,6 +262,7 @@ Verdict compare_with_after(Session& session, const CompareSpec& spec, const Inva
   auto lap = t0;
   const std::vector<std::vector<uint8_t>>* kept = kept_expected(session, step, false);
   v.expected_kept = kept != nullptr;
+  const bool on_device = kept && session.expected_bytes().on_device;
   v.expected_s += since(lap);
   for (size_t i = 0; i < m.regions.size(); ++i) {
     const format::Region& r = m.regions[i];
@@ -256,7 +275,8 @@ Verdict compare_with_after(Session& session, const CompareSpec& spec, const Inva
       expected.emplace(session.capture(), r, session.relocations(), static_cast<uint8_t*>(session.staging(0)));
     // Where the expected bytes are one known value, the device vouches for the blocks that
     // hold it and only the others are read back (compare_plan.hpp).
-    const std::vector<UniformRange> uniform = uniform_expected(session, r);
+    // (With the expected bytes on the device, every piece large enough for it is compared there.)
+    const std::vector<UniformRange> uniform = on_device ? std::vector<UniformRange>{} : uniform_expected(session, r);
     for (const Piece& p : pieces_of(r, spec)) {
       // Offsets fed to the comparator are piece-relative: a piece may start anywhere in the
       // region, and elements are counted from its start.
@@ -266,11 +286,22 @@ Verdict compare_with_after(Session& session, const CompareSpec& spec, const Inva
       for (const UniformRange& u : uniform)
         if (u.end > p.begin && u.begin < p.end && cmp.plain(u.value)) plain.push_back(u);
       std::vector<uint32_t> device;
-      if (worth_checking(g, plain))
-        if (UniformCheck* check = session.uniform_check())
-          device = check->run(session.address(i) + p.begin, g, session.stream());
-      for (const CompareStep& st : plan_compare(g, plain, device)) {
-        if (st.same) {
+      std::vector<CompareStep> steps;
+      if (on_device && p.end - p.begin >= kEqualOnDeviceBytes) {
+        // The device compares every block with its copy of the expected bytes; blocks that
+        // differ, or whose expected elements the comparator counts (NaN, Inf), are read back.
+        UniformCheck* check = session.uniform_check();
+        device = check->equal(session.address(i) + p.begin, check->expected(i) + p.begin, g, session.stream());
+        steps = plan_compare_equal(g, device, plain_of(session, i, p, cmp, g, (*kept)[i]));
+        v.expected_on_device = true;
+      } else {
+        if (worth_checking(g, plain))
+          if (UniformCheck* check = session.uniform_check())
+            device = check->run(session.address(i) + p.begin, g, session.stream());
+        steps = plan_compare(g, plain, device);
+      }
+      for (const CompareStep& st : steps) {
+        if (st.identical()) {
           cmp.feed_identical(st.size, st.offset - p.begin);
           v.compared_on_device += st.size;
           continue;
@@ -518,7 +549,8 @@ nlohmann::json Verdict::to_json() const {
           {"footprint_written_bytes", footprint_written},
           {"compare_work", {{"on_device_bytes", compared_on_device}, {"read_back_bytes", read_back},
                             {"seconds", compare_s}, {"expected_s", expected_s}, {"read_back_s", read_back_s},
-                            {"host_s", host_s}, {"expected_kept", expected_kept}}},
+                            {"host_s", host_s}, {"expected_kept", expected_kept},
+                            {"expected_on_device", expected_on_device}}},
           {"poisoned_bytes", poisoned},
           {"probed_poisoned_bytes", probed_poisoned},
           {"nondeterministic_regions", nondeterministic},

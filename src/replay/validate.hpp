@@ -67,6 +67,9 @@ struct Verdict {
   // copying the replay's bytes back, comparing them on the host. A profile, not the verdict.
   double expected_s = 0, read_back_s = 0, host_s = 0;
   bool expected_kept = false;  // the expected bytes came from the session's copy
+  // The device compared the replay's bytes with its copy of the expected bytes (pieces of at
+  // least kEqualOnDeviceBytes): only blocks that differ (or hold NaN/Inf) were read back.
+  bool expected_on_device = false;
   // The candidate faulted (an illegal address, a trap): nothing it left can be compared, and
   // the verdict is FAIL naming the fault (the evaluation loop recovers its session).
   std::string fault;
@@ -95,8 +98,15 @@ CompareSpec invariant_typing(const CompareSpec& spec, const std::vector<TypedSpa
 
 // Reads every region's expected bytes into the session's copy now, for compare_with_after
 // to use from then on, when they can be kept (no module globals, at most 512 MiB in all);
-// otherwise does nothing. A one-shot comparison never keeps them.
+// otherwise does nothing. A one-shot comparison never keeps them. Where the comparison's
+// device check loads and the device has the memory, a copy goes to the device too: from then
+// on each piece of at least kEqualOnDeviceBytes is compared there first, block by block, and
+// only blocks that differ, or whose expected elements hold NaN or Inf (which the comparator
+// counts), are read back and compared on the host: the same verdict, its regions' results
+// field for field, without reading back a region the replay left as expected.
 void keep_expected_bytes(Session& session);
+// Pieces smaller than this are compared on the host (a launch and its wait cost more).
+inline constexpr uint64_t kEqualOnDeviceBytes = 256ull << 10;
 
 // Every region, piece by piece as `spec` types it (pieces_of), streamed through the
 // session's pinned staging buffers (the expected bytes from the session's copy when it keeps

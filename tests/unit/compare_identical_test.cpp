@@ -63,3 +63,20 @@ TEST(CompareIdentical, KeepsTheChunkRules) {
   EXPECT_EQ(c.result().elements, 2u);
   EXPECT_THROW(c.feed_identical(4, 8), std::exception);
 }
+
+TEST(CompareIdentical, PlainBytesOfAnyValuesAreThoseWithoutNaNOrInf) {
+  std::vector<uint8_t> b(4096);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(i * 7 % 61);  // finite floats of every width
+  for (DType t : {DType::Bytes, DType::F64, DType::F32, DType::F16, DType::BF16, DType::I16, DType::U32}) {
+    EXPECT_TRUE(Comparator(t, default_tolerance(t)).plain(b.data(), b.size())) << to_string(t);
+    EXPECT_TRUE(Comparator(t).plain(b.data(), 7)) << to_string(t);  // a partial element
+  }
+  const float inf = 1.0f / 0.0f;
+  std::memcpy(b.data() + 64, &inf, 4);
+  EXPECT_FALSE(Comparator(DType::F32).plain(b.data(), b.size()));
+  EXPECT_TRUE(Comparator(DType::I32).plain(b.data(), b.size()));
+  // Feeding such bytes as identical would lose the Inf counts: the plain check says no.
+  Comparator host(DType::F32), device(DType::F32);
+  host.feed(b.data(), b.data(), b.size(), 0);
+  EXPECT_EQ(host.result().inf_expected, 1u);
+}

@@ -19,7 +19,7 @@ void expect_cover(const std::vector<CompareStep>& steps, const CompareGrid& g) {
   for (const auto& s : steps) {
     EXPECT_EQ(s.offset, at);
     EXPECT_GT(s.size, 0u);
-    if (!s.same) {
+    if (!s.identical()) {
       EXPECT_EQ((s.offset - g.begin) / g.step, (s.offset + s.size - 1 - g.begin) / g.step) << s.offset;
       EXPECT_EQ((s.offset - g.begin) % g.step % g.block, 0u) << "starts on a block of its window";
     }
