@@ -17,9 +17,13 @@ candidates. It splits into
     pipe       the rest of the round trip (pickling, the pipes, the parent's loop)
   end        the workers closing their sessions after the last result
   other      the rest (the parent handing out, hung candidates until the time limit)
+and, per kind of verdict (PASS, FAIL, a fault), the median engine time and its parts: the
+timing's setup, SM clock reads, waits and CUPTI flushes, the comparison's device and host
+work, a fault's time until it was seen; and the workers' open times (the pool's open_s).
 """
 import argparse
 import json
+import statistics
 import sys
 
 
@@ -78,7 +82,62 @@ def profile(recs, stats):
         "engine": ms(engine), "phases": {k: ms(s) for k, s in phases.items()}, "cupti_flush": ms(take),
         "cupti_flushes": flushes / n, "binding": ms(binding), "pipe": ms(pipe),
         "end": ms(end), "other": ms(max(0.0, total - startup - restarts - busy - end))}
+    out["kinds"] = kinds(recs)
+    opens = prof.get("open_s") or []
+    out["open_s"] = {"workers": len(opens), "median": statistics.median(opens) if opens else None,
+                     "max": max(opens) if opens else None}
     return out
+
+
+def kind_of(v):
+    if v.get("fault"):
+        return "fault"
+    return v.get("result") or "?"
+
+
+def kinds(recs):
+    """Per kind of verdict: how many, and the medians (ms) of the engine's time and its parts."""
+    by = {}
+    for r in recs:
+        v = r.get("verdict")
+        if v:
+            by.setdefault(kind_of(v), []).append(v)
+    med = lambda xs: 1e3 * statistics.median(xs) if xs else None  # noqa: E731
+    out = {}
+    for k, vs in sorted(by.items()):
+        t = [v.get("timing") or {} for v in vs]
+        oh = [x.get("overhead") or {} for x in t]
+        cw = [v.get("compare_work") or {} for v in vs]
+        ph = {}
+        for v in vs:
+            for name, sec in (v.get("phases") or {}).items():
+                ph.setdefault(name, []).append(sec)
+        out[k] = {"count": len(vs), "engine_ms": med([v.get("seconds") or 0.0 for v in vs]),
+                  "phases_ms": {name: med(xs) for name, xs in ph.items()},
+                  "timing_setup_ms": med([o.get("setup_s", 0.0) for o in oh if o]),
+                  "timing_clock_ms": med([o.get("clock_s", 0.0) for o in oh if o]),
+                  "timing_take_ms": med([o.get("cupti_take_s", 0.0) for o in oh if o]),
+                  "timing_waits": med([o.get("waits", 0) / 1e3 for o in oh if o]),
+                  "compare_ms": med([c.get("seconds", 0.0) for c in cw if c]),
+                  "compare_host_ms": med([c.get("host_s", 0.0) for c in cw if c]),
+                  "compare_read_back_ms": med([c.get("read_back_s", 0.0) for c in cw if c]),
+                  "on_device": sum(1 for c in cw if c.get("expected_on_device")),
+                  "kernel_ms": med([x.get("median_ms", 0.0) / 1e3 for x in t if x])}
+    return out
+
+
+def detail(p, label):
+    parts = []
+    for k, d in p["kinds"].items():
+        ph = ", ".join(f"{n} {v:.2f}" for n, v in d["phases_ms"].items() if v is not None and v >= 0.005)
+        f = lambda x: "-" if x is None else f"{x:.2f}"  # noqa: E731
+        parts.append(f"{k} x{d['count']}: engine {f(d['engine_ms'])} ms ({ph}); timing setup {f(d['timing_setup_ms'])}, "
+                     f"clock {f(d['timing_clock_ms'])}, CUPTI take {f(d['timing_take_ms'])}, waits "
+                     f"{f(d['timing_waits'])}; compare {f(d['compare_ms'])} (host {f(d['compare_host_ms'])}, read back "
+                     f"{f(d['compare_read_back_ms'])}, on device {d['on_device']}); kernel {f(d['kernel_ms'])} ms")
+    o = p["open_s"]
+    opens = "" if not o["workers"] else f"; worker open median {o['median']:.2f} s, max {o['max']:.2f} s over {o['workers']}"
+    return f"{label} (medians): " + " | ".join(parts) + opens
 
 
 def line(p, label):
@@ -103,7 +162,7 @@ def main():
     with open(a.stats) as f:
         stats = json.load(f)
     p = profile(load(a.jsonl), stats)
-    print(json.dumps(p) if a.json else line(p, a.label))
+    print(json.dumps(p) if a.json else line(p, a.label) + "\n" + detail(p, a.label))
 
 
 if __name__ == "__main__":

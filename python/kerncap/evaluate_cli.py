@@ -44,9 +44,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", default="all", help="all (default) or CUDA device numbers, comma-separated: 0,1")
     p.add_argument("--time-limit", type=float, metavar="S", help="seconds a candidate may take before its worker "
                    "is killed and it is reported FAIL (default: none)")
-    p.add_argument("--spares", type=int, choices=(0, 1), default=1,
+    p.add_argument("--spares", type=int, choices=range(0, 5), default=1, metavar="{0..4}",
                    help="workers kept open per GPU beside the judging one, to take over at once after a hang or a "
-                        "fault (default 1; 0: a new worker opens the capture then)")
+                        "fault (default 1; 0: a new worker opens the capture then; more for candidates that fault "
+                        "more often than a worker takes to open)")
     p.add_argument("--stats", metavar="FILE", help="write the run's statistics as JSON: counts, restarts, and where "
                    "the GPUs' time went (start-up, restarts, judging; bench/evaluate_profile.py reads it)")
     g = p.add_argument_group("judging (as kerncap validate; over OUT/kerncap.toml)")

@@ -47,6 +47,12 @@ OPEN_TIMEOUT_S = 900.0
 # How long a slot waits for a worker it ended (killed at the time limit, or lost its context)
 # to be gone before judging again with its spare: a hung kernel holds the GPU until then.
 DRAIN_TIMEOUT_S = 30.0
+# Spare workers per GPU at most (each holds a context and a copy of the capture's memory).
+MAX_SPARES = 4
+# The GPU's name as the pool already knows it (from the GPU's first worker): a spare or a
+# restarted worker does not ask nvidia-smi again (a process that queries every GPU through
+# the driver while the other worker times its candidates).
+DEVICE_NAME_ENV = "KERNCAP_POOL_DEVICE_NAME"
 IMAGE_SUFFIXES = (".cubin", ".fatbin", ".ptx")
 
 
@@ -97,11 +103,12 @@ class EngineJudge:
     spares (a lost context is replaced by the spare, not recovered in the process)."""
 
     def __init__(self, path: str, **open_options: Any):
-        asked = _ask_device_name()
+        known = os.environ.get(DEVICE_NAME_ENV)
+        asked = None if known else _ask_device_name()
         try:
             self.session = _PoolSession(path, **{"prepare": True, **open_options})
         finally:
-            self.device_name = _device_name(asked)
+            self.device_name = known or _device_name(asked)
 
     @property
     def context_lost(self) -> bool:
@@ -312,9 +319,11 @@ class Slot:
 
     def start(self) -> None:
         parent, child = self.ctx.Pipe()
+        env = device_environment(self.device)
+        if self.device_name:
+            env[DEVICE_NAME_ENV] = self.device_name
         self.proc = self.ctx.Process(target=_worker_main, name=f"kerncap-evaluate-{self.device}", daemon=True,
-                                     args=(child, self.path, device_environment(self.device), self.judge,
-                                           self.open_options, self.options))
+                                     args=(child, self.path, env, self.judge, self.open_options, self.options))
         self.proc.start()
         child.close()
         self.conn, self.ready, self.busy, self.pid = parent, False, None, self.proc.pid
@@ -441,8 +450,8 @@ class HostPool:
                  = None, spares: int = 1, **options: Any):
         if time_limit is not None and time_limit <= 0:
             raise engine.EngineError(f"time_limit {time_limit}: must be positive", engine.E_INPUT)
-        if spares not in (0, 1):
-            raise engine.EngineError(f"spares {spares}: 0 or 1 per GPU", engine.E_INPUT)
+        if not isinstance(spares, int) or not 0 <= spares <= MAX_SPARES:
+            raise engine.EngineError(f"spares {spares}: 0 to {MAX_SPARES} per GPU", engine.E_INPUT)
         self.path, self.images, self.time_limit, self.progress = path, images, time_limit, progress
         self.ctx = multiprocessing.get_context("spawn")
         self.open_options = dict(open_options or {})
@@ -452,18 +461,20 @@ class HostPool:
             self.open_options["recover"] = False
         self.judge, self.options, self.spares = judge, options, spares
         self.slots = [Slot(self.ctx, path, d, judge, self.open_options, options) for d in devices]
-        # Per slot: its spare (a second worker on the same GPU with the capture open, idle until
-        # the slot's worker is replaced), the ended worker whose exit the slot waits for before
-        # judging again (a hung kernel holds its GPU until its process is gone), whether spares
-        # failed to open there, and since when the slot has had no worker to judge with.
-        self.spare: Dict[int, Slot] = {}
+        # Per slot: its spares (more workers on the same GPU with the capture open, idle until
+        # the slot's worker is replaced; oldest first), the ended worker whose exit the slot
+        # waits for before judging again (a hung kernel holds its GPU until its process is gone),
+        # whether spares failed to open there, and since when the slot has had no worker to
+        # judge with.
+        self.spare: Dict[int, List[Slot]] = {}
         self.draining: Dict[int, Tuple[Any, float]] = {}
         self.no_spare: set = set()
         self.blocked_since: Dict[int, float] = {}
         self.zombies: List[Any] = []  # ended workers nobody waits for: reaped as they go, and at the end
         self.stats: Dict[str, Any] = {"candidates": 0, "devices": {}, "restarts": 0, "seconds": 0.0,
                                       "profile": {"startup_s": {}, "restart_wait_s": 0.0, "busy_s": 0.0,
-                                                  "spare_takeovers": 0, "spare_failures": 0, "drains": 0}}
+                                                  "spare_takeovers": 0, "spare_failures": 0, "drains": 0,
+                                                  "open_s": []}}
         self._it = self._run()
 
     def __iter__(self) -> "HostPool":
@@ -480,11 +491,27 @@ class HostPool:
             self.progress(event)
 
     def _start_spare(self, i: int) -> None:
-        if not self.spares or i in self.no_spare or i in self.spare:
+        """Tops slot i's spares up to `spares` (each opens while the slot's worker judges)."""
+        if not self.spares or i in self.no_spare:
             return
-        sp = Slot(self.ctx, self.path, self.slots[i].device, self.judge, self.open_options, self.options)
-        sp.start()
-        self.spare[i] = sp
+        have = self.spare.setdefault(i, [])
+        while len(have) < self.spares:
+            sp = Slot(self.ctx, self.path, self.slots[i].device, self.judge, self.open_options, self.options)
+            sp.device_name = self.slots[i].device_name
+            sp.start()
+            have.append(sp)
+
+    def _take_spare(self, i: int) -> Optional[Slot]:
+        """Slot i's spare that takes over: an open one, else the one that started opening first."""
+        have = [sp for sp in self.spare.get(i, []) if sp.proc is not None]
+        if not have:
+            return None
+        pick = next((sp for sp in have if sp.ready), have[0])
+        self.spare[i].remove(pick)
+        return pick
+
+    def _opened(self, s: Slot) -> None:
+        self.stats["profile"]["open_s"].append(round(time.monotonic() - s.started_at, 4))
 
     def _restart(self, slot: Slot, reason: str, drain: bool = False) -> None:
         """Replaces slot's worker (its spare takes over when there is one). drain: the ended
@@ -502,8 +529,8 @@ class HostPool:
         per = self.stats.setdefault("restarts_by_device", {})
         per[str(slot.device)] = per.get(str(slot.device), 0) + 1
         self.blocked_since.setdefault(i, time.monotonic())
-        spare = self.spare.pop(i, None)
-        if spare is not None and spare.proc is not None:
+        spare = self._take_spare(i)
+        if spare is not None:
             slot.adopt(spare)
             self.stats["profile"]["spare_takeovers"] += 1
             self._event(event="restart", device=slot.device, reason=reason + " (its spare took over)")
@@ -554,10 +581,10 @@ class HostPool:
                     i = self.slots.index(s)
                     waitables[s.conn] = ("worker", s)
                     waitables[s.proc.sentinel] = ("worker", s)
-                    sp = self.spare.get(i)
-                    if sp is not None and sp.proc is not None:
-                        waitables[sp.conn] = ("spare", s)
-                        waitables[sp.proc.sentinel] = ("spare", s)
+                    for sp in self.spare.get(i, []):
+                        if sp.proc is not None:
+                            waitables[sp.conn] = ("spare", s)
+                            waitables[sp.proc.sentinel] = ("spare", s)
                     if i in self.draining:
                         waitables[self.draining[i][0].sentinel] = ("drain", s)
                 ready = multiprocessing.connection.wait(list(waitables), self._next_deadline(live))
@@ -611,9 +638,10 @@ class HostPool:
             for s in self.slots:
                 s.request_stop()
             for i in list(self.spare):
-                proc = self.spare.pop(i).detach()
-                if proc is not None:
-                    self.zombies.append(proc)
+                for sp in self.spare.pop(i):
+                    proc = sp.detach()
+                    if proc is not None:
+                        self.zombies.append(proc)
             for s in self.slots:
                 s.stop()
             for i in list(self.draining):
@@ -631,29 +659,29 @@ class HostPool:
             self.zombies.append(proc)
 
     def _stop_spare(self, i: int) -> None:
-        sp = self.spare.pop(i, None)
-        if sp is not None:
+        for sp in self.spare.pop(i, []):
             sp.kill()  # it holds no candidate; it may still be opening
 
     def _service_spare(self, i: int) -> None:
-        """A spare's pipe or process signalled: it is open now, or it failed (no more spares on
-        that GPU: the slot's worker is restarted the ordinary way when it must be)."""
-        sp = self.spare.get(i)
-        if sp is None or sp.proc is None:
-            return
-        msg = sp.receive() if sp.conn.poll() else None
-        if msg is not None and msg[0] == "ready":
-            _, sp.pid, sp.device_name = msg
-            sp.ready = True
-            return
-        if msg is None and sp.proc.is_alive():
-            return  # a spurious wake-up
-        why = msg[1] if msg is not None and msg[0] == "open_failed" else "the spare worker ended while opening"
-        self.spare.pop(i)
-        sp.kill()
-        self.no_spare.add(i)
-        self.stats["profile"]["spare_failures"] += 1
-        self._event(event="spare_failed", device=self.slots[i].device, reason=why)
+        """One of slot i's spares signalled: it is open now, or it failed (no more spares are
+        started on that GPU: the slot's worker is restarted the ordinary way when it must be)."""
+        for sp in list(self.spare.get(i, [])):
+            if sp.proc is None:
+                continue
+            msg = sp.receive() if sp.conn.poll() else None
+            if msg is not None and msg[0] == "ready":
+                _, sp.pid, sp.device_name = msg
+                sp.ready = True
+                self._opened(sp)
+                continue
+            if msg is None and sp.proc.is_alive():
+                continue  # a spurious wake-up, or another spare's
+            why = msg[1] if msg is not None and msg[0] == "open_failed" else "the spare worker ended while opening"
+            self.spare[i].remove(sp)
+            sp.kill()
+            self.no_spare.add(i)
+            self.stats["profile"]["spare_failures"] += 1
+            self._event(event="spare_failed", device=self.slots[i].device, reason=why)
 
     def _next_deadline(self, live: List[Slot]) -> Optional[float]:
         now, waits = time.monotonic(), [OPEN_TIMEOUT_S]
@@ -673,6 +701,7 @@ class HostPool:
         if msg is not None and msg[0] == "ready":
             _, s.pid, s.device_name = msg
             s.ready = True
+            self._opened(s)
             return None, None
         if msg is not None and msg[0] == "open_failed":
             open_errors.append(f"device {s.device}: {msg[1]}")
@@ -724,7 +753,8 @@ def evaluate_many(path: str, images: Iterable[engine.ImageArg], devices: Devices
     (allow_relocate, strong, verify). judge: the seam tests replace ("module:callable").
     spares: 1 (default) keeps a second worker per GPU with the capture open, which takes over
     at once when a candidate hangs, faults or kills its worker (0: a new worker is started
-    then, and the GPU waits for it to open the capture).
+    then, and the GPU waits for it to open the capture); up to MAX_SPARES keep more open, for
+    candidates that fault more often than a worker takes to open.
     progress(event): {"event": "result", "done", "elapsed", "record"}, {"event": "restart",
     "device", "reason"}, {"event": "device_failed" | "spare_failed" | "slow_exit", "device",
     "reason"}."""

@@ -165,6 +165,21 @@ def test_the_spare_takes_over_with_the_same_verdicts_exactly_once(capture):
         assert len({r["worker_pid"] for r in recs}) == replaced
 
 
+def test_several_spares_take_over_in_turn_with_the_same_verdicts_exactly_once(capture):
+    three, stats3, events3 = run(capture, [0], spares=3)
+    one, _, _ = run(capture, [0], spares=1)
+    check_exactly_once(three)
+    assert verdicts(three) == verdicts(one)
+    replaced = sum(1 for k in MIX if k in ("fault", "hang", "lost"))
+    assert stats3["restarts"] == replaced and stats3["profile"]["spare_takeovers"] == replaced
+    assert stats3["profile"]["spare_failures"] == 0
+    assert len({r["worker_pid"] for r in three}) == replaced
+    # every worker that opened (the first, and spares) said how long it took
+    assert len(stats3["profile"]["open_s"]) >= 1 + replaced and min(stats3["profile"]["open_s"]) >= 0
+    with pytest.raises(engine.EngineError, match="0 to 4"):
+        evaluate_many("x", [], devices=[0], spares=5)
+
+
 def test_with_spares_a_lost_context_is_not_recovered_in_the_worker(capture):
     recs, _, _ = run(capture, [0], mix=["pass"], spares=1)
     assert recs[0]["verdict"]["open_options"] == {"recover": False}
