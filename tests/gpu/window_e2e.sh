@@ -543,6 +543,14 @@ if want llama_norm; then
         >"$WORK/rms_norm.found" 2>&1 &&
         python3 "$HERE/window_apps/rms_norm_launches.py" "$N" "$WORK/rms_norm_fused.cubin" rms_norm_fused_bad "$WORK/rms_norm_bad.json" >/dev/null
       cat "$WORK/rms_norm.found"
+      # The window's reproducer on a real capture: make validate (the one judge) and make time.
+      timeout "$TIMEOUT" make -s -C "$N" validate ITERATIONS=5 >"$WORK/llama_norm_make.out" 2>&1
+      mrc=$?
+      timeout "$TIMEOUT" make -s -C "$N" time ITERATIONS=5 >>"$WORK/llama_norm_make.out" 2>&1
+      trc=$?
+      rows=$(grep -c -E '^\| [0-9]+ \| (kernel|memset|copy)' "$N/README.md" 2>/dev/null)
+      verdict llama_norm_make "$(pass_if "$([ $mrc = 0 ] && [ $trc = 0 ] && grep -q '^Result: PASS' "$WORK/llama_norm_make.out" &&
+        [ "${rows:-0}" -ge 13 ] && echo 1)")" "make validate rc $mrc ($(grep -m1 '^Result:' "$WORK/llama_norm_make.out" | cut -c1-120)), make time rc $trc; README lists ${rows:-0} operations"
       NSPEC=$(py 'd["replace"]' "$WORK/rms_norm.found" 2>/dev/null)
       NMR=$(py 'd["m"][0]' "$WORK/rms_norm.found" 2>/dev/null)
       njudge() {  # LABEL [flags]: JUDGED, LAST_LINE
