@@ -2,17 +2,23 @@
 # Issue 38's soak on the GPU (tests/gpu/soak.py): fault_app's fm_step captured (BEFORE 4 MiB,
 # AFTER 1 MiB), four candidates compiled here (correct, wrong, nan, fault), then soak.py for
 # SECONDS (default 150): one Session in process, the same Session through faults, `kerncap
-# serve` with CLIENTS (default 8) concurrent validate clients. Prints soak.py's tables; exit
-# 0 when every verdict equalled the one-shot validate's, 1 otherwise, 77 without a GPU.
+# serve` with CLIENTS (default 16) concurrent validate clients, `evaluate_all` through the
+# evaluation pool; a target of 10,000 candidates over the phases (--target) unless OPTIONS
+# say otherwise. Prints soak.py's tables; exit 0 when every verdict equalled the one-shot
+# validate's, 1 otherwise, 77 without a GPU.
 #
-#   tests/gpu/soak.sh BUILD_DIR [SECONDS] [CLIENTS]
+#   tests/gpu/soak.sh BUILD_DIR [SECONDS] [CLIENTS] [soak.py OPTIONS: --split, --mix, --target N,
+#                     --time-every N, --seed S]
 #
 # Environment: OUT (work files under it), KERNCAP_GPU_KEEP=1, KERNCAP_PYTHON (default python3),
 # KERNCAP_PYTHONPATH (the kerncap package to use, default this checkout's python/).
 set -u -o pipefail
-BUILD=${1:?usage: tests/gpu/soak.sh BUILD_DIR [SECONDS] [CLIENTS]}
+BUILD=${1:?usage: tests/gpu/soak.sh BUILD_DIR [SECONDS] [CLIENTS] [soak.py OPTIONS]}
 SECONDS_BUDGET=${2:-150}
-CLIENTS=${3:-8}
+CLIENTS=${3:-16}
+shift $(($# < 3 ? $# : 3))
+SOAK_OPTIONS=("$@")
+[[ " ${SOAK_OPTIONS[*]} " == *" --target "* ]] || SOAK_OPTIONS+=(--target 10000)
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
@@ -38,4 +44,4 @@ if ! "$KC" extract fm_step --dispatch 1 -o "$WORK/cap" -q -- "$WORK/fault_app" o
 fi
 export KERNCAP_BIN=$KC KERNCAP_REPLAY_LIB=${KERNCAP_REPLAY_LIB:-$BUILD/lib/libkerncap_replay.so} PYTHONUNBUFFERED=1
 "${KERNCAP_PYTHON:-python3}" "$HERE/soak.py" "$WORK/cap" --cands "$C" --seconds "$SECONDS_BUDGET" \
-  --clients "$CLIENTS" --kerncap "$KC"
+  --clients "$CLIENTS" --kerncap "$KC" "${SOAK_OPTIONS[@]}"
