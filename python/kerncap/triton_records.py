@@ -203,7 +203,12 @@ def load(triton_dir: str) -> Records:
         if len(r.problems) < MAX_PROBLEMS_KEPT:
             r.problems.append(f"{path}:{lineno}: {why}")
 
-    for path in sorted(glob.glob(os.path.join(triton_dir, L.TRITON_RECORDS, "*.jsonl"))):
+    records_dir = os.path.join(triton_dir, L.TRITON_RECORDS)
+    for d in (triton_dir, records_dir):  # OUT/triton and its records: plain directories inside OUT
+        if os.path.islink(d):
+            raise RecordsFileError(f"Triton records directory {d} is a symbolic link; refusing to follow it (the "
+                                   "shim writes plain directories inside OUT)", d)
+    for path in sorted(glob.glob(os.path.join(records_dir, "*.jsonl"))):
         read = 0
         with _open_records_file(path) as f:
             lineno = 0

@@ -182,6 +182,21 @@ def test_a_linked_records_file_is_refused_without_reading(captured, target):
     _refused(captured, "is a symbolic link")
 
 
+@pytest.mark.parametrize("linked", ["triton", "triton/records"])
+def test_a_linked_records_directory_is_refused_without_reading(captured, tmp_path_factory, linked):
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "triton"
+    (elsewhere / "records").mkdir(parents=True)
+    (elsewhere / "records" / "11.jsonl").write_text(json.dumps(seed_records()[0]) + "\n")
+    if linked == "triton":
+        os.symlink(elsewhere, captured / "triton")
+    else:
+        (captured / "triton").mkdir()
+        os.symlink(elsewhere / "records", captured / "triton" / "records")
+    with pytest.raises(tr.RecordsFileError) as e:
+        _with_alarm(3, lambda: tr.load(str(captured / "triton")))
+    assert "is a symbolic link" in str(e.value) and e.value.exit_code == 2, str(e.value)
+
+
 def test_a_directory_or_a_huge_records_file_is_refused(captured):
     d = captured / "triton" / "records"
     (d / "12.jsonl").mkdir(parents=True)
