@@ -79,18 +79,22 @@ def gpu_used_mib(pid):
         return float("nan")
 
 
-def gpu_unaccounted_mib():
-    """Device memory in use on GPU 0 that no live process holds (nvidia-smi: the device's used
-    memory less every compute process's), MiB: what workers that ended did not give back
-    would grow it; the driver's own reservation is its floor."""
+def gpu_memory_now():
+    """(device memory in use on GPU 0, {pid: memory each compute process holds}), MiB, from two
+    nvidia-smi calls; the device's less the processes' is what no live process holds (what
+    workers that ended did not give back would grow it; the driver's reservation is its floor)."""
     try:
         dev = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
                              capture_output=True, text=True, timeout=20).stdout
-        apps = subprocess.run(["nvidia-smi", "--query-compute-apps=used_memory", "--format=csv,noheader,nounits"],
+        apps = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
                               capture_output=True, text=True, timeout=20).stdout
-        return float(dev.split()[0]) - sum(float(x) for x in apps.split())
+        per = {}
+        for line in apps.splitlines():
+            p, used = (x.strip() for x in line.split(","))
+            per[int(p)] = float(used)
+        return float(dev.split()[0]), per
     except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
-        return float("nan")
+        return float("nan"), {}
 
 
 def fd_targets(pid):
@@ -154,14 +158,17 @@ class Phase:
         self.series = {}
         self.fds_first, self.fds_last = {}, {}  # series: fd targets at its first and last sample
         self.cost = {}  # kind: {"n", "seconds", "full", "loaded", phase: seconds}
+        self.unsettled = set()  # series whose samples are all kept (no process of theirs restarts)
 
     def done(self):
         return time.monotonic() >= self.deadline or (self.quota is not None and self.n >= self.quota)
 
-    def sample(self, pid, gpu, series=None):
+    def sample(self, pid, gpu, series=None, settle=True):
         st = proc_stats(pid)
         if st:
             key = series or f"pid {pid}"
+            if not settle:
+                self.unsettled.add(key)
             self.series.setdefault(key, []).append((self.n,) + st + (gpu, pid, self.kinds["fault"]))
             t = fd_targets(pid)
             self.fds_first.setdefault(key, (self.n, self.kinds["fault"], t))
@@ -210,7 +217,8 @@ class Phase:
         # A sample taken in an interval with a fault may catch the process restarting (a serve
         # child re-executes itself: 39 fds before CUDA is up, 50 after): slopes are over the
         # settled samples, those with no fault since the one before.
-        settled = [x for i, x in enumerate(samples) if i == 0 or x[6] == samples[i - 1][6]]
+        settled = [x for i, x in enumerate(samples)
+                   if key in self.unsettled or i == 0 or x[6] == samples[i - 1][6]]
         left_out = len(samples) - len(settled)
         print(f"{key}: {len(samples)} samples" + (f", {left_out} taken across a fault left out" if left_out else ""))
         samples = settled
@@ -360,7 +368,8 @@ def serve_phase(ph, kc, cap, cands, refs, clients, seed, sample_every):
 
 def pool_phase(ph, cap, cands, refs, kinds, time_every, sample_every):
     """evaluate_all through the pool (time_limit: one worker and its spare on the default GPU);
-    candidates are handed out only as the worker frees up, so the generator ends the phase."""
+    candidates are handed out only as the worker frees up, so the generator ends the phase.
+    Sampled every sample_every seconds."""
     order = []
 
     def images():
@@ -375,6 +384,7 @@ def pool_phase(ph, cap, cands, refs, kinds, time_every, sample_every):
         restarts[0] += ev.get("event") == "restart"
 
     workers = set()
+    next_sample = time.monotonic() + sample_every
     # time= is one option for the whole pool: every time_every-th candidate cannot be asked
     # for; the pool times none (time_every 0) or every one (--time-every 1).
     for rec in engine.evaluate_all(cap, images(), time_limit=60.0, time=time_every == 1, progress=progress):
@@ -388,11 +398,15 @@ def pool_phase(ph, cap, cands, refs, kinds, time_every, sample_every):
         pid = rec.get("worker_pid")
         if pid:
             workers.add(pid)
-        if ph.n % sample_every == 0:
-            ph.sample(os.getpid(), gpu_unaccounted_mib(),
-                      "the pool's parent (this process; GPU memory: the device's that no live process holds)")
-            if pid:  # workers come and go (a fault costs one): their samples as one series
-                ph.sample(pid, gpu_used_mib(pid), "the pool's workers (all of them, one series)")
+        if time.monotonic() >= next_sample:  # by time: nvidia-smi costs ~0.1 s, a candidate ~0.02
+            next_sample = time.monotonic() + sample_every
+            dev, per = gpu_memory_now()
+            ph.sample(os.getpid(), dev - sum(per.values()),
+                      "the pool's parent (this process; GPU memory: the device's that no live process holds)",
+                      settle=False)
+            if pid:  # workers come and go (a fault costs one; a spare, open already, takes over)
+                ph.sample(pid, per.get(pid, float("nan")), "the pool's workers (all of them, one series)",
+                          settle=False)
     print(f"pool: {len(workers)} worker processes judged, {restarts[0]} restarts")
 
 
@@ -473,7 +487,7 @@ def main():
     if "pool" in todo:
         ph = begin("pool", f"evaluate_all (the pool: a worker and its spare, a fault every 50th, "
                            f"{'every candidate' if a.time_every == 1 else 'none'} timed)")
-        pool_phase(ph, a.capture, a.cands, refs, Kinds(MIX, 50, seed + 3), a.time_every, 25)
+        pool_phase(ph, a.capture, a.cands, refs, Kinds(MIX, 50, seed + 3), a.time_every, 2.0)
         end(ph)
     results = [p.report() for p in phases]
     total = sum(p.n for p in phases)
