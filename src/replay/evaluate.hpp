@@ -132,7 +132,8 @@ class Evaluator {
   // Does now what the first evaluations would otherwise do on their way (a worker opened
   // ahead of need, the evaluation pool's spare): the element types from the SASS (nvdisasm),
   // CUPTI loaded and its kernel records enabled for the rest of the process
-  // (KernelClock::keep_enabled), kerncap's comparison check loaded, the expected bytes kept.
+  // (KernelClock::keep_enabled), kerncap's comparison check loaded, the expected bytes kept
+  // (and copied to the device), NVML loaded and the SM clock read.
   // Changes no verdict: each of these is made once per session either way.
   void prepare();
 

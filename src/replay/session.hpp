@@ -129,6 +129,11 @@ class Session {
   struct CacheMemo {
     bool set = false, cold = false;
     std::string why;
+    // The other-work rule's own choice (choose_cache: the capture and the device decide it),
+    // kept for the timings that do not measure (a variant's, before the captured image was
+    // timed): its device queries cost about half a millisecond per timing on an H200.
+    bool rule_set = false, rule_cold = false;
+    std::string rule_why;
   };
   CacheMemo& cache_memo() { return cache_memo_; }
   // Launches once and waits; returns the elapsed milliseconds measured with events.

@@ -395,7 +395,15 @@ Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch,
     t.options.cache = memo.cold ? CacheMode::Cold : CacheMode::Warm;
     t.cache_why = memo.why;
   } else if (o.cache == CacheMode::Auto || o.cache == CacheMode::Blend) {
-    CacheChoice c = choose_cache(s.capture().manifest.in_app_between_ns, l2_bytes(), dram_bytes_per_ns());
+    CacheChoice c;
+    if (memo.rule_set) {
+      c = {memo.rule_cold ? CacheMode::Cold : CacheMode::Warm, memo.rule_why};
+    } else {
+      c = choose_cache(s.capture().manifest.in_app_between_ns, l2_bytes(), dram_bytes_per_ns());
+      memo.rule_set = true;
+      memo.rule_cold = c.mode == CacheMode::Cold;
+      memo.rule_why = c.why;
+    }
     const auto in_app = s.capture().manifest.in_app_median_ns;
     // Measured with the captured image only (the application's time is of that image), once.
     if (in_app && *in_app > 0 && s.active() == Session::Which::Captured) {
