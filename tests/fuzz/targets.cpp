@@ -1,5 +1,7 @@
 #include "targets.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -171,11 +173,23 @@ void prepare_reader(const Seeds& s, Rng& rng, const fs::path& work) {
       default: fs::create_directories(victim); break;
     }
   }
+  // A window.json that is no file (every command asks whether a capture is a window first):
+  // a directory, a FIFO, a link to the sentinel's FIFO or file.
+  if (rng() % 16 == 0) {
+    const fs::path w = dir / format::kWindowFile;
+    switch (rng() % 4) {
+      case 0: fs::create_directories(w); break;
+      case 1: mkfifo(w.c_str(), 0600); break;
+      case 2: fs::create_symlink(s.sentinel / "fifo", w); break;
+      default: fs::create_symlink(s.sentinel / "secret", w); break;
+    }
+  }
 }
 
 int run_reader(const fs::path& work) {
   return guarded([&] {
     const format::Capture c = format::open_capture(work / "out");
+    if (format::is_window_capture(c.dir)) (void)format::read_window(c.dir);
     (void)format::read_file(c.path(c.manifest.params_file));
     const Bytes image = format::read_file(c.path(c.manifest.image_file));
     try {
