@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/python_module.hpp"
 #include "cli/replay_options.hpp"
 #include "common/error.hpp"
 #include "common/hex.hpp"
@@ -26,6 +27,7 @@
 #include "replay/window_pieces.hpp"
 #include "replay/window_poison.hpp"
 #include "replay/window_replay.hpp"
+#include "replay/window_validate.hpp"
 #include "reproducer/window_reproducer.hpp"
 
 namespace kerncap::cli {
@@ -33,9 +35,6 @@ namespace fs = std::filesystem;
 // Named, not anonymous: the CLI is built as unity files, where other commands' anonymous
 // namespaces share this one's scope.
 namespace window_cmd {
-
-inline constexpr const char* kWindowVerdictFormat = "kerncap-window-verdict";
-inline constexpr int kWindowVerdictVersion = 1;
 
 struct Opened {
   std::shared_ptr<const format::Capture> capture;
@@ -150,85 +149,6 @@ void print_ops(const format::Window& w, const replay::WindowTiming* t) {
   }
 }
 
-std::string ratio_text(double replay_ms, std::optional<uint64_t> in_app_ns) {
-  if (!in_app_ns || !*in_app_ns) return "no in-app time";
-  return fmt::format("ratio {:.2f}", replay_ms * 1e6 / *in_app_ns);
-}
-
-// How the replay's times compare with the application's, and which comparison is fair: the
-// kernels' GPU time against the in-app kernels' (the one within ±10 % is expected), and the
-// replay's span (no host gaps: every operation queued first) against the in-app span and against
-// the in-app busy time (the span less the host's gaps between launches, which an eager
-// application spends launching and which kerncap's recording lengthens).
-struct TimeCompare {
-  std::optional<double> kernels_ratio, span_ratio, span_busy_ratio, in_app_gaps_ms, in_app_gap_share;
-  bool kernels_within = false;
-};
-constexpr double kWindowTimeTolerance = 0.10;
-
-TimeCompare compare_times(const replay::WindowTiming& t, const format::Window& w) {
-  TimeCompare c;
-  if (w.in_app_kernels_ns && *w.in_app_kernels_ns) {
-    c.kernels_ratio = t.kernels_ms * 1e6 / *w.in_app_kernels_ns;
-    c.kernels_within = std::abs(*c.kernels_ratio - 1) <= kWindowTimeTolerance;
-    c.span_busy_ratio = t.window_ms * 1e6 / *w.in_app_kernels_ns;
-  }
-  if (w.in_app_window_ns && *w.in_app_window_ns) {
-    c.span_ratio = t.window_ms * 1e6 / *w.in_app_window_ns;
-    if (w.in_app_kernels_ns && *w.in_app_window_ns >= *w.in_app_kernels_ns) {
-      c.in_app_gaps_ms = (*w.in_app_window_ns - *w.in_app_kernels_ns) / 1e6;
-      c.in_app_gap_share = static_cast<double>(*w.in_app_window_ns - *w.in_app_kernels_ns) / *w.in_app_window_ns;
-    }
-  }
-  return c;
-}
-
-nlohmann::json opt_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
-
-nlohmann::json timing_json(const replay::WindowTiming& t, const format::Window& w) {
-  nlohmann::json j = {{"iterations", t.iterations},
-                      {"window_ms", t.window_ms},
-                      {"kernels_ms", t.kernels_ms},
-                      {"kernels_warm_ms", opt_json(t.kernels_warm_ms)},
-                      {"kernels_cold_ms", opt_json(t.kernels_cold_ms)},
-                      {"kernels_method", t.kernels_method},
-                      {"cache", t.cache},
-                      {"cache_why", t.cache_why},
-                      {"op_ms", t.op_ms},
-                      {"op_method", t.op_method}};
-  j["in_app_window_ms"] = w.in_app_window_ns ? nlohmann::json(*w.in_app_window_ns / 1e6) : nlohmann::json(nullptr);
-  j["in_app_kernels_ms"] = w.in_app_kernels_ns ? nlohmann::json(*w.in_app_kernels_ns / 1e6) : nlohmann::json(nullptr);
-  const TimeCompare c = compare_times(t, w);
-  j["window_ratio"] = opt_json(c.span_ratio);
-  j["kernels_ratio"] = opt_json(c.kernels_ratio);
-  j["kernels_within_10pct"] = c.kernels_ratio ? nlohmann::json(c.kernels_within) : nlohmann::json(nullptr);
-  j["window_busy_ratio"] = opt_json(c.span_busy_ratio);
-  j["in_app_gaps_ms"] = opt_json(c.in_app_gaps_ms);
-  j["in_app_gap_share"] = opt_json(c.in_app_gap_share);
-  return j;
-}
-
-// The lines `window replay` and `window validate` print under the table.
-void print_times(const replay::WindowTiming& t, const format::Window& w) {
-  const TimeCompare c = compare_times(t, w);
-  std::cout << fmt::format("  kernels' GPU time:  replay {:.4f} ms ({}, L2 {}; warm {}, cold {}), in-app {} ms, {}{}\n",
-                           t.kernels_ms, t.kernels_method, t.cache,
-                           t.kernels_warm_ms ? fmt::format("{:.4f}", *t.kernels_warm_ms) : std::string("-"),
-                           t.kernels_cold_ms ? fmt::format("{:.4f}", *t.kernels_cold_ms) : std::string("-"),
-                           ms(w.in_app_kernels_ns), ratio_text(t.kernels_ms, w.in_app_kernels_ns),
-                           c.kernels_ratio ? (c.kernels_within ? ": within ±10 %" : ": outside ±10 %") : "");
-  std::cout << fmt::format("  window span:        replay {:.4f} ms (GPU, every operation queued first: no host gap), "
-                           "in-app {} ms, {}\n",
-                           t.window_ms, ms(w.in_app_window_ns), ratio_text(t.window_ms, w.in_app_window_ns));
-  if (c.in_app_gaps_ms && c.span_busy_ratio)
-    std::cout << fmt::format("    the in-app span holds {:.4f} ms ({:.0f} %) of host gaps between launches (launching "
-                             "and kerncap's recording); less those, the in-app busy time is {} ms: replay span / busy "
-                             "{:.2f} (the replay span holds the GPU's own gaps between operations)\n",
-                             *c.in_app_gaps_ms, 100 * *c.in_app_gap_share, ms(w.in_app_kernels_ns),
-                             *c.span_busy_ratio);
-  if (!t.cache_why.empty()) std::cout << "    L2: " << t.cache_why << "\n";
-}
-
 // ---- extract ----
 struct ExtractArgs {
   extract::Request request;
@@ -321,6 +241,8 @@ struct RunArgs {
   bool exact = false;
   bool weak = false;  // no poison probe: a weak verdict
   std::string replace;  // FROM..TO=launches.json
+  std::string replace_py;  // FROM..TO=MODULE:FUNCTION (kerncap.window_replace)
+  std::string python;      // the interpreter for --replace-py
 };
 
 std::map<size_t, replay::VariantImage> read_swaps(const std::vector<std::string>& specs) {
@@ -335,53 +257,6 @@ std::map<size_t, replay::VariantImage> read_swaps(const std::vector<std::string>
     out.emplace(index, replay::read_variant_image(s.substr(eq + 1)));
   }
   return out;
-}
-
-// --live-out all | auto | ID,...: the regions judged (nullopt: all). `auto` needs the capture's
-// observation of the application after the window (window_liveout.json).
-std::optional<std::set<uint32_t>> parse_live_out(const std::string& s, const format::Manifest& m,
-                                                 const std::optional<format::WindowLiveOut>& observed,
-                                                 const std::string& dir) {
-  if (s == "all") return std::nullopt;
-  if (s == "auto") {
-    if (!observed)
-      input_error(fmt::format("--live-out auto: {} has no observation of the application after the window ({}): it "
-                              "was extracted with --observe 0, by an older kerncap, or the application was killed "
-                              "before the observation ended; use --live-out all or a list of region ids, or extract "
-                              "the window again",
-                              dir, format::kWindowLiveOutFile));
-    std::set<uint32_t> ids;
-    for (uint32_t id : observed->live())
-      if (m.find_region(id)) ids.insert(id);
-    return ids;
-  }
-  std::set<uint32_t> ids;
-  size_t at = 0;
-  while (at <= s.size()) {
-    const size_t comma = std::min(s.find(',', at), s.size());
-    const std::string part = s.substr(at, comma - at);
-    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 9)
-      usage_error(fmt::format("--live-out '{}': expected all, auto or region ids separated by commas", s));
-    const uint32_t id = static_cast<uint32_t>(std::stoul(part));
-    if (!m.find_region(id)) usage_error(fmt::format("--live-out: the capture has no region {}", id));
-    ids.insert(id);
-    at = comma + 1;
-  }
-  return ids;
-}
-
-// A region the observation saw dead after the window (never read, or overwritten first).
-const format::LiveOutRegion* dead_region(const std::optional<format::WindowLiveOut>& observed, uint32_t id) {
-  if (!observed) return nullptr;
-  const format::LiveOutRegion* r = observed->find(id);
-  return r && !r->read ? r : nullptr;
-}
-
-// "Result: PASS (...)" with `note` added inside its parentheses.
-std::string with_note(const std::string& line, const std::string& note) {
-  if (note.empty()) return line;
-  if (line.empty() || line.back() != ')') return line + " [" + note + "]";
-  return line.substr(0, line.size() - 1) + "; " + note + ")";
 }
 
 replay::Options session_options(const Opened& o, bool quiet) {
@@ -399,7 +274,7 @@ void run_replay(const RunArgs& a, int& exit_code) {
   const replay::WindowTiming t = wr.time(a.warmup, a.iterations);
   if (a.json) {
     nlohmann::json j = window_summary(o.window);
-    j["timing"] = timing_json(t, o.window);
+    j["timing"] = replay::window_timing_json(t, o.window);
     j["notes"] = wr.notes();
     std::cout << j.dump(2) << std::endl;
   } else {
@@ -408,237 +283,56 @@ void run_replay(const RunArgs& a, int& exit_code) {
     std::cout << fmt::format("window of {} operations ({} kernels), {} iterations (median)\n", o.window.ops.size(),
                              o.window.kernels(), t.iterations);
     print_ops(o.window, &t);
-    print_times(t, o.window);
+    std::cout << replay::window_times_text(t, o.window);
   }
   exit_code = 0;
-}
-
-// A piece of a region the observation saw read as a whole but not in these bytes
-// (window_pieces.hpp): a dead intermediate among live tensors of one allocation.
-struct DeadPiece {
-  uint32_t region = 0;
-  size_t index = 0;  // manifest order
-  replay::WindowPiece piece;
-};
-
-// The dead pieces of the regions read after the window (none without a version 2 observation).
-std::vector<DeadPiece> dead_pieces(const format::Capture& cap, const format::Window& w,
-                                   const std::optional<format::WindowLiveOut>& observed) {
-  std::vector<DeadPiece> out;
-  if (!observed) return out;
-  const format::Manifest& m = cap.manifest;
-  std::vector<std::vector<uint8_t>> params;  // each kernel operation's, read once
-  bool params_read = false;
-  for (const auto& lr : observed->regions) {
-    if (!lr.read || !lr.reads_complete) continue;
-    size_t index = m.regions.size();
-    for (size_t i = 0; i < m.regions.size(); ++i)
-      if (m.regions[i].id == lr.id) index = i;
-    if (index == m.regions.size()) continue;
-    const format::Region& reg = m.regions[index];
-    if (!params_read) {
-      for (size_t i = 0; i < w.ops.size(); ++i)
-        if (w.ops[i].kind == format::WindowOp::Kind::Kernel)
-          params.push_back(cap.read(format::window_params_file(i), "a window kernel's parameters"));
-      params_read = true;
-    }
-    std::vector<uint64_t> cuts;
-    for (const auto& p : params) replay::add_pointer_cuts(p, reg.base, reg.size, &cuts);
-    std::vector<std::pair<uint64_t, uint64_t>> changed;
-    for (const auto& r : m.after)
-      if (r.region == lr.id) changed.emplace_back(r.offset, r.size);
-    for (auto& piece : replay::window_pieces(reg.size, std::move(changed), std::move(cuts), lr))
-      if (!piece.read) out.push_back({lr.id, index, std::move(piece)});
-  }
-  return out;
-}
-
-// The dead piece of region `id` that holds region offset `at`, or null.
-const DeadPiece* dead_piece_at(const std::vector<DeadPiece>& pieces, uint32_t id, std::optional<uint64_t> at) {
-  if (!at) return nullptr;
-  for (const auto& d : pieces)
-    if (d.region == id && *at >= d.piece.offset && *at - d.piece.offset < d.piece.size) return &d;
-  return nullptr;
 }
 
 void run_validate(const RunArgs& a, int& exit_code) {
   const Opened o = open_window(a.dir);
   const format::Capture& cap = *o.capture;
-  const std::optional<format::WindowLiveOut> observed = format::read_window_liveout(cap.dir);
-  const auto live = parse_live_out(a.live_out, cap.manifest, observed, a.dir);
-  const auto swaps = read_swaps(a.swaps);
-  std::optional<replay::Replacement> replacement;
-  if (!a.replace.empty()) replacement = replay::read_replacement(a.replace, o.window, cap.manifest);
-  const bool variant = !swaps.empty() || replacement;
-  replay::JudgeOverrides over;
-  if (!a.dtype.empty()) over.dtype = a.dtype;
-  over.atol = a.atol;
-  over.rtol = a.rtol;
-  over.exact = a.exact;
-  over.no_determinism = true;  // the determinism check replays the first kernel alone: not a window's
-  replay::EvaluateOptions eo;
-  eo.time = false;
-  eo.policy = replay::load_policy(over, cap);
-  // The captured window is judged byte for byte (the evidence that the replay reproduces it);
-  // with a swap, the judge's variant rules apply (typed regions within tolerance).
-  if (!variant) eo.policy.exact = true;
+  replay::WindowValidateRequest r;
+  r.dir = a.dir;
+  r.live_out = a.live_out;
+  r.swaps = read_swaps(a.swaps);
+  if (!a.replace.empty()) r.replacement = replay::read_replacement(a.replace, o.window, cap.manifest);
+  if (!a.dtype.empty()) r.judge.dtype = a.dtype;
+  r.judge.atol = a.atol;
+  r.judge.rtol = a.rtol;
+  r.judge.exact = a.exact;
+  r.weak = a.weak;
+  r.warmup = a.warmup;
+  r.iterations = a.iterations;
   replay::Session s(session_options(o, a.quiet || a.json));
-  // Under auto, the dead pieces of live regions are not judged: the captured window's bytes
-  // there are put back after the judged replay.
-  const std::vector<DeadPiece> pieces = dead_pieces(cap, o.window, observed);
-  std::optional<replay::WindowKeptBytes> kept;
-  if (a.live_out == "auto" && !pieces.empty()) {
-    std::vector<replay::KeptRange> ranges;
-    for (const auto& d : pieces) ranges.push_back({d.index, d.piece.offset, d.piece.size});
-    replay::WindowReplay captured(s, o.window, {});
-    kept.emplace(s, captured, std::move(ranges));
-  }
-  // Strong: the window's write-only live-out bytes, probed on the captured window, are poisoned
-  // before the judged replay by the one poison code (window_poison.hpp).
-  std::optional<replay::WindowPoison> poison;
-  if (!a.weak) {
-    replay::WindowReplay captured(s, o.window, {});
-    poison = replay::probe_window_poison(s, captured, live);
-  }
-  const replay::PoisonPlan* plan = poison && poison->weak_reason.empty() ? &poison->plan : nullptr;
-  if (plan) replay::poison_restores(s, *plan);
-  replay::WindowReplay wr(s, o.window, swaps, replacement ? &*replacement : nullptr);
-  replay::Evaluator ev(s, plan);
-  replay::Evaluation e = ev.evaluate(nullptr, eo, [&](CUstream st) {
-    wr.enqueue(st);
-    if (kept) kept->put_back(st);
-  });
-  s.set_restore_filter({});
-  std::vector<uint32_t> ignored;
-  if (live) {
-    auto& regions = e.verdict.regions;
-    for (const auto& r : regions)
-      if (!live->count(r.id) && r.result.mismatches) ignored.push_back(r.id);
-    regions.erase(std::remove_if(regions.begin(), regions.end(), [&](const replay::RegionVerdict& r) { return !live->count(r.id); }),
-                  regions.end());
-  }
-  const bool pass = e.verdict.pass();
-  const std::string strength = poison ? replay::window_strength_note(*poison)
-                                      : std::string("window weak: --weak, nothing poisoned");
-  const std::string line = with_note(e.verdict.line(), strength);
-  // Which operation last wrote each failing region (replayed op by op).
-  std::vector<uint32_t> failing;
-  for (const auto& r : e.verdict.regions)
-    if (!r.result.pass()) failing.push_back(r.id);
-  const std::map<uint32_t, size_t> writers = failing.empty() ? std::map<uint32_t, size_t>{} : wr.last_writers(failing);
-  // Times: the window as judged, and the captured window beside it when kernels were swapped.
-  const replay::WindowTiming t = wr.time(a.warmup, a.iterations);
-  std::optional<replay::WindowTiming> base;
-  if (variant) {
-    replay::WindowReplay captured(s, o.window, {});
-    base = captured.time(a.warmup, a.iterations);
-  }
+  const replay::WindowValidation v = replay::validate_window(s, o.window, r);
   if (a.json) {
-    nlohmann::json j = {{"format", kWindowVerdictFormat}, {"version", kWindowVerdictVersion}};
-    j["result"] = pass ? "PASS" : "FAIL";
-    j["line"] = line;
-    j["verdict"] = e.to_json();
-    j["verdict"]["regions"] = e.verdict.to_json()["regions"];
-    j["live_out"] = live ? nlohmann::json(std::vector<uint32_t>(live->begin(), live->end())) : nlohmann::json("all");
-    j["live_out_mode"] = a.live_out == "all" || a.live_out == "auto" ? a.live_out : "list";
-    j["not_live_out_differing"] = ignored;
-    if (observed)
-      j["observation"] = {{"horizon", observed->horizon},
-                          {"launches_observed", observed->launches_observed},
-                          {"ended", observed->ended},
-                          {"live", observed->live()}};
-    nlohmann::json dead = nlohmann::json::array();
-    for (const auto& r : e.verdict.regions)
-      if (!r.result.pass()) {
-        if (const auto* d = dead_region(observed, r.id)) dead.push_back({{"region", r.id}, {"evidence", d->evidence}});
-        else if (const auto* p = dead_piece_at(pieces, r.id, r.result.first_bad_offset))
-          dead.push_back({{"region", r.id}, {"offset", p->piece.offset}, {"size", p->piece.size},
-                          {"evidence", p->piece.evidence}});
-      }
-    j["dead_differing"] = dead;
-    nlohmann::json dp = nlohmann::json::array();
-    for (const auto& d : pieces)
-      dp.push_back({{"region", d.region}, {"offset", d.piece.offset}, {"size", d.piece.size},
-                    {"evidence", d.piece.evidence}, {"judged", !kept}});
-    j["dead_pieces"] = dp;
-    j["strength"] = strength;
-    if (poison) {
-      j["poisoned_regions"] = poison->poisoned;
-      j["read_first_regions"] = poison->read_first;
-      j["poisoned_bytes"] = poison->plan.bytes;
-      nlohmann::json probed = nlohmann::json::array();
-      for (const auto& p : poison->pieces)
-        probed.push_back({{"region", p.region}, {"pieces", p.pieces}, {"poisoned", p.poisoned}});
-      j["probed_pieces"] = probed;
-    }
-    nlohmann::json w = nlohmann::json::array();
-    for (const auto& [id, op] : writers) w.push_back({{"region", id}, {"op", op}, {"name", wr.describe(op)}});
-    j["last_writers"] = w;
-    nlohmann::json sw = nlohmann::json::array();
-    for (const auto& [i, v] : swaps) sw.push_back({{"op", i}, {"image", v.desc}});
-    j["swaps"] = sw;
-    j["replacement"] = replacement ? nlohmann::json(replacement->spec) : nlohmann::json(nullptr);
-    j["timing"] = timing_json(t, o.window);
-    if (base) {
-      j["captured_timing"] = timing_json(*base, o.window);
-      j["speedup"] = t.window_ms > 0 ? base->window_ms / t.window_ms : 0.0;
-      j["speedup_kernels"] = t.kernels_ms > 0 ? base->kernels_ms / t.kernels_ms : 0.0;
-    }
-    j["notes"] = wr.notes();
-    j["foreign_ops"] = o.window.foreign_ops;
-    std::cout << j.dump(2) << std::endl;
+    std::cout << replay::window_verdict_json(v).dump(2) << std::endl;
   } else {
-    for (const auto& n : wr.notes()) std::fprintf(stderr, "kerncap: note: %s\n", n.c_str());
+    for (const auto& n : v.notes) std::fprintf(stderr, "kerncap: note: %s\n", n.c_str());
     warn_foreign(o.window);
-    std::cout << fmt::format("window of {} operations ({} kernels){}{}\n", o.window.ops.size(), o.window.kernels(),
-                             swaps.empty() ? std::string() : fmt::format(", {} swapped", swaps.size()),
-                             replacement ? fmt::format(", ops {} to {} replaced by {} launch(es)", replacement->from,
-                                                       replacement->to, replacement->launches.size())
-                                         : std::string());
-    for (const auto& r : e.verdict.regions) {
-      if (r.result.pass()) continue;
-      const auto wit = writers.find(r.id);
-      const auto* d = dead_region(observed, r.id);
-      const auto* p = d ? nullptr : dead_piece_at(pieces, r.id, r.result.first_bad_offset);
-      std::cout << fmt::format("  region {} ({} B at {}) differs: {}; last written by {}{}\n", r.id, r.size,
-                               hex_addr(r.base), r.summary(),
-                               wit == writers.end() ? std::string("no operation of this replay (the application wrote it)")
-                                                    : wr.describe(wit->second),
-                               d ? fmt::format("; a dead intermediate: not read after the window ({}), so --live-out "
-                                               "auto does not judge it",
-                                               d->evidence)
-                               : p ? fmt::format("; its bytes {:#x}..{:#x}, where the first difference lies, are a dead "
-                                                 "intermediate: the region is read after the window but not there ({}), "
-                                                 "so --live-out auto does not judge them",
-                                                 p->piece.offset, p->piece.offset + p->piece.size, p->piece.evidence)
-                                   : std::string());
-    }
-    if (live && a.live_out == "auto" && observed)
-      std::cout << fmt::format("  live-out auto: {} of the {} region(s) the window changed are read after it (observed "
-                               "over {} launch(es), {})\n",
-                               live->size(), observed->regions.size(), observed->launches_observed,
-                               observed->ended == "horizon" ? "up to the horizon" : "until the application ended");
-    if (!ignored.empty())
-      std::cout << fmt::format("  {} region(s) outside --live-out differ and are not judged\n", ignored.size());
-    if (kept) {
-      std::cout << fmt::format("  live-out auto: {} dead piece(s) of regions read after the window not judged ({} B, "
-                               "the captured window's bytes put back there):\n",
-                               pieces.size(), kept->bytes());
-      for (size_t i = 0; i < pieces.size() && i < 8; ++i)
-        std::cout << fmt::format("    region {} bytes {:#x}..{:#x}: {}\n", pieces[i].region, pieces[i].piece.offset,
-                                 pieces[i].piece.offset + pieces[i].piece.size, pieces[i].piece.evidence);
-      if (pieces.size() > 8) std::cout << fmt::format("    ... and {} more\n", pieces.size() - 8);
-    }
-    print_times(t, o.window);
-    if (base)
-      std::cout << fmt::format("  captured window: span {:.4f} ms, kernels {:.4f} ms; as judged: span {:.4f} ms, kernels "
-                               "{:.4f} ms: speed-up x{:.3f} (span), x{:.3f} (kernels)\n",
-                               base->window_ms, base->kernels_ms, t.window_ms, t.kernels_ms,
-                               t.window_ms > 0 ? base->window_ms / t.window_ms : 0.0,
-                               t.kernels_ms > 0 ? base->kernels_ms / t.kernels_ms : 0.0);
-    std::cout << line << "\n";
+    std::cout << replay::window_verdict_text(v);
   }
-  exit_code = pass ? 0 : 1;
+  exit_code = v.pass ? 0 : 1;
+}
+
+// --replace-py FROM..TO=MODULE:FUNCTION: the replacement is a Python callable, so the validation
+// runs in Python (kerncap.window_replace), through the same engine's C ABI (kc_window_validate).
+[[noreturn]] void run_validate_py(const RunArgs& a) {
+  PythonModule m;
+  m.module = "kerncap.window_replace";
+  m.args = {a.dir, "--replace", a.replace_py, "--live-out", a.live_out, "--warmup", std::to_string(a.warmup),
+            "--iterations", std::to_string(a.iterations)};
+  for (const auto& sw : a.swaps) m.args.insert(m.args.end(), {"--swap", sw});
+  if (!a.dtype.empty()) m.args.insert(m.args.end(), {"--dtype", a.dtype});
+  if (a.atol) m.args.insert(m.args.end(), {"--atol", fmt::format("{}", *a.atol)});
+  if (a.rtol) m.args.insert(m.args.end(), {"--rtol", fmt::format("{}", *a.rtol)});
+  if (a.exact) m.args.push_back("--exact");
+  if (a.weak) m.args.push_back("--weak");
+  if (a.json) m.args.push_back("--json");
+  if (a.quiet) m.args.push_back("--quiet");
+  m.python = a.python;
+  m.needs = "the module of the callable, and what it imports (torch, triton, ...)";
+  exec_python_module(m);
 }
 
 void add_timing(CLI::App* cmd, RunArgs& a) {
@@ -741,6 +435,12 @@ void add_window(CLI::App& app, int& exit_code) {
                  "FROM..TO=launches.json: operations FROM to TO (inclusive) run the launches of new images in the "
                  "file instead, their parameters built from the window's regions (docs/window.md \"Replacements\")")
       ->type_name("FROM..TO=FILE");
+  vd->add_option("--replace-py", va->replace_py,
+                 "FROM..TO=MODULE:FUNCTION: operations FROM to TO (inclusive) are replaced by a Python callable "
+                 "FUNCTION(window, stream) that enqueues its work on the stream, given the window's buffers "
+                 "(kerncap.window; runs in Python through the same engine, docs/window.md \"Replacements\")")
+      ->type_name("FROM..TO=MODULE:FUNCTION");
+  vd->add_option("--python", va->python, "The Python interpreter for --replace-py (default $KERNCAP_PYTHON, else python3)");
   vd->add_flag("--weak", va->weak,
                "Do not poison: by default the window's write-only live-out bytes (probed on the captured window) are "
                "poisoned before the replay, so a replacement that skips a write fails");
@@ -750,7 +450,11 @@ void add_window(CLI::App& app, int& exit_code) {
   vd->add_flag("--exact", va->exact, "Compare a swapped window byte for byte");
   add_timing(vd, *va);
   add_store_option(vd);
-  vd->callback([va, &exit_code] { run_validate(*va, exit_code); });
+  vd->callback([va, &exit_code] {
+    if (va->replace_py.empty()) return run_validate(*va, exit_code);
+    if (!va->replace.empty()) usage_error("give either --replace or --replace-py");
+    run_validate_py(*va);
+  });
 }
 
 }  // namespace kerncap::cli

@@ -16,6 +16,8 @@
 // SiLU·multiply that replaces silu, up_proj's GEMM and mul keeps the GEMM between them.
 // Arguments are packed in order with their natural alignment (pointers and 64-bit values on 8
 // bytes, 32-bit ones on 4), as a kernel declared with those parameter types expects them.
+#include <cuda.h>
+
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -50,6 +52,11 @@ struct Replacement {
   size_t from = 0, to = 0;  // operations [from, to] of the window, inclusive
   std::vector<ReplacementLaunch> launches;
   std::string spec;  // as the user wrote it, for messages
+  // Instead of launches: the caller's own work (the C ABI's kc_window_validate: a Python callable
+  // given the window's buffers), enqueued on the replay's stream in the run's place each time
+  // the window runs; it must not synchronise the device. `call_name` names it in messages.
+  std::function<void(CUstream)> call;
+  std::string call_name;
 };
 
 // "FROM..TO=FILE": Error(Usage) for a malformed spec or a range outside the window, Error(Input)

@@ -175,6 +175,10 @@ WindowReplay::~WindowReplay() {
 }
 
 void WindowReplay::load_replacement(const Replacement& r) {
+  if (r.call) {
+    notes_.push_back(fmt::format("operations {} to {} are replaced by {}", r.from, r.to, r.call_name));
+    return;
+  }
   for (const auto& l : r.launches) {
     if (l.op) {  // the captured operation, loaded with the others
       new_launches_.emplace_back();
@@ -230,6 +234,7 @@ size_t WindowReplay::kernels_at(size_t op) const {
   if (op >= window_.ops.size()) return 0;
   if (replaced(op)) {
     if (op != replacement_->from) return 0;
+    if (replacement_->call) return 1;  // the caller's launches: at least one kernel, presumably
     size_t n = 0;
     for (const auto& l : replacement_->launches) n += l.op ? window_.ops[*l.op].kind == Kind::Kernel : 1;
     return n;
@@ -244,6 +249,10 @@ void WindowReplay::enqueue(CUstream stream, size_t begin, size_t end) {
       continue;
     }
     if (i != replacement_->from) continue;  // the replacement runs once, at its first operation
+    if (replacement_->call) {
+      replacement_->call(stream);
+      continue;
+    }
     for (size_t j = 0; j < new_launches_.size(); ++j) {
       const ReplacementLaunch& l = replacement_->launches[j];
       if (l.op) {
@@ -498,6 +507,9 @@ std::map<uint32_t, size_t> WindowReplay::last_writers(const std::vector<uint32_t
 
 std::string WindowReplay::describe(size_t op) const {
   if (op >= window_.ops.size()) return fmt::format("op {}", op);
+  if (replaced(op) && replacement_->call)
+    return fmt::format("the replacement of ops {}..{} ({})", replacement_->from, replacement_->to,
+                       replacement_->call_name);
   if (replaced(op)) {
     std::string names;
     for (const auto& l : replacement_->launches)

@@ -29,6 +29,10 @@
 #   fuse_bad       a fused replacement that skips out's last row FAILs under --live-out auto on out
 #   fuse_replace   ops 0..2 replaced by one launch of a new kernel (fused_only, --replace with a launches
 #                  file naming the window's regions): PASS under --live-out auto, strong, speed-up printed
+#   fuse_py        ops 1..2 (fgemm, fact) replaced by a Python callable (--replace-py
+#                  1..2=window_apps/fuse_torch.py:gemm_silu: torch's matmul and SiLU on the replay's stream,
+#                  out written, t never): PASS under --live-out auto, strong, through the one judge
+#   fuse_py_bad    gemm_silu_bad (out's last row left alone): FAIL under auto naming out's region
 #   h2d            fuse_app with a host-to-device copy of new weights inside the window: the window has a
 #                  copy_h2d operation and the captured window PASSes byte for byte (the host bytes kept)
 #   streams        tests/gpu/window_apps/two_streams.cu: a window on s0 that waits (event) on s1's kernel is
@@ -229,7 +233,7 @@ F=$WORK/fuse
 FROWS=256 FDIM=256
 FN=$((FROWS * FDIM))
 fregion_of() { python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print([r['id'] for r in m['regions'] if r['size'] == int(sys.argv[2]) * 4][0])" "$F/capture/manifest.json" "$1" 2>/dev/null; }
-if want fuse_extract || want fuse_auto || want fuse_all || want fuse_bad || want fuse_replace; then
+if want fuse_extract || want fuse_auto || want fuse_all || want fuse_bad || want fuse_replace || want fuse_py || want fuse_py_bad; then
   if run fuse_extract "$KC" window extract --window 'fnorm@3..fact' --json -o "$F" -- "$APPS/fuse_app" 4 "$FROWS" "$FDIM"; then
     sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/fuse.extract.json"
     HR=$(fregion_of $((FN + 16))) TR=$(fregion_of $((FN + 32))) OR=$(fregion_of $((FN + 48)))
@@ -282,6 +286,28 @@ JSON
       sp=$(py '"%.3f" % d["speedup"]' "$WORK/fuse_replace.json" 2>/dev/null)
       strength=$(py 'd["strength"]' "$WORK/fuse_replace.json" 2>/dev/null)
       verdict fuse_replace "$(pass_if "$([ "$JUDGED" = PASS ] && [[ "$strength" == "window strong"* ]] && echo 1)")" "$LAST_LINE; speed-up x$sp"
+    fi
+    if want fuse_py || want fuse_py_bad; then
+      if torch_ok "${TORCH_PY:-python3}"; then
+        PYR=$HERE/window_apps/fuse_torch.py
+        if want fuse_py; then
+          fjudge fuse_py --replace-py "1..2=$PYR:gemm_silu" --python "${TORCH_PY:-python3}" --live-out auto "${FTOL[@]}"
+          sp=$(py '"span x%.3f, kernels x%.3f" % (d["speedup"], d["speedup_kernels"])' "$WORK/fuse_py.json" 2>/dev/null)
+          strength=$(py 'd["strength"]' "$WORK/fuse_py.json" 2>/dev/null)
+          verdict fuse_py "$(pass_if "$([ "$JUDGED" = PASS ] && [[ "$strength" == "window strong"* ]] && echo 1)")" "$LAST_LINE; speed-up $sp; replacement $(py 'd["replacement"]' "$WORK/fuse_py.json" 2>/dev/null)"
+          run fuse_py_text "$KC" window validate "$F" --iterations 5 --replace-py "1..2=$PYR:gemm_silu" --python "${TORCH_PY:-python3}" --live-out auto "${FTOL[@]}"
+          cat "$STEP_OUT"
+          tail -3 "$STEP_ERR"
+        fi
+        if want fuse_py_bad; then
+          fjudge fuse_py_bad --replace-py "1..2=$PYR:gemm_silu_bad" --python "${TORCH_PY:-python3}" --live-out auto "${FTOL[@]}"
+          failing=$(py '",".join(str(r["id"]) for r in d["verdict"]["regions"] if not r["pass"])' "$WORK/fuse_py_bad.json" 2>/dev/null)
+          writer=$(py '[w["name"] for w in d["last_writers"] if w["region"] == '"${OR:-999999}"'][0]' "$WORK/fuse_py_bad.json" 2>/dev/null)
+          verdict fuse_py_bad "$(pass_if "$([ "$JUDGED" = FAIL ] && [ "$failing" = "$OR" ] && echo 1)")" "$LAST_LINE (failing $failing; out is $OR, last written by ${writer:-?})"
+        fi
+      else
+        verdict fuse_py SKIP "no torch with CUDA in ${TORCH_PY:-python3}"
+      fi
     fi
   else
     verdict fuse_extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"

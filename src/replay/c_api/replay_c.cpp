@@ -110,6 +110,11 @@ replay::LaunchFn caller_launch(kc_launch_fn launch, void* user) {
 
 }  // namespace
 
+// For the window ABI (window_c.cpp): one kc_last_error() for both.
+namespace kerncap::replay::c_api {
+void set_last_error(const std::string& message) { t_error = message; }
+}  // namespace kerncap::replay::c_api
+
 extern "C" {
 
 int kc_abi_version(void) { return KC_REPLAY_ABI_VERSION; }

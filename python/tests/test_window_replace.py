@@ -1,0 +1,61 @@
+"""kerncap.window (the window engine's ctypes binding) and kerncap.window_replace (`kerncap window
+validate --replace-py`) without a GPU: the spec, loading the callable, the binding to the real
+library's kc_window_* calls, and the refusals the CLI and the module make before any device work."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kerncap import engine, window, window_replace
+
+
+def test_spec_is_from_to_module_function():
+    assert window_replace.parse_spec("1..2=fused.py:silu_gemm") == (1, 2, "fused.py", "silu_gemm")
+    assert window_replace.parse_spec("0..0=pkg.mod:Cls.method") == (0, 0, "pkg.mod", "Cls.method")
+    for bad in ("1..2", "1-2=a:b", "a..2=m:f", "1..2=m", "1..2=:f"):
+        with pytest.raises(engine.EngineError) as e:
+            window_replace.parse_spec(bad)
+        assert e.value.exit_code == 2
+
+
+def test_callable_from_a_file_or_a_module(tmp_path):
+    f = tmp_path / "fused.py"
+    f.write_text("class K:\n    @staticmethod\n    def go(w, s):\n        return s\n\ndef run(w, s):\n    return 7\n")
+    assert window_replace.load_callable(str(f), "run")(None, 0) == 7
+    assert window_replace.load_callable(str(f), "K.go")(None, 5) == 5
+    assert window_replace.load_callable("os.path", "basename")("/a/b") == "b"
+    with pytest.raises(engine.EngineError, match="has no nothing"):
+        window_replace.load_callable(str(f), "nothing")
+    with pytest.raises(engine.EngineError, match="no such file"):
+        window_replace.load_callable(str(tmp_path / "missing.py"), "run")
+
+
+def test_the_library_has_the_window_calls(engine_lib):
+    window._bind(engine_lib)  # raises when a kc_window_* call is missing
+    for name in window._SIGNATURES:
+        assert getattr(engine_lib.lib, name).argtypes is not None
+
+
+def test_a_missing_window_is_refused_before_any_callable_is_loaded(engine_lib, tmp_path, capsys):
+    marker = tmp_path / "imported"
+    f = tmp_path / "fused.py"
+    f.write_text(f"open({str(marker)!r}, 'w').close()\ndef run(w, s):\n    pass\n")
+    rc = window_replace.main([str(tmp_path / "nowhere"), "--replace", f"0..1={f}:run"])
+    assert rc == 2
+    assert "no such directory" in capsys.readouterr().err
+    assert not marker.exists()  # the window is opened first: the module is not imported
+
+
+def test_the_cli_runs_this_module(tmp_path):
+    kc = os.environ.get("KERNCAP_BIN")
+    if not kc or not os.path.exists(kc):
+        pytest.skip("KERNCAP_BIN not set")
+    env = dict(os.environ, KERNCAP_PYTHON=sys.executable)
+    r = subprocess.run([kc, "window", "validate", str(tmp_path / "nowhere"), "--replace-py", "1..2"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2
+    assert "expected FROM..TO=MODULE:FUNCTION" in r.stderr
+    r = subprocess.run([kc, "window", "validate", str(tmp_path), "--replace-py", "1..2=m:f", "--replace", "0..1=x"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "either --replace or --replace-py" in r.stderr
