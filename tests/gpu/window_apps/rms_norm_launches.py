@@ -5,7 +5,9 @@ over a decoder layer): to float, pow, mean, + eps, rsqrt, x * rsqrt, to bf16, we
 run is found by its kernel names (the mean's reduce kernel and its neighbours); the fused
 kernel's pointers are the capture's regions at the offsets the kernels' parameters point to
 (each 8-byte word of a parameter buffer is looked up among the regions): x is what the "to
-float" copy reads, the result what the weight multiply writes, the weight its other input.
+float" copy reads; of the weight multiply's inputs besides the bf16 copy's output, the result is
+the one the next kernel (the gate GEMM) reads, the weight the other (the window must go on past
+the norm: the decoder layer's window does).
 
     rms_norm_launches.py OUT CUBIN KERNEL LAUNCHES_JSON [--hidden 512] [--eps 1e-6]
 Prints the --replace spec (FROM..TO=LAUNCHES_JSON) and what it found, as JSON; exits 1 naming
@@ -60,12 +62,30 @@ def main():
     if len(cp) < 2 or len(to16) < 1 or len(mul) < 3:
         sys.exit("expected 2 pointers in the copy's parameters, 1 in the bf16 copy's and 3 in the multiply's: %s / %s / %s" % (cp, to16, mul))
     x = cp[1]                      # data[1]: what the copy to float reads
-    y16 = to16[0][2]               # the bf16 copy's output, the multiply's input
-    m = mul[0]                     # data[0]: what the multiply writes
-    others = [p for p in mul[1:3] if p[2] != y16]
-    if len(others) != 1:
-        sys.exit("the weight multiply does not read the bf16 copy's output once: %s (copy out %#x)" % (mul, y16))
-    w = others[0]
+    y16 = to16[0][2]               # the bf16 copy's output (its data[0]), the multiply's input
+    # The multiply's closure does not keep data[] first, and a pointer can appear twice: take its
+    # distinct pointers. Besides the bf16 copy's output there are the weight and the result; the
+    # result is what the kernel after the norm (the gate GEMM) reads, the weight is not.
+    distinct = []
+    for p in mul:
+        if p[2] not in [q[2] for q in distinct]:
+            distinct.append(p)
+    others = [p for p in distinct if p[2] != y16]
+    if len(others) != 2 or len(distinct) != 3:
+        sys.exit("the weight multiply does not read the bf16 copy's output and two other tensors: %s (copy out %#x)" % (mul, y16))
+    after = {q[2] for q in pointers(last + 1)[1]} if last + 1 < len(ops) and name(last + 1) else set()
+    read_next = [p for p in others if p[2] in after]
+    if len(read_next) == 1:
+        m, how = read_next[0], "the one op %d reads" % (last + 1)
+    else:
+        # The next kernel may hold its pointers in a TMA descriptor, not as plain words: then
+        # data[] as `weight * x` lays it out, (out, weight, x), read back from x's last place.
+        at = max(i for i, p in enumerate(mul) if p[2] == y16)
+        if at < 2 or {mul[at - 1][2], mul[at - 2][2]} != {p[2] for p in others}:
+            sys.exit("cannot tell the norm's result from its weight: op %d reads %d of %s, and the multiply's "
+                     "pointers %s are not laid out as (out, weight, x)" % (last + 1, len(read_next), others, mul))
+        m, how = mul[at - 2], "data[0] of (out, weight, x)"
+    w = [p for p in others if p[2] != m[2]][0]
     n = struct.unpack_from("<i", raw, 0)[0]
     if n <= 0 or n % a.hidden:
         sys.exit("the copy's element count %d is not a multiple of --hidden %d" % (n, a.hidden))
@@ -75,7 +95,7 @@ def main():
                        {"region": m[0], "offset": m[1]}, {"i32": a.hidden}, {"f32": a.eps}]}
     json.dump({"launches": [launch]}, open(a.dest, "w"), indent=1)
     print(json.dumps({"replace": "%d..%d=%s" % (first, last, a.dest), "rows": rows, "hidden": a.hidden,
-                      "x": x[:2], "weight": w[:2], "m": m[:2], "replaced": last - first + 1}))
+                      "x": x[:2], "weight": w[:2], "m": m[:2], "m_found_as": how, "replaced": last - first + 1}))
 
 
 if __name__ == "__main__":
