@@ -290,6 +290,10 @@ JSON
     if want fuse_py || want fuse_py_bad; then
       if torch_ok "${TORCH_PY:-python3}"; then
         PYR=$HERE/window_apps/fuse_torch.py
+        # kerncap.window_replace runs in Python: this tree's package and this build's engine.
+        export KERNCAP_REPLAY_LIB=${KERNCAP_REPLAY_LIB:-$BUILD/lib/libkerncap_replay.so}
+        PYTHONPATH=$(cd "$HERE/../../python" && pwd)${PYTHONPATH:+:$PYTHONPATH}
+        export PYTHONPATH
         if want fuse_py; then
           fjudge fuse_py --replace-py "1..2=$PYR:gemm_silu" --python "${TORCH_PY:-python3}" --live-out auto "${FTOL[@]}"
           sp=$(py '"span x%.3f, kernels x%.3f" % (d["speedup"], d["speedup_kernels"])' "$WORK/fuse_py.json" 2>/dev/null)
