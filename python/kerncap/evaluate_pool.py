@@ -49,10 +49,10 @@ OPEN_TIMEOUT_S = 900.0
 DRAIN_TIMEOUT_S = 30.0
 # Spare workers per GPU at most (each holds a context and a copy of the capture's memory).
 MAX_SPARES = 4
-# The GPU's name as the pool already knows it (from the GPU's first worker): a spare or a
-# restarted worker does not ask nvidia-smi again (a process that queries every GPU through
-# the driver while the other worker times its candidates).
-DEVICE_NAME_ENV = "KERNCAP_POOL_DEVICE_NAME"
+# In a worker: the GPU's name as the pool already knew it (from the GPU's first worker), so that
+# a spare or a restarted worker does not ask nvidia-smi again (a process that queries every GPU
+# through the driver while the other worker times its candidates). None: ask.
+_known_device_name: Optional[str] = None
 IMAGE_SUFFIXES = (".cubin", ".fatbin", ".ptx")
 
 
@@ -103,7 +103,7 @@ class EngineJudge:
     spares (a lost context is replaced by the spare, not recovered in the process)."""
 
     def __init__(self, path: str, **open_options: Any):
-        known = os.environ.get(DEVICE_NAME_ENV)
+        known = _known_device_name
         asked = None if known else _ask_device_name()
         try:
             self.session = _PoolSession(path, **{"prepare": True, **open_options})
@@ -265,11 +265,13 @@ def expand_images(items: Iterable[Union[str, "os.PathLike[str]"]]) -> List[str]:
 # ---------------------------------------------------------------- the worker process
 
 def _worker_main(conn: Any, path: str, env: Dict[str, str], judge_spec: JudgeSpec, open_options: Dict[str, Any],
-                 options: Dict[str, Any]) -> None:
+                 options: Dict[str, Any], device_name: Optional[str] = None) -> None:
     """A worker: its GPU chosen before CUDA starts, one judge opened, then candidates one at a
     time from its pipe until told to stop. Messages: ("ready", pid, device_name),
     ("open_failed", message, exit_code), ("result", index, body)."""
+    global _known_device_name
     os.environ.update(env)
+    _known_device_name = device_name
     try:
         judge = resolve_judge(judge_spec)(path, **open_options)
     except engine.EngineError as e:
@@ -319,11 +321,9 @@ class Slot:
 
     def start(self) -> None:
         parent, child = self.ctx.Pipe()
-        env = device_environment(self.device)
-        if self.device_name:
-            env[DEVICE_NAME_ENV] = self.device_name
         self.proc = self.ctx.Process(target=_worker_main, name=f"kerncap-evaluate-{self.device}", daemon=True,
-                                     args=(child, self.path, env, self.judge, self.open_options, self.options))
+                                     args=(child, self.path, device_environment(self.device), self.judge,
+                                           self.open_options, self.options, self.device_name))
         self.proc.start()
         child.close()
         self.conn, self.ready, self.busy, self.pid = parent, False, None, self.proc.pid
