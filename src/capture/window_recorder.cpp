@@ -97,7 +97,8 @@ const P& window_params_of(const CUpti_CallbackData* cb) {
 WindowRecorder::WindowRecorder(const Config& config, Inventory& inventory, LaunchQueries& driver, WindowOps& ops,
                                WindowEnds& ends)
     : config_(config), inventory_(inventory), driver_(driver), ops_(ops), ends_(ends),
-      end_(config.window_end, config.regex), graph_kernel_(config.window_graph_kernel, config.regex) {}
+      end_(config.window_end, config.regex), graph_kernel_(config.window_graph_kernel, config.regex),
+      from_(config.kernel, config.regex) {}
 
 std::vector<CUpti_CallbackId> WindowRecorder::callback_ids() {
   std::vector<CUpti_CallbackId> ids;
@@ -194,6 +195,14 @@ void WindowRecorder::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId c
   }
   // Before and after the window every callback ends here, without the lock.
   const State st = state_.load(std::memory_order_acquire);
+  if (st == State::Waiting && graphs_ && !config_.window_graph && window_is_graph_launch(cbid)) {
+    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    if (cb->callbackSite == CUPTI_API_ENTER) {
+      ToolScope scope;
+      note_graph_before(cb);
+    }
+    return;
+  }
   if (st != State::Open && st != State::Ending && st != State::Observing) return;
   ToolScope scope;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
@@ -642,6 +651,22 @@ void WindowRecorder::observe_graph(const CUpti_CallbackData* cb) {
   if (over) end_observation(true);
 }
 
+void WindowRecorder::note_graph_before(const CUpti_CallbackData* cb) {
+  const auto* p = static_cast<const cuGraphLaunch_ptsz_params*>(cb->functionParams);
+  {
+    std::lock_guard lk(mu_);
+    if (const auto it = from_in_graph_.find(p->hGraphExec); it != from_in_graph_.end()) {
+      from_graph_launches_ += it->second;
+      return;
+    }
+  }
+  const std::shared_ptr<const GraphExec> g = graphs_->launched(p->hGraphExec);
+  const bool holds = g && graph_has_kernel(*g, [&](const std::string& m) { return from_.matches(m, names::demangle(m)); });
+  std::lock_guard lk(mu_);
+  if (from_in_graph_.size() < 4096) from_in_graph_[p->hGraphExec] = holds;  // checked once per executable
+  from_graph_launches_ += holds;
+}
+
 void WindowRecorder::on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   const WindowMemInfo info = window_mem_call(cbid);
   if (info.call == WindowMemCall::None) return;
@@ -892,6 +917,11 @@ void WindowRecorder::at_exit() {
                                    : ""));
     return;
   }
+  if (state_ == State::Waiting && from_graph_launches_)
+    log::warn("window: '{}' matched kernel nodes of {} CUDA graph launch(es), which a FROM..TO window does not begin "
+              "inside (its first launch is an eager one): for a window of one graph launch use `kerncap window "
+              "extract --graph '{}@N'`; to take the graph inside a window, begin it at an eager launch before the graph",
+              config_.kernel, from_graph_launches_, config_.kernel);
   if (state_ != State::Open && state_ != State::Ending) return;
   fail(fmt::format("the application ended before the window's end: {} operation(s) recorded from {}, and '{}' "
                    "matched {} time(s) of the {} needed (is the end's launch on the first launch's stream?)",

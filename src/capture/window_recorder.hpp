@@ -129,6 +129,9 @@ class WindowRecorder final : public TargetCapture {
   void on_graph_in_window(const CUpti_CallbackData* cb);
   // After the window: a graph launch's nodes as the observation's launches, reads and writes.
   void observe_graph(const CUpti_CallbackData* cb);
+  // Before a FROM..TO window: a graph launch holding a kernel node FROM matches (a FROM..TO
+  // window begins at an eager launch only; said at exit when the window never began).
+  void note_graph_before(const CUpti_CallbackData* cb);
   void on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   // Event records and waits: the window's stream waiting on work of another stream during the
   // window refuses the window (never a replay without that stream's writes: docs/window.md).
@@ -189,6 +192,9 @@ class WindowRecorder final : public TargetCapture {
   bool graph_unseen_ = false;    // a graph launch of an executable the tracker never saw
   bool end_in_graph_ = false;    // a FROM..TO window ends with a graph launch's last kernel
   std::set<uint32_t> graph_correlations_;  // graph launches inside a FROM..TO window (records by name)
+  names::Matcher from_;          // FROM (config.kernel), for graph launches before the window
+  std::map<CUgraphExec, bool> from_in_graph_;  // executables checked: whether a node matches FROM
+  uint64_t from_graph_launches_ = 0;           // launches of those that do, before the window
   uint64_t h2d_bytes_ = 0;  // host bytes of the window's host-to-device copies, kept
   uint64_t open_ns_ = 0;
   static constexpr size_t kMaxRecords = 1 << 20;

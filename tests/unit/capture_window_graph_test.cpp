@@ -656,3 +656,23 @@ TEST(CaptureWindowGraph, TheObservationAfterAWindowLooksIntoGraphLaunches) {
   EXPECT_NE(b->evidence.find("memset node"), std::string::npos) << b->evidence;
   EXPECT_EQ(r.launches_observed, 1u);
 }
+
+// FROM matching only kernel nodes of graph launches: a FROM..TO window never begins inside a
+// graph, and says so at exit, naming --graph.
+TEST(CaptureWindowGraph, AFromInsideAGraphIsNamedAtExit) {
+  GraphWindowHarness h("exp_kernel", kPost, 0);
+  const CUgraph graph = handle<CUgraph>(0x500);
+  h.graph_queries.graphs[graph] = {gkernel(0x10, 1, kExp), gkernel(0x30, 3, kSum, {0})};
+  const CUgraphExec exec = handle<CUgraphExec>(0xe1);
+  h.instantiate(exec, graph);
+  const CUstream s = handle<CUstream>(0x77);
+  h.graph_launch(exec, s);
+  h.graph_launch(exec, s);
+  h.launch(kPost, s);
+  ::testing::internal::CaptureStderr();
+  h.recorder->at_exit();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(h.ends.begun.empty());
+  EXPECT_NE(err.find("matched kernel nodes of 2 CUDA graph launch(es)"), std::string::npos) << err;
+  EXPECT_NE(err.find("--graph 'exp_kernel@N'"), std::string::npos) << err;
+}
