@@ -22,7 +22,7 @@
 #   bench/evaluate_rate.sh BUILD_DIR
 #
 # Environment: EVAL_SMALL (candidates, default 1000), EVAL_GEMM (default 300), EVAL_CAPTURES
-# ("small gemm"), EVAL_GPU_COUNTS, EVAL_SPARES (default "1"), EVAL_TIME_LIMIT (default 20 s),
+# ("small gemm"), EVAL_GPU_COUNTS, EVAL_SPARES (default "1"; "auto" the pool's default), EVAL_TIME_LIMIT (default 20 s),
 # OUT (work files under it), KERNCAP_GPU_TIMEOUT (per command, default 600 s).
 set -u -o pipefail
 

@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 from . import engine
 from .evaluate_pool import DEFAULT_JUDGE, evaluate_many, expand_images
@@ -21,7 +21,7 @@ Each line: {"index", "image", "result", "line", "error", "device", "device_name"
 *.cubin, *.fatbin, *.ptx files sorted by name).
 
 One worker process per GPU opens the capture once and judges candidates one at a time from a
-shared queue; a spare worker per GPU (--spares) opens it too and takes over when the judging
+shared queue; spare workers per GPU (--spares: one, more when faults come faster than they open) open it too and take over when the judging
 worker must be replaced. A candidate still running after --time-limit seconds is reported once as
 "result": "FAIL", "error": "timed out after N s" and its worker is restarted; a candidate that
 kills its worker (or whose fault costs it its CUDA context) is reported once ("ERROR" with the
@@ -31,6 +31,14 @@ are measured by the judge within one worker's session: "timed_on" names that GPU
 Exit codes: 0 every candidate judged (whatever the verdicts), 2 bad input (no such capture or
 image, bad option), 3 no worker could open the capture (no GPU, another architecture).
 Progress and a summary go to stderr (--quiet: the summary only). See docs/evaluate.md."""
+
+
+def _spares(text: str) -> Union[int, str]:
+    if text == "auto":
+        return text
+    if text in ("0", "1", "2", "3", "4"):
+        return int(text)
+    raise argparse.ArgumentTypeError(f"{text!r}: auto or 0..4")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -44,10 +52,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", default="all", help="all (default) or CUDA device numbers, comma-separated: 0,1")
     p.add_argument("--time-limit", type=float, metavar="S", help="seconds a candidate may take before its worker "
                    "is killed and it is reported FAIL (default: none)")
-    p.add_argument("--spares", type=int, choices=range(0, 5), default=1, metavar="{0..4}",
+    p.add_argument("--spares", type=_spares, default="auto", metavar="{auto,0..4}",
                    help="workers kept open per GPU beside the judging one, to take over at once after a hang or a "
-                        "fault (default 1; 0: a new worker opens the capture then; more for candidates that fault "
-                        "more often than a worker takes to open)")
+                        "fault (default auto: 1, one more, up to 4, each time a take-over finds none open yet, for "
+                        "captures up to 1 GiB, as each holds a copy on the GPU; 0: a new worker opens the capture "
+                        "then)")
     p.add_argument("--stats", metavar="FILE", help="write the run's statistics as JSON: counts, restarts, and where "
                    "the GPUs' time went (start-up, restarts, judging; bench/evaluate_profile.py reads it)")
     g = p.add_argument_group("judging (as kerncap validate; over OUT/kerncap.toml)")

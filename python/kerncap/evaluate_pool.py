@@ -31,7 +31,7 @@ import sys
 import time
 from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from . import engine
+from . import capture, engine
 
 # The judge a worker opens: "module:callable" (importable in a fresh interpreter) or a
 # top-level callable; called as judge(path, **open_options) in the worker, it returns an object
@@ -49,6 +49,11 @@ OPEN_TIMEOUT_S = 900.0
 DRAIN_TIMEOUT_S = 30.0
 # Spare workers per GPU at most (each holds a context and a copy of the capture's memory).
 MAX_SPARES = 4
+# spares="auto" (the default) starts with one spare per GPU and adds one, up to MAX_SPARES,
+# each time a take-over finds no spare open yet (candidates fault faster than a worker opens:
+# measured on an H200, faults every ~0.5 s against ~1.2 s to open). Every spare holds its own
+# context and a copy of the capture on the GPU, so it grows only for captures up to this size.
+AUTO_SPARES_MAX_BYTES = 1 << 30
 # In a worker: the GPU's name as the pool already knew it (from the GPU's first worker), so that
 # a spare or a restarted worker does not ask nvidia-smi again (a process that queries every GPU
 # through the driver while the other worker times its candidates). None: ask.
@@ -302,6 +307,15 @@ def _worker_main(conn: Any, path: str, env: Dict[str, str], judge_spec: JudgeSpe
             pass
 
 
+def capture_bytes(path: str) -> Optional[int]:
+    """The capture's memory (every region's size) as the engine reads its manifest; None when
+    it cannot be read here (the workers will say why)."""
+    try:
+        return sum(r.size for r in capture.load(path).regions)
+    except engine.EngineError:
+        return None
+
+
 class Slot:
     """One worker process on one device, and what the parent knows of it: its pipe, whether
     it is ready, and the candidate it holds (index, label, start time)."""
@@ -447,11 +461,14 @@ class HostPool:
     def __init__(self, path: str, images: Iterable[engine.ImageArg], devices: Sequence[Optional[int]],
                  time_limit: Optional[float] = None, judge: JudgeSpec = DEFAULT_JUDGE,
                  open_options: Optional[Dict[str, Any]] = None, progress: Optional[Callable[[Dict[str, Any]], None]]
-                 = None, spares: int = 1, **options: Any):
+                 = None, spares: Union[int, str] = "auto", **options: Any):
         if time_limit is not None and time_limit <= 0:
             raise engine.EngineError(f"time_limit {time_limit}: must be positive", engine.E_INPUT)
-        if not isinstance(spares, int) or not 0 <= spares <= MAX_SPARES:
-            raise engine.EngineError(f"spares {spares}: 0 to {MAX_SPARES} per GPU", engine.E_INPUT)
+        self.auto_spares = spares == "auto"
+        if self.auto_spares:
+            spares = 1
+        if isinstance(spares, bool) or not isinstance(spares, int) or not 0 <= spares <= MAX_SPARES:
+            raise engine.EngineError(f"spares {spares}: 0 to {MAX_SPARES} per GPU, or \"auto\"", engine.E_INPUT)
         self.path, self.images, self.time_limit, self.progress = path, images, time_limit, progress
         self.ctx = multiprocessing.get_context("spawn")
         self.open_options = dict(open_options or {})
@@ -460,6 +477,8 @@ class HostPool:
             # open, which the H200's driver refuses anyway): the spare takes over at once.
             self.open_options["recover"] = False
         self.judge, self.options, self.spares = judge, options, spares
+        self.spare_target: Dict[int, int] = {}  # per slot, when "auto" has grown it past `spares`
+        self.auto_may_grow: Optional[bool] = None  # decided on the first growth (the capture's size)
         self.slots = [Slot(self.ctx, path, d, judge, self.open_options, options) for d in devices]
         # Per slot: its spares (more workers on the same GPU with the capture open, idle until
         # the slot's worker is replaced; oldest first), the ended worker whose exit the slot
@@ -495,11 +514,25 @@ class HostPool:
         if not self.spares or i in self.no_spare:
             return
         have = self.spare.setdefault(i, [])
-        while len(have) < self.spares:
+        while len(have) < self.spare_target.get(i, self.spares):
             sp = Slot(self.ctx, self.path, self.slots[i].device, self.judge, self.open_options, self.options)
             sp.device_name = self.slots[i].device_name
             sp.start()
             have.append(sp)
+
+    def _grow_spares(self, i: int) -> None:
+        """spares="auto": a take-over found no spare open yet, so slot i keeps one more open."""
+        if not self.auto_spares:
+            return
+        if self.auto_may_grow is None:
+            size = capture_bytes(self.path)
+            self.auto_may_grow = size is not None and size <= AUTO_SPARES_MAX_BYTES
+        now = self.spare_target.get(i, self.spares)
+        if self.auto_may_grow and now < MAX_SPARES:
+            self.spare_target[i] = now + 1
+            self.stats["profile"]["spares_grown"] = self.stats["profile"].get("spares_grown", 0) + 1
+            self._event(event="spares", device=self.slots[i].device,
+                        reason=f"a take-over waited for a spare still opening: {now + 1} spares kept open")
 
     def _take_spare(self, i: int) -> Optional[Slot]:
         """Slot i's spare that takes over: an open one, else the one that started opening first."""
@@ -530,6 +563,8 @@ class HostPool:
         per[str(slot.device)] = per.get(str(slot.device), 0) + 1
         self.blocked_since.setdefault(i, time.monotonic())
         spare = self._take_spare(i)
+        if spare is not None and not spare.ready:
+            self._grow_spares(i)
         if spare is not None:
             slot.adopt(spare)
             self.stats["profile"]["spare_takeovers"] += 1
@@ -743,7 +778,8 @@ class HostPool:
 def evaluate_many(path: str, images: Iterable[engine.ImageArg], devices: Devices = "all",
                   time_limit: Optional[float] = None, judge: JudgeSpec = DEFAULT_JUDGE,
                   progress: Optional[Callable[[Dict[str, Any]], None]] = None,
-                  open_options: Optional[Dict[str, Any]] = None, spares: int = 1, **options: Any) -> HostPool:
+                  open_options: Optional[Dict[str, Any]] = None, spares: Union[int, str] = "auto",
+                  **options: Any) -> HostPool:
     """Judges every image (a path, bytes, or None for the captured image) on the GPUs named by
     `devices` ("all", [0, 1], "0,1"), one worker process and one engine Session per GPU, and
     returns an iterator of records in completion order: index, image, result, line, error,
@@ -751,12 +787,13 @@ def evaluate_many(path: str, images: Iterable[engine.ImageArg], devices: Devices
     None when the candidate timed out, killed its worker, or was refused: then `error`).
     options: Session.evaluate's keywords (time, fuzz, judge flags...); open_options: Session's
     (allow_relocate, strong, verify). judge: the seam tests replace ("module:callable").
-    spares: 1 (default) keeps a second worker per GPU with the capture open, which takes over
-    at once when a candidate hangs, faults or kills its worker (0: a new worker is started
-    then, and the GPU waits for it to open the capture); up to MAX_SPARES keep more open, for
-    candidates that fault more often than a worker takes to open.
+    spares: N keeps N more workers per GPU with the capture open, which take over at once when
+    a candidate hangs, faults or kills its worker (0: a new worker is started then, and the GPU
+    waits for it to open the capture); "auto" (default) starts with 1 and adds one, up to
+    MAX_SPARES, each time a take-over finds none open yet (for captures up to
+    AUTO_SPARES_MAX_BYTES: each spare holds a copy of the capture on the GPU).
     progress(event): {"event": "result", "done", "elapsed", "record"}, {"event": "restart",
-    "device", "reason"}, {"event": "device_failed" | "spare_failed" | "slow_exit", "device",
+    "device", "reason"}, {"event": "device_failed" | "spare_failed" | "slow_exit" | "spares", "device",
     "reason"}."""
     return HostPool(path, images, resolve_devices(devices), time_limit=time_limit, judge=judge,
                     open_options=open_options, progress=progress, spares=spares, **options)

@@ -7,7 +7,7 @@ the CLI and the Dask path can be tested without a GPU.
     b"hang..."    sleeps far past any time limit
     b"refuse..."  EngineError, exit code 2 (an image the session cannot run)
     b"lost..."    FAIL with "context_lost": the worker must be replaced afterwards
-Open options: max_opens=N refuses to open (EngineError) once N judges have opened on this
+Open options: open_delay=S sleeps S seconds first (a worker slow to open); max_opens=N refuses to open (EngineError) once N judges have opened on this
 capture (counted by files in it, across processes); a verdict's "open_options" lists what
 the judge was opened with.
 """
@@ -26,6 +26,7 @@ class FakeJudge:
             raise engine.EngineError(f"{path}: not a capture (no capture/manifest.json)", engine.E_INPUT)
         self.path = path
         self.open_options = dict(open_options)
+        time.sleep(float(open_options.get("open_delay", 0)))
         if "max_opens" in open_options:
             opened = [f for f in os.listdir(path) if f.startswith(OPENED)]
             if len(opened) >= open_options["max_opens"]:

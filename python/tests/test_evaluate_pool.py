@@ -180,6 +180,28 @@ def test_several_spares_take_over_in_turn_with_the_same_verdicts_exactly_once(ca
         evaluate_many("x", [], devices=[0], spares=5)
 
 
+def test_auto_spares_grow_when_a_take_over_waits_and_only_for_small_captures(capture, monkeypatch):
+    from kerncap import evaluate_pool
+    mix = ["pass"] + ["fault"] * 5 + ["pass"] * 3
+    slow = {"open_delay": 0.4}  # faults come faster than a worker opens
+    monkeypatch.setattr(evaluate_pool, "capture_bytes", lambda path: 64 << 20)
+    recs, stats, events = run(capture, [0], mix=mix, open_options=slow)  # spares="auto", the default
+    check_exactly_once(recs, mix)
+    grown = stats["profile"].get("spares_grown", 0)
+    assert 1 <= grown <= evaluate_pool.MAX_SPARES - 1
+    assert sum(e["event"] == "spares" for e in events) == grown
+    assert any("spares kept open" in e["reason"] for e in events if e["event"] == "spares")
+    fixed, stats1, _ = run(capture, [0], mix=mix, open_options=slow, spares=1)
+    assert verdicts(fixed) == verdicts(recs) and "spares_grown" not in stats1["profile"]
+    # a capture too large for more copies on the GPU (or one the parent cannot read) keeps one
+    monkeypatch.setattr(evaluate_pool, "capture_bytes", lambda path: evaluate_pool.AUTO_SPARES_MAX_BYTES + 1)
+    big, stats2, events2 = run(capture, [0], mix=mix, open_options=slow)
+    assert verdicts(big) == verdicts(recs) and "spares_grown" not in stats2["profile"]
+    assert not any(e["event"] == "spares" for e in events2)
+    with pytest.raises(engine.EngineError, match="auto"):
+        evaluate_many("x", [], devices=[0], spares="many")
+
+
 def test_with_spares_a_lost_context_is_not_recovered_in_the_worker(capture):
     recs, _, _ = run(capture, [0], mix=["pass"], spares=1)
     assert recs[0]["verdict"]["open_options"] == {"recover": False}
