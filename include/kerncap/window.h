@@ -41,6 +41,11 @@ KC_API int kc_window_info(kc_window* w, char** json_out);
 KC_API int kc_window_validate(kc_window* w, const char* options_json, kc_launch_fn replace, void* user,
                               char** json_out);
 
+/* From inside kc_window_validate's `replace` callback only: enqueues operation `op` (one of the
+ * operations the callback replaces) as captured on `stream`, so that a replacement can keep one
+ * of them (a fused SiLU·multiply keeps the GEMM between them). */
+KC_API int kc_window_enqueue_op(kc_window* w, uint64_t op, uint64_t stream);
+
 #ifdef __cplusplus
 }
 #endif

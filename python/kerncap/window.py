@@ -17,7 +17,7 @@ verdict being `kerncap window validate --json`'s document. ctypes over include/k
         print(r["line"])
 
 The callable gets the Window and the replay's CUstream (an int) and must enqueue its work on that
-stream. It runs every time the window runs: in the judged replay, in the last-writer replay of a
+stream; `window.run_op(N, stream)` runs one of the operations it replaces as captured. It runs every time the window runs: in the judged replay, in the last-writer replay of a
 FAIL, and in every timed iteration; its first call may allocate (a caching allocator warming up),
 later ones should not.
 """
@@ -37,6 +37,7 @@ _SIGNATURES = {
     "kc_window_close": (None, [_vp]),
     "kc_window_info": (ctypes.c_int, [_vp, ctypes.POINTER(_vp)]),
     "kc_window_validate": (ctypes.c_int, [_vp, _cp, _vp, _vp, ctypes.POINTER(_vp)]),
+    "kc_window_enqueue_op": (ctypes.c_int, [_vp, ctypes.c_uint64, ctypes.c_uint64]),
 }
 
 # The judge's keywords validate() passes through (the CLI's --dtype, --atol, --rtol, --exact).
@@ -162,6 +163,12 @@ class Window:
             if b.address <= address < b.address + b.size:
                 return b
         raise KeyError(f"no region of the window holds {address:#x}")
+
+    def run_op(self, op: int, stream: int) -> None:
+        """From inside the replacement callable only: operation `op` (one of those it replaces) as
+        captured, enqueued on `stream` — a replacement that keeps one of them (a fused SiLU·mul
+        keeps the GEMM between its two halves)."""
+        self._lib.check(self._lib.lib.kc_window_enqueue_op(self._w, int(op), int(stream)), "kc_window_enqueue_op")
 
     def tensor(self, address: int, dtype: Any, shape: Iterable[int]) -> Any:
         """A torch tensor viewing the replay's device memory at `address` (contiguous, no copy),

@@ -59,3 +59,11 @@ def test_the_cli_runs_this_module(tmp_path):
     r = subprocess.run([kc, "window", "validate", str(tmp_path), "--replace-py", "1..2=m:f", "--replace", "0..1=x"],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 2 and "either --replace or --replace-py" in r.stderr
+
+
+def test_run_op_is_bound(engine_lib):
+    window._bind(engine_lib)
+    assert engine_lib.lib.kc_window_enqueue_op.argtypes is not None
+    rc = engine_lib.lib.kc_window_enqueue_op(None, 0, 0)
+    assert rc == engine.E_INPUT
+    assert b"no open window" in engine_lib.lib.kc_last_error()

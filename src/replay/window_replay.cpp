@@ -90,7 +90,8 @@ WindowReplay::WindowReplay(Session& s, format::Window window, const std::map<siz
   try {
     for (size_t i = 0; i < window_.ops.size(); ++i) {
       const format::WindowOp& op = window_.ops[i];
-      if (replaced(i) && !kept(i)) continue;  // its replacement runs instead
+      // Its replacement runs instead; a caller's replacement may still run it (enqueue_captured).
+      if (replaced(i) && !kept(i) && !replacement_->call) continue;
       if (op.kind == Kind::CopyH2D) {
         // Pinned, so that the copy is asynchronous on the stream as the application's was.
         const std::vector<uint8_t> bytes = cap.read(format::window_h2d_file(i), "a host-to-device copy's bytes");
@@ -268,6 +269,14 @@ void WindowReplay::enqueue(CUstream stream, size_t begin, size_t end) {
                                    __FILE__, __LINE__));
     }
   }
+}
+
+void WindowReplay::enqueue_captured(CUstream stream, size_t op) {
+  if (!replacement_ || !replacement_->call || op < replacement_->from || op > replacement_->to)
+    usage_error(fmt::format("operation {} as captured: only an operation of the run a callable replaces can be run "
+                            "from inside it",
+                            op));
+  enqueue_op(stream, op);
 }
 
 void WindowReplay::enqueue_op(CUstream stream, size_t i) {

@@ -63,6 +63,10 @@ class WindowReplay {
   // session's last restore relocated memory (call after a restore).
   void enqueue(CUstream stream, size_t begin, size_t end);
   void enqueue(CUstream stream) { enqueue(stream, 0, window_.ops.size()); }
+  // Operation `op` of the replaced run as captured, on `stream`: what a caller's replacement
+  // (Replacement::call) asks for when it keeps one of the operations it stands in for (a GEMM
+  // between a fused activation's two halves). Error(Usage) outside the replaced run.
+  void enqueue_captured(CUstream stream, size_t op);
   // Kernels that enqueue(stream, op, op + 1) launches (a replacement's launches at its first
   // operation, none for the rest of it, memsets and copies).
   size_t kernels_at(size_t op) const;

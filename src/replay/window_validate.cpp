@@ -175,6 +175,15 @@ WindowValidation validate_window(Session& s, const format::Window& window, const
   const PoisonPlan* plan = v.poison && v.poison->weak_reason.empty() ? &v.poison->plan : nullptr;
   if (plan) poison_restores(s, *plan);
   WindowReplay wr(s, window, r.swaps, r.replacement ? &*r.replacement : nullptr);
+  struct Active {  // the replay the caller's replacement may reach, for as long as it lives
+    const std::function<void(WindowReplay*)>& hook;
+    Active(const std::function<void(WindowReplay*)>& h, WindowReplay* w) : hook(h) {
+      if (hook) hook(w);
+    }
+    ~Active() {
+      if (hook) hook(nullptr);
+    }
+  } active(r.on_replay, &wr);
   Evaluator ev(s, plan);
   v.evaluation = ev.evaluate(nullptr, eo, [&](CUstream st) {
     wr.enqueue(st);

@@ -42,6 +42,9 @@ struct WindowValidateRequest {
   JudgeOverrides judge;                // dtype, atol, rtol, exact (no_determinism is forced)
   bool weak = false;                   // no poison probe
   int warmup = 3, iterations = 20;
+  // Called with the replay that runs the replacement once it exists, and with null before it
+  // ends: the C ABI's kc_window_enqueue_op runs a captured operation through it.
+  std::function<void(WindowReplay*)> on_replay;
 };
 
 // A piece of a region the observation saw read as a whole but not in these bytes.

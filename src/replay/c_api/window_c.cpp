@@ -29,6 +29,7 @@ struct kc_window {
   std::shared_ptr<const kerncap::format::Capture> capture;
   kerncap::format::Window window;
   std::unique_ptr<kerncap::replay::Session> session;
+  kerncap::replay::WindowReplay* active = nullptr;  // during kc_window_validate: the replay running `replace`
 };
 
 namespace {
@@ -187,10 +188,20 @@ int kc_window_validate(kc_window* w, const char* options_json, kc_launch_fn repl
       };
       r.replacement = std::move(rep);
     }
+    r.on_replay = [w](replay::WindowReplay* p) { w->active = p; };
     const replay::WindowValidation v = replay::validate_window(s, w->window, r);
     json j = replay::window_verdict_json(v);
     if (window_option<bool>(o, "text", false)) j["text"] = replay::window_verdict_text(v);
     *json_out = window_dup(j.dump());
+  });
+}
+
+int kc_window_enqueue_op(kc_window* w, uint64_t op, uint64_t stream) {
+  return window_guarded([&] {
+    window_live(w);
+    if (!w->active)
+      kerncap::usage_error("kc_window_enqueue_op: only from inside the replace callback of kc_window_validate");
+    w->active->enqueue_captured(reinterpret_cast<CUstream>(stream), op);
   });
 }
 
