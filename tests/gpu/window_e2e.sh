@@ -33,6 +33,8 @@
 #                  1..2=window_apps/fuse_torch.py:gemm_silu: torch's matmul and SiLU on the replay's stream,
 #                  out written, t never): PASS under --live-out auto, strong, through the one judge
 #   fuse_py_bad    gemm_silu_bad (out's last row left alone): FAIL under auto naming out's region
+#   fuse_py_keep   ops 0..2 replaced by norm_kept: fnorm kept as captured from inside the callable
+#                  (window.run_op), then gemm_silu: PASS under auto (not yet run on a GPU)
 #   h2d            fuse_app with a host-to-device copy of new weights inside the window: the window has a
 #                  copy_h2d operation and the captured window PASSes byte for byte (the host bytes kept)
 #   streams        tests/gpu/window_apps/two_streams.cu: a window on s0 that waits (event) on s1's kernel is
@@ -233,7 +235,7 @@ F=$WORK/fuse
 FROWS=256 FDIM=256
 FN=$((FROWS * FDIM))
 fregion_of() { python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print([r['id'] for r in m['regions'] if r['size'] == int(sys.argv[2]) * 4][0])" "$F/capture/manifest.json" "$1" 2>/dev/null; }
-if want fuse_extract || want fuse_auto || want fuse_all || want fuse_bad || want fuse_replace || want fuse_py || want fuse_py_bad; then
+if want fuse_extract || want fuse_auto || want fuse_all || want fuse_bad || want fuse_replace || want fuse_py || want fuse_py_bad || want fuse_py_keep; then
   if run fuse_extract "$KC" window extract --window 'fnorm@3..fact' --json -o "$F" -- "$APPS/fuse_app" 4 "$FROWS" "$FDIM"; then
     sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/fuse.extract.json"
     HR=$(fregion_of $((FN + 16))) TR=$(fregion_of $((FN + 32))) OR=$(fregion_of $((FN + 48)))
@@ -287,7 +289,7 @@ JSON
       strength=$(py 'd["strength"]' "$WORK/fuse_replace.json" 2>/dev/null)
       verdict fuse_replace "$(pass_if "$([ "$JUDGED" = PASS ] && [[ "$strength" == "window strong"* ]] && echo 1)")" "$LAST_LINE; speed-up x$sp"
     fi
-    if want fuse_py || want fuse_py_bad; then
+    if want fuse_py || want fuse_py_bad || want fuse_py_keep; then
       if torch_ok "${TORCH_PY:-python3}"; then
         PYR=$HERE/window_apps/fuse_torch.py
         # kerncap.window_replace runs in Python: this tree's package and this build's engine.
@@ -308,6 +310,10 @@ JSON
           failing=$(py '",".join(str(r["id"]) for r in d["verdict"]["regions"] if not r["pass"])' "$WORK/fuse_py_bad.json" 2>/dev/null)
           writer=$(py '[w["name"] for w in d["last_writers"] if w["region"] == '"${OR:-999999}"'][0]' "$WORK/fuse_py_bad.json" 2>/dev/null)
           verdict fuse_py_bad "$(pass_if "$([ "$JUDGED" = FAIL ] && [ "$failing" = "$OR" ] && echo 1)")" "$LAST_LINE (failing $failing; out is $OR, last written by ${writer:-?})"
+        fi
+        if want fuse_py_keep; then
+          fjudge fuse_py_keep --replace-py "0..2=$PYR:norm_kept" --python "${TORCH_PY:-python3}" --live-out auto "${FTOL[@]}"
+          verdict fuse_py_keep "$(pass_if "$([ "$JUDGED" = PASS ] && echo 1)")" "$LAST_LINE"
         fi
       else
         verdict fuse_py SKIP "no torch with CUDA in ${TORCH_PY:-python3}"

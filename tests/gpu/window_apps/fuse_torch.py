@@ -5,7 +5,8 @@ directly and the intermediate t never (dead after the window: --live-out auto do
 The buffers come from fgemm's parameters as this replay launches them (kerncap.window.Op): its
 one argument is fuse_app's struct Layer {x, w, W, h, t, out, rows, d}.
   gemm_silu      the replacement (equal to fp32 tolerance: another summation order)
-  gemm_silu_bad  the same, leaving out's last row alone (FAILs on out's region)"""
+  gemm_silu_bad  the same, leaving out's last row alone (FAILs on out's region)
+  norm_kept      for ops 0..2: fnorm run as captured (window.run_op), then gemm_silu"""
 import torch
 
 torch.backends.cuda.matmul.allow_tf32 = False  # fuse_app's fgemm sums in fp32
@@ -35,3 +36,8 @@ def gemm_silu_bad(win, stream):
     with torch.cuda.stream(torch.cuda.ExternalStream(stream)):
         t = h @ w
         out[:-1].copy_((t * torch.sigmoid(t))[:-1])
+
+
+def norm_kept(win, stream):
+    win.run_op(0, stream)  # fnorm as the application ran it: h
+    gemm_silu(win, stream)
