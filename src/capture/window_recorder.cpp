@@ -369,6 +369,9 @@ void WindowRecorder::end_observation(bool horizon) {
 void WindowRecorder::on_launch_entry(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   LaunchArgs args;
   if (!decode_launch(cbid, cb->functionParams, &args)) return;
+  // A launch into a stream that is capturing a CUDA graph does not run now: it runs when that
+  // graph is launched (then recorded as the graph's nodes, if on the window's stream).
+  if (driver_.stream_is_capturing(args.stream)) return;
   std::string mangled = cb->symbolName ? std::string(cb->symbolName) : std::string();
   if (mangled.empty()) mangled = driver_.kernel_name(args.f);
   std::lock_guard lk(mu_);
@@ -759,6 +762,7 @@ void WindowRecorder::on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackDat
         op.dst = p.dstDevice, host = p.srcHost, op.bytes = p.ByteCount;
       }
       op.src = reinterpret_cast<uint64_t>(host);
+      if (info.async && driver_.stream_is_capturing(stream)) return;  // recorded into a graph: it does not run now
       bool dst_tracked = false;
       for (const auto& r : inventory_.tracker.live())
         dst_tracked |= op.dst >= r.base && op.dst - r.base + op.bytes <= r.size;
@@ -779,6 +783,7 @@ void WindowRecorder::on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackDat
     case WindowMemCall::CopyD2H:
     case WindowMemCall::None: return;
   }
+  if (info.async && driver_.stream_is_capturing(stream)) return;  // recorded into a graph: it does not run now
   std::lock_guard lk(mu_);
   if (state_ != State::Open) return;
   if (graph_window_) {

@@ -459,3 +459,22 @@ TEST(CaptureWindow, HostToDeviceCopiesKeepTheirBytes) {
   EXPECT_EQ(w.foreign_ops, 1u);
   EXPECT_NE(w.foreign_examples.at(0).find("untracked"), std::string::npos);
 }
+
+// The window's stream capturing a CUDA graph during the window: what is issued into the capture
+// does not run now (it runs when the graph is launched), so it is no operation of the window
+// and does not count towards its end.
+TEST(CaptureWindow, WorkIssuedIntoAStreamCaptureIsNoOperation) {
+  Harness h("rms_norm", 0, "silu", 0);
+  const CUstream s = stream(0x50);
+  h.launch(kNorm, s);
+  h.driver.capturing.insert(s);
+  h.launch(kGemm, s);
+  h.launch(kAct, s);  // captured into the graph: not the window's end
+  h.memset_async(0x7000, 0xab, 64, s);
+  h.driver.capturing.clear();
+  EXPECT_TRUE(h.ends.finished.empty());
+  h.launch(kAct, s);
+  ASSERT_EQ(h.ends.finished.size(), 1u);
+  EXPECT_EQ(kinds_and_names(h.ends.finished[0].window), (std::vector<std::string>{kNorm, kAct}));
+  EXPECT_EQ(h.ends.finished[0].window.foreign_ops, 0u);
+}
