@@ -547,7 +547,7 @@ void WindowRecorder::on_graph_in_window(const CUpti_CallbackData* cb) {
   }
   // On the window's stream the graph's work is the window's: recorded whole, or the window is
   // refused (a window without it would replay something else than the application ran).
-  const size_t after = window_.ops.size() - 1;
+  const size_t after = window_.ops.empty() ? 0 : window_.ops.size() - 1;  // the first op comes at begin()
   if (!g) {
     fail(fmt::format("the window's stream launches a CUDA graph after its operation {} that kerncap did not see "
                      "instantiated (instantiated before kerncap was loaded, or unreadable): its work cannot be "
