@@ -98,7 +98,7 @@ bool started(CuptiStatus st, const char* what, const char* other = nullptr) {
 }
 
 void start_capture(const Config& config) {
-  if (!config.window_end.empty() || config.window_graph) {  // a window of launches (window_mode.cpp)
+  if (!config.window_end.empty() || config.window_graph || !config.window_range.empty()) {  // a window of launches (window_mode.cpp)
     start_window_capture(config);
     return;
   }

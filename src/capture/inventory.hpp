@@ -20,7 +20,7 @@ struct Inventory {
   explicit Inventory(const Config& config)
       : matchers(make_matchers(config)),
         // A window of launches keeps every image: any kernel may be one of its launches.
-        image_matchers(config.window_end.empty() && !config.window_graph ? matchers : std::vector<names::Matcher>{names::Matcher("", false)}),
+        image_matchers(config.window_end.empty() && !config.window_graph && config.window_range.empty() ? matchers : std::vector<names::Matcher>{names::Matcher("", false)}),
         images(image_matchers, config.dump_images ? format::out::image_dump_dir(config.output).string() : "") {}
   Inventory(const Inventory&) = delete;
   Inventory& operator=(const Inventory&) = delete;

@@ -10,6 +10,8 @@
 
 #include <cstdlib>
 #include <map>
+#include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -23,6 +25,7 @@
 #include "capture/launch_info.hpp"
 #include "capture/tool_scope.hpp"
 #include "capture/watcher.hpp"
+#include "capture/window_nvtx.hpp"
 #include "capture/window_recorder.hpp"
 #include "common/driver.hpp"
 #include "common/error.hpp"
@@ -292,6 +295,13 @@ class CapturerWindowEnds final : public WindowEnds {
     capturer_.set_before_publish([&](format::CaptureWriter& writer, format::Manifest& m) {
       changed = window_changed_regions(m);
       format::Window w = window();
+      if (!config_.window_range.empty()) {  // the window is named by its range, not by launches
+        w.range = true;
+        w.from = config_.window_range;
+        w.from_dispatch = config_.window_range_occurrence;
+        w.to.clear();
+        w.to_dispatch = 0;
+      }
       ops_.write(writer, w, m.image_hash);
       log::info("window: {} operations ({} kernel launches), AFTER {} in {} runs{}", w.ops.size(), w.kernels(),
                 m.after_bytes, m.after.size(),
@@ -343,6 +353,9 @@ struct WindowMode {
     recorder.watch_graphs(graphs, config.window_graph && config.in_app_time == Config::InAppTime::Match
                                       ? &enable_in_app_records
                                       : nullptr);
+    if (!config.window_range.empty())
+      range = std::make_unique<RangeWindow>(
+          config, queries, recorder, config.in_app_time == Config::InAppTime::Match ? &enable_in_app_records : nullptr);
   }
   Config config;
   Inventory inventory;
@@ -356,17 +369,30 @@ struct WindowMode {
   // launch's window (Config::window_graph), and graphs inside or after a FROM..TO window.
   DriverGraphQueries graph_queries;
   GraphTracker graphs;
+  // A window bounded by an NVTX range (Config::window_range): opens and ends the recorder's window.
+  std::unique_ptr<RangeWindow> range;
 };
 WindowMode* g_window = nullptr;  // leaked on purpose: callbacks may fire during exit
 
 void CUPTIAPI window_trampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   try {
     auto* mode = static_cast<WindowMode*>(userdata);
+    if (domain == CUPTI_CB_DOMAIN_NVTX) {  // CUpti_NvtxData, not CUpti_CallbackData: the range's only
+      if (mode->range && !t_in_tool) {
+        ToolScope scope;
+        mode->range->on_nvtx(cbid, data, std::this_thread::get_id());
+      }
+      return;
+    }
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API && !t_in_tool) {
       ToolScope scope;
       if (mode->graphs.on_driver_api(cbid, static_cast<const CUpti_CallbackData*>(data))) return;
     }
     mode->recorder.on_callback(domain, cbid, data);
+    if (mode->range && domain == CUPTI_CB_DOMAIN_DRIVER_API && !t_in_tool) {  // after the recorder: its first launch
+      ToolScope scope;
+      mode->range->on_driver(cbid, static_cast<const CUpti_CallbackData*>(data), std::this_thread::get_id());
+    }
     mode->watcher.on_callback(domain, cbid, data);
   } catch (const std::exception& e) {
     log::warn("internal error in a callback (ignored): {}", e.what());
@@ -383,6 +409,7 @@ void window_at_exit() {
   try {
     ToolScope scope;
     if (!g_window) return;
+    if (g_window->range) g_window->range->at_exit();
     g_window->recorder.at_exit();
     g_window->watcher.report_unlaunched_kernels();
     g_window->watcher.report_matches();
@@ -415,13 +442,21 @@ void start_window_capture(const Config& config) {
     ok(KC_CUPTI(cuptiEnableCallback(1, sub.handle, CUPTI_CB_DOMAIN_DRIVER_API, id)), "cuptiEnableCallback");
   ok(KC_CUPTI(cuptiEnableCallback(1, sub.handle, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED)),
      "cuptiEnableCallback");
+  // NVTX's pushes and pops reach CUPTI when NVTX_INJECTION64_PATH names libkerncap.so
+  // (window_nvtx_inject.cpp); without it these callbacks never fire (said at exit).
+  if (mode->range)
+    for (CUpti_CallbackId id : nvtx_range_callback_ids())
+      ok(KC_CUPTI(cuptiEnableCallback(1, sub.handle, CUPTI_CB_DOMAIN_NVTX, id)), "cuptiEnableCallback (NVTX)");
   // Kernel records: the window's in-app time (and its first kernel's, as one capture has).
   if (config.in_app_time != Config::InAppTime::Off) {
     set_kernel_record_hook(&on_record);
     start_in_app_records(config.in_app_time == Config::InAppTime::Start);
     if (config.in_app_time == Config::InAppTime::Match) mode->watcher.on_in_app_window(&enable_in_app_records);
   }
-  if (config.window_graph)
+  if (mode->range)
+    log::info("window capture: the NVTX range '{}' (push {} from 0), from its first kernel launch to its pop",
+              config.window_range, config.window_range_occurrence);
+  else if (config.window_graph)
     log::info("window capture: the graph launch {} (from 0) of {}", config.window_graph_launch,
               config.window_graph_kernel.empty() ? std::string("any graph")
                                                  : fmt::format("the graphs holding '{}'", config.window_graph_kernel));

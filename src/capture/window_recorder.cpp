@@ -121,6 +121,7 @@ format::Window WindowRecorder::window() const {
 }
 
 bool WindowRecorder::is_end(const std::string& mangled) {
+  if (!config_.window_range.empty()) return false;  // an NVTX range ends at its pop (end_now)
   const uint64_t index = end_matches_;
   if (!end_.matches(mangled, names::demangle(mangled))) return false;
   ++end_matches_;
@@ -905,12 +906,36 @@ void WindowRecorder::fail(const std::string& why) {
   ends_.abandon(first_correlation_, why);
 }
 
+void WindowRecorder::end_now(CUcontext context, const std::string& why) {
+  {
+    std::lock_guard lk(mu_);
+    if (!why.empty()) {
+      if (state_ == State::Waiting || state_ == State::Open) fail(why);
+      return;
+    }
+    if (state_ != State::Open) return;
+    state_ = State::Ending;
+  }
+  // The capture finishes as at the last launch's exit: the first launch's pending capture, in
+  // its context (no launch result to check: the range's pop is no launch).
+  CUpti_CallbackData exit{};
+  exit.context = context;
+  complete(exit);
+}
+
 void WindowRecorder::at_exit() {
   if (state_.load() == State::Observing) {
     end_observation(false);
     return;
   }
   std::lock_guard lk(mu_);
+  if (!config_.window_range.empty()) {  // the range's own messages are window_nvtx.cpp's
+    if (state_ == State::Open)
+      fail(fmt::format("the application ended inside the NVTX range '{}' (push {} from 0), before its pop: {} "
+                       "operation(s) recorded",
+                       config_.window_range, config_.window_range_occurrence, window_.ops.size()));
+    return;
+  }
   if (config_.window_graph && state_ == State::Waiting) {
     const std::string what = config_.window_graph_kernel.empty()
                                  ? std::string("graph launches")

@@ -98,6 +98,11 @@ class WindowRecorder final : public TargetCapture {
   void on_kernel_record(uint32_t correlation, const char* name, uint64_t start_ns, uint64_t end_ns);
   // The application is ending: a window begun and not ended is reported (never published).
   void at_exit();
+  // A window the host bounds (an NVTX range, Config::window_range: window_nvtx.hpp, which calls
+  // begin() at the range's first launch) ends now: with `why` empty an open window is completed
+  // (AFTER and the publication, `context` current for the capture); otherwise the window, begun
+  // or not, is abandoned and `why` reported. Never ended by a launch's name (is_end).
+  void end_now(CUcontext context, const std::string& why);
   // The executables `graphs` tracks (the caller feeds it the graph callbacks). A window of one
   // graph launch (Config::window_graph) is found among them: its kernels' launch indices are
   // counted from the graph launch's first kernel (0), in node order. In a FROM..TO window, a

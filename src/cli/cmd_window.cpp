@@ -152,7 +152,7 @@ void print_ops(const format::Window& w, const replay::WindowTiming* t) {
 // ---- extract ----
 struct ExtractArgs {
   extract::Request request;
-  std::string window, graph, output;
+  std::string window, graph, range, output;
   bool json = false;
 };
 
@@ -160,9 +160,11 @@ void run_extract(ExtractArgs& a, int& exit_code) {
   extract::Request& r = a.request;
   r.output = a.output;
   r.kerncap = window_self_exe();
-  if (a.window.empty() == a.graph.empty()) usage_error("give either --window FROM..TO or --graph [PATTERN@]N");
-  const extract::WindowEndSpec end =
-      a.graph.empty() ? extract::parse_window_spec(a.window, &r) : extract::parse_graph_spec(a.graph, r.regex);
+  if (int{!a.window.empty()} + int{!a.graph.empty()} + int{!a.range.empty()} != 1)
+    usage_error("give one of --window FROM..TO, --graph [PATTERN@]N and --range NAME[@N]");
+  const extract::WindowEndSpec end = !a.graph.empty()   ? extract::parse_graph_spec(a.graph, r.regex)
+                                     : !a.range.empty() ? extract::parse_range_spec(a.range, r.regex)
+                                                        : extract::parse_window_spec(a.window, &r);
   const extract::WindowResult res = extract::run_window(r, end);
   const format::Manifest& m = res.capture.manifest;
   warn_foreign(res.window);
@@ -359,8 +361,11 @@ void add_window(CLI::App& app, int& exit_code) {
       "OUT/README.md (the operations with their in-app times and shares) beside OUT/capture.\n"
       "Or one CUDA graph launch (--graph [PATTERN@]N): the graph's kernel, memset and copy nodes in a topological\n"
       "order, BEFORE before the graph launch, AFTER after it.\n"
+      "Or one NVTX range (--range NAME[@N]): the window's stream's operations from the first kernel launch after the\n"
+      "Nth push of a range named NAME (torch.cuda.nvtx.range_push, nvtxRangePushA/Ex) to its pop on that thread.\n"
       "Example: kerncap window extract --window rms_norm@2..silu_mul -o iso/win -- python layer.py\n"
       "Example: kerncap window extract --graph exp_kernel@3 -o iso/g -- python graph.py\n"
+      "Example: kerncap window extract --range block@2 -o iso/r -- python model.py\n"
       "Example: kerncap window validate iso/win --swap 1=fused.cubin --live-out 5,7");
 
   auto ea = std::make_shared<ExtractArgs>();
@@ -374,9 +379,16 @@ void add_window(CLI::App& app, int& exit_code) {
                  "or of the graphs holding a kernel matching PATTERN (PATTERN@N; PATTERN alone: N = 0); its kernel, "
                  "memset and copy nodes in a topological order")
       ->type_name("[PATTERN@]N");
+  ex->add_option("--range", ea->range,
+                 "Instead of --window: one NVTX range as the window, the Nth (from 0) push of a range named NAME "
+                 "(its text equal to NAME, or NAME then \", \" as emit_nvtx writes; a regex with --regex): the "
+                 "operations on the stream of its first kernel launch, from that launch to the range's pop on the "
+                 "pushing thread. torch.profiler.record_function emits NVTX only under "
+                 "torch.autograd.profiler.emit_nvtx: use torch.cuda.nvtx.range_push/range_pop")
+      ->type_name("NAME[@N]");
   ex->add_option("--cmd", ea->request.cmd, "The application as one shell command line");
   ex->add_option("-o,--output", ea->output, "Output directory: the window goes to OUT/capture")->required();
-  ex->add_flag("--regex", ea->request.regex, "FROM and TO (or --graph's PATTERN) are ECMAScript regular expressions");
+  ex->add_flag("--regex", ea->request.regex, "FROM and TO (or --graph's PATTERN, --range's NAME) are ECMAScript regular expressions");
   ex->add_flag("--continue", ea->request.keep_running, "Let the application run to completion after the window");
   ex->add_option("--observe", ea->request.window_observe,
                  "After the window, watch this many launches for reads of the regions it changed (--live-out auto); "

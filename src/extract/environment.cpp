@@ -10,6 +10,7 @@ namespace kerncap::extract {
 namespace {
 
 constexpr const char* kInjectionVar = "CUDA_INJECTION64_PATH";  // the CUDA driver's, not ours
+constexpr const char* kNvtxInjectionVar = "NVTX_INJECTION64_PATH";  // NVTX's
 
 std::optional<std::string> get(std::string_view name) {
   const char* v = std::getenv(std::string(name).c_str());
@@ -41,6 +42,10 @@ void refuse_other_tool(const HostEnv& h, std::string_view doing) {
 std::map<std::string, std::string> app_environment(const format::Config& c, const fs::path& library) {
   std::map<std::string, std::string> env = c.to_env();
   env[kInjectionVar] = library.string();
+  // A window bounded by an NVTX range: NVTX hands its calls to the library this names, and
+  // libkerncap.so hands them to CUPTI (capture/window_nvtx_inject.cpp). Set before the
+  // application starts: NVTX reads it once, at its first call, which may precede cuInit.
+  if (!c.window_range.empty()) env[kNvtxInjectionVar] = library.string();
   return env;
 }
 

@@ -70,8 +70,29 @@ WindowEndSpec parse_graph_spec(const std::string& text, bool regex) {
   return g;
 }
 
+WindowEndSpec parse_range_spec(const std::string& text, bool regex) {
+  WindowEndSpec g;
+  g.range = true;
+  if (text.empty()) usage_error("--range: expected NAME or NAME@N (e.g. step@2: the third range named step)");
+  // An '@' followed by digits at the end counts pushes; a name that itself ends so needs its count
+  // (step@2@0 is push 0 of "step@2").
+  auto [name, n] = window_split_at(text, "range's");
+  g.range_name = name;
+  g.range_push = n;
+  if (name.size() > 4096) usage_error("--range: the name is longer than 4096 characters");
+  if (regex) {
+    try {
+      std::regex re(name);
+    } catch (const std::regex_error& e) {
+      usage_error(fmt::format("--range '{}': not a valid regular expression: {}", name, e.what()));
+    }
+  }
+  return g;
+}
+
 WindowResult run_window(const Request& r, const WindowEndSpec& end) {
-  if (!end.graph && (r.kernel.empty() || end.kernel.empty())) usage_error("a window needs FROM and TO kernel patterns");
+  if (!end.graph && !end.range && (r.kernel.empty() || end.kernel.empty()))
+    usage_error("a window needs FROM and TO kernel patterns");
   if (r.rank >= 0 || r.device >= 0 || !r.targets.empty())
     usage_error("a window takes no --rank, --device or several targets (not yet: docs/window.md)");
   WindowResult res;
@@ -79,6 +100,7 @@ WindowResult run_window(const Request& r, const WindowEndSpec& end) {
       end.graph ? fmt::format("the window of graph launch {} (from 0) of {}", end.graph_launch,
                               end.graph_kernel.empty() ? std::string("any graph")
                                                        : fmt::format("the graphs holding '{}'", end.graph_kernel))
+      : end.range ? fmt::format("the window of the NVTX range '{}' (push {} from 0)", end.range_name, end.range_push)
                 : fmt::format("the window from '{}' (dispatch {}) to '{}' (its match {} on that launch's stream)",
                               r.kernel, r.dispatch, end.kernel, end.dispatch);
   const CaptureStart st = start_capture(
@@ -89,6 +111,9 @@ WindowResult run_window(const Request& r, const WindowEndSpec& end) {
           config.window_graph = true;
           config.window_graph_launch = end.graph_launch;
           config.window_graph_kernel = end.graph_kernel;
+        } else if (end.range) {
+          config.window_range = end.range_name;
+          config.window_range_occurrence = end.range_push;
         } else {
           config.window_end = end.kernel;
           config.window_end_dispatch = end.dispatch;

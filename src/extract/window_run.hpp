@@ -21,12 +21,19 @@ struct WindowEndSpec {
   bool graph = false;
   std::string graph_kernel;
   uint64_t graph_launch = 0;
+  // Or a window of one NVTX range (`--range`): the Nth push (from 0) of a range named range
+  // (window_nvtx.hpp says how a name matches), from its first kernel launch to its pop.
+  bool range = false;
+  std::string range_name;
+  uint64_t range_push = 0;
 };
 
 // "FROM[@N]..TO[@M]" -> the first launch (r.kernel, r.dispatch) and the end. Error(Usage).
 WindowEndSpec parse_window_spec(const std::string& text, Request* r);
 // "N", "PATTERN@N" or "PATTERN" (N = 0) -> a graph launch's window. Error(Usage).
 WindowEndSpec parse_graph_spec(const std::string& text, bool regex);
+// "NAME@N" or "NAME" (N = 0) -> an NVTX range's window. Error(Usage).
+WindowEndSpec parse_range_spec(const std::string& text, bool regex);
 
 struct WindowResult {
   fs::path out;

@@ -125,7 +125,7 @@ const Config kDefaults{};
 constexpr unsigned kLibShim = kLibrary | kTritonShim;
 constexpr unsigned kShimApi = kTritonShim | kPythonApi;
 
-const std::array<EnvVar, 36> kVars = {{
+const std::array<EnvVar, 37> kVars = {{
     {Var::Mode, "KERNCAP_MODE", kLibrary, true, "capture, profile", "",
      "what the injected library does; unset: it stays inert", parse_mode,
      [](const Config& c) -> std::optional<std::string> { return std::string(to_string(c.mode)); }},
@@ -277,7 +277,7 @@ const std::array<EnvVar, 36> kVars = {{
        return "";
      },
      [](const Config& c) -> std::optional<std::string> {
-       if (c.window_end.empty() || c.window_observe == 256) return std::nullopt;
+       if ((c.window_end.empty() && !c.window_graph && c.window_range.empty()) || c.window_observe == 256) return std::nullopt;
        return std::to_string(c.window_observe);
      }},
     {Var::WindowGraph, "KERNCAP_WINDOW_GRAPH", kLibrary, true, "N or N:pattern", "",
@@ -297,6 +297,23 @@ const std::array<EnvVar, 36> kVars = {{
        if (!c.window_graph) return std::nullopt;
        return std::to_string(c.window_graph_launch) +
               (c.window_graph_kernel.empty() ? std::string() : ":" + c.window_graph_kernel);
+     }},
+    {Var::WindowRange, "KERNCAP_WINDOW_RANGE", kLibrary, true, "N:name", "",
+     "a window of one NVTX range (`kerncap window extract --range`, docs/window.md): from the first kernel launch "
+     "after the Nth push (from 0) of a range named name (or name followed by \", \"; a regex with KERNCAP_REGEX) "
+     "to its pop on the pushing thread; needs NVTX_INJECTION64_PATH naming libkerncap.so (the launcher sets it); "
+     "KERNCAP_KERNEL is not needed",
+     [](std::string_view v, Config& c) -> std::string {
+       const size_t colon = v.find(':');
+       const auto n = colon == std::string_view::npos ? std::nullopt : parse_u64(v.substr(0, colon));
+       if (!n || colon + 1 >= v.size()) return "must be N:name (a push count from 0, a colon, the range's name)";
+       c.window_range_occurrence = *n;
+       c.window_range = std::string(v.substr(colon + 1));
+       return "";
+     },
+     [](const Config& c) -> std::optional<std::string> {
+       if (c.window_range.empty()) return std::nullopt;
+       return std::to_string(c.window_range_occurrence) + ":" + c.window_range;
      }},
     {Var::ProfileCupti, "KERNCAP_PROFILE_CUPTI", kLibrary, false, "key=value,...", "",
      "diagnostic, to measure what CUPTI costs profile mode (bench/profile_overhead.sh): kind=concurrent|kernel|none "
@@ -514,7 +531,8 @@ Config config_from_env(const EnvLookup& lookup, std::vector<std::string>* proble
     problem(fmt::format("{} is not set", env_name(Var::Output)));
     c.mode = Mode::Off;
   }
-  if (c.mode == Mode::Capture && c.kernel.empty() && c.targets.empty() && !c.window_graph) {
+  if (c.mode == Mode::Capture && c.kernel.empty() && c.targets.empty() && !c.window_graph &&
+      c.window_range.empty()) {
     problem(fmt::format("{} is not set", env_name(Var::Kernel)));
     c.mode = Mode::Off;
   }
@@ -548,6 +566,7 @@ nlohmann::json Config::to_json() const {
   if (target_index >= 0) j["target"] = target_index;
   if (!window_end.empty()) j["window"] = {{"end", window_end}, {"end_dispatch", window_end_dispatch}};
   if (window_graph) j["window"] = {{"graph_launch", window_graph_launch}, {"graph_kernel", window_graph_kernel}};
+  if (!window_range.empty()) j["window"] = {{"range", window_range}, {"range_push", window_range_occurrence}};
   return j;
 }
 

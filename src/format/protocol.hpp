@@ -113,6 +113,11 @@ struct Config {
   bool window_graph = false;
   uint64_t window_graph_launch = 0;
   std::string window_graph_kernel;
+  // A window of one NVTX range (`kerncap window extract --range`, docs/window.md): from the
+  // first kernel launch after the `window_range_occurrence`-th push (from 0) of a range named
+  // `window_range` (a regex with `regex`) to that range's pop, on the pushing thread; empty: none.
+  std::string window_range;
+  uint64_t window_range_occurrence = 0;
   // Profile mode only (`kerncap run --swap`, format/swaps.hpp): kernels served from variant
   // images while the application runs. Empty: none.
   std::vector<SwapSpec> swaps;
@@ -128,7 +133,7 @@ struct Config {
 
 enum class Var { Mode, Output, Kernel, Regex, Dispatch, Continue, Rank, Device, Verbose, ChunkBytes, StagingBytes,
                  DumpImages, DeviceScan, Closure, Store, ZstdLevel, InAppTime, Targets, TritonOut, Library, PythonDir, Python, Serve, Bin, ReplayLib,
-                 Window, WindowObserve, WindowGraph, ProfileCupti, ProfileSample, ProfileParams, Swaps, RunArm, RunIndex, RunDir, RunStdout };
+                 Window, WindowObserve, WindowGraph, WindowRange, ProfileCupti, ProfileSample, ProfileParams, Swaps, RunArm, RunIndex, RunDir, RunStdout };
 
 // Who reads a variable (bits).
 inline constexpr unsigned kLibrary = 1, kCli = 2, kTritonShim = 4, kPythonApi = 8;

@@ -183,6 +183,7 @@ size_t Window::kernels() const {
 }
 
 std::string window_title(const Window& w) {
+  if (w.range) return fmt::format("range {}@{}", w.from, w.from_dispatch);
   if (w.graph)
     return w.from.empty() ? fmt::format("graph@{}", w.graph->launch) : fmt::format("graph {}@{}", w.from, w.graph->launch);
   return fmt::format("{}@{}..{}@{}", w.from, w.from_dispatch, w.to, w.to_dispatch);
@@ -201,6 +202,7 @@ nlohmann::json to_json(const Window& w) {
                       {"foreign_ops", w.foreign_ops},
                       {"foreign_examples", w.foreign_examples}};
   if (w.graph) j["graph"] = {{"launch", w.graph->launch}, {"nodes", w.graph->nodes}};
+  if (w.range) j["range"] = true;
   if (w.in_app_window_ns) j["in_app_window_ns"] = *w.in_app_window_ns;
   if (w.in_app_kernels_ns) j["in_app_kernels_ns"] = *w.in_app_kernels_ns;
   return j;
@@ -246,6 +248,10 @@ Window window_from_json(const nlohmann::json& j) {
     wg.nodes = g->at("nodes").u64();
     if (wg.nodes > kMaxWindowGraphNodes) g->at("nodes").fail(fmt::format("is more than {}", kMaxWindowGraphNodes));
     w.graph = wg;
+  }
+  if (const auto rg = top.find("range")) {
+    w.range = rg->boolean();
+    if (w.range && w.graph) rg->fail("cannot be set in a graph launch's window");
   }
   if (!w.graph && w.ops[0].kind != WindowOp::Kind::Kernel) ops.elem(0).fail("must be a kernel launch (the window's first)");
   if (w.kernels() == 0) ops.fail("has no kernel launch");

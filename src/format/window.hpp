@@ -88,6 +88,9 @@ struct Window {
   uint64_t stream = 0;             // the application's stream handle (informational)
   std::vector<WindowOp> ops;
   std::optional<WindowGraph> graph;  // set for a graph launch's window (then `to` is empty)
+  // An NVTX range's window (`kerncap window extract --range`): `from` is the range's name (the
+  // user's, as given), `from_dispatch` its push (from 0), `to` empty.
+  bool range = false;
   // In-app time of the window at capture: the first operation's start to the last one's end,
   // and the sum of the kernels' own times (CUPTI records); absent when unknown.
   std::optional<uint64_t> in_app_window_ns, in_app_kernels_ns;
