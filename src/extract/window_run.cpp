@@ -17,18 +17,19 @@ namespace kerncap::extract {
 namespace {
 
 // "PATTERN@N" -> PATTERN, N; a pattern without @digits at its end has N 0.
-std::pair<std::string, uint64_t> window_split_at(const std::string& s, const char* which) {
+std::pair<std::string, uint64_t> window_split_at(const std::string& s, const char* which,
+                                                 const char* option = "--window") {
   const size_t at = s.rfind('@');
   if (at != std::string::npos && at + 1 < s.size() &&
       s.find_first_not_of("0123456789", at + 1) == std::string::npos) {
-    if (at == 0) usage_error(fmt::format("--window: the {} pattern is empty", which));
+    if (at == 0) usage_error(fmt::format("{}: the {} pattern is empty", option, which));
     try {
       return {s.substr(0, at), std::stoull(s.substr(at + 1))};
     } catch (const std::exception&) {
-      usage_error(fmt::format("--window: '{}' is not a launch count", s.substr(at + 1)));
+      usage_error(fmt::format("{}: '{}' is not a count", option, s.substr(at + 1)));
     }
   }
-  if (s.empty()) usage_error(fmt::format("--window: the {} pattern is empty", which));
+  if (s.empty()) usage_error(fmt::format("{}: the {} pattern is empty", option, which));
   return {s, 0};
 }
 
@@ -57,7 +58,7 @@ WindowEndSpec parse_graph_spec(const std::string& text, bool regex) {
     }
     return g;
   }
-  auto [pattern, n] = window_split_at(text, "graph's kernel");
+  auto [pattern, n] = window_split_at(text, "graph's kernel", "--graph");
   g.graph_kernel = pattern;
   g.graph_launch = n;
   if (regex) {
@@ -76,7 +77,7 @@ WindowEndSpec parse_range_spec(const std::string& text, bool regex) {
   if (text.empty()) usage_error("--range: expected NAME or NAME@N (e.g. step@2: the third range named step)");
   // An '@' followed by digits at the end counts pushes; a name that itself ends so needs its count
   // (step@2@0 is push 0 of "step@2").
-  auto [name, n] = window_split_at(text, "range's");
+  auto [name, n] = window_split_at(text, "range's name", "--range");
   g.range_name = name;
   g.range_push = n;
   if (name.size() > 4096) usage_error("--range: the name is longer than 4096 characters");

@@ -37,8 +37,11 @@
 #                  (window.run_op), then gemm_silu: PASS under auto (not yet run on a GPU)
 #   h2d            fuse_app with a host-to-device copy of new weights inside the window: the window has a
 #                  copy_h2d operation and the captured window PASSes byte for byte (the host bytes kept)
-#   streams        tests/gpu/window_apps/two_streams.cu: a window on s0 that waits (event) on s1's kernel is
-#                  refused, the message naming the other stream and cuStreamWaitEvent; no capture
+#   two_streams    tests/gpu/window_apps/two_streams.cu: the window produce@1..join on s0 joins s1 (s0 waits on
+#                  s1's event): ops produce, event_record, event_wait, side, event_record, event_wait, join
+#                  on streams 0,0,1,1,1,0,0, none foreign; PASS, window strong; replay vs in-app times printed
+#   two_streams_refused  the same with side as a CUDA graph launched on s1: refused (a graph on a joined
+#                  stream other than the window's is not recorded), the message naming it; no capture
 #   torch_mlp      tests/gpu/window_apps/window_torch.py (layer_norm, cuBLAS GEMMs, GELU, add in bf16):
 #                  the window layer_norm@2..GeluCUDAKernelImpl (3 kernels: ATen and cuBLAS images)
 #                  PASSes byte for byte; its times beside the in-app ones (reported, not bounded)
@@ -72,6 +75,16 @@
 #                  window_apps/rms_norm_launches.py): PASS under --live-out auto (bf16 tolerance) and
 #                  faster (window kernels' speed-up > 1); FAIL under all naming a dead intermediate;
 #                  rms_norm_fused_bad (no weight) FAILs on the norm output's region
+#   nvtx           tests/gpu/window_apps/nvtx_app.cu (4 iterations of an NVTX range "step" around 3 kernels,
+#                  a nested range "inner" around the second): the window --range step@2 (an nvtxRangePushEx
+#                  push) has the 3 kernels of its third iteration, none foreign, an in-app time, and PASSes,
+#                  window strong; nvtx_pusha: --range step@1 (an nvtxRangePushA push) has the same 3 kernels;
+#                  nvtx_missing: --range step@4 (never pushed) captures nothing, the message counting 4 pushes
+#   nvtx_torch     tests/gpu/window_apps/nvtx_torch.py plain: torch.cuda.nvtx.range_push("block")/range_pop
+#                  around a GEMM, ReLU, scale and residual add: the window --range block@2 holds at least 3
+#                  kernels, none foreign, and PASSes (SKIP without torch)
+#   nvtx_emit      nvtx_torch.py emit: torch.profiler.record_function("block") under
+#                  torch.autograd.profiler.emit_nvtx(): the same window, found through emit_nvtx's ranges
 # Exit 0 all passed, 1 some failed, 77 skipped (no GPU).
 #
 #   tests/gpu/window_e2e.sh BUILD_DIR
@@ -335,10 +348,37 @@ if want h2d; then
   fi
 fi
 
-if want streams; then
-  run streams "$KC" window extract --window 'produce@1..join' -o "$WORK/streams" -- "$APPS/two_streams" 3
-  said=$(grep -h "cuStreamWaitEvent" "$STEP_ERR" "$STEP_OUT" 2>/dev/null | head -1 | cut -c1-300)
-  verdict streams "$(pass_if "$([ "$RC" != 0 ] && [ ! -e "$WORK/streams/capture/manifest.json" ] && [ -n "$said" ] && echo 1)")" "rc $RC: ${said:-$(tail -2 "$STEP_ERR" | tr '\n' ' ')}"
+# two_streams: the fork/join of two_streams.cu as one window of both streams (version 2: each
+# operation's stream, the event records and waits as operations), validated, its times printed.
+if want two_streams; then
+  T=$WORK/two_streams
+  if run two_streams_extract "$KC" window extract --window 'produce@1..join' --json -o "$T" -- "$APPS/two_streams" 3; then
+    sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/two_streams_extract.json"
+    ops=$(py '",".join("%s/%s" % (o["name"].split("(")[0] if o["kind"] == "kernel" else o["kind"], o["stream"]) for o in d["ops"])' "$WORK/two_streams_extract.json" 2>/dev/null)
+    foreign=$(py 'd["foreign_ops"]' "$WORK/two_streams_extract.json" 2>/dev/null)
+    run two_streams_validate "$KC" window validate "$T" --json --iterations 3
+    cp "$STEP_OUT" "$WORK/two_streams_validate.json"
+    res=$(py 'd["result"]' "$WORK/two_streams_validate.json" 2>/dev/null)
+    strength=$(py 'd["strength"]' "$WORK/two_streams_validate.json" 2>/dev/null)
+    run two_streams_replay "$KC" window replay "$T" --json --iterations 20
+    cp "$STEP_OUT" "$WORK/two_streams_replay.json"
+    times=$(py '"span %.4f ms vs in-app %s ms; kernels %.4f ms vs in-app %s ms" % (d["timing"]["window_ms"], "%.4f" % d["timing"]["in_app_window_ms"] if d["timing"].get("in_app_window_ms") is not None else "-", d["timing"]["kernels_ms"], "%.4f" % d["timing"]["in_app_kernels_ms"] if d["timing"].get("in_app_kernels_ms") is not None else "-")' "$WORK/two_streams_replay.json" 2>/dev/null)
+    want_ops="produce/0,event_record/0,event_wait/1,side/1,event_record/1,event_wait/0,join/0"
+    ok=$([ "$ops" = "$want_ops" ] && [ "$foreign" = 0 ] && [ "$res" = PASS ] && [[ "$strength" == "window strong"* ]] && echo 1)
+    verdict two_streams "$(pass_if "$ok")" "ops $ops, foreign $foreign; $res, $strength; $times"
+    run two_streams_text "$KC" window replay "$T"
+    cat "$STEP_OUT"
+  else
+    verdict two_streams FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
+  fi
+fi
+
+# two_streams_refused: the side stream's work is a CUDA graph launch, which a window records on its
+# own stream only: refused when the window's stream joins s1, the message naming the graph; no capture.
+if want two_streams_refused; then
+  run two_streams_refused "$KC" window extract --window 'produce@1..join' -o "$WORK/two_streams_refused" -- "$APPS/two_streams" 3 1048576 graph
+  said=$(grep -h "cuStreamWaitEvent" "$STEP_ERR" "$STEP_OUT" 2>/dev/null | grep "CUDA graph" | head -1 | cut -c1-300)
+  verdict two_streams_refused "$(pass_if "$([ "$RC" != 0 ] && [ ! -e "$WORK/two_streams_refused/capture/manifest.json" ] && [ -n "$said" ] && echo 1)")" "rc $RC: ${said:-$(tail -2 "$STEP_ERR" | tr '\n' ' ')}"
 fi
 
 PY=${TORCH_PY:-python3}
@@ -624,6 +664,71 @@ if want llama_norm; then
     verdict llama_norm SKIP "no torch with CUDA or no transformers in $PY"
   fi
 fi
+
+# A window bounded by an NVTX range (--range): window_apps/nvtx_app.cu's range "step", and PyTorch's
+# ranges (torch.cuda.nvtx.range_push, record_function under emit_nvtx) in window_apps/nvtx_torch.py.
+if want nvtx; then
+  if [ ! -x "$APPS/nvtx_app" ]; then
+    SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+    "$NVCC" -O2 -arch="sm_$SM" -o "$APPS/nvtx_app" "$HERE/window_apps/nvtx_app.cu" -ldl ||
+      verdict nvtx FAIL "cannot build nvtx_app.cu with $NVCC"
+  fi
+  NV=$WORK/nvtx
+  if [ -x "$APPS/nvtx_app" ] && run nvtx_extract "$KC" window extract --range 'step@2' --json -o "$NV" -- "$APPS/nvtx_app" 4; then
+    sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/nvtx.extract.json"  # the application's own line may come first
+    ops=$(py '",".join(o["kind"] if o["kind"] != "kernel" else o["name"].split("(")[0] for o in d["ops"])' "$WORK/nvtx.extract.json")
+    foreign=$(py 'd["foreign_ops"]' "$WORK/nvtx.extract.json")
+    inapp=$(py 'd["in_app_window_ns"]' "$WORK/nvtx.extract.json")
+    ranged=$(py '1 if d.get("range") else 0' "$NV/capture/window.json" 2>/dev/null)
+    run nvtx_info "$KC" window info "$NV"
+    cat "$STEP_OUT"
+    title=$(head -1 "$STEP_OUT" | cut -c1-60)
+    run nvtx_validate "$KC" window validate "$NV" --json --iterations 10
+    cp "$STEP_OUT" "$WORK/nvtx.validate.json"
+    res=$(py 'd["result"]' "$WORK/nvtx.validate.json" 2>/dev/null)
+    strength=$(py 'd["strength"]' "$WORK/nvtx.validate.json" 2>/dev/null)
+    verdict nvtx "$(pass_if "$([ "$ops" = nvtx_scale,nvtx_accumulate,nvtx_square ] && [ "$foreign" = 0 ] &&
+      [ "$inapp" != None ] && [ "$ranged" = 1 ] && [[ "$title" == "window range step@2"* ]] && [ "$res" = PASS ] &&
+      [[ "$strength" == "window strong"* ]] && echo 1)")" "ops $ops; foreign $foreign; in-app ${inapp} ns; '$title'; $(py 'd["line"]' "$WORK/nvtx.validate.json" 2>/dev/null); $strength"
+  else
+    verdict nvtx FAIL "extract rc ${RC:-?}: $(grep -v '^kerncap: note' "${STEP_ERR:-/dev/null}" 2>/dev/null | tail -3 | tr '\n' ' ' | cut -c1-400)"
+  fi
+  if [ -x "$APPS/nvtx_app" ]; then
+    if run nvtx_pusha "$KC" window extract --range 'step@1' --json -o "$WORK/nvtx_pusha" -- "$APPS/nvtx_app" 4; then
+      ops=$(sed -n '/^{/,$p' "$STEP_OUT" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(",".join(o["name"].split("(")[0] for o in d["ops"]))' 2>/dev/null)
+      verdict nvtx_pusha "$(pass_if "$([ "$ops" = nvtx_scale,nvtx_accumulate,nvtx_square ] && echo 1)")" "step@1 (nvtxRangePushA): ops $ops"
+    else
+      verdict nvtx_pusha FAIL "extract rc $RC: $(grep -v '^kerncap: note' "$STEP_ERR" | tail -3 | tr '\n' ' ' | cut -c1-400)"
+    fi
+    run nvtx_missing "$KC" window extract --range 'step@4' -o "$WORK/nvtx_missing" -- "$APPS/nvtx_app" 4
+    said=$(grep -h "pushed 4 NVTX range(s) named 'step'" "$STEP_ERR" "$STEP_OUT" 2>/dev/null | head -1 | cut -c1-300)
+    verdict nvtx_missing "$(pass_if "$([ "$RC" != 0 ] && [ ! -e "$WORK/nvtx_missing/capture/manifest.json" ] && [ -n "$said" ] && echo 1)")" "rc $RC: ${said:-$(tail -2 "$STEP_ERR" | tr '\n' ' ' | cut -c1-300)}"
+  fi
+fi
+for NVTX_MODE in plain emit; do
+  NVTX_CASE=$([ "$NVTX_MODE" = plain ] && echo nvtx_torch || echo nvtx_emit)
+  want "$NVTX_CASE" || continue
+  if ! torch_ok "$PY"; then
+    verdict "$NVTX_CASE" SKIP "no torch with CUDA in $PY"
+    continue
+  fi
+  T=$WORK/$NVTX_CASE
+  if run "${NVTX_CASE}_extract" "$KC" window extract --range 'block@2' --json -o "$T" -- "$PY" "$HERE/window_apps/nvtx_torch.py" "$NVTX_MODE" 4; then
+    sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/$NVTX_CASE.extract.json"
+    ops=$(py '" > ".join(o["kind"] if o["kind"] != "kernel" else o["name"].split("(")[0].split("<")[0][-40:] for o in d["ops"])' "$WORK/$NVTX_CASE.extract.json")
+    nk=$(py 'd["kernels"]' "$WORK/$NVTX_CASE.extract.json")
+    foreign=$(py 'd["foreign_ops"]' "$WORK/$NVTX_CASE.extract.json")
+    run "${NVTX_CASE}_info" "$KC" window info "$T"
+    cat "$STEP_OUT"
+    run "${NVTX_CASE}_validate" "$KC" window validate "$T" --json --iterations 10
+    cp "$STEP_OUT" "$WORK/$NVTX_CASE.validate.json"
+    res=$(py 'd["result"]' "$WORK/$NVTX_CASE.validate.json" 2>/dev/null)
+    strength=$(py 'd["strength"]' "$WORK/$NVTX_CASE.validate.json" 2>/dev/null)
+    verdict "$NVTX_CASE" "$(pass_if "$([ "$res" = PASS ] && [ "$foreign" = 0 ] && [ "${nk:-0}" -ge 3 ] && echo 1)")" "ops $ops; foreign $foreign; $(py 'd["line"]' "$WORK/$NVTX_CASE.validate.json" 2>/dev/null); $strength"
+  else
+    verdict "$NVTX_CASE" FAIL "extract rc $RC: $(grep -v '^kerncap: note' "$STEP_ERR" | tail -3 | tr '\n' ' ' | cut -c1-400)"
+  fi
+done
 
 summary -s
 [ "$failed" = 0 ]
