@@ -178,8 +178,9 @@ class DriverWindowOps final : public WindowOps {
     files::create_private_dirs(writer.dir() / "window");
     for (size_t i = 0; i < w.ops.size(); ++i) {
       if (w.ops[i].kind != format::WindowOp::Kind::Kernel) continue;
-      // Op 0 was described after BEFORE; later ones as they came: each index once.
-      const auto it = params_.find(i);
+      // Op 0 was described after BEFORE; later ones as they came: each key once (the key the
+      // recorder described it under: ops of streams not joined into the window are left out).
+      const auto it = params_.find(w.ops[i].params_key == SIZE_MAX ? i : w.ops[i].params_key);
       if (it == params_.end()) device_error(fmt::format("window operation {} has no parameter bytes", i));
       format::write_file(writer.dir() / format::window_params_file(i), it->second.data(), it->second.size());
     }

@@ -92,6 +92,14 @@ const P& window_params_of(const CUpti_CallbackData* cb) {
   return *static_cast<const P*>(cb->functionParams);
 }
 
+// Work that ran in the process during the window but is not part of it: counted, a few named.
+void window_add_foreign(format::Window& w, const std::string& what) {
+  ++w.foreign_ops;
+  if (w.foreign_examples.size() < format::kMaxForeignExamples &&
+      std::find(w.foreign_examples.begin(), w.foreign_examples.end(), what) == w.foreign_examples.end())
+    w.foreign_examples.push_back(what);
+}
+
 }  // namespace
 
 WindowRecorder::WindowRecorder(const Config& config, Inventory& inventory, LaunchQueries& driver, WindowOps& ops,
@@ -115,8 +123,9 @@ WindowRecorder::State WindowRecorder::state() const {
 
 format::Window WindowRecorder::window() const {
   std::lock_guard lk(mu_);
-  format::Window w = window_;
-  fill_in_app(w);
+  std::vector<uint32_t> corr;
+  format::Window w = assemble(&corr);
+  fill_in_app(w, corr);
   return w;
 }
 
@@ -135,6 +144,7 @@ bool WindowRecorder::begin(const TargetLaunch& first) {
     if (state_ != State::Waiting || !first.entry) return false;
     if (!decode_launch(first.cbid, first.entry->functionParams, &args)) return false;
     stream_ = args.stream;
+    joined_ = {stream_};
     first_correlation_ = first.entry->correlationId;
     first_launch_index_ = first.launch_index;
     window_.from = config_.kernel;
@@ -162,8 +172,9 @@ bool WindowRecorder::begin(const TargetLaunch& first) {
     return false;
   }
   op.launch_index = first.launch_index;
+  op.params_key = 0;
   window_.ops.insert(window_.ops.begin(), std::move(op));  // launches recorded meanwhile come after it
-  correlations_.insert(correlations_.begin(), first_correlation_);
+  tags_.insert(tags_.begin(), Tag{first_correlation_, stream_});
   if (is_end(first.mangled)) {
     state_ = State::Ending;
     last_correlation_ = first_correlation_;
@@ -267,28 +278,120 @@ void WindowRecorder::on_event_call(CUpti_CallbackId cbid, const CUpti_CallbackDa
       break;
     }
   }
+  // Into a stream capture: a graph node, not work now (the graph's launch is what runs).
+  if (driver_.stream_is_capturing(stream)) return;
   std::lock_guard lk(mu_);
-  if (state_ != State::Open) return;
-  if (call == WindowEventCall::Record) {
-    if (stream == stream_) {
-      events_.erase(event);
-    } else {
-      const auto it = other_streams_.find(stream);
-      events_[event] = {stream, it == other_streams_.end() ? 0 : it->second.ops};
-    }
+  if (state_ != State::Open || graph_window_) return;
+  if (window_.ops.size() >= format::kMaxWindowOps) {
+    fail(fmt::format("the window has more than {} operations", format::kMaxWindowOps));
     return;
   }
-  if (stream != stream_) return;
-  const auto ev = events_.find(event);
-  if (ev == events_.end() || ev->second.ops == 0) return;  // recorded before the window or on its own stream
-  const OtherStream& other = other_streams_[ev->second.stream];
-  // The window's stream now depends on work another stream did during the window: replaying
-  // the window's stream alone would read bytes that work wrote, in an order the replay lacks.
-  fail(fmt::format("the window's stream {} waits (cuStreamWaitEvent) on event {} recorded on stream {} after {} "
-                   "operation(s) there during the window (e.g. {}): windows across streams joined by events are "
-                   "not recorded yet; choose a window whose work stays on one stream (docs/window.md)",
-                   static_cast<void*>(stream_), static_cast<void*>(event), static_cast<void*>(ev->second.stream),
-                   ev->second.ops, other.example.empty() ? std::string("?") : other.example));
+  format::WindowOp op;
+  if (call == WindowEventCall::Record) {
+    if (!last_record_.count(event) && last_record_.size() >= format::kMaxWindowEvents) {
+      fail(fmt::format("the window records more than {} events", format::kMaxWindowEvents));
+      return;
+    }
+    last_record_[event] = stream;
+    op.kind = format::WindowOp::Kind::EventRecord;
+    window_.ops.push_back(op);
+    tags_.push_back({0, stream, event});
+    return;
+  }
+  // A wait on a record made before the window waits on work BEFORE holds (it is taken after a
+  // synchronise): no dependency inside the window. A wait on the stream's own record: none either.
+  const auto ev = last_record_.find(event);
+  if (ev == last_record_.end() || ev->second == stream) return;
+  op.kind = format::WindowOp::Kind::EventWait;
+  window_.ops.push_back(op);
+  tags_.push_back({0, stream, event, ev->second});
+  // The window's stream (or one it joined) now depends on the recording stream's work: that
+  // stream, and those it waited on, become part of the window.
+  if (joined_.count(stream)) join(ev->second);
+}
+
+size_t WindowRecorder::take_key() {
+  // The operation's index while nothing is left out (one stream: the files are numbered as
+  // before), unique whatever assemble() drops.
+  const size_t key = std::max(next_key_, window_.ops.size());
+  next_key_ = key + 1;
+  return key;
+}
+
+bool WindowRecorder::join(CUstream stream) {
+  if (joined_.count(stream)) return true;
+  const auto it = other_streams_.find(stream);
+  if (it != other_streams_.end() && !it->second.refuse.empty()) {
+    fail(fmt::format("the window's stream {} joins stream {} through events (cuStreamWaitEvent) during the window, "
+                     "and that stream's work cannot be recorded: {} (e.g. {}); choose a window whose joined streams "
+                     "run kernels, memsets and copies only (docs/window.md)",
+                     static_cast<void*>(stream_), static_cast<void*>(stream), it->second.refuse,
+                     it->second.unrecorded_example.empty() ? std::string("?") : it->second.unrecorded_example));
+    return false;
+  }
+  if (joined_.size() >= format::kMaxWindowStreams) {
+    fail(fmt::format("the window joins more than {} streams through events", format::kMaxWindowStreams));
+    return false;
+  }
+  joined_.insert(stream);
+  log::info("window: stream {} joins the window through an event ({} operation(s) there so far)",
+            static_cast<void*>(stream), it == other_streams_.end() ? 0 : it->second.ops);
+  // Its own earlier waits bring in the streams it depended on.
+  for (size_t i = 0; i < window_.ops.size() && i < tags_.size(); ++i)
+    if (window_.ops[i].kind == format::WindowOp::Kind::EventWait && tags_[i].stream == stream && !join(tags_[i].source))
+      return false;
+  return true;
+}
+
+void WindowRecorder::other_stream_op(CUstream stream, const std::string& what, const std::string& refuse) {
+  OtherStream& o = other_streams_[stream];
+  if (!o.ops++) o.example = what;
+  if (refuse.empty()) return;
+  ++o.unrecorded;
+  if (o.unrecorded_example.empty()) o.unrecorded_example = what;
+  if (o.refuse.empty()) o.refuse = refuse;
+  if (joined_.count(stream)) {
+    joined_.erase(stream);  // join() says why, as for a stream joined later
+    join(stream);
+  }
+}
+
+format::Window WindowRecorder::assemble(std::vector<uint32_t>* corr) const {
+  using K = format::WindowOp::Kind;
+  format::Window w = window_;
+  w.ops.clear();
+  corr->clear();
+  // Records are kept for the events a kept wait waits on; the rest order nothing of the window.
+  std::set<CUevent> waited;
+  for (size_t i = 0; i < window_.ops.size() && i < tags_.size(); ++i)
+    if (window_.ops[i].kind == K::EventWait && joined_.count(tags_[i].stream)) waited.insert(tags_[i].event);
+  std::map<CUstream, uint32_t> streams{{stream_, 0}};
+  std::map<CUevent, uint32_t> events;
+  w.stream_handles = {reinterpret_cast<uint64_t>(stream_)};
+  for (size_t i = 0; i < window_.ops.size() && i < tags_.size(); ++i) {
+    format::WindowOp op = window_.ops[i];
+    const Tag& tag = tags_[i];
+    const bool event_op = op.kind == K::EventRecord || op.kind == K::EventWait;
+    if (!joined_.count(tag.stream)) {
+      if (!event_op)
+        window_add_foreign(w, op.kind == K::Kernel ? "kernel " + op.mangled + " on another stream"
+                                                   : fmt::format("a {} on another stream", to_string(op.kind)));
+      continue;
+    }
+    if (event_op && !waited.count(tag.event)) continue;
+    const auto [st, fresh] = streams.emplace(tag.stream, static_cast<uint32_t>(streams.size()));
+    if (fresh) w.stream_handles.push_back(reinterpret_cast<uint64_t>(tag.stream));
+    op.stream = st->second;
+    if (event_op) op.event = events.emplace(tag.event, static_cast<uint32_t>(events.size())).first->second;
+    w.ops.push_back(std::move(op));
+    corr->push_back(tag.correlation);
+  }
+  for (const auto& [stream, other] : other_streams_)
+    if (!joined_.count(stream))
+      for (uint64_t k = 0; k < other.unrecorded; ++k) window_add_foreign(w, other.unrecorded_example);
+  w.streams = static_cast<uint32_t>(streams.size());
+  w.events = static_cast<uint32_t>(events.size());
+  return w;
 }
 
 void WindowRecorder::observe_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
@@ -386,10 +489,25 @@ void WindowRecorder::on_launch_entry(CUpti_CallbackId cbid, const CUpti_Callback
     return;
   }
   if (args.stream != stream_) {
+    // Recorded now (its parameters are read at the call), part of the window if the window's
+    // stream joins this one through an event before its end, foreign otherwise.
     const std::string what = "kernel " + (mangled.empty() ? std::string("(unnamed)") : mangled) + " on another stream";
-    OtherStream& other = other_streams_[args.stream];
-    if (!other.ops++) other.example = what;
-    foreign(what);
+    if (window_.ops.size() >= format::kMaxWindowOps) {
+      fail(fmt::format("the window has more than {} operations", format::kMaxWindowOps));
+      return;
+    }
+    format::WindowOp op;
+    std::string why = "the launch has no name (the driver could not tell)";
+    const size_t key = take_key();
+    if (mangled.empty() || !ops_.describe_kernel(cbid, *cb, mangled, key, &op, &why)) {
+      other_stream_op(args.stream, what, "a launch there cannot be recorded: " + why);
+      return;
+    }
+    op.params_key = key;
+    op.launch_index = first_launch_index_ + launches_since_;
+    window_.ops.push_back(std::move(op));
+    tags_.push_back({cb->correlationId, args.stream});
+    other_stream_op(args.stream, what);
     return;
   }
   if (window_.ops.size() >= format::kMaxWindowOps) {
@@ -402,14 +520,16 @@ void WindowRecorder::on_launch_entry(CUpti_CallbackId cbid, const CUpti_Callback
   }
   format::WindowOp op;
   std::string why;
-  if (!ops_.describe_kernel(cbid, *cb, mangled, window_.ops.size(), &op, &why)) {
+  const size_t key = take_key();
+  if (!ops_.describe_kernel(cbid, *cb, mangled, key, &op, &why)) {
     fail(fmt::format("launch {} of the window ({}) cannot be recorded: {}", window_.ops.size(),
                      names::demangle(mangled), why));
     return;
   }
+  op.params_key = key;
   op.launch_index = first_launch_index_ + launches_since_;
   window_.ops.push_back(std::move(op));
-  correlations_.push_back(cb->correlationId);
+  tags_.push_back({cb->correlationId, stream_});
   if (is_end(mangled)) {
     state_ = State::Ending;
     last_correlation_ = cb->correlationId;
@@ -444,6 +564,8 @@ void WindowRecorder::on_graph_launch_entry(const CUpti_CallbackData* cb) {
     window_.stream = reinterpret_cast<uint64_t>(p->hStream);
     window_.graph = format::WindowGraph{config_.window_graph_launch, g->nodes.size()};
     stream_ = p->hStream;
+    joined_ = {stream_};
+    next_key_ = 0;  // no first eager launch: the graph's first kernel is described first
     first_correlation_ = cb->correlationId;
     first_launch_index_ = base;
     graph_window_ = true;
@@ -492,17 +614,19 @@ void WindowRecorder::on_graph_launch_entry(const CUpti_CallbackData* cb) {
     if (step.kernel) {
       const GraphKernel& k = *g->nodes[step.node].kernel;
       const GraphNodeLaunch launch(k, p->hStream, *cb);
-      if (!ops_.describe_kernel(GraphNodeLaunch::kCbid, launch.entry, k.mangled, window_.ops.size(), &op, &why)) {
+      const size_t key = take_key();
+      if (!ops_.describe_kernel(GraphNodeLaunch::kCbid, launch.entry, k.mangled, key, &op, &why)) {
         fail(fmt::format("node {} of the graph ({}) cannot be recorded: {}", step.node, names::demangle(k.mangled), why));
         return;
       }
       op.launch_index = index[step.node];
+      op.params_key = key;
     } else {
       op = std::move(*step.op);
       if (op.kind == format::WindowOp::Kind::CopyH2D) h2d_bytes_ += op.bytes;
     }
     window_.ops.push_back(std::move(op));
-    correlations_.push_back(step.kernel ? cb->correlationId : 0);
+    tags_.push_back({step.kernel ? cb->correlationId : 0, stream_});
   }
   state_ = State::Ending;
   last_correlation_ = cb->correlationId;
@@ -540,10 +664,10 @@ void WindowRecorder::on_graph_in_window(const CUpti_CallbackData* cb) {
   std::lock_guard lk(mu_);
   if (state_ != State::Open) return;
   if (p->hStream != stream_) {
-    const std::string what = "a CUDA graph launch on another stream";
-    OtherStream& other = other_streams_[p->hStream];
-    if (!other.ops++) other.example = what;
-    foreign(what);
+    // Not recorded: foreign, unless the window's stream joins that stream (then refused).
+    other_stream_op(p->hStream, "a CUDA graph launch on another stream",
+                    "it launches a CUDA graph during the window (a graph's nodes are recorded on the window's own "
+                    "stream only)");
     return;
   }
   // On the window's stream the graph's work is the window's: recorded whole, or the window is
@@ -582,13 +706,15 @@ void WindowRecorder::on_graph_in_window(const CUpti_CallbackData* cb) {
     if (step.kernel) {
       const GraphKernel& k = *g->nodes[step.node].kernel;
       const GraphNodeLaunch launch(k, p->hStream, *cb);
-      if (!ops_.describe_kernel(GraphNodeLaunch::kCbid, launch.entry, k.mangled, window_.ops.size(), &op, &why)) {
+      const size_t key = take_key();
+      if (!ops_.describe_kernel(GraphNodeLaunch::kCbid, launch.entry, k.mangled, key, &op, &why)) {
         fail(fmt::format("node {} ({}) of the CUDA graph launched after the window's operation {} cannot be "
                          "recorded: {}",
                          step.node, names::demangle(k.mangled), after, why));
         return;
       }
       op.launch_index = first_launch_index_ + ++launches_since_;
+      op.params_key = key;
       if (is_end(k.mangled)) {
         // A window ends at a launch's exit, and a graph launch's exit is its last node's end.
         if (i + 1 != steps->size()) {
@@ -607,7 +733,7 @@ void WindowRecorder::on_graph_in_window(const CUpti_CallbackData* cb) {
       if (op.kind == format::WindowOp::Kind::CopyH2D) h2d_bytes_ += op.bytes;
     }
     window_.ops.push_back(std::move(op));
-    correlations_.push_back(step.kernel ? cb->correlationId : 0);
+    tags_.push_back({step.kernel ? cb->correlationId : 0, stream_});
   }
   graph_correlations_.insert(cb->correlationId);
   log::info("window: a CUDA graph launch on its stream: {} operation(s) of its {} node(s) recorded after operation {}",
@@ -768,7 +894,7 @@ void WindowRecorder::on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackDat
       for (const auto& r : inventory_.tracker.live())
         dst_tracked |= op.dst >= r.base && op.dst - r.base + op.bytes <= r.size;
       std::lock_guard lk(mu_);
-      if (state_ != State::Open || graph_window_ || (info.async && stream != stream_)) break;  // foreign below, or not the window's
+      if (state_ != State::Open || graph_window_) break;  // foreign below, or not the window's
       if (!dst_tracked || !host || h2d_bytes_ + op.bytes > format::kMaxWindowH2DBytes) {
         foreign(!dst_tracked || !host
                     ? std::string("a host-to-device copy into untracked memory")
@@ -791,27 +917,19 @@ void WindowRecorder::on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackDat
     foreign(fmt::format("a {} made during the graph launch", to_string(op.kind)));
     return;
   }
-  if (info.async && stream != stream_) {
-    const std::string what = fmt::format("a {} on another stream", to_string(op.kind));
-    OtherStream& other = other_streams_[stream];
-    if (!other.ops++) other.example = what;
-    foreign(what);
-    return;
-  }
   if (window_.ops.size() >= format::kMaxWindowOps) {
     fail(fmt::format("the window has more than {} operations", format::kMaxWindowOps));
     return;
   }
+  // A synchronous memset or copy is ordered with the legacy stream: the window's own. An
+  // asynchronous one on another stream is the window's if that stream is joined (assemble).
+  const CUstream on = info.async ? stream : stream_;
   window_.ops.push_back(op);
-  correlations_.push_back(0);
+  tags_.push_back({0, on});
+  if (on != stream_) other_stream_op(on, fmt::format("a {} on another stream", to_string(op.kind)));
 }
 
-void WindowRecorder::foreign(const std::string& what) {
-  ++window_.foreign_ops;
-  if (window_.foreign_examples.size() < format::kMaxForeignExamples &&
-      std::find(window_.foreign_examples.begin(), window_.foreign_examples.end(), what) == window_.foreign_examples.end())
-    window_.foreign_examples.push_back(what);
-}
+void WindowRecorder::foreign(const std::string& what) { window_add_foreign(window_, what); }
 
 void WindowRecorder::on_kernel_record(uint32_t correlation, const char* name, uint64_t start_ns, uint64_t end_ns) {
   if (end_ns < start_ns || !name) return;
@@ -820,39 +938,40 @@ void WindowRecorder::on_kernel_record(uint32_t correlation, const char* name, ui
   records_.push_back({correlation, name, start_ns, end_ns});
 }
 
-void WindowRecorder::fill_in_app(format::Window& w) const {
+void WindowRecorder::fill_in_app(format::Window& w, const std::vector<uint32_t>& corr) const {
   std::vector<const Record*> by_op(w.ops.size(), nullptr);
   std::vector<bool> used(records_.size());
   std::vector<size_t> order(records_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return records_[a].start < records_[b].start; });
   size_t kernels = 0, timed = 0;
-  for (size_t i = 0; i < w.ops.size() && i < correlations_.size(); ++i) {
+  for (size_t i = 0; i < w.ops.size() && i < corr.size(); ++i) {
     if (w.ops[i].kind != format::WindowOp::Kind::Kernel) continue;
     ++kernels;
     for (size_t r = 0; r < records_.size(); ++r)
       // A graph's kernels share the graph launch's correlation id: each takes a record of its own kernel.
-      if (!used[r] && correlations_[i] && records_[r].correlation == correlations_[i] &&
-          ((!graph_window_ && !graph_correlations_.count(correlations_[i])) || records_[r].name == w.ops[i].mangled)) {
+      if (!used[r] && corr[i] && records_[r].correlation == corr[i] &&
+          ((!graph_window_ && !graph_correlations_.count(corr[i])) || records_[r].name == w.ops[i].mangled)) {
         used[r] = true;
         by_op[i] = &records_[r];
         break;
       }
   }
-  // The rest by name, in launch order: each takes the earliest unused record of its kernel
-  // that began after the previous kernel's.
-  uint64_t after = 0;
+  // The rest by name, in launch order on each stream: each takes the earliest unused record of
+  // its kernel that began after the previous kernel's of its stream.
+  std::map<uint32_t, uint64_t> after;
   for (size_t i = 0; i < w.ops.size(); ++i) {
     if (w.ops[i].kind != format::WindowOp::Kind::Kernel) continue;
+    uint64_t& since = after[w.ops[i].stream];
     if (by_op[i]) {
-      after = by_op[i]->start;
+      since = by_op[i]->start;
       continue;
     }
     for (size_t r : order)
-      if (!used[r] && records_[r].start >= after && records_[r].name == w.ops[i].mangled) {
+      if (!used[r] && records_[r].start >= since && records_[r].name == w.ops[i].mangled) {
         used[r] = true;
         by_op[i] = &records_[r];
-        after = records_[r].start;
+        since = records_[r].start;
         break;
       }
   }
@@ -887,8 +1006,9 @@ void WindowRecorder::complete(const CUpti_CallbackData& last_exit) {
   // finish: the recorder hands over a function, not the window as it is now.
   const auto changed = ends_.finish(first, last_exit, [this] {
     std::lock_guard lk(mu_);
-    format::Window w = window_;
-    fill_in_app(w);
+    std::vector<uint32_t> corr;
+    format::Window w = assemble(&corr);
+    fill_in_app(w, corr);
     return w;
   });
   if (!changed || config_.window_observe == 0) return;

@@ -7,9 +7,12 @@
 // attributes), memsets, device-to-device copies and host-to-device copies (their host bytes
 // kept) — until the Nth launch whose name matches the window's end (KERNCAP_WINDOW); at that
 // launch's exit the capturer takes AFTER (every byte the window changed) and publishes, with
-// the window's operations beside (format/window.hpp). Work issued meanwhile on other streams
-// and graph launches are not part of the window: they are counted and named (validate says
-// so); the window's stream waiting on another stream's work refuses the window. After it, the
+// the window's operations beside (format/window.hpp). Work issued meanwhile on other streams is
+// recorded too, tagged with its stream, with the event records and waits between streams: the
+// streams the window's stream joins (transitively) through events during the window are part of
+// it (ops of stream index > 0, event_record / event_wait ops); the others' work is foreign,
+// counted and named (validate says so). A joined stream whose work cannot be recorded (a graph
+// launch, a launch that cannot be described) refuses the window. After it, the
 // live-out observation (window_liveout.hpp) watches the application's next launches.
 //
 // No CUDA call is made here: what a launch is comes through WindowOps and the work at the
@@ -138,9 +141,19 @@ class WindowRecorder final : public TargetCapture {
   // window begins at an eager launch only; said at exit when the window never began).
   void note_graph_before(const CUpti_CallbackData* cb);
   void on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
-  // Event records and waits: the window's stream waiting on work of another stream during the
-  // window refuses the window (never a replay without that stream's writes: docs/window.md).
+  // Event records and waits during the window: recorded as operations; a joined stream waiting
+  // on an event another stream recorded during the window joins that stream (docs/window.md).
   void on_event_call(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+  // `stream` and every stream it waited on during the window become part of it (mu_ held);
+  // false (and the window refused) when one of them did something a window cannot replay.
+  bool join(CUstream stream);
+  size_t take_key();  // the describe index of the next kernel (mu_ held)
+  // An operation of another stream than the window's (mu_ held): counted for that stream, and
+  // refuses the window at once when that stream is joined and `refuse` says why it cannot be recorded.
+  void other_stream_op(CUstream stream, const std::string& what, const std::string& refuse = {});
+  // The window as it stands: the ops of joined streams with their stream and event indices, the
+  // others' counted as foreign; `corr` gets the kept ops' correlation ids (mu_ held).
+  format::Window assemble(std::vector<uint32_t>* corr) const;
   // After the window: a launch or memory operation seen by the live-out observation.
   void observe_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   void observe_memory(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
@@ -150,8 +163,8 @@ class WindowRecorder final : public TargetCapture {
   void foreign(const std::string& what);               // mu_ held
   // Whether `name` ends the window: counts the end pattern's matches (mu_ held).
   bool is_end(const std::string& mangled);
-  // In-app times from the kernel records, into the window (mu_ held).
-  void fill_in_app(format::Window& w) const;
+  // In-app times from the kernel records, into the window; `corr`: its ops' correlation ids (mu_ held).
+  void fill_in_app(format::Window& w, const std::vector<uint32_t>& corr) const;
 
   const Config& config_;
   Inventory& inventory_;
@@ -169,25 +182,32 @@ class WindowRecorder final : public TargetCapture {
   uint64_t end_matches_ = 0;
   uint64_t first_launch_index_ = 0;  // the first launch's index among the process's launches
   uint64_t launches_since_ = 0;      // launches (any stream) since it
-  std::vector<uint32_t> correlations_;  // per op (0 for memsets and copies)
+  // Per recorded op (window_.ops, every stream's during the window): its correlation id (0 for
+  // memsets, copies and events), stream, event (event ops) and, for a wait, the stream that
+  // recorded the event last before it.
+  struct Tag {
+    uint32_t correlation = 0;
+    CUstream stream = nullptr;
+    CUevent event = nullptr;
+    CUstream source = nullptr;
+  };
+  std::vector<Tag> tags_;
+  size_t next_key_ = 1;  // the describe index of the next kernel (0: the first launch's)
   struct Record {
     uint32_t correlation = 0;
     std::string name;
     uint64_t start = 0, end = 0;
   };
   std::vector<Record> records_;  // those that began after open_ns_, at most kMaxRecords
-  // Other streams during the window: operations issued on each (counted, one example), and
-  // the events recorded on them (the stream and its count when recorded).
+  // Other streams during the window: operations issued on each (counted, one example) and why
+  // the stream's work cannot be part of the window, if it cannot (refused when it is joined).
   struct OtherStream {
-    uint64_t ops = 0;
-    std::string example;
+    uint64_t ops = 0, unrecorded = 0;  // unrecorded: not in window_.ops (foreign unless refused)
+    std::string example, unrecorded_example, refuse;
   };
   std::map<CUstream, OtherStream> other_streams_;
-  struct EventMark {
-    CUstream stream = nullptr;
-    uint64_t ops = 0;
-  };
-  std::map<CUevent, EventMark> events_;
+  std::set<CUstream> joined_;              // the window's stream and those it joined
+  std::map<CUevent, CUstream> last_record_;  // events recorded during the window: the stream of the last record
   std::unique_ptr<LiveOutObserver> observer_;
   GraphTracker* graphs_ = nullptr;
   void (*graph_open_hook_)() = nullptr;

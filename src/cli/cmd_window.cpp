@@ -106,7 +106,7 @@ nlohmann::json window_summary(const format::Window& w) {
   nlohmann::json ops = nlohmann::json::array();
   for (size_t i = 0; i < w.ops.size(); ++i) {
     const auto& op = w.ops[i];
-    nlohmann::json j = {{"index", i}, {"kind", to_string(op.kind)}, {"name", op_name(op)}};
+    nlohmann::json j = {{"index", i}, {"kind", to_string(op.kind)}, {"name", op_name(op)}, {"stream", op.stream}};
     if (op.kind == format::WindowOp::Kind::Kernel) {
       j["mangled"] = op.mangled;
       j["grid"] = op.grid;

@@ -30,7 +30,7 @@ namespace kerncap {
   X(cuMemGetAccess) X(cuArray3DCreate) X(cuArrayDestroy) X(cuMipmappedArrayCreate)               \
   X(cuMipmappedArrayGetLevel) X(cuMipmappedArrayDestroy) X(cuMemcpy3D) X(cuTexObjectCreate)       \
   X(cuTexObjectDestroy) X(cuSurfObjectCreate) X(cuSurfObjectDestroy) X(cuMemsetD16Async) X(cuMemsetD32Async) \
-  X(cuMemcpyDtoDAsync)
+  X(cuMemcpyDtoDAsync) X(cuStreamWaitEvent)
 
 struct Driver {
 #define KERNCAP_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;

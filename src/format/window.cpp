@@ -44,7 +44,7 @@ std::array<uint32_t, 3> window_dims(const JsonField& f, uint32_t lo, std::array<
 }
 
 nlohmann::json window_op_json(const WindowOp& o) {
-  nlohmann::json j = {{"kind", to_string(o.kind)}};
+  nlohmann::json j = {{"kind", to_string(o.kind)}, {"stream", o.stream}};
   if (o.in_app_ns) j["in_app_ns"] = *o.in_app_ns;
   if (o.in_app_start_ns) j["in_app_start_ns"] = *o.in_app_start_ns;
   switch (o.kind) {
@@ -82,11 +82,15 @@ nlohmann::json window_op_json(const WindowOp& o) {
     case WindowOp::Kind::CopyH2D:
       j.update({{"dst", window_hex(o.dst)}, {"src", window_hex(o.src)}, {"bytes", o.bytes}});
       break;
+    case WindowOp::Kind::EventRecord:
+    case WindowOp::Kind::EventWait: j["event"] = o.event; break;
   }
   return j;
 }
 
-WindowOp window_read_op(const JsonField& f) {
+// `version` 1: one stream, no event operations (no "stream" or "event" member); 2: each op
+// names its stream (< `streams`), an event operation its event (< `events`).
+WindowOp window_read_op(const JsonField& f, uint64_t version, uint32_t streams, uint32_t events) {
   f.object();
   WindowOp o;
   const std::string kind = f.at("kind").str(32);
@@ -94,7 +98,20 @@ WindowOp window_read_op(const JsonField& f) {
   else if (kind == "memset") o.kind = WindowOp::Kind::Memset;
   else if (kind == "copy_d2d") o.kind = WindowOp::Kind::CopyD2D;
   else if (kind == "copy_h2d") o.kind = WindowOp::Kind::CopyH2D;
+  else if (version >= 2 && kind == "event_record") o.kind = WindowOp::Kind::EventRecord;
+  else if (version >= 2 && kind == "event_wait") o.kind = WindowOp::Kind::EventWait;
   else f.at("kind").fail(fmt::format("is an unknown operation kind '{}'", kind));
+  if (version >= 2) {
+    o.stream = f.at("stream").u32(0, streams - 1);
+  } else if (f.find("stream") || f.find("event")) {
+    f.fail("has a stream or event member, which a version 1 window does not have");
+  }
+  if (o.kind == WindowOp::Kind::EventRecord || o.kind == WindowOp::Kind::EventWait) {
+    if (events == 0) f.at("kind").fail("names an event, but the window has none");
+    o.event = f.at("event").u32(0, events - 1);
+  } else if (f.find("event")) {
+    f.at("event").fail("belongs to event operations only");
+  }
   if (const auto t = f.find("in_app_ns")) o.in_app_ns = t->u64();
   if (const auto t = f.find("in_app_start_ns")) o.in_app_start_ns = t->u64();
   switch (o.kind) {
@@ -156,6 +173,8 @@ WindowOp window_read_op(const JsonField& f) {
       o.src = f.at("src").hex();
       o.bytes = f.at("bytes").u64(0, kMaxWindowH2DBytes);
       break;
+    case WindowOp::Kind::EventRecord:
+    case WindowOp::Kind::EventWait: break;
   }
   return o;
 }
@@ -167,6 +186,8 @@ std::string to_string(WindowOp::Kind k) {
     case WindowOp::Kind::Memset: return "memset";
     case WindowOp::Kind::CopyD2D: return "copy_d2d";
     case WindowOp::Kind::CopyH2D: return "copy_h2d";
+    case WindowOp::Kind::EventRecord: return "event_record";
+    case WindowOp::Kind::EventWait: return "event_wait";
     case WindowOp::Kind::Kernel: break;
   }
   return "kernel";
@@ -182,6 +203,23 @@ size_t Window::kernels() const {
   return n;
 }
 
+bool Window::one_stream_run(size_t first, size_t last, std::string* why) const {
+  for (size_t i = first; i <= last && i < ops.size(); ++i) {
+    if (ops[i].kind == WindowOp::Kind::EventRecord || ops[i].kind == WindowOp::Kind::EventWait) {
+      *why = fmt::format("operation {} is an {} (event {}): the streams' dependencies are no part of a replacement",
+                         i, to_string(ops[i].kind), ops[i].event);
+      return false;
+    }
+    if (ops[i].stream != ops[first].stream) {
+      *why = fmt::format("operation {} runs on the window's stream {} and operation {} on its stream {}: a "
+                         "replacement stands in for operations of one stream",
+                         first, ops[first].stream, i, ops[i].stream);
+      return false;
+    }
+  }
+  return true;
+}
+
 std::string window_title(const Window& w) {
   if (w.range) return fmt::format("range {}@{}", w.from, w.from_dispatch);
   if (w.graph)
@@ -192,8 +230,15 @@ std::string window_title(const Window& w) {
 nlohmann::json to_json(const Window& w) {
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& o : w.ops) ops.push_back(window_op_json(o));
+  nlohmann::json handles = nlohmann::json::array();
+  for (uint64_t h : w.stream_handles) handles.push_back(window_hex(h));
+  while (handles.size() < w.streams) handles.push_back(window_hex(handles.empty() ? w.stream : 0));
+  // Always the current version (a window read from version 1 is written as version 2).
   nlohmann::json j = {{"format", kWindowFormat},
-                      {"version", w.version},
+                      {"version", kWindowVersion},
+                      {"streams", w.streams},
+                      {"events", w.events},
+                      {"stream_handles", handles},
                       {"from", {{"kernel", w.from}, {"dispatch", w.from_dispatch}}},
                       {"to", {{"kernel", w.to}, {"dispatch", w.to_dispatch}}},
                       {"regex", w.regex},
@@ -228,10 +273,31 @@ Window window_from_json(const nlohmann::json& j) {
   w.to_dispatch = to.at("dispatch").u64();
   w.regex = top.at("regex").boolean();
   w.stream = top.at("stream").hex();
+  if (version >= 2) {
+    w.streams = top.at("streams").u32(1, kMaxWindowStreams);
+    w.events = top.at("events").u32(0, kMaxWindowEvents);
+    const JsonField handles = top.at("stream_handles");
+    if (handles.array_size(kMaxWindowStreams) != w.streams)
+      handles.fail(fmt::format("must have one handle per stream ({})", w.streams));
+    for (size_t i = 0; i < w.streams; ++i) w.stream_handles.push_back(handles.elem(i).hex());
+  } else {
+    for (const char* key : {"streams", "events", "stream_handles"})
+      if (top.find(key)) top.at(key).fail("is no member of a version 1 window");
+    w.stream_handles = {w.stream};
+  }
   const JsonField ops = top.at("ops");
   const size_t n = ops.array_size(kMaxWindowOps);
   if (n == 0) ops.fail("is empty: a window has at least one kernel launch");
-  for (size_t i = 0; i < n; ++i) w.ops.push_back(window_read_op(ops.elem(i)));
+  std::vector<bool> recorded(w.events, false);
+  for (size_t i = 0; i < n; ++i) {
+    w.ops.push_back(window_read_op(ops.elem(i), version, w.streams, w.events));
+    const WindowOp& o = w.ops.back();
+    // A wait on an event no earlier operation recorded would wait on nothing in a replay (the
+    // writer never writes one: a wait on a record made before the window is left out).
+    if (o.kind == WindowOp::Kind::EventRecord) recorded[o.event] = true;
+    if (o.kind == WindowOp::Kind::EventWait && !recorded[o.event])
+      ops.elem(i).fail(fmt::format("waits on event {}, which no earlier operation of the window records", o.event));
+  }
   // The capture's own launch (the manifest's) is the window's first kernel: op 0, except in a
   // graph launch's window, where memsets or copies may come before it.
   uint64_t h2d = 0;
@@ -254,6 +320,7 @@ Window window_from_json(const nlohmann::json& j) {
     if (w.range && w.graph) rg->fail("cannot be set in a graph launch's window");
   }
   if (!w.graph && w.ops[0].kind != WindowOp::Kind::Kernel) ops.elem(0).fail("must be a kernel launch (the window's first)");
+  if (w.ops[0].stream != 0) ops.elem(0).fail("must run on the window's own stream (0)");
   if (w.kernels() == 0) ops.fail("has no kernel launch");
   if (const auto t = top.find("in_app_window_ns")) w.in_app_window_ns = t->u64();
   if (const auto t = top.find("in_app_kernels_ns")) w.in_app_kernels_ns = t->u64();

@@ -10,6 +10,7 @@
 // counts and sizes, file names not read from the document but derived from the operation's
 // index and the image's hash (so every name is confined to the directory by construction).
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -23,16 +24,25 @@
 namespace kerncap::format {
 
 inline constexpr const char* kWindowFormat = "kerncap-window";
-inline constexpr int kWindowVersion = 1;
+// Version 2: operations of several streams (each op's `stream`, the window's `streams`) and the
+// event records and waits joining them (kinds event_record / event_wait, `events`). Version 1
+// (one stream, no event operations) is still read.
+inline constexpr int kWindowVersion = 2;
 inline constexpr const char* kWindowFile = "window.json";
 inline constexpr size_t kMaxWindowOps = 65536;           // operations in one window
 inline constexpr uint64_t kMaxWindowParamBytes = 1 << 20; // one launch's parameter buffer (CUDA: 32 KiB)
 inline constexpr uint64_t kMaxWindowH2DBytes = uint64_t{1} << 30;  // host bytes kept, all copies of a window
+inline constexpr uint32_t kMaxWindowStreams = 64;        // streams joined into one window
+inline constexpr uint32_t kMaxWindowEvents = 4096;       // events recorded or waited on in one window
 
-// One operation of the window, in the order the application issued it on the stream.
+// One operation of the window, in the order the application issued it (across its streams).
 struct WindowOp {
-  enum class Kind { Kernel, Memset, CopyD2D, CopyH2D };
+  // EventRecord / EventWait: cuEventRecord of event `event` on the op's stream, or the op's
+  // stream waiting (cuStreamWaitEvent) on that event's last record before it in the window.
+  enum class Kind { Kernel, Memset, CopyD2D, CopyH2D, EventRecord, EventWait };
   Kind kind = Kind::Kernel;
+  uint32_t stream = 0;  // the window's stream index: 0 = the window's own stream (FROM's)
+  uint32_t event = 0;   // EventRecord / EventWait: the event's index in the window
   uint64_t launch_index = 0;  // among all kernel launches of the process (kernels only)
   // Kernel.
   std::string mangled;
@@ -62,6 +72,9 @@ struct WindowOp {
   // A host-to-device copy's bytes while the capture holds them (never in window.json: written
   // to window_h2d_file at the window's end).
   std::shared_ptr<const std::vector<uint8_t>> host_bytes;
+  // The key the capture library kept this kernel's parameter bytes under (its describe index,
+  // never in window.json: the operation's index may change when other streams' ops are dropped).
+  size_t params_key = SIZE_MAX;
 };
 std::string to_string(WindowOp::Kind k);
 
@@ -86,6 +99,10 @@ struct Window {
   uint64_t from_dispatch = 0, to_dispatch = 0;
   bool regex = false;
   uint64_t stream = 0;             // the application's stream handle (informational)
+  // Version 2: how many streams the ops use (1: the window's own only) and events they name;
+  // the application's handles of the streams (index 0 = `stream`; informational).
+  uint32_t streams = 1, events = 0;
+  std::vector<uint64_t> stream_handles;
   std::vector<WindowOp> ops;
   std::optional<WindowGraph> graph;  // set for a graph launch's window (then `to` is empty)
   // An NVTX range's window (`kerncap window extract --range`): `from` is the range's name (the
@@ -100,6 +117,9 @@ struct Window {
   uint64_t foreign_ops = 0;
   std::vector<std::string> foreign_examples;  // at most kMaxForeignExamples
   size_t kernels() const;
+  // Whether operations [from, to] all lie on one stream and hold no event operation (what a
+  // replacement may stand in for); `why` says which does not.
+  bool one_stream_run(size_t from, size_t to, std::string* why) const;
 };
 inline constexpr size_t kMaxForeignExamples = 16;
 

@@ -63,6 +63,9 @@ WindowReplay::WindowReplay(Session& s, format::Window window, const std::map<siz
       if (op >= replacement->from && op <= replacement->to)
         usage_error(fmt::format("--swap {} falls inside --replace {}..{}: an operation is either swapped or replaced",
                                 op, replacement->from, replacement->to));
+    std::string why;
+    if (!window_.one_stream_run(replacement->from, replacement->to, &why))
+      usage_error(fmt::format("--replace {}..{}: {}", replacement->from, replacement->to, why));
     replacement_ = *replacement;
   }
   const format::Capture& cap = s_.capture();
@@ -157,7 +160,9 @@ WindowReplay::WindowReplay(Session& s, format::Window window, const std::map<siz
                                 format::window_params_file(i), k.params.size(), op.params_size));
     }
     if (replacement_) load_replacement(*replacement_);
+    create_streams();
   } catch (...) {
+    release_streams();
     for (CUmodule mod : modules_) KC_CU_TRY(cuModuleUnload(mod));
     modules_.clear();
     for (Kernel& k : kernels_)
@@ -168,11 +173,55 @@ WindowReplay::WindowReplay(Session& s, format::Window window, const std::map<siz
 }
 
 WindowReplay::~WindowReplay() {
+  release_streams();
   for (Kernel& k : kernels_)
     if (k.host) KC_CU_TRY(cuMemFreeHost(k.host));
   for (CUmodule mod : modules_)
     if (const CUresult r = KC_CU_TRY(cuModuleUnload(mod)); r != CUDA_SUCCESS)
       log::warn("{}", cu_error_text(r, "cuModuleUnload", __FILE__, __LINE__));
+}
+
+void WindowReplay::create_streams() {
+  // The window's other streams and its events, created once: every enqueue forks the other
+  // streams from the caller's stream and joins them back into it, so a caller (timing, last
+  // writers, the judge) sees the window as one unit of work on its stream.
+  for (uint32_t i = 1; i < window_.streams; ++i) {
+    side_.push_back(nullptr);
+    KC_CU(cuStreamCreate(&side_.back(), CU_STREAM_NON_BLOCKING));
+  }
+  for (uint32_t i = 0; i < window_.events; ++i) {
+    events_.push_back(nullptr);
+    KC_CU(cuEventCreate(&events_.back(), CU_EVENT_DISABLE_TIMING));
+  }
+  if (side_.empty()) return;
+  KC_CU(cuEventCreate(&fork_, CU_EVENT_DISABLE_TIMING));
+  for (size_t i = 0; i < side_.size(); ++i) {
+    joins_.push_back(nullptr);
+    KC_CU(cuEventCreate(&joins_.back(), CU_EVENT_DISABLE_TIMING));
+  }
+  if (window_.streams > 1)
+    notes_.push_back(fmt::format("the window's operations run on {} streams joined by its {} event(s), as the "
+                                 "application's did",
+                                 window_.streams, window_.events));
+}
+
+void WindowReplay::release_streams() {
+  for (CUstream& st : side_)
+    if (st) KC_CU_TRY(cuStreamDestroy(st));
+  for (CUevent& e : events_)
+    if (e) KC_CU_TRY(cuEventDestroy(e));
+  for (CUevent& e : joins_)
+    if (e) KC_CU_TRY(cuEventDestroy(e));
+  if (fork_) KC_CU_TRY(cuEventDestroy(fork_));
+  side_.clear();
+  events_.clear();
+  joins_.clear();
+  fork_ = nullptr;
+}
+
+CUstream WindowReplay::stream_of(CUstream stream, size_t op) const {
+  const uint32_t k = window_.ops[op].stream;
+  return k == 0 || k > side_.size() ? stream : side_[k - 1];
 }
 
 void WindowReplay::load_replacement(const Replacement& r) {
@@ -243,13 +292,18 @@ size_t WindowReplay::kernels_at(size_t op) const {
   return window_.ops[op].kind == Kind::Kernel;
 }
 
-void WindowReplay::enqueue(CUstream stream, size_t begin, size_t end) {
+void WindowReplay::enqueue(CUstream caller, size_t begin, size_t end) {
+  if (!side_.empty()) {  // the other streams start after what the caller queued before
+    KC_CU(cuEventRecord(fork_, caller));
+    for (CUstream st : side_) KC_CU(cuStreamWaitEvent(st, fork_, 0));
+  }
   for (size_t i = begin; i < end && i < window_.ops.size(); ++i) {
     if (!replaced(i)) {
-      enqueue_op(stream, i);
+      enqueue_op(stream_of(caller, i), i);
       continue;
     }
     if (i != replacement_->from) continue;  // the replacement runs once, at its first operation
+    const CUstream stream = stream_of(caller, i);  // the replaced run's stream (one: checked)
     if (replacement_->call) {
       replacement_->call(stream);
       continue;
@@ -269,9 +323,14 @@ void WindowReplay::enqueue(CUstream stream, size_t begin, size_t end) {
                                    __FILE__, __LINE__));
     }
   }
+  for (size_t k = 0; k < side_.size(); ++k) {  // and the caller's stream waits for all of them
+    KC_CU(cuEventRecord(joins_[k], side_[k]));
+    KC_CU(cuStreamWaitEvent(caller, joins_[k], 0));
+  }
 }
 
 void WindowReplay::enqueue_captured(CUstream stream, size_t op) {
+  // `stream` is the one the callable was given: the replaced run's (one stream, checked).
   if (!replacement_ || !replacement_->call || op < replacement_->from || op > replacement_->to)
     usage_error(fmt::format("operation {} as captured: only an operation of the run a callable replaces can be run "
                             "from inside it",
@@ -314,6 +373,8 @@ void WindowReplay::enqueue_op(CUstream stream, size_t i) {
     case Kind::CopyH2D:
       if (op.bytes) KC_CU(cuMemcpyHtoDAsync(s_.translate(op.dst), kernels_[i].host, op.bytes, stream));
       break;
+    case Kind::EventRecord: KC_CU(cuEventRecord(events_.at(op.event), stream)); break;
+    case Kind::EventWait: KC_CU(cuStreamWaitEvent(stream, events_.at(op.event), 0)); break;
   }
 }
 
@@ -527,11 +588,16 @@ std::string WindowReplay::describe(size_t op) const {
                        replacement_->launches.size(), names);
   }
   const format::WindowOp& o = window_.ops[op];
+  const std::string on = o.stream ? fmt::format(" (stream {})", o.stream) : std::string();
   switch (o.kind) {
-    case Kind::Kernel: return fmt::format("op {} {}{}", op, names::demangle(o.mangled), kernels_[op].swapped ? " (swapped)" : "");
-    case Kind::Memset: return fmt::format("op {} memset {} x{} of {:#x} at {}", op, o.width, o.element_size, o.value, hex_addr(o.dst));
-    case Kind::CopyD2D: return fmt::format("op {} copy {} B {} -> {}", op, o.bytes, hex_addr(o.src), hex_addr(o.dst));
-    case Kind::CopyH2D: return fmt::format("op {} copy {} B host -> {}", op, o.bytes, hex_addr(o.dst));
+    case Kind::Kernel:
+      return fmt::format("op {} {}{}{}", op, names::demangle(o.mangled), kernels_[op].swapped ? " (swapped)" : "", on);
+    case Kind::Memset:
+      return fmt::format("op {} memset {} x{} of {:#x} at {}{}", op, o.width, o.element_size, o.value, hex_addr(o.dst), on);
+    case Kind::CopyD2D: return fmt::format("op {} copy {} B {} -> {}{}", op, o.bytes, hex_addr(o.src), hex_addr(o.dst), on);
+    case Kind::CopyH2D: return fmt::format("op {} copy {} B host -> {}{}", op, o.bytes, hex_addr(o.dst), on);
+    case Kind::EventRecord: return fmt::format("op {} event {} recorded on stream {}", op, o.event, o.stream);
+    case Kind::EventWait: return fmt::format("op {} stream {} waits on event {}", op, o.stream, o.event);
   }
   return fmt::format("op {}", op);
 }

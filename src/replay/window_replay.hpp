@@ -4,7 +4,9 @@
 // with AFTER (its end) as for one launch; this adds the window's operations — each kernel
 // with its own image, parameters (pointers into moved ranges rewritten) and attributes, the
 // memsets, device-to-device copies and host-to-device copies (from the bytes the capture kept)
-// — enqueued in order on one stream. A kernel of the
+// — enqueued in order, each on its stream: the window's own on the caller's stream, its other
+// streams (format/window.hpp, version 2) on streams created here, joined by the window's
+// event records and waits as the application's were. A kernel of the
 // window may be replaced by a variant image (a swap). The one judge judges the result:
 // launch() is the evaluation loop's caller launch (Evaluator::evaluate).
 #include <cuda.h>
@@ -101,6 +103,11 @@ class WindowReplay {
   void time_span(WindowTiming& t, int warmup, int iterations);
   void time_ops(WindowTiming& t, int warmup, int iterations);
   void relocate();
+  void create_streams();
+  void release_streams();
+  // Where operation `op` runs when the caller enqueues on `stream`: its own stream index 0 on
+  // the caller's, the others on the streams this replay created.
+  CUstream stream_of(CUstream stream, size_t op) const;
 
   Session& s_;
   format::Window window_;
@@ -115,6 +122,12 @@ class WindowReplay {
     std::vector<void*> ptrs;
   };
   std::vector<NewLaunch> new_launches_;
+  // The window's streams other than its own (index k at side_[k - 1]), its events, and the
+  // events forking them from and joining them into the caller's stream.
+  std::vector<CUstream> side_;
+  std::vector<CUevent> events_;
+  CUevent fork_ = nullptr;
+  std::vector<CUevent> joins_;
 };
 
 // Byte ranges of regions as the captured window leaves them, kept on the device: what

@@ -406,8 +406,10 @@ nlohmann::json window_buffers_json(Session& s, const format::Window& w) {
   nlohmann::json ops = nlohmann::json::array();
   for (size_t i = 0; i < w.ops.size(); ++i) {
     const format::WindowOp& op = w.ops[i];
-    nlohmann::json o = {{"index", i}, {"kind", to_string(op.kind)}};
-    if (op.kind == format::WindowOp::Kind::Kernel) {
+    nlohmann::json o = {{"index", i}, {"kind", to_string(op.kind)}, {"stream", op.stream}};
+    if (op.kind == format::WindowOp::Kind::EventRecord || op.kind == format::WindowOp::Kind::EventWait) {
+      o["event"] = op.event;  // the streams' order: nothing in memory
+    } else if (op.kind == format::WindowOp::Kind::Kernel) {
       std::vector<uint8_t> params = cap.read(format::window_params_file(i), "a window kernel's parameters");
       s.relocations().rewrite(params.data(), params.size(), 0);
       o["mangled"] = op.mangled;

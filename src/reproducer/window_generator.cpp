@@ -12,13 +12,17 @@
 namespace kerncap::reproducer {
 
 std::string window_op_name(const format::WindowOp& op) {
+  // An operation of another of the window's streams says which (docs/window.md).
+  const std::string on = op.stream ? fmt::format(" [stream {}]", op.stream) : std::string();
   switch (op.kind) {
-    case format::WindowOp::Kind::Kernel: return names::demangle(op.mangled);
+    case format::WindowOp::Kind::Kernel: return names::demangle(op.mangled) + on;
     case format::WindowOp::Kind::Memset:
-      return fmt::format("memset {} x {} B of {:#x} at {}", op.width, op.element_size, op.value, hex_addr(op.dst));
+      return fmt::format("memset {} x {} B of {:#x} at {}{}", op.width, op.element_size, op.value, hex_addr(op.dst), on);
     case format::WindowOp::Kind::CopyD2D:
-      return fmt::format("copy {} B {} -> {}", op.bytes, hex_addr(op.src), hex_addr(op.dst));
-    case format::WindowOp::Kind::CopyH2D: return fmt::format("copy {} B host -> {}", op.bytes, hex_addr(op.dst));
+      return fmt::format("copy {} B {} -> {}{}", op.bytes, hex_addr(op.src), hex_addr(op.dst), on);
+    case format::WindowOp::Kind::CopyH2D: return fmt::format("copy {} B host -> {}{}", op.bytes, hex_addr(op.dst), on);
+    case format::WindowOp::Kind::EventRecord: return fmt::format("record event {} [stream {}]", op.event, op.stream);
+    case format::WindowOp::Kind::EventWait: return fmt::format("wait on event {} [stream {}]", op.event, op.stream);
   }
   return "?";
 }
@@ -37,6 +41,8 @@ std::string window_op_shape(const format::WindowOp& op) {
       return human_bytes(op.width * op.element_size);
     case format::WindowOp::Kind::CopyD2D:
     case format::WindowOp::Kind::CopyH2D: return human_bytes(op.bytes);
+    case format::WindowOp::Kind::EventRecord:
+    case format::WindowOp::Kind::EventWait: return "-";
   }
   return "";
 }

@@ -34,9 +34,12 @@ std::string window_readme_ops(const format::Window& w, const WindowShares& s) {
     // kerncap's own text made of numbers.
     const std::string name = op.kind == format::WindowOp::Kind::Kernel ? md_code(names::shorten(window_op_name(op), 80))
                                                                         : window_op_name(op);
-    const std::string kind = op.kind == format::WindowOp::Kind::Kernel   ? "kernel"
-                             : op.kind == format::WindowOp::Kind::Memset ? "memset"
-                                                                         : "copy";
+    const std::string kind = op.kind == format::WindowOp::Kind::Kernel      ? "kernel"
+                             : op.kind == format::WindowOp::Kind::Memset    ? "memset"
+                             : op.kind == format::WindowOp::Kind::CopyD2D ||
+                                     op.kind == format::WindowOp::Kind::CopyH2D
+                                 ? "copy"
+                                 : to_string(op.kind);
     rows += fmt::format("| {} | {} | {} | {} | {} | {} |\n", i, kind, name, window_op_shape(op),
                         op.in_app_ns ? window_readme_ms(*op.in_app_ns) : "-",
                         s.share[i] ? fmt::format("{:.1f}%", 100.0 * *s.share[i]) : "-");
@@ -190,6 +193,9 @@ std::string window_readme(const format::Capture& capture, const format::Window& 
                                                 w.from.empty() ? std::string("any graph")
                                                                : "the graphs holding " + md_code(w.from),
                                                 w.graph->nodes)
+                 : w.range ? fmt::format("the NVTX range {} (push #{} from 0): its stream's operations from the range's "
+                                         "first kernel launch to its pop",
+                                         md_code(w.from), w.from_dispatch)
                                   : fmt::format("from {} (match #{}) through {} (match #{} on the same stream, counted "
                                                 "from the first launch)",
                                                 md_code(w.from), w.from_dispatch, md_code(w.to), w.to_dispatch)},

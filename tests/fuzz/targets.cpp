@@ -307,7 +307,26 @@ void prepare_window_reproducer(const Seeds& s, Rng& rng, const fs::path& work) {
   if (rng() % 2) w.in_app_kernels_ns = window_fuzz_number(rng);
   w.foreign_ops = window_fuzz_number(rng);
   if (rng() % 2) w.foreign_examples = {window_fuzz_string(rng)};
+  if (rng() % 2) {  // version 2: other streams, joined by an event record and a wait after it
+    w.streams = static_cast<uint32_t>(2 + rng() % 3);
+    for (uint32_t k = 0; k < w.streams; ++k) w.stream_handles.push_back(window_fuzz_number(rng));
+    for (size_t i = 1; i < w.ops.size(); ++i) w.ops[i].stream = static_cast<uint32_t>(rng() % w.streams);
+    w.events = 1;
+    format::WindowOp rec, wait;
+    rec.kind = format::WindowOp::Kind::EventRecord;
+    rec.stream = static_cast<uint32_t>(rng() % w.streams);
+    wait.kind = format::WindowOp::Kind::EventWait;
+    wait.stream = static_cast<uint32_t>(rng() % w.streams);
+    const size_t at = 1 + rng() % w.ops.size();
+    w.ops.insert(w.ops.begin() + static_cast<std::ptrdiff_t>(at), rec);
+    w.ops.insert(w.ops.begin() + static_cast<std::ptrdiff_t>(at + 1 + rng() % (w.ops.size() - at)), wait);
+  }
   nlohmann::json j = format::to_json(w);
+  if (w.streams == 1 && rng() % 4 == 0) {  // a window of the kerncap before streams (version 1)
+    j["version"] = 1;
+    for (const char* key : {"streams", "events", "stream_handles"}) j.erase(key);
+    for (auto& op : j["ops"]) op.erase("stream");
+  }
   if (rng() % 4 == 0) mutate_json(j, rng);
   const std::string text = j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
   files[format::kWindowFile].assign(text.begin(), text.end());

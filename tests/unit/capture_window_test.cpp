@@ -12,6 +12,7 @@
 #include "capture/events.hpp"
 #include "capture/watcher.hpp"
 #include "capture/window_recorder.hpp"
+#include "format/window.hpp"
 #include "capture_fakes.hpp"
 
 using namespace kerncap::capture;
@@ -220,12 +221,15 @@ TEST(CaptureWindow, OtherStreamsAndHostCopiesAreCountedNotRecorded) {
   EXPECT_EQ(kinds_and_names(w), (std::vector<std::string>{kNorm, kAct}));
   EXPECT_EQ(w.foreign_ops, 5u);
   ASSERT_GE(w.foreign_examples.size(), 4u);
-  EXPECT_NE(w.foreign_examples[0].find("another stream"), std::string::npos);
-  bool h2d = false, alloc = false;
+  // Another stream's work is foreign at the window's end (it would be the window's, had the
+  // window's stream joined that stream through an event): named after what was foreign at once.
+  bool other_stream = false, h2d = false, alloc = false;
   for (const auto& e : w.foreign_examples) {
+    other_stream |= e.find("another stream") != std::string::npos;
     h2d |= e.find("host-to-device") != std::string::npos;
     alloc |= e.find("allocation inside the window") != std::string::npos;
   }
+  EXPECT_TRUE(other_stream);
   EXPECT_TRUE(h2d);
   EXPECT_TRUE(alloc);
 }
@@ -412,28 +416,130 @@ TEST(CaptureWindow, NoObservationWhenOffOrNotPublished) {
 
 // The window's stream waiting on an event another stream recorded after working during the
 // window: refused, naming that stream (never a replay without its writes).
-TEST(CaptureWindow, WaitOnAnotherStreamsWorkRefusesTheWindow) {
+// A fork/join (tests/gpu/window_apps/two_streams.cu): the window's stream forks a side stream
+// through an event, waits on the side's event before its end: the side's work is part of the
+// window, tagged with its stream, with the event records and waits as operations. A third
+// stream never joined stays foreign; waits on records made before the window are no operations.
+TEST(CaptureWindow, StreamsJoinedByEventsArePartOfTheWindow) {
   Harness h("rms_norm", 0, "silu", 0);
-  const CUstream s = stream(0x50), side = stream(0x60);
-  h.event_record(0xe0, side);  // recorded before any work of the side stream in the window: harmless
+  const CUstream s = stream(0x50), side = stream(0x60), third = stream(0x70);
+  h.event_record(0xe9, side);  // before the window: its work is in BEFORE
   h.launch(kNorm, s);
-  h.wait_event(s, 0xe0);
-  EXPECT_TRUE(h.ends.abandoned.empty());
+  h.event_record(0xe0, s);
+  h.wait_event(side, 0xe0);  // the fork
   h.launch(kGemm, side);
+  h.memset_async(0x7000, 1, 8, side);
   h.event_record(0xe1, side);
-  h.event_record(0xe2, s);  // the window's own stream: harmless
-  h.wait_event(s, 0xe2);
-  h.wait_event(side, 0xe1);  // another stream waiting: not the window's concern
+  h.launch(kGemm, third);     // never joined: foreign
+  h.wait_event(s, 0xe9);      // a record before the window: no dependency inside it
+  h.event_record(0xe2, s);    // no joined stream waits on it: left out
+  h.wait_event(s, 0xe1);      // the join: side becomes part of the window
   EXPECT_TRUE(h.ends.abandoned.empty());
-  h.wait_event(s, 0xe1);
-  ASSERT_EQ(h.ends.abandoned.size(), 1u);
-  const std::string& why = h.ends.abandoned[0].second;
-  EXPECT_NE(why.find("cuStreamWaitEvent"), std::string::npos) << why;
-  EXPECT_NE(why.find("0x60"), std::string::npos) << why;
-  EXPECT_NE(why.find("gemm"), std::string::npos) << why;
-  EXPECT_EQ(h.recorder->state(), WindowRecorder::State::Done);
   h.launch(kAct, s);
-  EXPECT_TRUE(h.ends.finished.empty());
+  ASSERT_EQ(h.ends.finished.size(), 1u) << (h.ends.abandoned.empty() ? "" : h.ends.abandoned[0].second);
+  const auto& w = h.ends.finished[0].window;
+  EXPECT_EQ(kinds_and_names(w), (std::vector<std::string>{kNorm, "event_record", "event_wait", kGemm, "memset",
+                                                          "event_record", "event_wait", kAct}));
+  std::vector<uint32_t> streams;
+  for (const auto& op : w.ops) streams.push_back(op.stream);
+  EXPECT_EQ(streams, (std::vector<uint32_t>{0, 0, 1, 1, 1, 1, 0, 0}));
+  EXPECT_EQ(w.ops[1].event, 0u);
+  EXPECT_EQ(w.ops[2].event, 0u);
+  EXPECT_EQ(w.ops[5].event, 1u);
+  EXPECT_EQ(w.ops[6].event, 1u);
+  EXPECT_EQ(w.streams, 2u);
+  EXPECT_EQ(w.events, 2u);
+  EXPECT_EQ(w.stream_handles, (std::vector<uint64_t>{0x50, 0x60}));
+  EXPECT_EQ(w.foreign_ops, 1u);
+  ASSERT_EQ(w.foreign_examples.size(), 1u);
+  EXPECT_NE(w.foreign_examples[0].find("gemm"), std::string::npos);
+  // Every kernel's parameter key is the one it was described under (the third stream's gemm,
+  // left out, had one too): 0 for the first launch, unique for the rest.
+  EXPECT_EQ(w.ops[0].params_key, 0u);
+  EXPECT_NE(w.ops[3].params_key, w.ops[7].params_key);
+  EXPECT_EQ(h.ops.described.size(), 4u);
+  // window.json, version 2, reads back the same.
+  const auto back = kerncap::format::window_from_json(kerncap::format::to_json(w));
+  EXPECT_EQ(back.version, kerncap::format::kWindowVersion);
+  EXPECT_EQ(back.streams, 2u);
+  EXPECT_EQ(kinds_and_names(back), kinds_and_names(w));
+  for (size_t i = 0; i < w.ops.size(); ++i) {
+    EXPECT_EQ(back.ops[i].stream, w.ops[i].stream) << i;
+    EXPECT_EQ(back.ops[i].event, w.ops[i].event) << i;
+  }
+}
+
+// A stream joins with the streams it waited on before (transitively), whenever the join comes.
+TEST(CaptureWindow, JoiningAStreamJoinsTheStreamsItWaitedOn) {
+  Harness h("rms_norm", 0, "silu", 0);
+  const CUstream s = stream(0x50), a = stream(0x60), b = stream(0x70);
+  h.launch(kNorm, s);
+  h.launch(kGemm, b);
+  h.event_record(0xb0, b);
+  h.wait_event(a, 0xb0);  // a depends on b: neither is the window's yet
+  h.memset_async(0x7000, 2, 8, a);
+  h.event_record(0xa0, a);
+  h.wait_event(s, 0xa0);  // s joins a, and through it b
+  h.launch(kAct, s);
+  ASSERT_EQ(h.ends.finished.size(), 1u) << (h.ends.abandoned.empty() ? "" : h.ends.abandoned[0].second);
+  const auto& w = h.ends.finished[0].window;
+  EXPECT_EQ(kinds_and_names(w), (std::vector<std::string>{kNorm, kGemm, "event_record", "event_wait", "memset",
+                                                          "event_record", "event_wait", kAct}));
+  std::vector<uint32_t> streams;
+  for (const auto& op : w.ops) streams.push_back(op.stream);
+  EXPECT_EQ(streams, (std::vector<uint32_t>{0, 1, 1, 2, 2, 2, 0, 0}));  // b is index 1: its op came first
+  EXPECT_EQ(w.streams, 3u);
+  EXPECT_EQ(w.foreign_ops, 0u);
+}
+
+// What a joined stream did that a window cannot replay refuses the window, when the join comes
+// (a graph launch on another stream; a launch that cannot be described) or at once when the
+// stream is joined already; on a stream never joined it is foreign only.
+TEST(CaptureWindow, AJoinedStreamsUnrecordableWorkRefusesTheWindow) {
+  {
+    Harness h("rms_norm", 0, "silu", 0);
+    const CUstream s = stream(0x50), side = stream(0x60);
+    h.launch(kNorm, s);
+    FakeCall<cuGraphLaunch_params> g(cuGraphLaunch_params{reinterpret_cast<CUgraphExec>(0x900), side}, CUPTI_API_ENTER,
+                                     h.next++);
+    h.call(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &g.cb);
+    h.event_record(0xe1, side);
+    EXPECT_TRUE(h.ends.abandoned.empty());
+    h.wait_event(s, 0xe1);
+    ASSERT_EQ(h.ends.abandoned.size(), 1u);
+    const std::string& why = h.ends.abandoned[0].second;
+    EXPECT_NE(why.find("cuStreamWaitEvent"), std::string::npos) << why;
+    EXPECT_NE(why.find("0x60"), std::string::npos) << why;
+    EXPECT_NE(why.find("CUDA graph"), std::string::npos) << why;
+    EXPECT_EQ(h.recorder->state(), WindowRecorder::State::Done);
+    h.launch(kAct, s);
+    EXPECT_TRUE(h.ends.finished.empty());
+  }
+  {
+    Harness h("rms_norm", 0, "silu", 0);
+    h.ops.refuse = kGemm;
+    const CUstream s = stream(0x50), side = stream(0x60);
+    h.launch(kNorm, s);
+    h.event_record(0xe0, s);
+    h.wait_event(side, 0xe0);
+    h.event_record(0xe1, side);
+    h.wait_event(s, 0xe1);  // joined before its undescribable launch
+    EXPECT_TRUE(h.ends.abandoned.empty());
+    h.launch(kGemm, side);
+    ASSERT_EQ(h.ends.abandoned.size(), 1u);
+    EXPECT_NE(h.ends.abandoned[0].second.find("cannot be recorded"), std::string::npos) << h.ends.abandoned[0].second;
+  }
+  {
+    Harness h("rms_norm", 0, "silu", 0);
+    h.ops.refuse = kGemm;
+    const CUstream s = stream(0x50), side = stream(0x60);
+    h.launch(kNorm, s);
+    h.launch(kGemm, side);  // never joined: foreign, no refusal
+    h.launch(kAct, s);
+    ASSERT_EQ(h.ends.finished.size(), 1u);
+    EXPECT_EQ(h.ends.finished[0].window.foreign_ops, 1u);
+    EXPECT_EQ(h.ends.finished[0].window.streams, 1u);
+  }
 }
 
 // A host-to-device copy into tracked memory on the window's stream is one of its operations,

@@ -257,3 +257,113 @@ TEST(FormatWindow, AGraphWindowReadsBackAndMayBeginWithACopy) {
   j["graph"] = 3;
   EXPECT_THROW(window_from_json(j), kerncap::Error);
 }
+
+namespace {
+
+// sample() with a second stream forked and joined by two events (version 2).
+Window two_streams() {
+  Window w = sample();
+  w.streams = 2;
+  w.events = 2;
+  w.stream_handles = {0x5000, 0x6000};
+  auto ev = [](WindowOp::Kind kind, uint32_t stream, uint32_t event) {
+    WindowOp o;
+    o.kind = kind;
+    o.stream = stream;
+    o.event = event;
+    return o;
+  };
+  std::vector<WindowOp> ops = {w.ops[0], ev(WindowOp::Kind::EventRecord, 0, 0), ev(WindowOp::Kind::EventWait, 1, 0)};
+  WindowOp side = w.ops[1];  // the memset, on the other stream
+  side.stream = 1;
+  ops.push_back(side);
+  ops.push_back(ev(WindowOp::Kind::EventRecord, 1, 1));
+  ops.push_back(ev(WindowOp::Kind::EventWait, 0, 1));
+  ops.push_back(w.ops[3]);
+  w.ops = ops;
+  return w;
+}
+
+void expect_refused_doc(const nlohmann::json& j, const std::string& needle) {
+  try {
+    window_from_json(j);
+    ADD_FAILURE() << "accepted: " << needle;
+  } catch (const kerncap::Error& e) {
+    EXPECT_EQ(e.kind(), kerncap::ErrorKind::Input);
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+TEST(FormatWindow, StreamsAndEventsRoundTripInVersionTwo) {
+  const Window w = two_streams();
+  const nlohmann::json j = to_json(w);
+  EXPECT_EQ(j.at("version"), 2);
+  EXPECT_EQ(j.at("streams"), 2);
+  const Window back = window_from_json(j);
+  ASSERT_EQ(back.ops.size(), w.ops.size());
+  EXPECT_EQ(back.streams, 2u);
+  EXPECT_EQ(back.events, 2u);
+  EXPECT_EQ(back.stream_handles, (std::vector<uint64_t>{0x5000, 0x6000}));
+  for (size_t i = 0; i < w.ops.size(); ++i) {
+    EXPECT_EQ(back.ops[i].kind, w.ops[i].kind) << i;
+    EXPECT_EQ(back.ops[i].stream, w.ops[i].stream) << i;
+    EXPECT_EQ(back.ops[i].event, w.ops[i].event) << i;
+  }
+  EXPECT_EQ(to_json(back), j);
+  std::string why;
+  EXPECT_TRUE(back.one_stream_run(0, 0, &why));
+  EXPECT_FALSE(back.one_stream_run(0, 1, &why));  // an event record
+  EXPECT_NE(why.find("event_record"), std::string::npos) << why;
+  EXPECT_FALSE(back.one_stream_run(3, 6, &why));
+  EXPECT_TRUE(back.one_stream_run(6, 6, &why));
+}
+
+TEST(FormatWindow, VersionOneStillReadsAsOneStream) {
+  nlohmann::json j = to_json(sample());
+  j["version"] = 1;
+  for (const char* key : {"streams", "events", "stream_handles"}) j.erase(key);
+  for (auto& op : j["ops"]) op.erase("stream");
+  const Window w = window_from_json(j);
+  EXPECT_EQ(w.version, 1);
+  EXPECT_EQ(w.streams, 1u);
+  EXPECT_EQ(w.events, 0u);
+  EXPECT_EQ(w.stream_handles, (std::vector<uint64_t>{0x5000}));
+  for (const auto& op : w.ops) EXPECT_EQ(op.stream, 0u);
+  EXPECT_EQ(to_json(w).at("version"), kWindowVersion);  // written back as the current version
+  // A version 1 document has no stream, event or event operation.
+  nlohmann::json bad = j;
+  bad["ops"][1]["stream"] = 0;
+  expect_refused_doc(bad, "version 1");
+  bad = j;
+  bad["streams"] = 1;
+  expect_refused_doc(bad, "version 1");
+  bad = j;
+  bad["ops"][1] = {{"kind", "event_record"}};
+  expect_refused_doc(bad, "unknown operation kind");
+}
+
+TEST(FormatWindow, StrictReaderOfStreamsAndEvents) {
+  const nlohmann::json good = to_json(two_streams());
+  auto refused = [&](const std::function<void(nlohmann::json&)>& mutate, const std::string& needle) {
+    nlohmann::json j = good;
+    mutate(j);
+    expect_refused_doc(j, needle);
+  };
+  refused([](nlohmann::json& j) { j["ops"][3]["stream"] = 2; }, "stream");           // beyond `streams`
+  refused([](nlohmann::json& j) { j["streams"] = 0; }, "streams");
+  refused([](nlohmann::json& j) { j["streams"] = 65; }, "streams");
+  refused([](nlohmann::json& j) { j["ops"][2]["event"] = 2; }, "event");             // beyond `events`
+  refused([](nlohmann::json& j) { j["ops"][1].erase("event"); }, "event");
+  refused([](nlohmann::json& j) { j["ops"][3]["event"] = 0; }, "event operations only");
+  refused([](nlohmann::json& j) { j["ops"][0].erase("stream"); }, "stream");
+  refused([](nlohmann::json& j) { j["stream_handles"] = nlohmann::json::array({"0x5000"}); }, "one handle per stream");
+  refused([](nlohmann::json& j) { std::swap(j["ops"][1], j["ops"][2]); }, "no earlier operation");  // wait before record
+  refused(
+      [](nlohmann::json& j) {
+        j["ops"][0]["stream"] = 1;
+      },
+      "window's own stream");
+  refused([](nlohmann::json& j) { j["events"] = 0; }, "event");
+}
