@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -146,6 +147,12 @@ class DriverWindowOps final : public WindowOps {
   void write(format::CaptureWriter& writer, format::Window& w, uint64_t first_image) {
     std::lock_guard lk(mu_);
     first_image_ = first_image;
+    // Only the images the window's operations use (a kernel of a stream the window did not
+    // join was described too, and is left out with its image).
+    std::set<uint64_t> used;
+    for (const auto& op : w.ops)
+      if (op.kind == format::WindowOp::Kind::Kernel) used.insert(op.image_hash);
+    std::erase_if(images_, [&](const auto& e) { return !used.count(e.first); });
     for (auto& [hash, found] : images_) {
       const KeptImage* image = inventory_.images.loaded() == found.loaded_at
                                    ? found.image
