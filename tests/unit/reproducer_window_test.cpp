@@ -408,5 +408,38 @@ TEST_F(WindowReproducer, GraphLaunchWindowIsTitledByTheGraph) {
   EXPECT_EQ(format::window_title(w), "graph@2");
 }
 
+// A window of two streams joined by events (window.json version 2): every operation has its row,
+// the other stream's named "[stream 1]", the event operations by their kind, six cells each.
+TEST_F(WindowReproducer, StreamsAndEventOperationsHaveTheirRows) {
+  format::Window w = win_sample();
+  w.streams = 2;
+  w.events = 2;
+  w.stream_handles = {0x5000, 0x6000};
+  format::WindowOp rec, wait;
+  rec.kind = format::WindowOp::Kind::EventRecord;
+  wait.kind = format::WindowOp::Kind::EventWait;
+  std::vector<format::WindowOp> ops = {w.ops[0], rec, wait, w.ops[3], rec, wait, w.ops[4]};
+  ops[2].stream = ops[3].stream = ops[4].stream = 1;
+  ops[4].event = ops[5].event = 1;
+  w.ops = ops;
+  write_window(w);
+  generate();
+  const std::string readme = testing::slurp(out_ / "README.md");
+  std::vector<std::string> rows;
+  std::istringstream in(readme);
+  static const std::regex row(R"(^\| \d+ \| (kernel|copy|memset|event_record|event_wait) \| .*)");
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_match(line, row)) rows.push_back(line);
+  ASSERT_EQ(rows.size(), 7u) << readme;
+  for (const auto& r : rows) EXPECT_EQ(cells(r).size(), 6u) << r;
+  EXPECT_EQ(cells(rows[1])[1], "event_record");
+  EXPECT_EQ(cells(rows[1])[2], "record event 0 [stream 0]");
+  EXPECT_EQ(cells(rows[2])[2], "wait on event 0 [stream 1]");
+  EXPECT_EQ(cells(rows[3])[2], "`gemm(float const*, float const*, float*, int) [stream 1]`");
+  EXPECT_EQ(cells(rows[5])[2], "wait on event 1 [stream 0]");
+  EXPECT_EQ(cells(rows[6])[2], "`silu`");
+  EXPECT_EQ(cells(rows[1])[3], "-");
+}
+
 }  // namespace
 }  // namespace kerncap::reproducer
