@@ -15,6 +15,8 @@
 #include "capture/window_nvtx.hpp"
 #include "capture/window_recorder.hpp"
 #include "capture_fakes.hpp"
+#include "common/error.hpp"
+#include "format/window.hpp"
 
 using namespace kerncap::capture;
 using namespace kerncap::capture::testing;
@@ -344,6 +346,40 @@ TEST(WindowNvtx, SaysWhyNoWindowWasCaptured) {
         << h.ends.abandoned[0];
     EXPECT_TRUE(h.ends.finished.empty());
   }
+}
+
+}  // namespace
+
+namespace {
+
+// window.json keeps a range window's kind: `range`, the user's NAME in `from`, the push in its
+// dispatch; the title names it; a graph window cannot also be a range's.
+TEST(WindowNvtx, WindowJsonKeepsTheRange) {
+  kerncap::format::Window w;
+  w.range = true;
+  w.from = "step\n$(rm -rf x)`|";
+  w.from_dispatch = 2;
+  WindowOp op;
+  op.kind = WindowOp::Kind::Kernel;
+  op.mangled = "nvtx_scale";
+  op.image_kind = "cubin";
+  op.image_hash = 0x100;
+  op.grid = {1, 1, 1};
+  op.block = {1, 1, 1};
+  w.ops.push_back(op);
+  const nlohmann::json j = kerncap::format::to_json(w);
+  EXPECT_EQ(j.at("range"), true);
+  const kerncap::format::Window back = kerncap::format::window_from_json(j);
+  EXPECT_TRUE(back.range);
+  EXPECT_EQ(back.from, w.from);
+  EXPECT_EQ(back.from_dispatch, 2u);
+  EXPECT_EQ(kerncap::format::window_title(back), "range " + w.from + "@2");
+  nlohmann::json both = j;
+  both["graph"] = {{"launch", 0}, {"nodes", 1}};
+  EXPECT_THROW(kerncap::format::window_from_json(both), kerncap::Error);
+  nlohmann::json plain = j;
+  plain.erase("range");
+  EXPECT_FALSE(kerncap::format::window_from_json(plain).range);
 }
 
 }  // namespace
