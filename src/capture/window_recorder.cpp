@@ -288,10 +288,7 @@ void WindowRecorder::on_event_call(CUpti_CallbackId cbid, const CUpti_CallbackDa
   }
   format::WindowOp op;
   if (call == WindowEventCall::Record) {
-    if (!last_record_.count(event) && last_record_.size() >= format::kMaxWindowEvents) {
-      fail(fmt::format("the window records more than {} events", format::kMaxWindowEvents));
-      return;
-    }
+    // Events are bounded by the operations that record them (kMaxWindowEvents = kMaxWindowOps).
     last_record_[event] = stream;
     op.kind = format::WindowOp::Kind::EventRecord;
     window_.ops.push_back(op);

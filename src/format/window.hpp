@@ -33,7 +33,8 @@ inline constexpr size_t kMaxWindowOps = 65536;           // operations in one wi
 inline constexpr uint64_t kMaxWindowParamBytes = 1 << 20; // one launch's parameter buffer (CUDA: 32 KiB)
 inline constexpr uint64_t kMaxWindowH2DBytes = uint64_t{1} << 30;  // host bytes kept, all copies of a window
 inline constexpr uint32_t kMaxWindowStreams = 64;        // streams joined into one window
-inline constexpr uint32_t kMaxWindowEvents = 4096;       // events recorded or waited on in one window
+inline constexpr uint32_t kMaxWindowEvents = 65536;      // events of one window (each is recorded by an op)
+static_assert(kMaxWindowEvents >= kMaxWindowOps, "every event of a window is recorded by one of its operations");
 
 // One operation of the window, in the order the application issued it (across its streams).
 struct WindowOp {
