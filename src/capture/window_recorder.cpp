@@ -92,6 +92,12 @@ const P& window_params_of(const CUpti_CallbackData* cb) {
   return *static_cast<const P*>(cb->functionParams);
 }
 
+// Why another context's stream cannot join a window: its work ran on another device (or in a
+// context of its own), and the capture and its replay are the window's context's.
+constexpr const char* kOtherContext =
+    "it runs in another CUDA context than the window's (another device, or a context of its own): its "
+    "memory and work are not in the capture";
+
 // Work that ran in the process during the window but is not part of it: counted, a few named.
 void window_add_foreign(format::Window& w, const std::string& what) {
   ++w.foreign_ops;
@@ -146,6 +152,7 @@ bool WindowRecorder::begin(const TargetLaunch& first) {
     stream_ = args.stream;
     joined_ = {stream_};
     first_correlation_ = first.entry->correlationId;
+    context_ = first.entry->context;
     first_launch_index_ = first.launch_index;
     window_.from = config_.kernel;
     window_.from_dispatch = config_.dispatch;
@@ -489,6 +496,10 @@ void WindowRecorder::on_launch_entry(CUpti_CallbackId cbid, const CUpti_Callback
     // Recorded now (its parameters are read at the call), part of the window if the window's
     // stream joins this one through an event before its end, foreign otherwise.
     const std::string what = "kernel " + (mangled.empty() ? std::string("(unnamed)") : mangled) + " on another stream";
+    if (cb->context != context_) {
+      other_stream_op(args.stream, what, kOtherContext);
+      return;
+    }
     if (window_.ops.size() >= format::kMaxWindowOps) {
       fail(fmt::format("the window has more than {} operations", format::kMaxWindowOps));
       return;
@@ -563,6 +574,7 @@ void WindowRecorder::on_graph_launch_entry(const CUpti_CallbackData* cb) {
     stream_ = p->hStream;
     joined_ = {stream_};
     next_key_ = 0;  // no first eager launch: the graph's first kernel is described first
+    context_ = cb->context;
     first_correlation_ = cb->correlationId;
     first_launch_index_ = base;
     graph_window_ = true;
@@ -921,6 +933,10 @@ void WindowRecorder::on_memory_op(CUpti_CallbackId cbid, const CUpti_CallbackDat
   // A synchronous memset or copy is ordered with the legacy stream: the window's own. An
   // asynchronous one on another stream is the window's if that stream is joined (assemble).
   const CUstream on = info.async ? stream : stream_;
+  if (on != stream_ && cb->context != context_) {
+    other_stream_op(on, fmt::format("a {} on another stream", to_string(op.kind)), kOtherContext);
+    return;
+  }
   window_.ops.push_back(op);
   tags_.push_back({0, on});
   if (on != stream_) other_stream_op(on, fmt::format("a {} on another stream", to_string(op.kind)));

@@ -176,6 +176,7 @@ class WindowRecorder final : public TargetCapture {
   std::atomic<State> state_{State::Waiting};  // read without the lock on every callback, written under it
   format::Window window_;
   CUstream stream_ = nullptr;
+  CUcontext context_ = nullptr;  // the window's first launch's (another context's streams never join)
   uint32_t first_correlation_ = 0;
   uint32_t last_correlation_ = 0;
   std::thread::id last_thread_;

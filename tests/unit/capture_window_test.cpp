@@ -530,6 +530,20 @@ TEST(CaptureWindow, AJoinedStreamsUnrecordableWorkRefusesTheWindow) {
     EXPECT_NE(h.ends.abandoned[0].second.find("cannot be recorded"), std::string::npos) << h.ends.abandoned[0].second;
   }
   {
+    // A stream of another CUDA context (another device): refused when joined.
+    Harness h("rms_norm", 0, "silu", 0);
+    const CUstream s = stream(0x50), side = stream(0x60);
+    h.launch(kNorm, s);
+    FakeLaunch l(kGemm, h.next++, side);
+    l.cb.context = reinterpret_cast<CUcontext>(0xc0);
+    h.call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.entry());
+    h.call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, l.exit());
+    h.event_record(0xe1, side);
+    h.wait_event(s, 0xe1);
+    ASSERT_EQ(h.ends.abandoned.size(), 1u);
+    EXPECT_NE(h.ends.abandoned[0].second.find("another CUDA context"), std::string::npos) << h.ends.abandoned[0].second;
+  }
+  {
     Harness h("rms_norm", 0, "silu", 0);
     h.ops.refuse = kGemm;
     const CUstream s = stream(0x50), side = stream(0x60);
