@@ -196,9 +196,6 @@ std::string window_readme(const format::Capture& capture, const format::Window& 
                  : w.range ? fmt::format("the NVTX range {} (push #{} from 0): its stream's operations from the range's "
                                          "first kernel launch to its pop",
                                          md_code(w.from), w.from_dispatch)
-                 : w.range ? fmt::format("the NVTX range {} (push #{} from 0): its stream's operations from the range's "
-                                         "first kernel launch to its pop",
-                                         md_code(w.from), w.from_dispatch)
                                   : fmt::format("from {} (match #{}) through {} (match #{} on the same stream, counted "
                                                 "from the first launch)",
                                                 md_code(w.from), w.from_dispatch, md_code(w.to), w.to_dispatch)},
