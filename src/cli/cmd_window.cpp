@@ -144,7 +144,7 @@ void print_ops(const format::Window& w, const replay::WindowTiming* t) {
                      : fmt::format(" {:>11.4f} {:>6}", r,
                                    op.in_app_ns && *op.in_app_ns ? fmt::format("{:.2f}", r * 1e6 / *op.in_app_ns) : "-");
     }
-    std::cout << fmt::format("  {:>3}  {:<9} {:<60} {:>11} {:>7}{}\n", i, to_string(op.kind), shorten(op_name(op)),
+    std::cout << fmt::format("  {:>3}  {:<9} {:<60} {:>11} {:>7}{}\n", i, to_string(op.kind), shorten(op_name(op)) + reproducer::window_op_stream(op),
                              ms(op.in_app_ns), share, extra);
   }
 }

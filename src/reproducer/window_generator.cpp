@@ -12,19 +12,23 @@
 namespace kerncap::reproducer {
 
 std::string window_op_name(const format::WindowOp& op) {
-  // An operation of another of the window's streams says which (docs/window.md).
-  const std::string on = op.stream ? fmt::format(" [stream {}]", op.stream) : std::string();
   switch (op.kind) {
-    case format::WindowOp::Kind::Kernel: return names::demangle(op.mangled) + on;
+    case format::WindowOp::Kind::Kernel: return names::demangle(op.mangled);
     case format::WindowOp::Kind::Memset:
-      return fmt::format("memset {} x {} B of {:#x} at {}{}", op.width, op.element_size, op.value, hex_addr(op.dst), on);
-    case format::WindowOp::Kind::CopyD2D:
-      return fmt::format("copy {} B {} -> {}{}", op.bytes, hex_addr(op.src), hex_addr(op.dst), on);
-    case format::WindowOp::Kind::CopyH2D: return fmt::format("copy {} B host -> {}{}", op.bytes, hex_addr(op.dst), on);
-    case format::WindowOp::Kind::EventRecord: return fmt::format("record event {} [stream {}]", op.event, op.stream);
-    case format::WindowOp::Kind::EventWait: return fmt::format("wait on event {} [stream {}]", op.event, op.stream);
+      return fmt::format("memset {} x {} B of {:#x} at {}", op.width, op.element_size, op.value, hex_addr(op.dst));
+    case format::WindowOp::Kind::CopyD2D: return fmt::format("copy {} B {} -> {}", op.bytes, hex_addr(op.src), hex_addr(op.dst));
+    case format::WindowOp::Kind::CopyH2D: return fmt::format("copy {} B host -> {}", op.bytes, hex_addr(op.dst));
+    case format::WindowOp::Kind::EventRecord: return fmt::format("record event {}", op.event);
+    case format::WindowOp::Kind::EventWait: return fmt::format("wait on event {}", op.event);
   }
   return "?";
+}
+
+std::string window_op_stream(const format::WindowOp& op) {
+  // An operation of another of the window's streams, or an event operation, says which stream
+  // (docs/window.md); the window's own stream (0) is not named.
+  const bool event = op.kind == format::WindowOp::Kind::EventRecord || op.kind == format::WindowOp::Kind::EventWait;
+  return op.stream || event ? fmt::format(" [stream {}]", op.stream) : std::string();
 }
 
 std::string window_op_shape(const format::WindowOp& op) {

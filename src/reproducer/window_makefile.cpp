@@ -25,6 +25,7 @@ std::string window_make_op_line(const format::Window& w, size_t i) {
   const auto& op = w.ops[i];
   std::string name = window_op_name(op);
   if (op.kind == format::WindowOp::Kind::Kernel) name = names::shorten(name, 70);
+  name += window_op_stream(op);
   return fmt::format("op {:>3}  {:<8}  {}  {}", i, to_string(op.kind), name, window_op_shape(op));
 }
 

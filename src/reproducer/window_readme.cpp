@@ -32,8 +32,9 @@ std::string window_readme_ops(const format::Window& w, const WindowShares& s) {
     const auto& op = w.ops[i];
     // Kernel names are the application's (untrusted); the other names and every shape are
     // kerncap's own text made of numbers.
-    const std::string name = op.kind == format::WindowOp::Kind::Kernel ? md_code(names::shorten(window_op_name(op), 80))
-                                                                        : window_op_name(op);
+    const std::string name = (op.kind == format::WindowOp::Kind::Kernel ? md_code(names::shorten(window_op_name(op), 80))
+                                                                         : window_op_name(op)) +
+                             window_op_stream(op);
     const std::string kind = op.kind == format::WindowOp::Kind::Kernel      ? "kernel"
                              : op.kind == format::WindowOp::Kind::Memset    ? "memset"
                              : op.kind == format::WindowOp::Kind::CopyD2D ||

@@ -45,6 +45,10 @@ WindowGenerated generate_window_reproducer(const WindowRequest& request, const f
 // One operation for people: a kernel's demangled name; "memset 256 x 4 B of 0x0 at 0x7f..."; "copy
 // 4096 B 0x... -> 0x...". Untrusted text (a kernel name): escape it for where it goes.
 std::string window_op_name(const format::WindowOp& op);
+// " [stream K]" for an operation of another of the window's streams and for event operations,
+// "" otherwise: appended where people read the operations (README, Makefile, window info), kept
+// out of the name (JSON has "stream").
+std::string window_op_stream(const format::WindowOp& op);
 // Its shape: "(64, 1, 1) x (256, 1, 1)" (plus dynamic shared memory) for a kernel, the bytes
 // written for a memset or a copy.
 std::string window_op_shape(const format::WindowOp& op);
