@@ -6,8 +6,8 @@ run is found by its kernel names (the mean's reduce kernel and its neighbours); 
 kernel's pointers are the capture's regions at the offsets the kernels' parameters point to
 (each 8-byte word of a parameter buffer is looked up among the regions): x is what the "to
 float" copy reads; of the weight multiply's inputs besides the bf16 copy's output, the result is
-the one the next kernel (the gate GEMM) reads, the weight the other (the window must go on past
-the norm: the decoder layer's window does).
+the one the next kernel of the window (a gate GEMM) reads, the weight the other; when the window
+ends with the norm, they are data[0] and data[1] of the multiply's (out, weight, x).
 
     rms_norm_launches.py OUT CUBIN KERNEL LAUNCHES_JSON [--hidden 512] [--eps 1e-6]
 Prints the --replace spec (FROM..TO=LAUNCHES_JSON) and what it found, as JSON; exits 1 naming
