@@ -67,3 +67,24 @@ def test_run_op_is_bound(engine_lib):
     rc = engine_lib.lib.kc_window_enqueue_op(None, 0, 0)
     assert rc == engine.E_INPUT
     assert b"no open window" in engine_lib.lib.kc_last_error()
+
+
+def test_one_launch_entry_points_refuse_a_window_capture(engine_lib, kerncap_bin, tmp_path):
+    """A window's directory (capture/window.json beside the first launch's manifest) judged,
+    timed, footprinted or pruned as one launch would give wrong verdicts or drop bytes later
+    operations read: the engine's Session and the one-launch commands refuse it, naming what to use."""
+    from conftest import write_capture
+    out = str(tmp_path / "win")
+    write_capture(out, regions=[(0, 0x7F0000000000, b"\0" * 64)])
+    with open(os.path.join(out, "capture", "window.json"), "w") as f:
+        f.write("{}")
+    with pytest.raises(engine.EngineError) as e:
+        engine.Session(out, lib=engine_lib)
+    assert e.value.exit_code == 2
+    assert "holds a window of launches" in str(e.value) and "kerncap.window.Window" in str(e.value)
+    for argv, instead in ((["footprint", out], "kerncap window validate"), (["prune", out], "not pruned"),
+                          (["serve", out], "kerncap window validate"), (["lint", out], "kerncap window validate"),
+                          (["baseline", "save", "b1", out], "kerncap window replay")):
+        r = subprocess.run([kerncap_bin] + argv, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2, (argv, r.stdout, r.stderr)
+        assert "holds a window of launches" in r.stderr and instead in r.stderr, (argv, r.stderr)

@@ -23,6 +23,7 @@
 #include "replay/timing.hpp"
 #include "replay/eval_session.hpp"
 #include "replay/evaluate.hpp"
+#include "format/window.hpp"
 
 namespace kerncap::cli {
 namespace {
@@ -67,6 +68,7 @@ void add_resources(lint::Baseline& b, const format::Capture& cap, const std::str
 }
 
 lint::Baseline measure(const MeasureArgs& a, const std::string& name) {
+  format::refuse_window_capture(a.dir, "kerncap baseline", "Time it with `kerncap window replay " + a.dir + "`.");
   ReplayCommon rc;
   rc.dir = a.dir;
   rc.cubin = a.cubin;

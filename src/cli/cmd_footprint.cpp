@@ -12,6 +12,7 @@
 #include "common/hex.hpp"
 #include "common/log.hpp"
 #include "footprint/footprint.hpp"
+#include "format/window.hpp"
 
 namespace kerncap::cli {
 namespace {
@@ -75,6 +76,9 @@ void print_table(const format::Footprint& f, const format::Capture& cap, bool ca
 
 void run_footprint(const FootprintArgs& a, int& exit_code) {
   if (a.quiet) log::set_level(log::Level::Quiet);
+  format::refuse_window_capture(a.dir, "kerncap footprint",
+                                "Strong validation of a window probes its regions itself: `kerncap window validate " +
+                                    a.dir + "`.");
   const format::Capture cap = format::open_capture(a.dir);
   std::optional<format::Footprint> f;
   bool cached = false;

@@ -10,6 +10,7 @@
 #include "format/capture_dir.hpp"
 #include "format/kerncap_toml.hpp"
 #include "lint/lint.hpp"
+#include "format/window.hpp"
 
 namespace kerncap::cli {
 namespace {
@@ -52,6 +53,7 @@ void run_lint(const LintArgs& a, int& exit_code) {
   rc.quiet = a.json;
   rc = with_fresh_variant(rc, "linting");
 
+  format::refuse_window_capture(out, "kerncap lint", "Validate it with `kerncap window validate " + a.dir + "`.");
   const format::Capture capture = format::open_capture(out);
   lint::LintOptions opt;
   opt.cubin = rc.cubin;

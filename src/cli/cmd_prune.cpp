@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/replay_options.hpp"
 #include "storage/prune.hpp"
+#include "format/window.hpp"
 
 namespace kerncap::cli {
 
@@ -22,6 +23,9 @@ void add_prune(CLI::App& app, int& exit_code) {
   cmd->add_flag("--dry-run", *dry_run, "Print what would be dropped; change nothing");
   add_store_option(cmd);
   cmd->callback([dir, dry_run, &exit_code] {
+    format::refuse_window_capture(*dir, "kerncap prune",
+                                  "A window's operations together read more than one launch's footprint: it is "
+                                  "not pruned.");
     const format::PruneResult r = format::prune_capture(*dir, *dry_run);
     std::cout << r.summary;
     exit_code = 0;

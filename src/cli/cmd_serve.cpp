@@ -32,6 +32,7 @@
 #include "serve/client.hpp"
 #include "serve/file_stamps.hpp"
 #include "serve/server.hpp"
+#include "format/window.hpp"
 
 namespace kerncap::cli {
 namespace {
@@ -173,6 +174,7 @@ void run_serve(const ServeArgs& a, int& exit_code) {
   if (!(a.idle_timeout > 0) || !std::isfinite(a.idle_timeout))
     usage_error(fmt::format("--idle-timeout {}: expected seconds > 0", a.idle_timeout));
   const FootprintUse use = footprint_use_from(a.footprint);
+  format::refuse_window_capture(a.dir, "kerncap serve", "Validate it with `kerncap window validate " + a.dir + "`.");
   const fs::path key = serve::server_dir(a.dir);
   // The name first: a second server for this directory is refused before any GPU work.
   serve::Fd listener = serve::listen_on(serve::socket_name(key, ::geteuid()));

@@ -353,4 +353,15 @@ bool is_window_capture(const std::filesystem::path& capture_dir) {
   return true;
 }
 
+void refuse_window_capture(const std::filesystem::path& dir, std::string_view what, std::string_view instead) {
+  std::error_code ec;
+  // OUT or OUT/capture, as the readers take it; a directory that is neither is left to them.
+  const std::filesystem::path cap =
+      std::filesystem::is_directory(dir / "capture", ec) ? dir / "capture" : std::filesystem::path(dir);
+  if (is_window_capture(cap))
+    input_error(fmt::format("{} holds a window of launches ({}), which {} does not take: it works on one launch's "
+                            "capture. {}",
+                            dir.string(), kWindowFile, what, instead));
+}
+
 }  // namespace kerncap::format

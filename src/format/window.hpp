@@ -12,8 +12,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -137,5 +139,11 @@ Window read_window(const std::filesystem::path& capture_dir);
 // Whether a capture directory holds a window: false when there is no window.json, true for a
 // plain file; Error(Input) when something else is there (a directory, link or FIFO of that name).
 bool is_window_capture(const std::filesystem::path& capture_dir);
+// For the one-launch commands and the engine's kc_open: Error(Input) when `dir` (OUT or
+// OUT/capture) holds a window of launches, naming what refused it (`what`, e.g. "kerncap
+// footprint") and the window command to use instead. A window's manifest describes its first
+// launch but its AFTER (and its BEFORE's reach) is the window's: judged, timed, footprinted or
+// pruned as one launch it would give wrong verdicts or drop bytes later operations read.
+void refuse_window_capture(const std::filesystem::path& dir, std::string_view what, std::string_view instead);
 
 }  // namespace kerncap::format

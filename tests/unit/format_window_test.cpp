@@ -183,6 +183,30 @@ TEST(FormatWindow, ReadFromADirectory) {
   std::filesystem::remove_all(dir);
 }
 
+// The one-launch commands refuse a window's directory, given as OUT or as OUT/capture.
+TEST(FormatWindow, OneLaunchCommandsRefuseAWindowCapture) {
+  const auto out = std::filesystem::temp_directory_path() / ("kerncap-window-refuse-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(out);
+  std::filesystem::create_directories(out / "capture");
+  EXPECT_NO_THROW(refuse_window_capture(out, "kerncap footprint", "x"));  // an ordinary capture
+  EXPECT_NO_THROW(refuse_window_capture(out / "capture", "kerncap footprint", "x"));
+  { std::ofstream(out / "capture" / kWindowFile) << to_json(sample()).dump(); }
+  for (const auto& dir : {out, out / "capture"}) {
+    try {
+      refuse_window_capture(dir, "kerncap prune", "Not pruned.");
+      ADD_FAILURE() << dir << " holds a window";
+    } catch (const kerncap::Error& e) {
+      EXPECT_EQ(e.kind(), kerncap::ErrorKind::Input);
+      const std::string m = e.what();
+      EXPECT_NE(m.find("holds a window of launches (window.json), which kerncap prune does not take"),
+                std::string::npos)
+          << m;
+      EXPECT_NE(m.find("Not pruned."), std::string::npos) << m;
+    }
+  }
+  std::filesystem::remove_all(out);
+}
+
 // A host-to-device copy: its kind and bounds read back; its bytes live in a derived file.
 TEST(FormatWindow, HostToDeviceCopy) {
   Window w = sample();

@@ -24,6 +24,7 @@
 #include "replay/session.hpp"
 #include "replay/timing.hpp"
 #include "replay/validate.hpp"
+#include "format/window.hpp"
 
 // The session, its poison plan and its evaluation loop (replay/eval_session.hpp: the same
 // open as `kerncap serve`'s).
@@ -140,6 +141,8 @@ int kc_open(const char* path, const char* options_json, kc_session** out) {
     need(out, "out");
     *out = nullptr;
     json o = parse_options(options_json, "kc_open options");
+    kerncap::format::refuse_window_capture(path, "the engine's one-launch session (kc_open: Session, evaluate_all)",
+                                           "Open it with kerncap.window.Window (kc_window_open).");
     replay::Options opt;
     opt.capture = path;
     if (auto cubin = option<std::string>(o, "cubin", ""); !cubin.empty()) opt.cubin = cubin;
