@@ -10,6 +10,7 @@
 #include "capture/launch_info.hpp"
 #include "capture/window_recorder.hpp"
 #include "common/log.hpp"
+#include "names/regex_search.hpp"
 
 namespace kerncap::capture {
 namespace {
@@ -102,7 +103,7 @@ NvtxRangeName::NvtxRangeName(std::string name, bool regex) : name_(std::move(nam
 }
 
 bool NvtxRangeName::matches(const std::string& text) const {
-  if (regex_) return std::regex_search(text, *regex_);
+  if (regex_) return names::regex_search_text(text, *regex_);  // the application's text
   return text == name_ || (text.size() > name_.size() + 1 && text.compare(0, name_.size(), name_) == 0 &&
                            text.compare(name_.size(), 2, ", ") == 0);
 }

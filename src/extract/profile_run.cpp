@@ -14,6 +14,7 @@
 #include "format/events.hpp"
 #include "format/out_layout.hpp"
 #include "names/demangle.hpp"
+#include "names/regex_search.hpp"
 
 namespace kerncap::extract {
 
@@ -130,7 +131,8 @@ std::string capture_dir_name(const profile::KernelStats& k) {
 
 std::string next_step(const profile::Summary& s, const AppCommand& a, const std::regex* filter) {
   for (const auto& k : s.kernels) {
-    if (filter && !std::regex_search(k.mangled, *filter) && !std::regex_search(k.demangled, *filter)) continue;
+    if (filter && !names::regex_search_text(k.mangled, *filter) && !names::regex_search_text(k.demangled, *filter))
+      continue;
     for (const auto& p : k.processes) {
       if (p.dispatch.empty()) continue;
       std::string app = "-- APP ARGS";

@@ -4,8 +4,10 @@
 // injected library (which launch is the target, which images to keep), `kerncap profile`
 // (its --filter and the dispatch index it suggests) and the CLI's diagnosis.
 #include <memory>
+#include <mutex>
 #include <regex>
 #include <string>
+#include <unordered_map>
 
 namespace kerncap::names {
 
@@ -20,8 +22,18 @@ class Matcher {
   const std::string& pattern() const { return pattern_; }
 
  private:
+  // A regex and what it answered per name pair (the injected library asks for the same
+  // functions at every launch; a long name's search runs on a thread of its own,
+  // names/regex_search.hpp). Shared: a Matcher is cheap to copy.
+  struct Compiled {
+    std::regex re;
+    std::mutex mu;
+    std::unordered_map<std::string, bool> answers;  // key: mangled, NUL, demangled
+    size_t answer_bytes = 0;                          // at most kMaxAnswerBytes of keys
+  };
+  static constexpr size_t kMaxAnswerBytes = size_t{64} << 20;
   std::string pattern_;
-  std::shared_ptr<const std::regex> regex_;  // shared: a Matcher is cheap to copy
+  std::shared_ptr<Compiled> regex_;
   bool exact_ = false;
 };
 

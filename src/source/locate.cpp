@@ -16,6 +16,7 @@
 #include "source/cxx_scan.hpp"
 #include "source/definitions.hpp"
 #include "source/locate_internal.hpp"
+#include "names/regex_search.hpp"
 
 namespace kerncap::source {
 
@@ -59,14 +60,14 @@ bool python_code_mentions(const std::string& text, const std::string& word) {
     std::string line = text.substr(pos, end - pos);
     pos = end + 1;
     if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
-    if (line.find(word) != std::string::npos && std::regex_search(line, re)) return true;
+    if (line.find(word) != std::string::npos && names::regex_search_text(line, re)) return true;
   }
   return false;
 }
 
 // `import ... NAME` on one line, or `from m import (\n    a,\n    NAME,\n)` over several.
 bool imports_word(const std::string& text, const std::string& word) {
-  return std::regex_search(text, std::regex("import[^\\n]*\\b" + word + "\\b|import\\s*\\([^)]*\\b" + word + "\\b"));
+  return names::regex_search_text(text, std::regex("import[^\\n]*\\b" + word + "\\b|import\\s*\\([^)]*\\b" + word + "\\b"));
 }
 
 // The CMake target that compiles `rel` (add_executable(T ... file.cu) and look-alikes such as
@@ -145,7 +146,8 @@ PythonCallers python_callers(Locator::Context& c, const RepoIndex& repo, const S
         if (!rel.ends_with(".py") || is_test_path(rel)) continue;
         const std::string text = read_file_text(c.cache, repo.path(id));
         // The module that defines the word or imports it: a namesake elsewhere is not a caller.
-        if (rel != def.file && !(imports_word(text, w) || std::regex_search(text, std::regex("(def|class)\\s+" + w + "\\b"))))
+        if (rel != def.file &&
+            !(imports_word(text, w) || names::regex_search_text(text, std::regex("(def|class)\\s+" + w + "\\b"))))
           continue;
         for (const auto& outer : python_wrappers(text, w))
           if (!out.depth.count(outer)) {
@@ -176,7 +178,7 @@ std::string test_command_for(const RepoIndex& repo, const std::string& rel, cons
       const std::string w = word.substr(std::min(word.find_first_not_of('_'), word.size()));
       if (w.size() < kMinWord) continue;
       const std::regex t("def\\s+test\\w*" + w);
-      if (std::regex_search(text, t)) return fmt::format("pytest {} -k {}", rel, w);
+      if (names::regex_search_text(text, t)) return fmt::format("pytest {} -k {}", rel, w);
     }
     return fmt::format("pytest {}", rel);
   }
@@ -301,13 +303,13 @@ void cutlass(Locator::Context& c) {
   // A plain __global__ in a CUTLASS namespace (the reference kernels, Kernel<...> wrappers
   // of names without a known template): the C++ rule's answer.
   const bool any = std::any_of(c.rule.templates.begin(), c.rule.templates.end(), [&](const std::string& t) {
-    return std::regex_search(c.out.demangled, std::regex("(^|[^A-Za-z0-9_])" + t + "<"));
+    return names::regex_search_text(c.out.demangled, std::regex("(^|[^A-Za-z0-9_])" + t + "<"));
   });
   if (!any) return cxx(c);
   for (const auto& repo : c.repos) {
     std::vector<SourceRef> found;
     for (const auto& tmpl : c.rule.templates) {
-      if (!std::regex_search(c.out.demangled, std::regex("(^|[^A-Za-z0-9_])" + tmpl + "<"))) continue;
+      if (!names::regex_search_text(c.out.demangled, std::regex("(^|[^A-Za-z0-9_])" + tmpl + "<"))) continue;
       struct Cand { SourceRef ref; int score; bool spec; };
       std::vector<Cand> cands;
       for (uint32_t id : repo.files_with(tmpl)) {
@@ -399,7 +401,7 @@ void cutlass(Locator::Context& c) {
 const LocateRule* pick_rule(const LocateRules& rules, const names::Classification& cls, const std::string& demangled) {
   for (const auto& r : rules.rules) {
     if (!r.kinds.empty() && std::find(r.kinds.begin(), r.kinds.end(), cls.kind) == r.kinds.end()) continue;
-    if (r.match_re && !std::regex_search(demangled, *r.match_re)) continue;
+    if (r.match_re && !names::regex_search_text(demangled, *r.match_re)) continue;
     return &r;
   }
   return nullptr;
