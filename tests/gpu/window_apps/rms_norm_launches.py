@@ -19,6 +19,9 @@ import os
 import struct
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import window_pointers  # noqa: E402
+
 # The eight kernels, in order, by a word of their demangled names.
 SHAPE = ("direct_copy", "pow_tensor_scalar", "MeanOps", "add", "rsqrt", "MulFunctor", "bfloat16_copy", "MulFunctor")
 
@@ -34,21 +37,14 @@ def main():
     a = ap.parse_args()
     cap = os.path.join(a.out, "capture")
     ops = json.load(open(os.path.join(cap, "window.json")))["ops"]
-    regions = [(r["id"], int(r["base"], 16), r["size"]) for r in json.load(open(os.path.join(cap, "manifest.json")))["regions"]]
+    regions = window_pointers.regions_of(cap)
 
     def name(i):
         # window.json keeps the mangled name; Itanium mangling keeps the identifiers searched for.
         return (ops[i].get("name") or ops[i].get("mangled", "")) if ops[i].get("kind") == "kernel" else ""
 
     def pointers(i):
-        raw = open(os.path.join(cap, "window", "op-%06d.params" % i), "rb").read()
-        found = []
-        for at in range(0, len(raw) - 7, 8):
-            v = struct.unpack_from("<Q", raw, at)[0]
-            for rid, base, size in regions:
-                if base <= v < base + size:
-                    found.append((rid, v - base, v))
-        return raw, found
+        return window_pointers.pointers(cap, regions, i)
 
     first = next((i for i in range(len(ops) - len(SHAPE) + 1)
                   if all(word in name(i + k) for k, word in enumerate(SHAPE))), None)

@@ -20,23 +20,18 @@ import os
 import struct
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import window_pointers  # noqa: E402
+
 
 def main(argv):
     out, cubin, kernel, dest = argv[1:5]
     cap = os.path.join(out, "capture")
     w = json.load(open(os.path.join(cap, "window.json")))
-    m = json.load(open(os.path.join(cap, "manifest.json")))
-    regions = [(r["id"], int(r["base"], 16), r["size"]) for r in m["regions"]]
+    regions = window_pointers.regions_of(cap)
 
     def pointers(i):
-        raw = open(os.path.join(cap, "window", "op-%06d.params" % i), "rb").read()
-        found = []
-        for at in range(0, len(raw) - 7, 8):
-            v = struct.unpack_from("<Q", raw, at)[0]
-            for rid, base, size in regions:
-                if base <= v < base + size:
-                    found.append((rid, v - base, v))
-        return raw, found
+        return window_pointers.pointers(cap, regions, i)
 
     ops = w["ops"]
     first, last = 0, len(ops) - 1
