@@ -86,6 +86,23 @@
 #                  kernels, none foreign, and PASSes (SKIP without torch)
 #   nvtx_emit      nvtx_torch.py emit: torch.profiler.record_function("block") under
 #                  torch.autograd.profiler.emit_nvtx(): the same window, found through emit_nvtx's ranges
+#   inductor       tests/gpu/window_apps/inductor_seq.py (torch.compile default mode, caches in the work folder,
+#                  compiled first by a run without kerncap): the window
+#                  'triton_(per|red)_fused@8..triton_(per|red)_fused@1' --regex (the second counted call: norm,
+#                  cuBLAS GEMM, GELU, GEMM, residual+norm) has three Triton kernels (first and last among them),
+#                  at least one other kernel, none foreign, and PASSes; inductor_strong: its strength is
+#                  "window strong"; inductor_time: kernels' GPU time within ±10 % of in-app (span printed);
+#                  inductor_make: the reproducer's `make validate` PASSes
+#   inductor_py    the GELU kernel (triton_poi_*) replaced by window_apps/inductor_replace.py:gelu (torch, bf16
+#                  tolerance): PASS
+#   inductor_py_bad  ... by gelu_bad (its last row left alone): FAIL, naming the region GELU writes (its output
+#                  pointer's region, from the capture's parameters) in JSON and in the text
+#   inductor_range the same call as --range inductor_step@1 (the app's NVTX range around each counted call): the
+#                  same kernels as the named window, PASS
+#   llama_decode   tests/gpu/window_apps/hf_llama_decode.py: layer 0 of a decode step (one token, KV cache) from
+#                  the input RMSNorm's first kernel to down_proj (--range decode_layer0@14: pass 2, step 2):
+#                  at least 15 kernels, none foreign, PASS, window strong; llama_decode_time: kernels' GPU time
+#                  within ±10 % of in-app (span and busy ratio printed: the in-app span is mostly host gaps)
 # Exit 0 all passed, 1 some failed, 77 skipped (no GPU).
 #
 #   tests/gpu/window_e2e.sh BUILD_DIR
@@ -734,6 +751,161 @@ for NVTX_MODE in plain emit; do
     verdict "$NVTX_CASE" FAIL "extract rc $RC: $(grep -v '^kerncap: note' "$STEP_ERR" | tail -3 | tr '\n' ' ' | cut -c1-400)"
   fi
 done
+
+# A decode step of the Llama decoder layer (window_apps/hf_llama_decode.py: one token, KV cache):
+# layer 0 from its input RMSNorm's first kernel to down_proj, an NVTX range its module hooks set.
+if want llama_decode; then
+  if torch_ok "$PY" && "$PY" -c 'import transformers' 2>/dev/null; then
+    LD=$WORK/llama_decode
+    # 3 passes of 6 decode steps: push 14 is pass 2's step 2 (two full passes warmed the allocator).
+    if run llama_decode_extract "$KC" window extract --range 'decode_layer0@14' --json -o "$LD" -- \
+      "$PY" "$HERE/window_apps/hf_llama_decode.py" 3 6; then
+      sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/llama_decode.extract.json"
+      DJ=$WORK/llama_decode.extract.json
+      dops=$(py '" > ".join(o["name"].split("(")[0].split("<")[0][-32:] if o["kind"] == "kernel" else o["kind"] for o in d["ops"])' "$DJ" 2>/dev/null)
+      nk=$(py 'd["kernels"]' "$DJ" 2>/dev/null)
+      foreign=$(py 'd["foreign_ops"]' "$DJ" 2>/dev/null)
+      run llama_decode_info "$KC" window info "$LD"
+      cat "$STEP_OUT"
+      run llama_decode_validate "$KC" window validate "$LD" --json --iterations 10
+      cp "$STEP_OUT" "$WORK/llama_decode.validate.json"
+      res=$(py 'd["result"]' "$WORK/llama_decode.validate.json" 2>/dev/null)
+      strength=$(py 'd["strength"]' "$WORK/llama_decode.validate.json" 2>/dev/null)
+      verdict llama_decode "$(pass_if "$([ "$res" = PASS ] && [[ "$strength" == "window strong"* ]] && [ "${nk:-0}" -ge 15 ] &&
+        [ "$foreign" = 0 ] && echo 1)")" "$nk kernels, foreign $foreign; $(py 'd["line"]' "$WORK/llama_decode.validate.json" 2>/dev/null || echo "validate rc $RC"); ${strength:-no strength}; ops $dops"
+      # Kernels: the sum of each kernel's GPU time (CUPTI records, no launch gaps), replay against the
+      # application's records. Span: first operation's start to the last one's end; the replay queues
+      # them behind a spin kernel (no host gap), the application's holds PyTorch's dispatch between
+      # launches, so span / in-app kernels (the busy ratio) is printed beside the span's ratio.
+      run llama_decode_replay "$KC" window replay "$LD" --json --iterations 50
+      cp "$STEP_OUT" "$WORK/llama_decode.replay.json"
+      dtimes=$(py '"kernels %.4f ms (%s) vs in-app %.4f ms: ratio %.3f; span %.4f ms vs in-app %.4f ms: ratio %.3f (in-app gaps %s ms, share %s; replay span / in-app kernels %s)" % (d["timing"]["kernels_ms"], d["timing"]["cache"], d["timing"]["in_app_kernels_ms"], d["timing"]["kernels_ratio"], d["timing"]["window_ms"], d["timing"]["in_app_window_ms"], d["timing"]["window_ratio"], d["timing"].get("in_app_gaps_ms"), d["timing"].get("in_app_gap_share"), d["timing"].get("window_busy_ratio"))' "$WORK/llama_decode.replay.json" 2>/dev/null)
+      verdict llama_decode_time "$(pass_if "$(py '1 if d["timing"]["kernels_within_10pct"] else ""' "$WORK/llama_decode.replay.json" 2>/dev/null)")" "${dtimes:-replay rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ' | cut -c1-300)}"
+      run llama_decode_replay_text "$KC" window replay "$LD" --iterations 50
+      cat "$STEP_OUT"
+    else
+      verdict llama_decode FAIL "extract rc $RC: $(grep -v '^kerncap: note' "$STEP_ERR" | tail -3 | tr '\n' ' ' | cut -c1-400)"
+    fi
+  else
+    verdict llama_decode SKIP "no torch with CUDA or no transformers in $PY"
+  fi
+fi
+
+# An Inductor-generated sequence of Triton kernels as one window (window_apps/inductor_seq.py: a
+# torch.compile'd RMSNorm, GEMM, GELU, GEMM and residual+RMSNorm; three Triton kernels, two cuBLAS
+# GEMMs a call). Inductor's and Triton's caches live in the work folder; a first run without kerncap
+# compiles (and would autotune) there, so the captured run loads and launches only the model's kernels:
+# window mode counts every launch whose name matches, benchmark launches included.
+if want inductor || want inductor_py || want inductor_py_bad || want inductor_range; then
+  if torch_ok "$PY"; then
+    IND=$WORK/inductor
+    IAPP=$HERE/window_apps/inductor_seq.py
+    IENV=(env TORCHINDUCTOR_CACHE_DIR="$WORK/inductor_cache" TRITON_CACHE_DIR="$WORK/inductor_cache/triton"
+      TORCHINDUCTOR_COMPILE_THREADS=1)
+    run inductor_warm "${IENV[@]}" "$PY" "$IAPP" warm
+    IWARM=$RC
+    cat "$STEP_OUT"
+    [ "$IWARM" = 0 ] || verdict inductor FAIL "compiling without kerncap: rc $IWARM: $(tail -3 "$STEP_ERR" | tr '\n' ' ' | cut -c1-300)"
+    # ops_of JSON: the window's operations, short.
+    ops_of() { py '" > ".join(o["name"].split("(")[0].split("<")[0][-44:] if o["kind"] == "kernel" else o["kind"] for o in d["ops"])' "$1" 2>/dev/null; }
+    if [ "$IWARM" = 0 ] && { want inductor || want inductor_py || want inductor_py_bad; }; then
+      # WARM = 3 calls, then the counted ones; each call launches two triton_(per|red)_fused kernels:
+      # @8 is the first norm of counted call 1, and its @1 the residual norm of the same call.
+      if run inductor_extract "${IENV[@]}" "$KC" window extract --window 'triton_(per|red)_fused@8..triton_(per|red)_fused@1' \
+        --regex --json -o "$IND" -- "$PY" "$IAPP" run 6; then
+        sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/inductor.extract.json"
+        IJ=$WORK/inductor.extract.json
+        iops=$(ops_of "$IJ")
+        ntri=$(py 'sum(1 for o in d["ops"] if o["kind"] == "kernel" and o["name"].startswith("triton_"))' "$IJ")
+        nother=$(py 'sum(1 for o in d["ops"] if o["kind"] == "kernel" and not o["name"].startswith("triton_"))' "$IJ")
+        ends=$(py '1 if d["ops"][0]["name"].startswith("triton_") and d["ops"][-1]["name"].startswith("triton_") else 0' "$IJ")
+        foreign=$(py 'd["foreign_ops"]' "$IJ")
+        POI=$(py '[i for i, o in enumerate(d["ops"]) if o["kind"] == "kernel" and o["name"].startswith("triton_poi")][0]' "$IJ" 2>/dev/null)
+        run inductor_info "$KC" window info "$IND"
+        cat "$STEP_OUT"
+        run inductor_validate "$KC" window validate "$IND" --json --iterations 10
+        cp "$STEP_OUT" "$WORK/inductor.validate.json"
+        res=$(py 'd["result"]' "$WORK/inductor.validate.json" 2>/dev/null)
+        line=$(py 'd["line"]' "$WORK/inductor.validate.json" 2>/dev/null)
+        strength=$(py 'd["strength"]' "$WORK/inductor.validate.json" 2>/dev/null)
+        verdict inductor "$(pass_if "$([ "$res" = PASS ] && [ "${ntri:-0}" -ge 3 ] && [ "${nother:-0}" -ge 1 ] && [ "$ends" = 1 ] &&
+          [ "$foreign" = 0 ] && echo 1)")" "ops $iops ($ntri Triton, $nother other), foreign $foreign; ${line:-validate rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ' | cut -c1-300)}"
+        verdict inductor_strong "$(pass_if "$([[ "$strength" == "window strong"* ]] && echo 1)")" "${strength:-none}; poisoned regions $(py 'd.get("poisoned_regions")' "$WORK/inductor.validate.json" 2>/dev/null), read first $(py 'd.get("read_first_regions")' "$WORK/inductor.validate.json" 2>/dev/null)"
+        run inductor_replay "$KC" window replay "$IND" --json --iterations 20
+        cp "$STEP_OUT" "$WORK/inductor.replay.json"
+        itimes=$(py '"kernels %.4f ms (%s) vs in-app %.4f ms: ratio %.3f; span %.4f ms vs in-app %.4f ms (ratio %.3f; in-app gaps %s ms, span / in-app kernels %s)" % (d["timing"]["kernels_ms"], d["timing"]["cache"], d["timing"]["in_app_kernels_ms"], d["timing"]["kernels_ratio"], d["timing"]["window_ms"], d["timing"]["in_app_window_ms"], d["timing"]["window_ratio"], d["timing"].get("in_app_gaps_ms"), d["timing"].get("window_busy_ratio"))' "$WORK/inductor.replay.json" 2>/dev/null)
+        verdict inductor_time "$(pass_if "$(py '1 if d["timing"]["kernels_within_10pct"] else ""' "$WORK/inductor.replay.json" 2>/dev/null)")" "${itimes:-replay rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ' | cut -c1-300)}"
+        run inductor_replay_text "$KC" window replay "$IND" --iterations 20
+        cat "$STEP_OUT"
+        timeout "$TIMEOUT" make -s -C "$IND" validate ITERATIONS=3 WARMUP=1 >"$WORK/inductor_make.out" 2>&1
+        mrc=$?
+        verdict inductor_make "$(pass_if "$([ $mrc = 0 ] && grep -q '^Result: PASS' "$WORK/inductor_make.out" && echo 1)")" "make validate rc $mrc: $(grep -m1 '^Result:' "$WORK/inductor_make.out" | cut -c1-160)"
+        # The GELU kernel replaced by a Python callable (torch on the replay's stream), right and wrong.
+        export KERNCAP_REPLAY_LIB=${KERNCAP_REPLAY_LIB:-$BUILD/lib/libkerncap_replay.so}
+        PYTHONPATH=$(cd "$HERE/../../python" && pwd)${PYTHONPATH:+:$PYTHONPATH}
+        export PYTHONPATH
+        PYR=$HERE/window_apps/inductor_replace.py
+        if [ -z "$POI" ]; then
+          { want inductor_py || want inductor_py_bad; } && verdict inductor_py FAIL "no triton_poi_ kernel in the window: $iops"
+        else
+          if want inductor_py; then
+            run inductor_py "$KC" window validate "$IND" --json --iterations 10 --replace-py "$POI..$POI=$PYR:gelu" --python "$PY" --dtype bf16
+            cp "$STEP_OUT" "$WORK/inductor_py.json"
+            res=$(py 'd["result"]' "$WORK/inductor_py.json" 2>/dev/null)
+            sp=$(py '"span x%.3f, kernels x%.3f" % (d["speedup"], d["speedup_kernels"])' "$WORK/inductor_py.json" 2>/dev/null)
+            verdict inductor_py "$(pass_if "$([ "$res" = PASS ] && echo 1)")" "op $POI by gelu: $(py 'd["line"]' "$WORK/inductor_py.json" 2>/dev/null || echo "rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ' | cut -c1-300)"); $(py 'd["strength"]' "$WORK/inductor_py.json" 2>/dev/null); speed-up $sp"
+          fi
+          if want inductor_py_bad; then
+            # GELU's output: its parameter word 1 when that points into a region (in_ptr0, out_ptr0), else word 0 (in place).
+            AR=$(python3 -c 'import json,os,struct,sys
+cap, i = sys.argv[1], int(sys.argv[2])
+regs = [(r["id"], int(r["base"], 16), r["size"]) for r in json.load(open(os.path.join(cap, "manifest.json")))["regions"]]
+raw = open(os.path.join(cap, "window", "op-%06d.params" % i), "rb").read()
+def region(at):
+    v = struct.unpack_from("<Q", raw, at)[0] if at + 8 <= len(raw) else 0
+    return next((rid for rid, b, s in regs if b <= v < b + s), None)
+print(region(8) if region(8) is not None else region(0))' "$IND/capture" "$POI" 2>/dev/null)
+            run inductor_py_bad "$KC" window validate "$IND" --json --iterations 3 --replace-py "$POI..$POI=$PYR:gelu_bad" --python "$PY" --dtype bf16
+            cp "$STEP_OUT" "$WORK/inductor_py_bad.json"
+            res=$(py 'd["result"]' "$WORK/inductor_py_bad.json" 2>/dev/null)
+            failing=$(py '",".join(str(r["id"]) for r in d["verdict"]["regions"] if not r["pass"])' "$WORK/inductor_py_bad.json" 2>/dev/null)
+            writers=$(py '"; ".join("region %d: %s" % (w["region"], w["name"]) for w in d["last_writers"])' "$WORK/inductor_py_bad.json" 2>/dev/null)
+            run inductor_py_bad_text "$KC" window validate "$IND" --iterations 3 --replace-py "$POI..$POI=$PYR:gelu_bad" --python "$PY" --dtype bf16
+            cat "$STEP_OUT"
+            said=$(grep -m1 "region ${AR:-none} (.*differs" "$STEP_OUT" | cut -c1-240)
+            verdict inductor_py_bad "$(pass_if "$([ "$res" = FAIL ] && [ -n "$AR" ] && [[ ",$failing," == *",$AR,"* ]] && [ -n "$said" ] && echo 1)")" \
+              "op $POI by gelu_bad: ${res:-rc $RC} (failing regions $failing; GELU writes region ${AR:-?}; last writers: $writers); text: ${said:-$(tail -2 "$STEP_ERR" | tr '\n' ' ' | cut -c1-200)}"
+          fi
+        fi
+      else
+        verdict inductor FAIL "extract rc $RC: $(grep -v '^kerncap: note' "$STEP_ERR" | tail -3 | tr '\n' ' ' | cut -c1-400)"
+      fi
+    fi
+    if [ "$IWARM" = 0 ] && want inductor_range; then
+      IR=$WORK/inductor_range
+      if run inductor_range_extract "${IENV[@]}" "$KC" window extract --range 'inductor_step@1' --json -o "$IR" -- "$PY" "$IAPP" run 6; then
+        sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/inductor_range.extract.json"
+        rops=$(ops_of "$WORK/inductor_range.extract.json")
+        foreign=$(py 'd["foreign_ops"]' "$WORK/inductor_range.extract.json")
+        run inductor_range_validate "$KC" window validate "$IR" --json --iterations 10
+        cp "$STEP_OUT" "$WORK/inductor_range.validate.json"
+        res=$(py 'd["result"]' "$WORK/inductor_range.validate.json" 2>/dev/null)
+        if [ ! -f "$WORK/inductor.extract.json" ]; then
+          same="(no named window to compare)"
+        elif [ "$rops" = "$(ops_of "$WORK/inductor.extract.json")" ]; then
+          same="the named window's ops"
+        else
+          same="NOT the named window's ops"
+        fi
+        verdict inductor_range "$(pass_if "$([ "$res" = PASS ] && [ "$foreign" = 0 ] && [[ "$same" != NOT* ]] && echo 1)")" "ops $rops: $same; foreign $foreign; $(py 'd["line"]' "$WORK/inductor_range.validate.json" 2>/dev/null); $(py 'd["strength"]' "$WORK/inductor_range.validate.json" 2>/dev/null)"
+      else
+        verdict inductor_range FAIL "extract rc $RC: $(grep -v '^kerncap: note' "$STEP_ERR" | tail -3 | tr '\n' ' ' | cut -c1-400)"
+      fi
+    fi
+  else
+    verdict inductor SKIP "no torch with CUDA in $PY"
+  fi
+fi
 
 summary -s
 [ "$failed" = 0 ]
