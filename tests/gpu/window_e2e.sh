@@ -88,8 +88,8 @@
 #                  torch.autograd.profiler.emit_nvtx(): the same window, found through emit_nvtx's ranges
 #   inductor       tests/gpu/window_apps/inductor_seq.py (torch.compile default mode, caches in the work folder,
 #                  compiled first by a run without kerncap): the window
-#                  'triton_(per|red)_fused@8..triton_(per|red)_fused@1' --regex (the second counted call: norm,
-#                  cuBLAS GEMM, GELU, GEMM, residual+norm) has three Triton kernels (first and last among them),
+#                  'triton_(per|red)_fused@8..triton_(per|red)_fused@1' --regex (the second counted call: RMSNorm,
+#                  cuBLAS GEMM, GELU, GEMM + residual, LayerNorm) has three Triton kernels (first and last among them),
 #                  at least one other kernel, none foreign, and PASSes; inductor_strong: its strength is
 #                  "window strong"; inductor_time: kernels' GPU time within ±10 % of in-app (span printed);
 #                  inductor_make: the reproducer's `make validate` PASSes
@@ -762,7 +762,7 @@ if want llama_decode; then
       "$PY" "$HERE/window_apps/hf_llama_decode.py" 3 6; then
       sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/llama_decode.extract.json"
       DJ=$WORK/llama_decode.extract.json
-      dops=$(py '" > ".join(o["name"].split("(")[0].split("<")[0][-32:] if o["kind"] == "kernel" else o["kind"] for o in d["ops"])' "$DJ" 2>/dev/null)
+      dops=$(py '(lambda n: " > ".join(n[:4] + ["..."] + n[-4:]) if len(n) > 8 else " > ".join(n))([o["name"].split("(")[0].split("<")[0][-32:] if o["kind"] == "kernel" else o["kind"] for o in d["ops"]])' "$DJ" 2>/dev/null)
       nk=$(py 'd["kernels"]' "$DJ" 2>/dev/null)
       foreign=$(py 'd["foreign_ops"]' "$DJ" 2>/dev/null)
       run llama_decode_info "$KC" window info "$LD"
@@ -792,8 +792,8 @@ if want llama_decode; then
 fi
 
 # An Inductor-generated sequence of Triton kernels as one window (window_apps/inductor_seq.py: a
-# torch.compile'd RMSNorm, GEMM, GELU, GEMM and residual+RMSNorm; three Triton kernels, two cuBLAS
-# GEMMs a call). Inductor's and Triton's caches live in the work folder; a first run without kerncap
+# torch.compile'd RMSNorm, GEMM, GELU, GEMM with the residual add, LayerNorm; three Triton kernels,
+# two cuBLAS GEMMs a call). Inductor's and Triton's caches live in the work folder; a first run without kerncap
 # compiles (and would autotune) there, so the captured run loads and launches only the model's kernels:
 # window mode counts every launch whose name matches, benchmark launches included.
 if want inductor || want inductor_py || want inductor_py_bad || want inductor_range; then

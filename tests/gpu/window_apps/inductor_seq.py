@@ -2,13 +2,14 @@
 """An Inductor-generated sequence of Triton kernels for window_e2e.sh's inductor cases: one
 torch.compile'd (default mode: no CUDA graph) block in bf16,
 
-    h = rms_norm(x) * g1          triton_per_fused_...   (a persistent reduction over D)
+    h = rms_norm(x) * g1          triton_per_fused_..._0   (a persistent reduction over D)
     u = h @ w1                    cuBLAS (Inductor's extern mm)
-    a = gelu(u)                   triton_poi_fused_...   (pointwise, usually in place on u)
-    v = a @ w2                    cuBLAS
-    y = x + v; z = rms_norm(y) * g2   triton_per_fused_...  (the residual add fused into the norm)
+    a = gelu(u)                   triton_poi_fused_gelu_1  (pointwise, in place on u)
+    y = x + a @ w2                cuBLAS (extern addmm, or mm with the add in the next kernel)
+    z = layer_norm(y) * g2        triton_per_fused_..._2   (another reduction: a kernel of its own)
 
-so each call launches three Triton kernels and two cuBLAS GEMMs. The window from the first
+so each call launches three Triton kernels and two cuBLAS GEMMs (on the CPU, Inductor 2.15 makes
+the same schedule: mm, in-place gelu, addmm between the two norms). The window from the first
 Triton reduction to the second one of the same call is
 `--window 'triton_(per|red)_fused@N..triton_(per|red)_fused@1' --regex`, N = 2 x the calls before
 it: every call launches exactly two matching kernels.
@@ -46,7 +47,7 @@ def rms(x, g):
 def block(x, g1, w1, w2, g2):
     a = torch.nn.functional.gelu(rms(x, g1) @ w1)
     y = x + a @ w2
-    return rms(y, g2), y
+    return torch.nn.functional.layer_norm(y, (D,), g2), y
 
 
 def main(argv):
