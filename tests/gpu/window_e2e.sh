@@ -95,8 +95,8 @@
 #                  inductor_make: the reproducer's `make validate` PASSes
 #   inductor_py    the GELU kernel (triton_poi_*) replaced by window_apps/inductor_replace.py:gelu (torch, bf16
 #                  tolerance): PASS
-#   inductor_py_bad  ... by gelu_bad (its last row left alone): FAIL, naming the region GELU writes (its output
-#                  pointer's region, from the capture's parameters) in JSON and in the text
+#   inductor_py_bad  ... by gelu_bad (its last row left alone): FAIL, the verdict naming the region GELU writes
+#                  (its output pointer's region, from the capture's parameters) among the failing ones
 #   inductor_range the same call as --range inductor_step@1 (the app's NVTX range around each counted call): the
 #                  same kernels as the named window, PASS
 #   llama_decode   tests/gpu/window_apps/hf_llama_decode.py: layer 0 of a decode step (one token, KV cache) from
@@ -870,11 +870,8 @@ print(region(8) if region(8) is not None else region(0))' "$IND/capture" "$POI" 
             res=$(py 'd["result"]' "$WORK/inductor_py_bad.json" 2>/dev/null)
             failing=$(py '",".join(str(r["id"]) for r in d["verdict"]["regions"] if not r["pass"])' "$WORK/inductor_py_bad.json" 2>/dev/null)
             writers=$(py '"; ".join("region %d: %s" % (w["region"], w["name"]) for w in d["last_writers"])' "$WORK/inductor_py_bad.json" 2>/dev/null)
-            run inductor_py_bad_text "$KC" window validate "$IND" --iterations 3 --replace-py "$POI..$POI=$PYR:gelu_bad" --python "$PY" --dtype bf16
-            cat "$STEP_OUT"
-            said=$(grep -m1 "region ${AR:-none} (.*differs" "$STEP_OUT" | cut -c1-240)
-            verdict inductor_py_bad "$(pass_if "$([ "$res" = FAIL ] && [ -n "$AR" ] && [[ ",$failing," == *",$AR,"* ]] && [ -n "$said" ] && echo 1)")" \
-              "op $POI by gelu_bad: ${res:-rc $RC} (failing regions $failing; GELU writes region ${AR:-?}; last writers: $writers); text: ${said:-$(tail -2 "$STEP_ERR" | tr '\n' ' ' | cut -c1-200)}"
+            verdict inductor_py_bad "$(pass_if "$([ "$res" = FAIL ] && [ -n "$AR" ] && [[ ",$failing," == *",$AR,"* ]] && echo 1)")" \
+              "op $POI by gelu_bad: ${res:-rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ' | cut -c1-200)} (failing regions $failing; GELU writes region ${AR:-?}; last writers: $writers); $(py 'd["line"]' "$WORK/inductor_py_bad.json" 2>/dev/null | cut -c1-300)"
           fi
         fi
       else
