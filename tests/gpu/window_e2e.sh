@@ -810,7 +810,7 @@ if want inductor || want inductor_py || want inductor_py_bad || want inductor_ra
     ops_of() { py '" > ".join(o["name"].split("(")[0].split("<")[0][-44:] if o["kind"] == "kernel" else o["kind"] for o in d["ops"])' "$1" 2>/dev/null; }
     if [ "$IWARM" = 0 ] && { want inductor || want inductor_py || want inductor_py_bad; }; then
       # WARM = 3 calls, then the counted ones; each call launches two triton_(per|red)_fused kernels:
-      # @8 is the first norm of counted call 1, and its @1 the residual norm of the same call.
+      # @8 is the RMSNorm of counted call 1, and its @1 the LayerNorm of the same call.
       if run inductor_extract "${IENV[@]}" "$KC" window extract --window 'triton_(per|red)_fused@8..triton_(per|red)_fused@1' \
         --regex --json -o "$IND" -- "$PY" "$IAPP" run 6; then
         sed -n '/^{/,$p' "$STEP_OUT" >"$WORK/inductor.extract.json"
