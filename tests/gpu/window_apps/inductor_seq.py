@@ -6,7 +6,7 @@ torch.compile'd (default mode: no CUDA graph) block in bf16,
     u = h @ w1                    cuBLAS (Inductor's extern mm)
     a = gelu(u)                   triton_poi_fused_gelu_1  (pointwise, in place on u)
     y = x + a @ w2                cuBLAS (extern addmm, or mm with the add in the next kernel)
-    z = layer_norm(y) * g2        triton_per_fused_..._2   (another reduction: a kernel of its own)
+    z = layer_norm(y, weight g2)  triton_per_fused_..._2   (another reduction: a kernel of its own)
 
 so each call launches three Triton kernels and two cuBLAS GEMMs (on the CPU, Inductor 2.15 makes
 the same schedule: mm, in-place gelu, addmm between the two norms). The window from the first
