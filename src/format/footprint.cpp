@@ -1,9 +1,12 @@
 #include "format/footprint.hpp"
 
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -243,8 +246,23 @@ nlohmann::json region_summary(const RegionFootprint& r) {
           {"probed", r.probed}};
 }
 
-void write_bytes_atomic(const fs::path& p, const std::vector<uint8_t>& data) {
-  files::replace_file(p, std::string_view(reinterpret_cast<const char*>(data.data()), data.size()));
+// A file written whole at `p` (a stale one there first unlinked, never followed), or, on a
+// write error (a full disk), none.
+void write_temporary(const fs::path& p, std::string_view data) {
+  if (::unlink(p.c_str()) != 0 && errno != ENOENT)
+    input_error(fmt::format("cannot remove the stale {}: {}", p.string(), std::strerror(errno)));
+  try {
+    files::write_new_file(p, data);
+  } catch (...) {
+    ::unlink(p.c_str());
+    throw;
+  }
+}
+
+[[noreturn]] void rename_failed(const char* what, const fs::path& p, int err) {
+  input_error(fmt::format("cannot {} {}: {}; the capture has no footprint now: measure it again with `kerncap "
+                          "footprint OUT`",
+                          what, p.string(), std::strerror(err)));
 }
 
 }  // namespace
@@ -286,8 +304,29 @@ void write_footprint(const fs::path& dir, const Footprint& f) {
     j["regions"][i]["bitmaps"] = maps;
   }
   j["bin"] = {{"file", kFootprintBin}, {"size", bin.size()}, {"xxh64", hex_addr(XXH64(bin.data(), bin.size(), 0))}};
-  write_bytes_atomic(dir / kFootprintBin, bin);
-  files::replace_file(dir / kFootprintJson, j.dump(1) + "\n");
+  const std::string text = j.dump(1) + "\n";
+  // footprint.json names its footprint.bin by size and hash: the two are one footprint, and
+  // a json beside another footprint's bin is a damaged one (every reader refuses it, validate
+  // included). So both are written whole under temporary names first: a full disk fails here
+  // and the old pair stays as it was. Then footprint.json goes, the bin is renamed over the
+  // old one and the new json renamed in: killed at any moment (issue 38's fault matrix), a
+  // reader finds the old footprint or none (footprint_exists looks for footprint.json), and
+  // the next `kerncap footprint` measures again.
+  const fs::path json_path = dir / kFootprintJson, bin_path = dir / kFootprintBin;
+  const fs::path json_tmp = fs::path(json_path) += ".tmp", bin_tmp = fs::path(bin_path) += ".tmp";
+  const bool had = footprint_exists(dir);
+  try {
+    write_temporary(bin_tmp, std::string_view(reinterpret_cast<const char*>(bin.data()), bin.size()));
+    write_temporary(json_tmp, text);
+  } catch (const Error& e) {
+    ::unlink(bin_tmp.c_str());
+    ::unlink(json_tmp.c_str());
+    fail(e.kind(), fmt::format("the footprint was not written ({}); the capture keeps {}", e.what(),
+                               had ? "its earlier footprint, unchanged" : "no footprint"));
+  }
+  if (::unlink(json_path.c_str()) != 0 && errno != ENOENT) rename_failed("remove", json_path, errno);
+  if (::rename(bin_tmp.c_str(), bin_path.c_str()) != 0) rename_failed("rename", bin_tmp, errno);
+  if (::rename(json_tmp.c_str(), json_path.c_str()) != 0) rename_failed("rename", json_tmp, errno);
 }
 
 bool footprint_exists(const fs::path& dir) {

@@ -142,8 +142,10 @@ struct Footprint {
   std::string sanitizer_library;
 };
 
-// Writes footprint.bin then footprint.json, each through a temporary file and a rename:
-// a reader sees the old pair or the new one (the json names the bin's size and hash).
+// Writes footprint.bin and footprint.json whole under temporary names, then removes the old
+// json and renames both in: after a write error (a full disk) the old pair stays and the
+// error says so; killed at any moment, a reader sees the old pair, the new one or none, never
+// a json beside another footprint's bin (the json names the bin's size and hash).
 void write_footprint(const std::filesystem::path& capture_dir, const Footprint& f);
 bool footprint_exists(const std::filesystem::path& capture_dir);
 // Throws Error(Input) saying what is wrong and to re-measure with `kerncap footprint --force`.
