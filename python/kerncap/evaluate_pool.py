@@ -11,10 +11,12 @@ Rules this module keeps (docs/evaluate.md):
 - One process per GPU, started with the 'spawn' context, its device chosen through
   CUDA_VISIBLE_DEVICES before CUDA starts in it: a faulting candidate or a sticky CUDA error
   costs that one process, never the others.
-- Exactly once. The parent hands each worker one candidate at a time over the worker's own
-  pipe and knows which candidate every worker holds, so a worker killed at the time limit
-  or dead by itself has its candidate reported once (`result` FAIL "timed out after N s", or
-  ERROR "worker died"), then is restarted; nothing is retried, nothing reported twice.
+- Exactly once. The parent hands each worker candidates over the worker's own pipe (the one
+  it judges and, pipelined, the next) and knows which candidates every worker holds, so a
+  worker killed at the time limit or dead by itself has the candidate it was judging
+  reported once (`result` FAIL "timed out after N s", or ERROR "worker died"), then is
+  restarted; the next one, never started, goes back to the queue. Nothing is retried,
+  nothing reported twice.
   (Per-worker pipes, not one shared queue between processes: a process killed while holding
   a multiprocessing.Queue's lock would block every other worker.)
 - Timings are only ever the judge's, within one session: `timed_on` names the device.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import importlib
+import math
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -54,6 +57,20 @@ MAX_SPARES = 4
 # measured on an H200, faults every ~0.5 s against ~1.2 s to open). Every spare holds its own
 # context and a copy of the capture on the GPU, so it grows only for captures up to this size.
 AUTO_SPARES_MAX_BYTES = 1 << 30
+# spares="auto": spares opened from the start, beside the first worker, for a capture up to
+# AUTO_SPARES_MAX_BYTES (a larger one starts with one). Two, because the second take-over of a
+# run whose candidates fault often comes before the spare the first one started has opened
+# (measured: a fault every ~0.5 s, ~1.2 s to open); after that the rate of take-overs says
+# how many to keep (HostPool._grow_spares).
+AUTO_SPARES_START = 2
+# Candidates a worker holds at once: the one it judges and the next, already in its pipe, so
+# it starts the next the moment it sends a verdict instead of waiting for the parent to read
+# the verdict, write its record and hand out another. 1: one at a time.
+PIPELINE_DEPTH = 2
+# Only candidates this small wait in a worker's pipe (a path, or bytes up to this size): the
+# pipe's buffer (64 KiB on Linux) takes them without blocking the parent, which must stay free
+# to enforce time limits while that worker judges. A larger image is handed to an idle worker.
+PIPELINE_MAX_BYTES = 16 << 10
 # In a worker: the GPU's name as the pool already knew it (from the GPU's first worker), so that
 # a spare or a restarted worker does not ask nvidia-smi again (a process that queries every GPU
 # through the driver while the other worker times its candidates). None: ask.
@@ -318,7 +335,9 @@ def capture_bytes(path: str) -> Optional[int]:
 
 class Slot:
     """One worker process on one device, and what the parent knows of it: its pipe, whether
-    it is ready, and the candidate it holds (index, label, start time)."""
+    it is ready, and the candidates it holds, in the order it judges them (`busy`: the one it
+    judges now, as (index, label, start time); then at most PIPELINE_DEPTH - 1 waiting in its
+    pipe, not started)."""
 
     def __init__(self, ctx: Any, path: str, device: Optional[int], judge: JudgeSpec,
                  open_options: Dict[str, Any], options: Dict[str, Any]):
@@ -329,7 +348,10 @@ class Slot:
         self.pid: Optional[int] = None
         self.device_name: Optional[str] = None
         self.ready = False
-        self.busy: Optional[Tuple[int, str, float]] = None
+        # [index, label, image, start]: start is set when the worker begins it (handed out to an
+        # idle worker, or the verdict before it arrived)
+        self.held: Deque[List[Any]] = collections.deque()
+        self.broken = False  # a hand-out found its pipe broken: the worker is going
         self.started_at = 0.0
         self.restarts = 0
 
@@ -340,16 +362,48 @@ class Slot:
                                            self.open_options, self.options, self.device_name))
         self.proc.start()
         child.close()
-        self.conn, self.ready, self.busy, self.pid = parent, False, None, self.proc.pid
+        self.conn, self.ready, self.pid = parent, False, self.proc.pid
+        self.held, self.broken = collections.deque(), False
         self.started_at = time.monotonic()
 
-    def assign(self, index: int, image: engine.ImageArg, label: str) -> None:
+    @property
+    def busy(self) -> Optional[Tuple[int, str, float]]:
+        """The candidate the worker judges now: (index, label, start time), or None."""
+        if not self.held:
+            return None
+        index, label, _, start = self.held[0]
+        return index, label, start
+
+    def can_take(self, image: engine.ImageArg, depth: int) -> bool:
+        """Whether the worker can be handed `image` now, holding fewer than `depth` candidates:
+        only an idle worker takes an image too large to wait in its pipe."""
+        if not self.ready or self.broken or len(self.held) >= depth:
+            return False
+        return not self.held or not isinstance(image, (bytes, bytearray, memoryview)) or \
+            len(image) <= PIPELINE_MAX_BYTES
+
+    def assign(self, index: int, image: engine.ImageArg, label: str) -> bool:
+        """Hands the candidate over; False when the worker's pipe is broken (it is gone: the
+        caller keeps the candidate, and the process's end is seen through its sentinel)."""
         name = label if isinstance(image, (bytes, bytearray, memoryview)) else None
         if isinstance(image, (bytearray, memoryview)):
             image = bytes(image)
-        self.busy = (index, label, time.monotonic())
-        self.conn.send(("eval", index, None if image is None else (image if isinstance(image, bytes)
-                                                                   else os.fspath(image)), name))
+        try:
+            self.conn.send(("eval", index, None if image is None else (image if isinstance(image, bytes)
+                                                                       else os.fspath(image)), name))
+        except OSError:
+            self.broken = True
+            return False
+        self.held.append([index, label, image, None if self.held else time.monotonic()])
+        return True
+
+    def take_unbegun(self) -> List[Tuple[int, engine.ImageArg]]:
+        """For a worker being replaced once the candidate it judged is reported: what it still
+        holds, handed out behind that one and never begun: (index, image), in order, for the
+        queue again."""
+        unbegun = [(index, image) for index, _, image, _ in self.held]
+        self.held.clear()
+        return unbegun
 
     def receive(self) -> Optional[tuple]:
         """The next message, or None when the pipe broke (the process is gone or going)."""
@@ -372,7 +426,8 @@ class Slot:
     def adopt(self, other: "Slot") -> None:
         """Takes over `other`'s process (a spare, open or still opening); `other` is left empty."""
         self.proc, self.conn, self.pid, self.device_name = other.proc, other.conn, other.pid, other.device_name
-        self.ready, self.started_at, self.busy = other.ready, other.started_at, None
+        self.ready, self.started_at, self.held = other.ready, other.started_at, collections.deque()
+        self.broken = other.broken
         other.proc, other.ready = None, False
 
     def kill(self) -> Optional[int]:
@@ -404,9 +459,10 @@ class Slot:
         self.kill()
 
     def record(self, seconds: float, body: Dict[str, Any]) -> Dict[str, Any]:
-        assert self.busy is not None
-        index, label, _ = self.busy
-        self.busy = None
+        assert self.held
+        index, label, _, _ = self.held.popleft()
+        if self.held:  # the worker begins the next one as it sends this verdict
+            self.held[0][3] = time.monotonic()
         return make_record(index, label, self.device, self.device_name, self.pid, seconds, body)
 
     def run(self, index: int, image: engine.ImageArg, label: str, time_limit: Optional[float]) -> Dict[str, Any]:
@@ -427,7 +483,10 @@ class Slot:
                 raise engine.EngineError(text, msg[2] if msg else engine.E_DEVICE)
             _, self.pid, self.device_name = msg
             self.ready = True
-        self.assign(index, image, label)
+        if not self.assign(index, image, label):  # the worker ended while idle: never delivered
+            self.kill()
+            self.restarts += 1
+            return self.run(index, image, label, time_limit)
         start = time.monotonic()
         if not self.conn.poll(time_limit):
             self.kill()
@@ -466,7 +525,7 @@ class HostPool:
             raise engine.EngineError(f"time_limit {time_limit}: must be positive", engine.E_INPUT)
         self.auto_spares = spares == "auto"
         if self.auto_spares:
-            spares = 1
+            spares = 1  # AUTO_SPARES_START once the capture's size is known (_run)
         if isinstance(spares, bool) or not isinstance(spares, int) or not 0 <= spares <= MAX_SPARES:
             raise engine.EngineError(f"spares {spares}: 0 to {MAX_SPARES} per GPU, or \"auto\"", engine.E_INPUT)
         self.path, self.images, self.time_limit, self.progress = path, images, time_limit, progress
@@ -478,7 +537,15 @@ class HostPool:
             self.open_options["recover"] = False
         self.judge, self.options, self.spares = judge, options, spares
         self.spare_target: Dict[int, int] = {}  # per slot, when "auto" has grown it past `spares`
-        self.auto_may_grow: Optional[bool] = None  # decided on the first growth (the capture's size)
+        self.auto_may_grow: Optional[bool] = None  # decided at the start (the capture's size)
+        # per slot: when its worker last had to be replaced (or first opened), and how often
+        self.last_takeover: Dict[int, float] = {}
+        self.takeovers: Dict[int, int] = {}
+        # candidates pulled from `images` and not handed out yet, or handed back by a worker
+        # replaced before it began them
+        self.pending: Deque[Tuple[int, engine.ImageArg]] = collections.deque()
+        self.source = iter(enumerate(images))  # pulled lazily, as workers can take candidates
+        self.exhausted = False
         self.slots = [Slot(self.ctx, path, d, judge, self.open_options, options) for d in devices]
         # Per slot: its spares (more workers on the same GPU with the capture open, idle until
         # the slot's worker is replaced; oldest first), the ended worker whose exit the slot
@@ -520,19 +587,39 @@ class HostPool:
             sp.start()
             have.append(sp)
 
-    def _grow_spares(self, i: int) -> None:
-        """spares="auto": a take-over found no spare open yet, so slot i keeps one more open."""
-        if not self.auto_spares:
-            return
-        if self.auto_may_grow is None:
+    def _decide_auto(self) -> None:
+        """spares="auto": whether this capture is small enough for more than one spare per GPU
+        (each holds a copy of it on the GPU), and then how many open from the start."""
+        if self.auto_spares and self.auto_may_grow is None:
             size = capture_bytes(self.path)
             self.auto_may_grow = size is not None and size <= AUTO_SPARES_MAX_BYTES
-        now = self.spare_target.get(i, self.spares)
-        if self.auto_may_grow and now < MAX_SPARES:
-            self.spare_target[i] = now + 1
-            self.stats["profile"]["spares_grown"] = self.stats["profile"].get("spares_grown", 0) + 1
-            self._event(event="spares", device=self.slots[i].device,
-                        reason=f"a take-over waited for a spare still opening: {now + 1} spares kept open")
+            if self.auto_may_grow:
+                self.spares = AUTO_SPARES_START
+
+    def _grow_spares(self, i: int, waited: bool) -> None:
+        """spares="auto", at a take-over on slot i: keep as many spares as take-overs come while
+        one worker opens (the median open time over the time since the slot's previous
+        take-over, from the second take-over on), and at least one more when this take-over
+        found no spare open yet (waited); never fewer than before, at most MAX_SPARES."""
+        now = time.monotonic()
+        previous = self.last_takeover.get(i)
+        self.last_takeover[i] = now
+        self.takeovers[i] = self.takeovers.get(i, 0) + 1
+        if not self.auto_spares or not self.auto_may_grow:
+            return
+        have = self.spare_target.get(i, self.spares)
+        want = have + 1 if waited else have
+        opens = self.stats["profile"]["open_s"]
+        if self.takeovers[i] >= 2 and previous is not None and opens:
+            open_s = sorted(opens)[len(opens) // 2]
+            want = max(want, math.ceil(open_s / max(now - previous, 1e-3)))
+        want = min(want, MAX_SPARES)
+        if want > have:
+            self.spare_target[i] = want
+            self.stats["profile"]["spares_grown"] = self.stats["profile"].get("spares_grown", 0) + want - have
+            why = "a take-over waited for a spare still opening" if waited and want == have + 1 else \
+                "take-overs come faster than a worker opens"
+            self._event(event="spares", device=self.slots[i].device, reason=f"{why}: {want} spares kept open")
 
     def _take_spare(self, i: int) -> Optional[Slot]:
         """Slot i's spare that takes over: an open one, else the one that started opening first."""
@@ -562,9 +649,11 @@ class HostPool:
         per = self.stats.setdefault("restarts_by_device", {})
         per[str(slot.device)] = per.get(str(slot.device), 0) + 1
         self.blocked_since.setdefault(i, time.monotonic())
+        # what it held behind the candidate just reported, it never began: back to the queue
+        for item in reversed(slot.take_unbegun()):
+            self.pending.appendleft(item)
         spare = self._take_spare(i)
-        if spare is not None and not spare.ready:
-            self._grow_spares(i)
+        self._grow_spares(i, waited=spare is not None and not spare.ready)
         if spare is not None:
             slot.adopt(spare)
             self.stats["profile"]["spare_takeovers"] += 1
@@ -572,16 +661,31 @@ class HostPool:
         else:
             self._event(event="restart", device=slot.device, reason=reason)
             slot.start()
-        if slot.ready:
-            self._start_spare(i)
+        self._start_spare(i)  # at once: the next take-over may come before this one opens
 
-    def _free(self, i: int, s: Slot) -> bool:
-        return s.ready and s.busy is None and i not in self.draining
+    def _hand_out(self, i: int, s: Slot, depth: int) -> None:
+        """One candidate to slot i's worker when it can take it holding fewer than `depth`:
+        the queue's first, else the next pulled from `images`."""
+        if i in self.draining:
+            return
+        if not self.pending and not self.exhausted:
+            nxt = next(self.source, None)
+            if nxt is None:
+                self.exhausted = True
+            else:
+                self.pending.append(nxt)
+        if not self.pending or not s.can_take(self.pending[0][1], depth):
+            return
+        index, image = self.pending.popleft()
+        if not s.assign(index, image, image_label(image, index)):
+            self.pending.appendleft((index, image))
+            return
+        since = self.blocked_since.pop(i, None)
+        if since is not None:
+            self.stats["profile"]["restart_wait_s"] += time.monotonic() - since
 
     def _run(self) -> Iterator[Dict[str, Any]]:
-        pending: Deque[Tuple[int, engine.ImageArg]] = collections.deque()
-        source = iter(enumerate(self.images))
-        exhausted = False
+        pending = self.pending
         live = list(self.slots)
         done, t0 = 0, time.monotonic()
         open_errors: List[str] = []
@@ -589,24 +693,18 @@ class HostPool:
         for s in live:
             s.start()
         try:
+            # The spares open beside the first workers (the first take-over may come a few
+            # candidates in), once "auto" knows how many the capture's size allows.
+            self._decide_auto()
+            for i in range(len(self.slots)):
+                self._start_spare(i)
             while True:
-                for s in live:  # hand out work, pulling candidates only as workers free up
-                    i = self.slots.index(s)
-                    if not self._free(i, s):
-                        continue
-                    if not pending and not exhausted:
-                        nxt = next(source, None)
-                        if nxt is None:
-                            exhausted = True
-                        else:
-                            pending.append(nxt)
-                    if pending:
-                        index, image = pending.popleft()
-                        since = self.blocked_since.pop(i, None)
-                        if since is not None:
-                            prof["restart_wait_s"] += time.monotonic() - since
-                        s.assign(index, image, image_label(image, index))
-                if exhausted and not pending and all(s.busy is None for s in live):
+                # Hand out work, pulling candidates only as workers can take them: first one to
+                # every idle worker, then one more to wait in each worker's pipe.
+                for depth in range(1, PIPELINE_DEPTH + 1):
+                    for s in live:
+                        self._hand_out(self.slots.index(s), s, depth)
+                if self.exhausted and not pending and all(not s.held for s in live):
                     break
                 if not live:
                     raise engine.EngineError("no evaluation worker could open the capture: " + "; ".join(open_errors),
@@ -638,13 +736,17 @@ class HostPool:
                     if s not in live:
                         continue
                     rec, then = self._service(s, open_errors)
-                    if then == "retire":
+                    if then == "retire" and self._spare_opens_instead(i, s, open_errors[-1]):
+                        pass
+                    elif then == "retire":
+                        self._event(event="device_failed", device=s.device, reason=open_errors[-1])
                         live.remove(s)
                         self._stop_spare(i)
                     elif then is not None:
                         self._restart(s, then)
                     elif s.ready:
                         prof["startup_s"].setdefault(i, time.monotonic() - t0)
+                        self.last_takeover.setdefault(i, time.monotonic())
                         self._start_spare(i)
                     if rec is not None:
                         done += 1
@@ -692,6 +794,17 @@ class HostPool:
         proc.join(30 if wait else 0)
         if proc.exitcode is None:  # still not gone: reaped at the end with the others
             self.zombies.append(proc)
+
+    def _spare_opens_instead(self, i: int, s: Slot, why: str) -> bool:
+        """Slot i's first worker could not open the capture while its spares open beside it:
+        one of them (open, or opening) becomes the slot's worker; the GPU is given up only when
+        none is left (usually they fail alike: no GPU, another architecture)."""
+        spare = self._take_spare(i)
+        if spare is None:
+            return False
+        s.adopt(spare)
+        self._event(event="restart", device=s.device, reason=f"{why} (a spare opens instead)")
+        return True
 
     def _stop_spare(self, i: int) -> None:
         for sp in self.spare.pop(i, []):
@@ -741,7 +854,6 @@ class HostPool:
         if msg is not None and msg[0] == "open_failed":
             open_errors.append(f"device {s.device}: {msg[1]}")
             s.kill()
-            self._event(event="device_failed", device=s.device, reason=msg[1])
             return None, "retire"
         if msg is not None and msg[0] == "result" and s.busy is not None and s.busy[0] == msg[1]:
             rec = s.record(time.monotonic() - s.busy[2], msg[2])
@@ -752,8 +864,9 @@ class HostPool:
         if s.proc is not None and s.proc.is_alive() and msg is None and not s.conn.poll():
             return None, None  # a spurious wake-up
         # The process ended (or its pipe broke): its candidate, if any, is reported once.
+        was_ready = s.ready
         code = s.kill()
-        if not s.ready and s.busy is None:
+        if not was_ready and s.busy is None:
             open_errors.append(f"device {s.device}: {died(code).replace(' while evaluating this candidate', '')}"
                                " while opening the capture")
             return None, "retire"

@@ -187,9 +187,10 @@ def test_auto_spares_grow_when_a_take_over_waits_and_only_for_small_captures(cap
     monkeypatch.setattr(evaluate_pool, "capture_bytes", lambda path: 64 << 20)
     recs, stats, events = run(capture, [0], mix=mix, open_options=slow)  # spares="auto", the default
     check_exactly_once(recs, mix)
+    # auto opened AUTO_SPARES_START spares from the start, then added some (an event each time)
     grown = stats["profile"].get("spares_grown", 0)
-    assert 1 <= grown <= evaluate_pool.MAX_SPARES - 1
-    assert sum(e["event"] == "spares" for e in events) == grown
+    assert 1 <= grown <= evaluate_pool.MAX_SPARES - evaluate_pool.AUTO_SPARES_START
+    assert 1 <= sum(e["event"] == "spares" for e in events) <= grown
     assert any("spares kept open" in e["reason"] for e in events if e["event"] == "spares")
     fixed, stats1, _ = run(capture, [0], mix=mix, open_options=slow, spares=1)
     assert verdicts(fixed) == verdicts(recs) and "spares_grown" not in stats1["profile"]
@@ -251,3 +252,56 @@ def test_only_a_worker_killed_at_the_time_limit_is_waited_for(capture):
     recs, stats, _ = run(capture, [0], mix=["pass", "hang", "pass", "lost", "pass", "fault", "pass"], spares=1)
     check_exactly_once(recs, mix=["pass", "hang", "pass", "lost", "pass", "fault", "pass"])
     assert stats["restarts"] == 3 and stats["profile"]["drains"] == 1
+
+
+def test_a_worker_holds_the_next_candidate_only_when_it_fits_its_pipe():
+    # pipelined: the worker begins the next candidate as it sends a verdict; an image too large
+    # to wait in the pipe without blocking the parent goes only to an idle worker
+    from kerncap.evaluate_pool import PIPELINE_DEPTH, PIPELINE_MAX_BYTES, Slot, failed
+    assert PIPELINE_DEPTH == 2
+    sent = []
+
+    class Pipe:
+        def send(self, msg):
+            sent.append(msg)
+
+    s = Slot(None, "cap", 0, FAKE, {}, {})
+    s.conn, s.ready = Pipe(), True
+    assert s.can_take(b"pass", 1) and s.assign(0, b"pass", "image bytes #0")
+    assert not s.can_take("/c1.cubin", 1) and s.can_take("/c1.cubin", 2)
+    assert not s.can_take(b"x" * (PIPELINE_MAX_BYTES + 1), 2) and s.can_take(b"x" * PIPELINE_MAX_BYTES, 2)
+    assert s.assign(1, "/c1.cubin", "/c1.cubin") and not s.can_take("/c2.cubin", 2)
+    assert [m[1] for m in sent] == [0, 1] and s.busy[0] == 0
+    rec = s.record(0.5, failed("FAIL", "timed out after 1 s"))
+    assert rec["index"] == 0 and s.busy[0] == 1 and s.busy[2] is not None  # its clock starts now
+    # the worker is replaced: what it held behind the reported candidate goes back, never begun
+    assert s.take_unbegun() == [(1, "/c1.cubin")] and s.busy is None
+
+    class Broken:
+        def send(self, msg):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    s.conn = Broken()
+    assert not s.assign(2, b"pass", "image bytes #2") and s.busy is None and not s.can_take(b"pass", 1)
+
+
+def test_large_images_and_pipelined_ones_are_judged_exactly_once(capture):
+    from kerncap.evaluate_pool import PIPELINE_MAX_BYTES
+    mix = ["pass", "fault", "pass", "hang", "pass", "lost", "pass", "pass"]
+    big = [f"{k} {i} ".encode() + b"x" * PIPELINE_MAX_BYTES for i, k in enumerate(mix)]
+    for images in (big, candidates(mix)):
+        pool = evaluate_many(capture, images, devices=[0], time_limit=LIMIT, judge=FAKE, time=True)
+        recs = list(pool)
+        assert sorted(r["index"] for r in recs) == list(range(len(mix)))
+        assert [EXPECTED[k] for k in mix] == [r["result"] for r in sorted(recs, key=lambda r: r["index"])]
+        assert pool.stats["restarts"] == 3
+
+
+def test_auto_opens_its_first_spares_beside_the_first_worker(capture, monkeypatch):
+    from kerncap import evaluate_pool
+    monkeypatch.setattr(evaluate_pool, "capture_bytes", lambda path: 64 << 20)
+    recs, stats, _ = run(capture, [0], mix=["pass", "hang", "pass"])  # the hang keeps it going past LIMIT
+    check_exactly_once(recs, ["pass", "hang", "pass"])
+    # the first worker and AUTO_SPARES_START spares opened before the hang's take-over
+    assert len(stats["profile"]["open_s"]) >= 1 + evaluate_pool.AUTO_SPARES_START
+    assert stats["profile"]["spare_takeovers"] == 1 and "spares_grown" not in stats["profile"]
