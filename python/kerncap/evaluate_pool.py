@@ -73,7 +73,8 @@ PIPELINE_DEPTH = 2
 PIPELINE_MAX_BYTES = 16 << 10
 # In a worker: the GPU's name as the pool already knew it (from the GPU's first worker), so that
 # a spare or a restarted worker does not ask nvidia-smi again (a process that queries every GPU
-# through the driver while the other worker times its candidates). None: ask.
+# through the driver while the other worker times its candidates). None: ask; "": do not ask, the
+# pool takes the name from the GPU's first worker (a spare opening beside it).
 _known_device_name: Optional[str] = None
 IMAGE_SUFFIXES = (".cubin", ".fatbin", ".ptx")
 
@@ -126,11 +127,11 @@ class EngineJudge:
 
     def __init__(self, path: str, **open_options: Any):
         known = _known_device_name
-        asked = None if known else _ask_device_name()
+        asked = None if known is not None else _ask_device_name()
         try:
             self.session = _PoolSession(path, **{"prepare": True, **open_options})
         finally:
-            self.device_name = known or _device_name(asked)
+            self.device_name = known or _device_name(asked)  # "": the pool has it from the first worker
 
     @property
     def context_lost(self) -> bool:
@@ -425,7 +426,8 @@ class Slot:
 
     def adopt(self, other: "Slot") -> None:
         """Takes over `other`'s process (a spare, open or still opening); `other` is left empty."""
-        self.proc, self.conn, self.pid, self.device_name = other.proc, other.conn, other.pid, other.device_name
+        self.proc, self.conn, self.pid = other.proc, other.conn, other.pid
+        self.device_name = other.device_name or self.device_name
         self.ready, self.started_at, self.held = other.ready, other.started_at, collections.deque()
         self.broken = other.broken
         other.proc, other.ready = None, False
@@ -583,7 +585,8 @@ class HostPool:
         have = self.spare.setdefault(i, [])
         while len(have) < self.spare_target.get(i, self.spares):
             sp = Slot(self.ctx, self.path, self.slots[i].device, self.judge, self.open_options, self.options)
-            sp.device_name = self.slots[i].device_name
+            # the GPU's name as its first worker found it ("" before that: that worker asks)
+            sp.device_name = self.slots[i].device_name or ""
             sp.start()
             have.append(sp)
 

@@ -305,3 +305,21 @@ def test_auto_opens_its_first_spares_beside_the_first_worker(capture, monkeypatc
     # the first worker and AUTO_SPARES_START spares opened before the hang's take-over
     assert len(stats["profile"]["open_s"]) >= 1 + evaluate_pool.AUTO_SPARES_START
     assert stats["profile"]["spare_takeovers"] == 1 and "spares_grown" not in stats["profile"]
+
+
+def test_a_spare_opening_beside_the_first_worker_does_not_ask_nvidia_smi(monkeypatch):
+    from kerncap import evaluate_pool
+
+    class Opened:
+        def __init__(self, path, **options):
+            self.path = path
+
+    def never():
+        raise AssertionError("a spare asked nvidia-smi")
+
+    monkeypatch.setattr(evaluate_pool, "_PoolSession", Opened)
+    monkeypatch.setattr(evaluate_pool, "_ask_device_name", never)
+    monkeypatch.setattr(evaluate_pool, "_known_device_name", "")  # what _start_spare passes before the name is known
+    assert evaluate_pool.EngineJudge("cap").device_name is None  # the pool keeps the first worker's on take-over
+    monkeypatch.setattr(evaluate_pool, "_known_device_name", "NVIDIA H200")
+    assert evaluate_pool.EngineJudge("cap").device_name == "NVIDIA H200"
