@@ -264,53 +264,62 @@ PruneResult prune_capture(const std::filesystem::path& dir_in, bool dry_run) {
   if (c.manifest.external_store && !c.store)
     input_error("this capture keeps its BEFORE memory in a shared chunk store: name it with --store DIR");
 
-  // 1. The kept bytes of every changed region, as chunks (those equal to existing chunks are
-  //    not written again).
+  // Steps 1 and 2 change nothing a reader sees until the manifest's rename: a write that fails
+  // (a full disk, issue 38's fault matrix) leaves the capture as it was, and the error says so.
   Manifest nm = c.manifest;
-  nm.format_version = format_version_for(nm);
-  ChunkWriter::Options o;
-  o.dir = c.manifest.external_store ? *c.store : c.dir / kChunkDir;
-  ChunkWriter w(o);
-  std::vector<std::vector<size_t>> tickets(p.regions.size());
-  std::vector<uint8_t> buf(kChunkWindow);
   std::vector<std::string> old_files;
-  for (size_t i = 0; i < p.regions.size(); ++i) {
-    const RegionPrune& rp = p.regions[i];
-    if (!rp.changed) continue;
-    const Region& r = c.manifest.regions[i];
-    RegionBytes in(c, r);
-    RegionChunker chunker(w);
-    std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> h(XXH64_createState(), &XXH64_freeState);
-    XXH64_reset(h.get(), 0);
-    for (const auto& run : rp.stored)
-      for (uint64_t off = run.offset; off < run.offset + run.size;) {
-        const uint64_t n = std::min<uint64_t>(buf.size(), run.offset + run.size - off);
-        in.read_at(off, buf.data(), n);
-        chunker.add(off, buf.data(), n);
-        XXH64_update(h.get(), buf.data(), n);
-        off += n;
-      }
-    tickets[i] = chunker.finish();
-    Region& nr = nm.regions[i];
-    nr.xxh64 = XXH64_digest(h.get());
-    nr.stored = rp.stored;
-    nr.pruned = rp.pruned;
-    if (!r.file.empty()) old_files.push_back(r.file);
-    nr.file.clear();
-  }
-  w.finish();
-  for (size_t i = 0; i < p.regions.size(); ++i) {
-    if (!p.regions[i].changed) continue;
-    nm.regions[i].chunks.clear();
-    for (size_t t : tickets[i]) nm.regions[i].chunks.push_back(w.ref(t));
-  }
-  check_manifest(nm);
-  const ChunkStats st = w.stats();
-  res.chunks_written = st.written;
-  res.bytes_written = st.written_bytes;
+  try {
+    // 1. The kept bytes of every changed region, as chunks (those equal to existing chunks are
+    //    not written again).
+    nm.format_version = format_version_for(nm);
+    ChunkWriter::Options o;
+    o.dir = c.manifest.external_store ? *c.store : c.dir / kChunkDir;
+    ChunkWriter w(o);
+    std::vector<std::vector<size_t>> tickets(p.regions.size());
+    std::vector<uint8_t> buf(kChunkWindow);
+    for (size_t i = 0; i < p.regions.size(); ++i) {
+      const RegionPrune& rp = p.regions[i];
+      if (!rp.changed) continue;
+      const Region& r = c.manifest.regions[i];
+      RegionBytes in(c, r);
+      RegionChunker chunker(w);
+      std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> h(XXH64_createState(), &XXH64_freeState);
+      XXH64_reset(h.get(), 0);
+      for (const auto& run : rp.stored)
+        for (uint64_t off = run.offset; off < run.offset + run.size;) {
+          const uint64_t n = std::min<uint64_t>(buf.size(), run.offset + run.size - off);
+          in.read_at(off, buf.data(), n);
+          chunker.add(off, buf.data(), n);
+          XXH64_update(h.get(), buf.data(), n);
+          off += n;
+        }
+      tickets[i] = chunker.finish();
+      Region& nr = nm.regions[i];
+      nr.xxh64 = XXH64_digest(h.get());
+      nr.stored = rp.stored;
+      nr.pruned = rp.pruned;
+      if (!r.file.empty()) old_files.push_back(r.file);
+      nr.file.clear();
+    }
+    w.finish();
+    for (size_t i = 0; i < p.regions.size(); ++i) {
+      if (!p.regions[i].changed) continue;
+      nm.regions[i].chunks.clear();
+      for (size_t t : tickets[i]) nm.regions[i].chunks.push_back(w.ref(t));
+    }
+    check_manifest(nm);
+    const ChunkStats st = w.stats();
+    res.chunks_written = st.written;
+    res.bytes_written = st.written_bytes;
 
-  // 2. The new manifest replaces the old one in one rename.
-  write_json_atomic(c.dir / kManifestName, to_json(nm));
+    // 2. The new manifest replaces the old one in one rename.
+    write_json_atomic(c.dir / kManifestName, to_json(nm));
+
+  } catch (const Error& e) {
+    fail(e.kind(), fmt::format("prune stopped before it changed the capture: {}; {} is as it was{}", e.what(),
+                               c.dir.string(),
+                               c.manifest.external_store ? " and the shared store keeps every chunk it had" : ""));
+  }
 
   // 3. Files nothing references any more: the rewritten regions' old files, and chunks of
   //    the capture's own chunks/ (a shared store is never cleaned: other captures use it).
