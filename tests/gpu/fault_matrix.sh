@@ -17,6 +17,11 @@
 #               naming both), to another model of this architecture under another driver (judged,
 #               the device line naming both)
 #   chunk_deleted_*  a store chunk deleted while `validate` (in process, and through `serve`) reads it
+#   disk_footprint   `kerncap footprint --force` whose files may not grow past 1 KiB (RLIMIT_FSIZE);
+#               disk_footprint_fs: on a full tmpfs (skipped without mount rights)
+#   footprint_sigkill  `kerncap footprint --force` SIGKILLed mid-measurement and inside its write
+#   disk_prune_store   `kerncap prune` of a capture sharing its store with another, RLIMIT_FSIZE 1 KiB
+#   prune_sigkill_store  the same prune SIGKILLed at moments (the other capture untouched)
 #   prune_race  two `prune` and one `validate` of one capture at once; prune_vs_serve: prune
 #               while a server holds the capture open
 #
@@ -568,6 +573,186 @@ if want -E chunk_deleted_serve; then
   m1=$(grep -m1 -o '^Result: [A-Z]*' "$D/v1.log" | cut -c9-)
   fm_row chunk_deleted_serve "each validate is answered by the server or refused by the client naming the chunk (exit 2); the server keeps running" \
     "validates exit $r1 ${m1:-$(err_line "$D/v1.log" | cut -c1-80)}, $r2; $served served; serve --status exit $rs" "$P"
+fi
+
+# ---- footprint and prune writes: a full disk, SIGKILL ----------------------------------------------
+# A capture A and a capture B of the same launch (same seed: every chunk shared) in one store;
+# A's footprint is rewritten and A is pruned while B must lose nothing.
+
+# limited KIB CMD...: CMD whose files may not grow past KIB KiB (RLIMIT_FSIZE, SIGXFSZ ignored:
+# a write past it fails with EFBIG as a full disk's fail with ENOSPC); its output through a
+# pipe, which the limit does not bound; its exit status returned.
+limited() {
+  local kib=$1
+  shift
+  (trap '' XFSZ; ulimit -f "$kib"; exec timeout -k 5 "$TIMEOUT" "$@") 2>&1 | cat
+  return "${PIPESTATUS[0]}"
+}
+# fp_sum OUT: a checksum of OUT's footprint pair, or "none".
+fp_sum() {
+  if [ -e "$1/capture/footprint.json" ]; then
+    cat "$1/capture/footprint.json" "$1/capture/footprint.bin" 2>/dev/null | md5sum | cut -c1-12
+  else
+    echo none
+  fi
+}
+fp_tmps() { find "$1/capture" -maxdepth 1 -name 'footprint.*.tmp' 2>/dev/null | wc -l; }
+# running PID: the process is there and not a zombie (kill -0 succeeds on one not yet reaped).
+running() { [ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
+# entries DIR: how many files DIR holds, hidden ones (a chunk's temporary) included.
+entries() {
+  local f
+  f=$(shopt -s dotglob nullglob; set -- "$1"/*; echo $#)
+  echo "$f"
+}
+PS=$WORK/pstore
+PA=$WORK/pa
+PB=$WORK/pb
+if want -E 'disk_footprint|footprint_sigkill|disk_prune_store|prune_sigkill_store'; then
+  kcx extract fm_step --dispatch 1 --store "$PS" -o "$PA" -q -- "$APP" ok 32 1 3 >"$WORK/pa.log" 2>&1 ||
+    echo "store capture A failed: $(err_line "$WORK/pa.log")"
+  kcx extract fm_step --dispatch 1 --store "$PS" -o "$PB" -q -- "$APP" ok 32 1 3 >"$WORK/pb.log" 2>&1 ||
+    echo "store capture B failed: $(err_line "$WORK/pb.log")"
+  kcx footprint "$PA" --store "$PS" -q >"$WORK/pa-footprint.log" 2>&1 ||
+    echo "footprint of A failed: $(err_line "$WORK/pa-footprint.log")"
+fi
+
+if want -E disk_footprint; then
+  begin disk_footprint
+  old=$(fp_sum "$PA")
+  jb=$(stat -c %s "$PA/capture/footprint.json" 2>/dev/null) bb=$(stat -c %s "$PA/capture/footprint.bin" 2>/dev/null)
+  limited 1 "$KC" footprint "$PA" --store "$PS" --force -q >"$D/full.log"
+  RC=$?
+  [ $RC = 0 ] && problem "footprint succeeded"
+  grep -q "the footprint was not written" "$D/full.log" || problem "the error does not say the footprint was not written"
+  grep -q -i -E "too large|no space" "$D/full.log" || problem "the error does not name the failed write"
+  grep -q "keeps its earlier footprint" "$D/full.log" || problem "the error does not say the old footprint stays"
+  [ "$(fp_sum "$PA")" = "$old" ] || problem "the footprint changed ($old -> $(fp_sum "$PA"))"
+  [ "$(fp_tmps "$PA")" = 0 ] || problem "footprint temporaries left"
+  w=$(validate_word "$PA" --store "$PS")
+  [ "$w" = PASS ] || problem "validate after: '$w'"
+  kcx footprint "$PA" --store "$PS" --force -q >"$D/again.log" 2>&1
+  ra=$?
+  [ $ra = 0 ] || problem "footprint --force with room: exit $ra"
+  fm_row disk_footprint "error naming the failed footprint write; the earlier footprint unchanged (json ${jb:-?} B, bin ${bb:-?} B, limit 1 KiB), no temporary; validate PASS; footprint --force with room works" \
+    "exit $RC: $(err_line "$D/full.log" | cut -c1-150); validate $w; then footprint exit $ra" "$P"
+fi
+
+if want -E disk_footprint_fs; then
+  begin disk_footprint_fs
+  if tmpfs "$D/fs" 16m; then
+    cp -a "$PA" "$D/fs/a"
+    old=$(fp_sum "$D/fs/a")
+    dd if=/dev/zero of="$D/fs/fill" bs=64k >/dev/null 2>&1  # until the file system is full
+    kcx footprint "$D/fs/a" --store "$PS" --force -q >"$D/full.log" 2>&1
+    RC=$?
+    [ $RC = 0 ] && problem "footprint succeeded"
+    grep -q -i "no space" "$D/full.log" || problem "the error does not name the full disk"
+    grep -q "keeps its earlier footprint" "$D/full.log" || problem "the error does not say the old footprint stays"
+    [ "$(fp_sum "$D/fs/a")" = "$old" ] || problem "the footprint changed"
+    [ "$(fp_tmps "$D/fs/a")" = 0 ] || problem "footprint temporaries left"
+    w=$(validate_word "$D/fs/a" --store "$PS")
+    [ "$w" = PASS ] || problem "validate on the full disk: '$w'"
+    fm_row disk_footprint_fs "ENOSPC named; the earlier footprint unchanged, no temporary; validate PASS" \
+      "exit $RC: $(err_line "$D/full.log" | cut -c1-150); validate $w" "$P"
+  else
+    fm_skip disk_footprint_fs "cannot mount a tmpfs here"
+  fi
+fi
+
+if want -E footprint_sigkill; then
+  begin footprint_sigkill
+  m=""
+  for at in 1.5 write; do
+    before=$(fp_sum "$PA")
+    "$KC" footprint "$PA" --store "$PS" --force -q >"$D/kill-$at.log" 2>&1 &
+    pk=$!
+    hit=""
+    if [ "$at" = write ]; then
+      # The instant its temporary bin appears: the kill lands inside the write.
+      for ((i = 0; i < 2000000; i++)); do
+        [ -e "$PA/capture/footprint.bin.tmp" ] && { hit=yes; break; }
+        ((i % 1000)) || running "$pk" || break
+      done
+    else
+      sleep "$at"
+    fi
+    kill -9 "$pk" 2>/dev/null
+    wait "$pk" 2>/dev/null
+    st=$(fp_sum "$PA")
+    case $st in "$before") st=old ;; none) ;; *) st=new ;; esac
+    w=$(validate_word "$PA" --store "$PS")  # measures one again when none is left
+    [ "$w" = PASS ] || problem "after the kill at $at: validate '$w'"
+    kcx footprint "$PA" --store "$PS" -q >"$D/next-$at.log" 2>&1
+    rn=$?
+    [ $rn = 0 ] || problem "after the kill at $at: the next footprint exit $rn: $(err_line "$D/next-$at.log")"
+    [ "$(fp_tmps "$PA")" = 0 ] || [ "$st" != new ] || problem "temporaries beside a new footprint"
+    m+="killed at ${at}${hit:+ (seen)}: footprint $st, validate $w, next footprint exit $rn; "
+  done
+  fm_row footprint_sigkill "killed mid-measurement or inside its write: the old footprint, the new one or none (never one validate refuses); validate PASS; the next footprint works" \
+    "$m" "$P"
+fi
+
+if want -E disk_prune_store; then
+  begin disk_prune_store
+  cp -a "$PA" "$D/a"
+  ma=$(md5sum "$D/a/capture/manifest.json" | cut -c1-32)
+  nb=$(find "$PS" -type f | wc -l)
+  limited 1 "$KC" prune "$D/a" --store "$PS" >"$D/full.log"
+  RC=$?
+  [ $RC = 0 ] && problem "prune succeeded"
+  grep -q "prune stopped before it changed the capture" "$D/full.log" || problem "the error does not say the capture is unchanged"
+  grep -q -i -E "too large|no space" "$D/full.log" || problem "the error does not name the failed write"
+  [ "$(md5sum "$D/a/capture/manifest.json" | cut -c1-32)" = "$ma" ] || problem "the manifest changed"
+  store_whole "$PS"
+  [ "$(find "$PS" -type f | wc -l)" -ge "$nb" ] || problem "chunks left the shared store"
+  kcx info "$PB" --store "$PS" --verify >"$D/verify-b.log" 2>&1 || problem "B no longer verifies"
+  w=$(validate_word "$D/a" --store "$PS")
+  [ "$w" = PASS ] || problem "the capture after the failed prune: '$w'"
+  kcx prune "$D/a" --store "$PS" >"$D/again.log" 2>&1
+  ra=$?
+  [ $ra = 0 ] || problem "prune with room: exit $ra: $(err_line "$D/again.log")"
+  w2=$(validate_word "$D/a" --store "$PS")
+  [ "$w2" = PASS ] || problem "the pruned capture: '$w2'"
+  wb=$(validate_word "$PB" --store "$PS")
+  [ "$wb" = PASS ] || problem "B: '$wb'"
+  fm_row disk_prune_store "error naming the failed write and that the capture is as it was; the store keeps every chunk; both captures validate; prune with room works" \
+    "exit $RC: $(err_line "$D/full.log" | cut -c1-150); validate $w; pruned with room (exit $ra): $w2; B $wb" "$P"
+fi
+
+if want -E prune_sigkill_store; then
+  begin prune_sigkill_store
+  m=""
+  for at in 0.03 0.1 chunk; do
+    rm -rf "$D/a"
+    cp -a "$PA" "$D/a"
+    nb=$(entries "$PS")
+    "$KC" prune "$D/a" --store "$PS" >"$D/kill-$at.log" 2>&1 &
+    pk=$!
+    if [ "$at" = chunk ]; then
+      # The instant a new chunk (or its temporary) appears in the store.
+      for ((i = 0; i < 200000; i++)); do
+        [ "$(entries "$PS")" -gt "$nb" ] && break
+        ((i % 100)) || running "$pk" || break
+      done
+    else
+      sleep "$at"
+    fi
+    kill -9 "$pk" 2>/dev/null
+    wait "$pk" 2>/dev/null
+    st=$(grep -q '"pruned"' "$D/a/capture/manifest.json" && echo new || echo old)
+    kcx info "$D/a" --store "$PS" --verify >"$D/verify-$at.log" 2>&1 || problem "killed at $at: the capture does not verify"
+    kcx info "$PB" --store "$PS" --verify >"$D/verify-b-$at.log" 2>&1 || problem "killed at $at: B does not verify"
+    w=$(validate_word "$D/a" --store "$PS")
+    [ "$w" = PASS ] || problem "killed at $at: validate '$w'"
+    kcx prune "$D/a" --store "$PS" >"$D/next-$at.log" 2>&1 || problem "killed at $at: the next prune failed"
+    m+="killed at $at: $st manifest, verify ok, validate $w; "
+  done
+  store_whole_tmp=$(find "$PS" -type f -name '.*' | wc -l)
+  wb=$(validate_word "$PB" --store "$PS")
+  [ "$wb" = PASS ] || problem "B: '$wb'"
+  fm_row prune_sigkill_store "killed at any moment: the capture verifies and PASSes (old or new manifest), B untouched, the next prune works" \
+    "${m}B $wb; $store_whole_tmp chunk temporaries left in the store" "$P"
 fi
 
 table "row | expected | measured | result | s"
