@@ -24,6 +24,7 @@ Rules this module keeps (docs/evaluate.md):
 from __future__ import annotations
 
 import collections
+import collections.abc
 import importlib
 import math
 import multiprocessing
@@ -62,7 +63,7 @@ AUTO_SPARES_MAX_BYTES = 1 << 30
 # run whose candidates fault often comes before the spare the first one started has opened
 # (measured: a fault every ~0.5 s, ~1.2 s to open); after that the rate of take-overs says
 # how many to keep (HostPool._grow_spares).
-AUTO_SPARES_START = 2
+AUTO_SPARES_START = 3
 # Candidates a worker holds at once: the one it judges and the next, already in its pipe, so
 # it starts the next the moment it sends a verdict instead of waiting for the parent to read
 # the verdict, write its record and hand out another. 1: one at a time.
@@ -547,6 +548,8 @@ class HostPool:
         # replaced before it began them
         self.pending: Deque[Tuple[int, engine.ImageArg]] = collections.deque()
         self.source = iter(enumerate(images))  # pulled lazily, as workers can take candidates
+        self.total: Optional[int] = len(images) if isinstance(images, collections.abc.Sized) else None
+        self.t0 = time.monotonic()
         self.exhausted = False
         self.slots = [Slot(self.ctx, path, d, judge, self.open_options, options) for d in devices]
         # Per slot: its spares (more workers on the same GPU with the capture open, idle until
@@ -583,12 +586,29 @@ class HostPool:
         if not self.spares or i in self.no_spare:
             return
         have = self.spare.setdefault(i, [])
+        if have and len(have) < self.spare_target.get(i, self.spares) and self._ending():
+            # one more could not open before the last candidate: it would only be killed
+            self.stats["profile"].setdefault("spares_ending_s", round(time.monotonic() - self.t0, 3))
+            return
         while len(have) < self.spare_target.get(i, self.spares):
             sp = Slot(self.ctx, self.path, self.slots[i].device, self.judge, self.open_options, self.options)
             # the GPU's name as its first worker found it ("" before that: that worker asks)
             sp.device_name = self.slots[i].device_name or ""
             sp.start()
             have.append(sp)
+
+    def _ending(self) -> bool:
+        """Whether the candidates left (of a sized `images`) will all be judged, at the rate
+        since every GPU's worker opened, before a worker started now could open (the median
+        open time so far)."""
+        prof, left = self.stats["profile"], None
+        if self.total is not None:
+            left = self.total - self.stats["candidates"]
+        opens, since, counted = prof["open_s"], prof.get("steady_from_s"), prof.get("steady_count", 0)
+        if left is None or not opens or since is None or counted < 20:
+            return False
+        rate = counted / max(time.monotonic() - self.t0 - since, 1e-6)
+        return left / rate < sorted(opens)[len(opens) // 2]
 
     def _decide_auto(self) -> None:
         """spares="auto": whether this capture is small enough for more than one spare per GPU
@@ -613,7 +633,7 @@ class HostPool:
         have = self.spare_target.get(i, self.spares)
         want = have + 1 if waited else have
         opens = self.stats["profile"]["open_s"]
-        if self.takeovers[i] >= 2 and previous is not None and opens:
+        if previous is not None and opens:
             open_s = sorted(opens)[len(opens) // 2]
             want = max(want, math.ceil(open_s / max(now - previous, 1e-3)))
         want = min(want, MAX_SPARES)
@@ -691,6 +711,7 @@ class HostPool:
         pending = self.pending
         live = list(self.slots)
         done, t0 = 0, time.monotonic()
+        self.t0 = t0
         open_errors: List[str] = []
         prof = self.stats["profile"]
         for s in live:

@@ -323,3 +323,12 @@ def test_a_spare_opening_beside_the_first_worker_does_not_ask_nvidia_smi(monkeyp
     assert evaluate_pool.EngineJudge("cap").device_name is None  # the pool keeps the first worker's on take-over
     monkeypatch.setattr(evaluate_pool, "_known_device_name", "NVIDIA H200")
     assert evaluate_pool.EngineJudge("cap").device_name == "NVIDIA H200"
+
+
+def test_no_spare_is_started_that_could_not_open_before_the_last_candidate(capture):
+    # 60 quick candidates, a context lost every 10th, workers that take 1 s to open: near the
+    # end the spares left take over and no new one is started beside them
+    mix = ["lost" if i % 10 == 5 else "pass" for i in range(60)]
+    recs, stats, _ = run(capture, [0], mix=mix, open_options={"open_delay": 1.0}, spares=3)
+    check_exactly_once(recs, mix)
+    assert stats["restarts"] == 6 and stats["profile"]["spares_ending_s"] > 0
