@@ -59,10 +59,10 @@ MAX_SPARES = 4
 # context and a copy of the capture on the GPU, so it grows only for captures up to this size.
 AUTO_SPARES_MAX_BYTES = 1 << 30
 # spares="auto": spares opened from the start, beside the first worker, for a capture up to
-# AUTO_SPARES_MAX_BYTES (a larger one starts with one). Two, because the second take-over of a
-# run whose candidates fault often comes before the spare the first one started has opened
-# (measured: a fault every ~0.5 s, ~1.2 s to open); after that the rate of take-overs says
-# how many to keep (HostPool._grow_spares).
+# AUTO_SPARES_MAX_BYTES (a larger one starts with one). Three: when candidates fault often
+# (measured on an H200: a fault every ~0.5 s, ~1.2 s for a worker to open), the take-overs
+# until the spares the first take-over started have opened find these open; from the first
+# take-over on, its rate says how many to keep (HostPool._grow_spares).
 AUTO_SPARES_START = 3
 # Candidates a worker holds at once: the one it judges and the next, already in its pipe, so
 # it starts the next the moment it sends a verdict instead of waiting for the parent to read
