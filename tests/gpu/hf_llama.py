@@ -27,6 +27,12 @@ def main(argv):
                          num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=512)
     config._attn_implementation = "sdpa"
     model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
+    # Hugging Face initialises the RMSNorm weights to ones: a fused norm that forgot its weight
+    # would then be right by accident (window_e2e.sh llama_norm_bad). Weights near one instead.
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if pname.endswith("norm.weight"):
+                p.copy_(1 + 0.1 * torch.randn_like(p))
     g = torch.Generator(device="cuda").manual_seed(1)
     tokens = torch.randint(0, config.vocab_size, (2, 256), generator=g, device="cuda")
     with torch.no_grad():
