@@ -21,8 +21,9 @@ Each line: {"index", "image", "result", "line", "error", "device", "device_name"
 *.cubin, *.fatbin, *.ptx files sorted by name).
 
 One worker process per GPU opens the capture once and judges candidates one at a time from a
-shared queue; spare workers per GPU (--spares: one, more when faults come faster than they open) open it too and take over when the judging
-worker must be replaced. A candidate still running after --time-limit seconds is reported once as
+shared queue (holding the next one in its pipe, so it begins it as it sends a verdict); spare
+workers per GPU (--spares) open it too, from the start, and take over when the judging worker
+must be replaced. A candidate still running after --time-limit seconds is reported once as
 "result": "FAIL", "error": "timed out after N s" and its worker is restarted; a candidate that
 kills its worker (or whose fault costs it its CUDA context) is reported once ("ERROR" with the
 exit, or the judge's FAIL naming the fault) and the worker is restarted. Times and speed-ups
@@ -54,9 +55,9 @@ def parser() -> argparse.ArgumentParser:
                    "is killed and it is reported FAIL (default: none)")
     p.add_argument("--spares", type=_spares, default="auto", metavar="{auto,0..4}",
                    help="workers kept open per GPU beside the judging one, to take over at once after a hang or a "
-                        "fault (default auto: 1, one more, up to 4, each time a take-over finds none open yet, for "
-                        "captures up to 1 GiB, as each holds a copy on the GPU; 0: a new worker opens the capture "
-                        "then)")
+                        "fault (default auto: 3 from the start, then as many, up to 4, as take-overs come while a "
+                        "worker opens, for captures up to 1 GiB, as each holds a copy on the GPU (a larger one: 1); "
+                        "0: a new worker opens the capture then)")
     p.add_argument("--stats", metavar="FILE", help="write the run's statistics as JSON: counts, restarts, and where "
                    "the GPUs' time went (start-up, restarts, judging; bench/evaluate_profile.py reads it)")
     g = p.add_argument_group("judging (as kerncap validate; over OUT/kerncap.toml)")

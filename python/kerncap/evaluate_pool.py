@@ -622,7 +622,7 @@ class HostPool:
     def _grow_spares(self, i: int, waited: bool) -> None:
         """spares="auto", at a take-over on slot i: keep as many spares as take-overs come while
         one worker opens (the median open time over the time since the slot's previous
-        take-over, from the second take-over on), and at least one more when this take-over
+        take-over, or since its first worker opened), and at least one more when this take-over
         found no spare open yet (waited); never fewer than before, at most MAX_SPARES."""
         now = time.monotonic()
         previous = self.last_takeover.get(i)
@@ -926,9 +926,10 @@ def evaluate_many(path: str, images: Iterable[engine.ImageArg], devices: Devices
     (allow_relocate, strong, verify). judge: the seam tests replace ("module:callable").
     spares: N keeps N more workers per GPU with the capture open, which take over at once when
     a candidate hangs, faults or kills its worker (0: a new worker is started then, and the GPU
-    waits for it to open the capture); "auto" (default) starts with 1 and adds one, up to
-    MAX_SPARES, each time a take-over finds none open yet (for captures up to
-    AUTO_SPARES_MAX_BYTES: each spare holds a copy of the capture on the GPU).
+    waits for it to open the capture); "auto" (default) opens AUTO_SPARES_START (3) beside the
+    first worker and keeps as many, up to MAX_SPARES, as take-overs come while a worker opens
+    (for captures up to AUTO_SPARES_MAX_BYTES, as each spare holds a copy of the capture on the
+    GPU; a larger capture keeps 1). Spares open beside the first workers, from the start.
     progress(event): {"event": "result", "done", "elapsed", "record"}, {"event": "restart",
     "device", "reason"}, {"event": "device_failed" | "spare_failed" | "slow_exit" | "spares", "device",
     "reason"}."""
