@@ -9,17 +9,21 @@ candidates. It splits into
   start-up   the workers' first open (spawn, import, context, reservation, restore, nvdisasm)
   restarts   GPUs waiting for a worker after a hang or a fault (a spare not yet open, or the
              ended worker not yet gone)
-  judging    from hand-out to result, of which
+  judging    from the moment the worker began the candidate (handed out to an idle worker, or
+             the verdict before it arrived: the next one waits in the worker's pipe) to its
+             verdict in the parent, of which
     engine     Session.evaluate's own wall time (the verdict's "seconds"), by its phases
                ("phases": image, restore, spec, launch, compare, determinism, time...), the
                timing's CUPTI flushes shown inside "time"
     binding    the judge's call around it in the worker (ctypes, the options, JSON)
-    pipe       the rest of the round trip (pickling, the pipes, the parent's loop)
+    pipe       the rest (pickling the verdict, the pipe back, the parent's loop)
   end        the workers closing their sessions after the last result
   other      the rest (the parent handing out, hung candidates until the time limit)
 and, per kind of verdict (PASS, FAIL, a fault), the median engine time and its parts: the
 timing's setup, SM clock reads, waits and CUPTI flushes, the comparison's device and host
-work, a fault's time until it was seen; and the workers' open times (the pool's open_s).
+work, a fault's time until it was seen; and the workers' open times (the pool's open_s) and
+what the spares did (take-overs, spares added by "auto", when no new one was started because
+the run would end before it opened).
 """
 import argparse
 import json
@@ -86,6 +90,8 @@ def profile(recs, stats):
     opens = prof.get("open_s") or []
     out["open_s"] = {"workers": len(opens), "median": statistics.median(opens) if opens else None,
                      "max": max(opens) if opens else None}
+    out["spares"] = {"takeovers": prof.get("spare_takeovers", 0), "grown": prof.get("spares_grown", 0),
+                     "ending_s": prof.get("spares_ending_s")}
     return out
 
 
@@ -137,7 +143,10 @@ def detail(p, label):
                      f"{f(d['compare_read_back_ms'])}, on device {d['on_device']}); kernel {f(d['kernel_ms'])} ms")
     o = p["open_s"]
     opens = "" if not o["workers"] else f"; worker open median {o['median']:.2f} s, max {o['max']:.2f} s over {o['workers']}"
-    return f"{label} (medians): " + " | ".join(parts) + opens
+    sp = p["spares"]
+    spares = (f"; spares: {sp['takeovers']} take-overs, {sp['grown']} added by auto"
+              + (f", none started after {sp['ending_s']:.1f} s (the run ending)" if sp["ending_s"] is not None else ""))
+    return f"{label} (medians): " + " | ".join(parts) + opens + spares
 
 
 def line(p, label):
