@@ -121,7 +121,9 @@ WindowResult run_window(const Request& r, const WindowEndSpec& end) {
         }
         config.window_observe = r.window_observe;
       },
-      what, false);
+      // The Triton shim brackets autotuner benchmarks (kerncap_ignore_begin/end), so they do not
+      // count towards FROM@N; its records are not used by a window.
+      what, true);
   res.out = st.out;
   res.app = st.app;
   const fs::path cap = format::out::capture_dir(res.out);
