@@ -87,6 +87,7 @@ def profile(recs, stats):
         "cupti_flushes": flushes / n, "binding": ms(binding), "pipe": ms(pipe),
         "end": ms(end), "other": ms(max(0.0, total - startup - restarts - busy - end))}
     out["kinds"] = kinds(recs)
+    out["first_of_worker"] = first_of_worker(recs)
     opens = prof.get("open_s") or []
     out["open_s"] = {"workers": len(opens), "median": statistics.median(opens) if opens else None,
                      "max": max(opens) if opens else None}
@@ -132,6 +133,26 @@ def kinds(recs):
     return out
 
 
+def first_of_worker(recs):
+    """A worker's first candidate (a spare that just took over: its first image load, timing,
+    comparison in that process) against the others, PASS verdicts only: medians of the engine's
+    time (ms) and how many."""
+    seen, first, rest = set(), [], []
+    for r in recs:  # completion order: a worker's first record is its first candidate
+        v = r.get("verdict")
+        pid = r.get("worker_pid")
+        if pid in seen or pid is None:
+            if v and v.get("result") == "PASS" and not v.get("fault"):
+                rest.append(v.get("seconds") or 0.0)
+            continue
+        seen.add(pid)
+        if v and v.get("result") == "PASS" and not v.get("fault"):
+            first.append(v.get("seconds") or 0.0)
+    med = lambda xs: 1e3 * statistics.median(xs) if xs else None  # noqa: E731
+    return {"first_ms": med(first), "first_count": len(first), "rest_ms": med(rest), "rest_count": len(rest),
+            "first_sum_ms": 1e3 * sum(first)}
+
+
 def detail(p, label):
     parts = []
     for k, d in p["kinds"].items():
@@ -146,7 +167,11 @@ def detail(p, label):
     sp = p["spares"]
     spares = (f"; spares: {sp['takeovers']} take-overs, {sp['grown']} added by auto"
               + (f", none started after {sp['ending_s']:.1f} s (the run ending)" if sp["ending_s"] is not None else ""))
-    return f"{label} (medians): " + " | ".join(parts) + opens + spares
+    fw = p["first_of_worker"]
+    first = "" if fw["first_ms"] is None else (
+        f"; a worker's first PASS: {fw['first_ms']:.2f} ms median over {fw['first_count']} (sum {fw['first_sum_ms']:.0f} ms), "
+        f"the others {fw['rest_ms'] or 0:.2f} ms")
+    return f"{label} (medians): " + " | ".join(parts) + opens + spares + first
 
 
 def line(p, label):
