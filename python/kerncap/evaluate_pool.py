@@ -134,6 +134,8 @@ class EngineJudge:
         finally:
             self.device_name = known or _device_name(asked)  # "": the pool has it from the first worker
 
+    exit_after_close = True  # see _worker_main
+
     @property
     def context_lost(self) -> bool:
         return self.session.context_lost
@@ -324,6 +326,14 @@ def _worker_main(conn: Any, path: str, env: Dict[str, str], judge_spec: JudgeSpe
             judge.close()
         except Exception:
             pass
+        if getattr(judge, "exit_after_close", False):
+            # The engine's session is all this process holds: once it is closed, nothing is
+            # left to finalize, and the interpreter's teardown and the libraries' exit
+            # handlers (CUPTI's, the driver's) would only add to the time the pool waits for
+            # its workers at the end (and a lost context's process to its exit).
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
 
 
 def capture_bytes(path: str) -> Optional[int]:

@@ -7,7 +7,8 @@ the CLI and the Dask path can be tested without a GPU.
     b"hang..."    sleeps far past any time limit
     b"refuse..."  EngineError, exit code 2 (an image the session cannot run)
     b"lost..."    FAIL with "context_lost": the worker must be replaced afterwards
-Open options: open_delay=S sleeps S seconds first (a worker slow to open); max_opens=N refuses to open (EngineError) once N judges have opened on this
+Open options: open_delay=S sleeps S seconds first (a worker slow to open); exit_after_close=True
+ends the worker at once after close(), as the engine's judge does; max_opens=N refuses to open (EngineError) once N judges have opened on this
 capture (counted by files in it, across processes); a verdict's "open_options" lists what
 the judge was opened with.
 """
@@ -34,6 +35,7 @@ class FakeJudge:
             with open(os.path.join(path, f"{OPENED}.{os.getpid()}"), "w"):
                 pass
         self.device_name = "Fake GPU " + os.environ.get("CUDA_VISIBLE_DEVICES", "default")
+        self.exit_after_close = bool(open_options.get("exit_after_close"))  # as the engine's judge
         self.context_lost = False
 
     def evaluate(self, image, name=None, **options):

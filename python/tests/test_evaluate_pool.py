@@ -332,3 +332,11 @@ def test_no_spare_is_started_that_could_not_open_before_the_last_candidate(captu
     recs, stats, _ = run(capture, [0], mix=mix, open_options={"open_delay": 1.0}, spares=3)
     check_exactly_once(recs, mix)
     assert stats["restarts"] == 6 and stats["profile"]["spares_ending_s"] > 0
+
+
+def test_workers_that_exit_right_after_closing_give_the_same_verdicts(capture):
+    fast, stats, _ = run(capture, [0], open_options={"exit_after_close": True}, spares=1)
+    check_exactly_once(fast)
+    plain, _, _ = run(capture, [0], spares=1)
+    assert verdicts(fast) == verdicts(plain)
+    assert stats["restarts"] == sum(1 for k in MIX if k in ("fault", "hang", "lost"))
