@@ -192,8 +192,9 @@ void run_serve(const ServeArgs& a, int& exit_code) {
   // What the first variant would otherwise pay inside a client's request, after every restart
   // too: the SASS's element types (nvdisasm, forked from this CUDA process), CUPTI, the
   // comparison check, the kept expected bytes, NVML (Evaluator::prepare; each made once per
-  // session either way, no verdict changes). Issue 38's soak restarted the server every 40th
-  // request (a faulting candidate) and put these into the next variant's `spec` phase.
+  // session either way, no verdict changes). Issue 38's soak, which restarts the server every
+  // 40th request (a faulting candidate), saw a served `spec` mean of 170-300 ms that a few
+  // requests must carry: most likely these, paid again after each restart.
   es.evaluation_loop().prepare();
 
   const replay::Session& s = *es.session;
