@@ -169,8 +169,8 @@ def detail(p, label):
               + (f", none started after {sp['ending_s']:.1f} s (the run ending)" if sp["ending_s"] is not None else ""))
     fw = p["first_of_worker"]
     first = "" if fw["first_ms"] is None else (
-        f"; a worker's first PASS: {fw['first_ms']:.2f} ms median over {fw['first_count']} (sum {fw['first_sum_ms']:.0f} ms), "
-        f"the others {fw['rest_ms'] or 0:.2f} ms")
+        f"; a worker's first PASS: {fw['first_ms']:.2f} ms median over {fw['first_count']} "
+        f"(sum {fw['first_sum_ms']:.0f} ms), the others {fw['rest_ms'] or 0:.2f} ms")
     return f"{label} (medians): " + " | ".join(parts) + opens + spares + first
 
 

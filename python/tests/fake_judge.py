@@ -8,9 +8,9 @@ the CLI and the Dask path can be tested without a GPU.
     b"refuse..."  EngineError, exit code 2 (an image the session cannot run)
     b"lost..."    FAIL with "context_lost": the worker must be replaced afterwards
 Open options: open_delay=S sleeps S seconds first (a worker slow to open); exit_after_close=True
-ends the worker at once after close(), as the engine's judge does; max_opens=N refuses to open (EngineError) once N judges have opened on this
-capture (counted by files in it, across processes); a verdict's "open_options" lists what
-the judge was opened with.
+ends the worker at once after close(), as the engine's judge does; max_opens=N refuses to open
+(EngineError) once N judges have opened on this capture (counted by files in it, across
+processes); a verdict's "open_options" lists what the judge was opened with.
 """
 import os
 import time
