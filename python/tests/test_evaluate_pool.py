@@ -340,3 +340,18 @@ def test_workers_that_exit_right_after_closing_give_the_same_verdicts(capture):
     plain, _, _ = run(capture, [0], spares=1)
     assert verdicts(fast) == verdicts(plain)
     assert stats["restarts"] == sum(1 for k in MIX if k in ("fault", "hang", "lost"))
+
+
+def test_a_generator_of_candidates_on_two_workers_is_judged_exactly_once(capture):
+    pulled = []
+
+    def lazily():
+        for i, c in enumerate(candidates()):
+            pulled.append(i)
+            yield c
+
+    pool = evaluate_many(capture, lazily(), devices=[0, 1], time_limit=LIMIT, judge=FAKE, time=True)
+    recs = list(pool)
+    check_exactly_once(recs)
+    assert pulled == list(range(len(MIX))) and pool.stats["restarts"] == sum(
+        1 for k in MIX if k in ("fault", "hang", "lost"))
