@@ -190,12 +190,13 @@ void run_serve(const ServeArgs& a, int& exit_code) {
   replay::open_evaluation_session(es, opt, fp ? &*fp : nullptr);
   first_evaluation(es, a.dir);
   // What the first variant would otherwise pay inside a client's request, after every restart
-  // too: the SASS's element types (nvdisasm, forked from this CUDA process), CUPTI, the
-  // comparison check, the kept expected bytes, NVML (Evaluator::prepare; each made once per
-  // session either way, no verdict changes). Issue 38's soak, which restarts the server every
-  // 40th request (a faulting candidate), saw a served `spec` mean of 170-300 ms that a few
-  // requests must carry: most likely these, paid again after each restart.
-  es.evaluation_loop().prepare();
+  // too: the SASS's element types (nvdisasm, forked from this CUDA process), the comparison
+  // check, the kept expected bytes (Evaluator::prepare; each made once per session either way,
+  // no verdict changes). Not CUPTI's kernel records: a server whose requests seldom time would
+  // collect them for good. Issue 38's soak, which restarts the server every 40th request (a
+  // faulting candidate), saw a served `spec` mean of 170-300 ms that a few requests must
+  // carry: most likely these, paid again after each restart.
+  es.evaluation_loop().prepare(/*timing=*/false);
 
   const replay::Session& s = *es.session;
   const fs::path capture_dir = s.capture().dir;

@@ -121,12 +121,13 @@ Evaluator::~Evaluator() = default;
 
 uint64_t Evaluator::reset_bytes() const { return reset_ ? reset_->bytes() : 0; }
 
-void Evaluator::prepare() {
+void Evaluator::prepare(bool timing) {
   (void)types();
-  KernelClock::keep_enabled(true);  // this process times evaluation after evaluation
-  { const KernelClock warm; }       // libcupti loaded, its callbacks registered, records on
   (void)s_.uniform_check();
   keep_expected_bytes(s_);
+  if (!timing) return;
+  KernelClock::keep_enabled(true);  // this process times evaluation after evaluation
+  { const KernelClock warm; }       // libcupti loaded, its callbacks registered, records on
   // NVML loaded and initialised (about 20 ms on an H200, once per process) and the GPU's
   // maximum clock read, not in the first timing.
   (void)recent_sm_clock(current_pci_bus_id(), kSmClockMaxAge);

@@ -135,7 +135,9 @@ class Evaluator {
   // (KernelClock::keep_enabled), kerncap's comparison check loaded, the expected bytes kept
   // (and copied to the device), NVML loaded and the SM clock read.
   // Changes no verdict: each of these is made once per session either way.
-  void prepare();
+  // `timing` false (a judge that times rarely: `kerncap serve`): neither CUPTI nor NVML, so
+  // no kernel records accumulate between timings.
+  void prepare(bool timing = true);
 
  private:
   void full_restore();
