@@ -194,7 +194,7 @@ TEST_F(DiskFullTest, AFullDiskDuringAfterLeavesNoCapture) {
 }
 
 TEST_F(DiskFullTest, AFileReplacedOnAFullDiskKeepsItsOldContentsAndNoTemporary) {
-  // How footprint.json/.bin, regimes.json and kerncap.toml's defaults are written.
+  // How regimes.json and kerncap.toml's defaults are written (the footprint's pair: footprint_write_faults_test.cpp).
   const fs::path file = out_ / "footprint.bin";
   files::replace_file(file, "old contents");
   const std::string what =
