@@ -300,11 +300,19 @@ def test_large_images_and_pipelined_ones_are_judged_exactly_once(capture):
 def test_auto_opens_its_first_spares_beside_the_first_worker(capture, monkeypatch):
     from kerncap import evaluate_pool
     monkeypatch.setattr(evaluate_pool, "capture_bytes", lambda path: 64 << 20)
-    recs, stats, _ = run(capture, [0], mix=["pass", "hang", "pass"])  # the hang keeps it going past LIMIT
-    check_exactly_once(recs, ["pass", "hang", "pass"])
-    # the first worker and AUTO_SPARES_START spares opened before the hang's take-over
-    assert len(stats["profile"]["open_s"]) >= 1 + evaluate_pool.AUTO_SPARES_START
-    assert stats["profile"]["spare_takeovers"] == 1 and "spares_grown" not in stats["profile"]
+    mix = ["pass", "hang", "pass"]
+    pool = evaluate_many(capture, candidates(mix), devices=[0], time_limit=LIMIT, judge=FAKE, time=True)
+    first = next(pool)  # the first worker opened; its spares were started with it, not after it
+    assert first["result"] == "PASS" and len(pool.spare[0]) == evaluate_pool.AUTO_SPARES_START
+    recs = [first] + list(pool)
+    check_exactly_once(recs, mix)
+    assert pool.stats["profile"]["spare_takeovers"] == 1
+    # a capture too large for copies on the GPU opens one
+    monkeypatch.setattr(evaluate_pool, "capture_bytes", lambda path: evaluate_pool.AUTO_SPARES_MAX_BYTES + 1)
+    pool = evaluate_many(capture, candidates(["pass"]), devices=[0], judge=FAKE)
+    next(pool)
+    assert len(pool.spare[0]) == 1
+    pool.close()
 
 
 def test_a_spare_opening_beside_the_first_worker_does_not_ask_nvidia_smi(monkeypatch):
