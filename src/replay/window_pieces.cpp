@@ -39,6 +39,22 @@ std::vector<std::vector<std::pair<uint64_t, uint64_t>>> split_runs_at_cuts(
   return out;
 }
 
+std::vector<uint64_t> writer_cuts(std::span<const WriterStretch> stretches, uint64_t min_span) {
+  // Short stretches join the one before them (the first has none: it stays), then equal
+  // neighbours merge; a cut where each remaining stretch begins.
+  std::vector<WriterStretch> merged;
+  for (const WriterStretch& x : stretches) {
+    if (!merged.empty() && (x.bytes < min_span || x.writer == merged.back().writer)) {
+      merged.back().bytes += x.bytes;
+      continue;
+    }
+    merged.push_back(x);
+  }
+  std::vector<uint64_t> cuts;
+  for (size_t i = 1; i < merged.size(); ++i) cuts.push_back(merged[i].offset);
+  return cuts;
+}
+
 std::vector<WindowPiece> window_pieces(uint64_t region_size, std::vector<std::pair<uint64_t, uint64_t>> changed,
                                        std::vector<uint64_t> cuts, const format::LiveOutRegion& observed) {
   std::sort(changed.begin(), changed.end());

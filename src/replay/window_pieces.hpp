@@ -5,7 +5,9 @@
 // never writes a dead intermediate (a SiLU's output consumed only by the multiply after it)
 // failed on bytes nothing reads. A region is cut into PIECES where the window's own kernels
 // point into it (each pointer word of their parameters: the tensors they read and write start
-// there), each piece spanning the bytes the window changed between two cuts; a piece is read
+// there) and where the operation that last changed the bytes changes (writer_cuts: a smaller
+// tensor given the front of a freed block shares its pointer with the dead tail), each piece
+// spanning the bytes the window changed between two cuts; a piece is read
 // when the observation after the window (window_liveout.json, version 2) reached it:
 //   - a later launch's pointer inside the piece's span between its cuts, or, when it lands
 //     where the window changed nothing, the next piece after it (a kernel reads forward);
@@ -40,6 +42,21 @@ std::vector<WindowPiece> window_pieces(uint64_t region_size, std::vector<std::pa
 // validation probes a region the window reads before writing piece by piece (window_poison.hpp).
 std::vector<std::vector<std::pair<uint64_t, uint64_t>>> split_runs_at_cuts(
     std::vector<std::pair<uint64_t, uint64_t>> runs, std::vector<uint64_t> cuts);
+
+// Cuts where the operation that last changed the bytes changes (a freed block given to a smaller
+// tensor: PyTorch put the norm's output over the first half of its float intermediate, both
+// starting at one pointer, so pointer cuts alone kept the dead tail with the read output).
+// `stretches`: the window's changed bytes of one region in offset order, each stretch `bytes`
+// changed bytes from `offset` (gaps of unchanged bytes between stretches allowed) last changed by
+// operation `writer`. A byte written last with the value it already had is seen as the earlier
+// writer's, so a stretch shorter than `min_span` changed bytes is taken as its predecessor's
+// (such coincidences are a few bytes; a tensor is longer). Returns the offsets where a stretch of
+// another writer begins (the first stretch's excluded), in order.
+struct WriterStretch {
+  uint64_t offset = 0, bytes = 0;
+  int32_t writer = -1;
+};
+std::vector<uint64_t> writer_cuts(std::span<const WriterStretch> stretches, uint64_t min_span = 256);
 
 // Appends to `cuts` the region-relative value of every 8-byte-aligned word of `params` that
 // points into [base, base + size).

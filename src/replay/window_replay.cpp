@@ -18,6 +18,7 @@
 #include "replay/spin_kernel.hpp"
 #include "replay/state_reset.hpp"
 #include "replay/timing.hpp"
+#include "replay/window_pieces.hpp"
 
 #include <xxhash.h>
 
@@ -532,6 +533,82 @@ void WindowReplay::time_ops(WindowTiming& t, int warmup, int iterations) {
   for (size_t i = 0; i < n; ++i)
     if (!per_op[i].empty()) t.op_ms[i] = window_median(per_op[i]);
   t.op_method = "cupti-activity, one operation at a time (memsets and copies: cuda-events)";
+}
+
+std::map<uint32_t, std::vector<uint64_t>> WindowReplay::last_writer_cuts(const std::vector<uint32_t>& regions,
+                                                                         uint64_t max_span, uint64_t max_copy) {
+  const format::Manifest& m = s_.capture().manifest;
+  struct Watched {
+    uint32_t id;
+    size_t index;
+    uint64_t lo = UINT64_MAX, hi = 0;  // the changed span, region-relative
+    std::vector<std::pair<uint64_t, uint64_t>> runs;
+    std::vector<uint8_t> prev, cur;
+    std::vector<int32_t> writer;  // per byte of the span
+  };
+  std::vector<Watched> watched;
+  const uint64_t ops = std::max<uint64_t>(window_.ops.size(), 1);
+  uint64_t span_total = 0;
+  for (uint32_t id : regions)
+    for (size_t i = 0; i < m.regions.size(); ++i) {
+      if (m.regions[i].id != id || m.regions[i].kind == format::MemKind::Global ||
+          m.regions[i].kind == format::MemKind::Array)
+        continue;
+      Watched w{id, i};
+      for (const auto& a : m.after)
+        if (a.region == id && a.size) {
+          w.runs.emplace_back(a.offset, a.size);
+          w.lo = std::min(w.lo, a.offset);
+          w.hi = std::max(w.hi, a.offset + a.size);
+        }
+      if (w.runs.empty() || w.hi > m.regions[i].size) continue;
+      const uint64_t span = w.hi - w.lo;
+      if (span_total + span > max_span || (span_total + span) > max_copy / ops) continue;
+      span_total += span;
+      std::sort(w.runs.begin(), w.runs.end());
+      watched.push_back(std::move(w));
+    }
+  std::map<uint32_t, std::vector<uint64_t>> out;
+  if (watched.empty()) return out;
+  s_.restore();
+  auto read = [&](Watched& w, std::vector<uint8_t>& buf) {
+    buf.resize(w.hi - w.lo);
+    KC_CU(cuMemcpyDtoH(buf.data(), s_.address(w.index) + w.lo, buf.size()));
+  };
+  for (auto& w : watched) {
+    read(w, w.prev);
+    w.writer.assign(w.hi - w.lo, -1);
+  }
+  for (size_t op = 0; op < window_.ops.size(); ++op) {
+    enqueue(s_.stream(), op, op + 1);
+    s_.synchronize();
+    for (auto& w : watched) {
+      read(w, w.cur);
+      const size_t n = w.cur.size();
+      for (size_t at = 0; at < n; at += 4096) {  // whole pages compared first: most are unchanged
+        const size_t len = std::min<size_t>(4096, n - at);
+        if (std::memcmp(w.cur.data() + at, w.prev.data() + at, len) == 0) continue;
+        for (size_t b = at; b < at + len; ++b)
+          if (w.cur[b] != w.prev[b]) w.writer[b] = static_cast<int32_t>(op);
+      }
+      std::swap(w.prev, w.cur);
+    }
+  }
+  constexpr size_t kMaxStretches = 1u << 20;  // past this the writers alternate too finely to be tensors
+  for (auto& w : watched) {
+    std::vector<WriterStretch> stretches;
+    for (const auto& [offset, size] : w.runs)
+      for (uint64_t b = offset; b < offset + size && stretches.size() <= kMaxStretches; ++b) {
+        const int32_t who = w.writer[b - w.lo];
+        if (!stretches.empty() && stretches.back().writer == who && stretches.back().offset + stretches.back().bytes == b) {
+          ++stretches.back().bytes;
+          continue;
+        }
+        stretches.push_back({b, 1, who});
+      }
+    if (stretches.size() <= kMaxStretches) out[w.id] = writer_cuts(stretches);
+  }
+  return out;
 }
 
 std::map<uint32_t, size_t> WindowReplay::last_writers(const std::vector<uint32_t>& regions, uint64_t max_bytes) {

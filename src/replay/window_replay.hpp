@@ -79,6 +79,14 @@ class WindowReplay {
   // (restored first, then replayed operation by operation, each region's bytes hashed after
   // each); absent when none did. Regions larger than `max_bytes` together are left out.
   std::map<uint32_t, size_t> last_writers(const std::vector<uint32_t>& regions, uint64_t max_bytes = 1ull << 30);
+  // For each region id in `regions`: where the operation that last changed its bytes changes
+  // along the bytes the window changed (writer_cuts, window_pieces.hpp), this replay restored and
+  // run operation by operation, the changed span copied back after each. Regions are left out
+  // (pointer cuts only) when their changed spans exceed `max_span` bytes together or span ×
+  // operations exceeds `max_copy` bytes.
+  std::map<uint32_t, std::vector<uint64_t>> last_writer_cuts(const std::vector<uint32_t>& regions,
+                                                             uint64_t max_span = 64ull << 20,
+                                                             uint64_t max_copy = 8ull << 30);
   // "op 2 gemm(float const*, ...)" for messages.
   std::string describe(size_t op) const;
   // Notes for the user: module globals the capture does not hold, swapped operations.

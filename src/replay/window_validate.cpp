@@ -64,11 +64,19 @@ std::string with_note(const std::string& line, const std::string& note) {
 }
 
 // The dead pieces of the regions read after the window (none without a version 2 observation).
-std::vector<WindowDeadPiece> dead_pieces(const format::Capture& cap, const format::Window& w,
+std::vector<WindowDeadPiece> dead_pieces(Session& s, const format::Window& w,
                                          const std::optional<format::WindowLiveOut>& observed) {
   std::vector<WindowDeadPiece> out;
   if (!observed) return out;
+  const format::Capture& cap = s.capture();
   const format::Manifest& m = cap.manifest;
+  // Besides the pointers: where the last writer changes, from one replay of the captured window
+  // operation by operation, for the regions whose pieces are decided.
+  std::vector<uint32_t> pieced;
+  for (const auto& lr : observed->regions)
+    if (lr.read && lr.reads_complete) pieced.push_back(lr.id);
+  std::map<uint32_t, std::vector<uint64_t>> writer_cuts;
+  if (!pieced.empty()) writer_cuts = WindowReplay(s, w, {}).last_writer_cuts(pieced);
   std::vector<std::vector<uint8_t>> params;  // each kernel operation's, read once
   bool params_read = false;
   for (const auto& lr : observed->regions) {
@@ -86,6 +94,8 @@ std::vector<WindowDeadPiece> dead_pieces(const format::Capture& cap, const forma
     }
     std::vector<uint64_t> cuts;
     for (const auto& p : params) add_pointer_cuts(p, reg.base, reg.size, &cuts);
+    if (auto it = writer_cuts.find(lr.id); it != writer_cuts.end())
+      cuts.insert(cuts.end(), it->second.begin(), it->second.end());
     std::vector<std::pair<uint64_t, uint64_t>> changed;
     for (const auto& r : m.after)
       if (r.region == lr.id) changed.emplace_back(r.offset, r.size);
@@ -157,7 +167,7 @@ WindowValidation validate_window(Session& s, const format::Window& window, const
   if (!variant) eo.policy.exact = true;
   // Under auto, the dead pieces of live regions are not judged: the captured window's bytes
   // there are put back after the judged replay.
-  v.pieces = dead_pieces(cap, window, v.observed);
+  v.pieces = dead_pieces(s, window, v.observed);
   std::optional<WindowKeptBytes> kept;
   if (r.live_out == "auto" && !v.pieces.empty()) {
     std::vector<KeptRange> ranges;

@@ -98,3 +98,29 @@ TEST(ReplayWindowPieces, RunsSplitAtCutsIntoPiecesForTheProbe) {
   EXPECT_EQ(split_runs_at_cuts({{0x10, 8}, {0x40, 8}}, {0x20}).size(), 2u);
   EXPECT_TRUE(split_runs_at_cuts({}, {0x20}).empty());
 }
+
+TEST(ReplayWindowPieces, WriterCutsSeparateAFreedBlocksTailFromTheSmallerTensorOverIt) {
+  // The Llama case: op 3 wrote a 1 MiB float tensor at 0; op 10 then wrote the 512 KiB output over
+  // its first half (both at one pointer). Two bytes of the output equal what was there (op 3's).
+  const std::vector<WriterStretch> w = {{0, 0x1234, 10}, {0x1234, 2, 3}, {0x1236, 0x80000 - 0x1236, 10}, {0x80000, 0x80000, 3}};
+  const auto cuts = writer_cuts(w);
+  ASSERT_EQ(cuts.size(), 1u);
+  EXPECT_EQ(cuts[0], 0x80000u);
+  // The pieces: the output read after the window, the tail dead.
+  const auto p = window_pieces(0x200000, {{0, 0x100000}}, {0, 0x80000}, pieces_observed({{0, 1}}));
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_TRUE(p[0].read);
+  EXPECT_FALSE(p[1].read);
+  EXPECT_EQ(p[1].offset, 0x80000u);
+}
+
+TEST(ReplayWindowPieces, WriterCutsFollowTheChangedBytesAcrossGapsAndKeepShortFirstStretches) {
+  // One writer on both sides of a gap of unchanged bytes gives no cut, a new writer does; a short
+  // first stretch stays its own; a short one later joins its predecessor.
+  const std::vector<WriterStretch> w = {{0, 16, 0}, {16, 0x3f0, 1}, {0x800, 0x400, 1}, {0xc00, 8, 5}, {0xc08, 0x3f8, 2}};
+  const auto cuts = writer_cuts(w);
+  ASSERT_EQ(cuts.size(), 2u);
+  EXPECT_EQ(cuts[0], 16u);
+  EXPECT_EQ(cuts[1], 0xc08u);
+  EXPECT_TRUE(writer_cuts({}).empty());
+}
