@@ -8,8 +8,6 @@
 // bf16 step in a few outputs: judged within bf16's tolerance).
 //   rms_norm_fused      the fusion
 //   rms_norm_fused_bad  a wrong one: it forgets the weight (a real slip when fusing a norm)
-//   rms_norm_fused_keep the fusion that also writes the unweighted bf16 product (the "to bf16"
-//                       kernel's output), for when the live-out observation saw that piece read
 // Built as a cubin (nvcc -cubin); launched by `kerncap window validate --replace` from a
 // launches.json that window_apps/rms_norm_launches.py writes from the capture.
 #include <cuda_bf16.h>
@@ -32,7 +30,7 @@ __device__ float block_sum(float v) {
 
 template <bool kWeighted>
 __device__ void rms_norm_row(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int hidden,
-                             float eps, __nv_bfloat16* y_out = nullptr) {
+                             float eps) {
   const long long row = blockIdx.x;
   const __nv_bfloat16* xr = x + row * hidden;
   __nv_bfloat16* yr = out + row * hidden;
@@ -45,7 +43,6 @@ __device__ void rms_norm_row(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
   const float rstd = rsqrtf(block_sum(sq) * (1.0f / static_cast<float>(hidden)) + eps);
   for (int i = threadIdx.x; i < hidden; i += kThreads) {
     const __nv_bfloat16 y = __float2bfloat16(__bfloat162float(xr[i]) * rstd);
-    if (y_out) y_out[row * hidden + i] = y;
     yr[i] = kWeighted ? __float2bfloat16(__bfloat162float(w[i]) * __bfloat162float(y)) : y;
   }
 }
@@ -60,10 +57,4 @@ extern "C" __global__ void __launch_bounds__(kThreads)
 extern "C" __global__ void __launch_bounds__(kThreads)
     rms_norm_fused_bad(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int hidden, float eps) {
   rms_norm_row<false>(x, w, out, hidden, eps);
-}
-
-extern "C" __global__ void __launch_bounds__(kThreads)
-    rms_norm_fused_keep(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int hidden, float eps,
-                        __nv_bfloat16* y_out) {
-  rms_norm_row<true>(x, w, out, hidden, eps, y_out);
 }

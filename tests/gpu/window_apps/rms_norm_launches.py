@@ -9,8 +9,7 @@ float" copy reads; of the weight multiply's inputs besides the bf16 copy's outpu
 the one the next kernel of the window (a gate GEMM) reads, the weight the other; when the window
 ends with the norm, they are data[0] and data[1] of the multiply's (out, weight, x).
 
-    rms_norm_launches.py OUT CUBIN KERNEL LAUNCHES_JSON [--hidden 512] [--eps 1e-6] [--keep-y16]
---keep-y16: a sixth argument, where the "to bf16" kernel writes (rms_norm_fused_keep).
+    rms_norm_launches.py OUT CUBIN KERNEL LAUNCHES_JSON [--hidden 512] [--eps 1e-6]
 Prints the --replace spec (FROM..TO=LAUNCHES_JSON) and what it found, as JSON; exits 1 naming
 what it could not find.
 """
@@ -35,7 +34,6 @@ def main():
     ap.add_argument("dest")
     ap.add_argument("--hidden", type=int, default=512)
     ap.add_argument("--eps", type=float, default=1e-6)
-    ap.add_argument("--keep-y16", action="store_true")
     a = ap.parse_args()
     cap = os.path.join(a.out, "capture")
     ops = json.load(open(os.path.join(cap, "window.json")))["ops"]
@@ -91,11 +89,9 @@ def main():
     launch = {"image": os.path.abspath(a.cubin), "kernel": a.kernel, "grid": [rows, 1, 1], "block": [128, 1, 1],
               "args": [{"region": x[0], "offset": x[1]}, {"region": w[0], "offset": w[1]},
                        {"region": m[0], "offset": m[1]}, {"i32": a.hidden}, {"f32": a.eps}]}
-    if a.keep_y16:
-        launch["args"].append({"region": to16[0][0], "offset": to16[0][1]})
     json.dump({"launches": [launch]}, open(a.dest, "w"), indent=1)
     print(json.dumps({"replace": "%d..%d=%s" % (first, last, a.dest), "rows": rows, "hidden": a.hidden,
-                      "x": x[:2], "weight": w[:2], "m": m[:2], "y16": list(to16[0][:2]), "m_found_as": how, "replaced": last - first + 1}))
+                      "x": x[:2], "weight": w[:2], "m": m[:2], "m_found_as": how, "replaced": last - first + 1}))
 
 
 if __name__ == "__main__":
