@@ -70,8 +70,7 @@
 #                  {"op": 1}) PASSes under --live-out auto (t's piece dead, not judged), FAILs under
 #                  all naming t's bytes a dead intermediate; silu_mul_bad FAILs on m's region
 #   llama_norm     the window from layer 0's attention through its post-attention RMSNorm (--observe 1:
-#                  only the gate GEMM that reads the norm's output; the up GEMM after it writes into a
-#                  block one of the norm's intermediates had) with LlamaRMSNorm's
+#                  the gate GEMM that reads the norm's output) with LlamaRMSNorm's
 #                  eight kernels replaced by one (window_apps/rms_norm_fused.cu, launches.json from
 #                  window_apps/rms_norm_launches.py): PASS under --live-out auto (bf16 tolerance) and
 #                  faster (window kernels' speed-up > 1); FAIL under all naming a dead intermediate;
@@ -635,9 +634,9 @@ if want llama_norm; then
     "$NVCC" -O3 -arch="sm_$SM" -cubin -o "$WORK/rms_norm_fused.cubin" "$HERE/window_apps/rms_norm_fused.cu" ||
       verdict llama_norm FAIL "cannot build rms_norm_fused.cu"
     # The window ends with the norm (its second MulFunctor) and the observation looks one launch
-    # further, the gate GEMM that reads the norm's output: the up GEMM after a window that went on
-    # to the SiLU writes u into the block the norm's float intermediate had, and a later kernel
-    # handed a pointer counts as reading it (the first GPU run: FAIL on that dead piece).
+    # further, the gate GEMM that reads the norm's output. The norm's output lies over the front
+    # of its float intermediate's freed block (one pointer): judged apart from the block's dead
+    # tail because pieces are also cut where the last writer changes (docs/window.md "Pieces").
     if run llama_norm_extract "$KC" window extract --window 'flash_fwd|fmha|sdpa|attention@2..MulFunctor@1' --regex \
       --observe 1 --json -o "$N" -- "$PY" "$HERE/hf_llama.py" 3; then
       python3 "$HERE/window_apps/rms_norm_launches.py" "$N" "$WORK/rms_norm_fused.cubin" rms_norm_fused "$WORK/rms_norm.json" \
