@@ -626,8 +626,8 @@ class HostPool:
         if self.auto_spares and self.auto_may_grow is None:
             size = capture_bytes(self.path)
             self.auto_may_grow = size is not None and size <= AUTO_SPARES_MAX_BYTES
-            if self.auto_may_grow:
-                self.spares = AUTO_SPARES_START
+            if self.auto_may_grow:  # no more than there are candidates that could need them
+                self.spares = max(1, min(AUTO_SPARES_START, self.total if self.total is not None else MAX_SPARES))
 
     def _grow_spares(self, i: int, waited: bool) -> None:
         """spares="auto", at a take-over on slot i: keep as many spares as take-overs come while

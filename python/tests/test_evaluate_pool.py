@@ -307,6 +307,11 @@ def test_auto_opens_its_first_spares_beside_the_first_worker(capture, monkeypatc
     recs = [first] + list(pool)
     check_exactly_once(recs, mix)
     assert pool.stats["profile"]["spare_takeovers"] == 1
+    # no more spares than candidates that could need them
+    pool = evaluate_many(capture, candidates(["pass", "pass"]), devices=[0], judge=FAKE)
+    next(pool)
+    assert len(pool.spare[0]) == 2
+    pool.close()
     # a capture too large for copies on the GPU opens one
     monkeypatch.setattr(evaluate_pool, "capture_bytes", lambda path: evaluate_pool.AUTO_SPARES_MAX_BYTES + 1)
     pool = evaluate_many(capture, candidates(["pass"]), devices=[0], judge=FAKE)
