@@ -20,6 +20,7 @@
 #include <functional>
 #include <string>
 
+#include "file_limit_child.hpp"
 #include "scratch_capture.hpp"
 #include "common/error.hpp"
 #include "footprint/footprint.hpp"
@@ -92,37 +93,9 @@ class FootprintWriteFaultTest : public kerncap::testing::ScratchDir {
   static uint64_t file_size_of(const fs::path& p) { return static_cast<uint64_t>(fs::file_size(p)); }
 };
 
-// Runs `work` in a child whose files may not grow past `limit` bytes; returns the message of
-// the kerncap::Error it threw ("" when it threw none), through a pipe (which the limit does
-// not bound).
+// Runs `work` in a child whose files may not grow past `limit` bytes (file_limit_child.hpp).
 std::string footprint_in_full_disk(uint64_t limit, const std::function<void()>& work) {
-  int fds[2];
-  if (::pipe(fds) != 0) return "pipe failed";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    ::signal(SIGXFSZ, SIG_IGN);
-    rlimit lim{limit, limit};
-    ::setrlimit(RLIMIT_FSIZE, &lim);
-    std::string what;
-    try {
-      work();
-    } catch (const Error& e) {
-      what = e.what();
-    } catch (const std::exception& e) {
-      what = std::string("untyped: ") + e.what();
-    }
-    (void)!::write(fds[1], what.data(), what.size());
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string what;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) what.append(buf, static_cast<size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return what;
+  return kerncap::testing::in_child_with_file_limit(limit, work);
 }
 
 TEST_F(FootprintWriteFaultTest, AFullDiskWhileTheJsonIsWrittenKeepsTheOldFootprint) {

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <random>
 
+#include "file_limit_child.hpp"
 #include "common/error.hpp"
 #include "common/private_files.hpp"
 #include "format/chunk_store.hpp"
@@ -83,28 +84,8 @@ class DiskFullTest : public kerncap::testing::ScratchDir {
 // Runs `work` in a child whose files may not grow past `limit` bytes (writes beyond fail with
 // EFBIG, as a full disk fails with ENOSPC); returns "device: <message>" for an Error(Device),
 // another kind's name and message, or "" when `work` did not throw.
-std::string in_full_disk(const fs::path& scratch, uint64_t limit, const std::function<void()>& work) {
-  const std::string message_file = (scratch / "child-message").string();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::signal(SIGXFSZ, SIG_IGN);
-    rlimit lim{limit, limit};
-    ::setrlimit(RLIMIT_FSIZE, &lim);
-    std::string what;
-    try {
-      work();
-    } catch (const Error& e) {
-      what = std::string(e.kind() == ErrorKind::Device ? "device: " : "other kind: ") + e.what();
-    } catch (const std::exception& e) {
-      what = std::string("untyped: ") + e.what();
-    }
-    std::ofstream(message_file) << what;
-    ::_exit(0);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  std::ifstream in(message_file);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+std::string in_full_disk(const fs::path&, uint64_t limit, const std::function<void()>& work) {
+  return kerncap::testing::in_child_with_file_limit(limit, work);
 }
 
 TEST_F(DiskFullTest, AFullDiskDuringChunkWritesLeavesNoCaptureAndAnIntactStore) {

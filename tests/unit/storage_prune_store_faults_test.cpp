@@ -21,6 +21,7 @@
 #include <set>
 #include <string>
 
+#include "file_limit_child.hpp"
 #include "scratch_capture.hpp"
 #include "common/error.hpp"
 #include "format/capture_dir.hpp"
@@ -115,40 +116,13 @@ class PruneStoreFaultTest : public kerncap::testing::ScratchDir {
   }
 };
 
-// Runs `work` in a child (the store named as --store names it, the file-size limit `limit`
-// when not 0); returns "device: <message>", "other kind: <message>", or "" when `work`
-// threw nothing; through a pipe, which the limit does not bound.
+// Runs `work` in a child (file_limit_child.hpp), the store named as --store names it; `limit` 0:
+// no file-size limit.
 std::string prune_in_child(const fs::path& store, uint64_t limit, const std::function<void()>& work) {
-  int fds[2];
-  if (::pipe(fds) != 0) return "pipe failed";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
+  return kerncap::testing::in_child_with_file_limit(limit, [&] {
     set_default_store(store);
-    if (limit) {
-      ::signal(SIGXFSZ, SIG_IGN);
-      rlimit lim{limit, limit};
-      ::setrlimit(RLIMIT_FSIZE, &lim);
-    }
-    std::string what;
-    try {
-      work();
-    } catch (const Error& e) {
-      what = std::string(e.kind() == ErrorKind::Device ? "device: " : "other kind: ") + e.what();
-    } catch (const std::exception& e) {
-      what = std::string("untyped: ") + e.what();
-    }
-    (void)!::write(fds[1], what.data(), what.size());
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string what;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) what.append(buf, static_cast<size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return what;
+    work();
+  });
 }
 
 TEST_F(PruneStoreFaultTest, AFullDiskDuringPruneLosesNothingFromTheSharedStore) {
