@@ -40,18 +40,34 @@ std::vector<std::vector<std::pair<uint64_t, uint64_t>>> split_runs_at_cuts(
 }
 
 std::vector<uint64_t> writer_cuts(std::span<const WriterStretch> stretches, uint64_t min_span) {
-  // Short stretches join the one before them (the first has none: it stays), then equal
-  // neighbours merge; a cut where each remaining stretch begins.
-  std::vector<WriterStretch> merged;
+  struct Joined {
+    uint64_t end, bytes;  // the last changed byte + 1; changed bytes
+    int32_t writer;
+  };
+  // Bytes no operation changed are left out, and neighbours of one writer joined across them.
+  std::vector<Joined> joined;
   for (const WriterStretch& x : stretches) {
+    if (x.writer < 0 || !x.bytes) continue;
+    if (!joined.empty() && joined.back().writer == x.writer) {
+      joined.back().end = x.offset + x.bytes;
+      joined.back().bytes += x.bytes;
+      continue;
+    }
+    joined.push_back({x.offset + x.bytes, x.bytes, x.writer});
+  }
+  // Short stretches join the one before them (the first has none: it stays), and so do
+  // neighbours of its writer after them.
+  std::vector<Joined> merged;
+  for (const Joined& x : joined) {
     if (!merged.empty() && (x.bytes < min_span || x.writer == merged.back().writer)) {
+      merged.back().end = x.end;
       merged.back().bytes += x.bytes;
       continue;
     }
     merged.push_back(x);
   }
   std::vector<uint64_t> cuts;
-  for (size_t i = 1; i < merged.size(); ++i) cuts.push_back(merged[i].offset);
+  for (size_t i = 1; i < merged.size(); ++i) cuts.push_back(merged[i - 1].end);
   return cuts;
 }
 

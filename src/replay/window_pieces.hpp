@@ -46,12 +46,15 @@ std::vector<std::vector<std::pair<uint64_t, uint64_t>>> split_runs_at_cuts(
 // Cuts where the operation that last changed the bytes changes (a freed block given to a smaller
 // tensor: PyTorch put the norm's output over the first half of its float intermediate, both
 // starting at one pointer, so pointer cuts alone kept the dead tail with the read output).
-// `stretches`: the window's changed bytes of one region in offset order, each stretch `bytes`
-// changed bytes from `offset` (gaps of unchanged bytes between stretches allowed) last changed by
-// operation `writer`. A byte written last with the value it already had is seen as the earlier
-// writer's, so a stretch shorter than `min_span` changed bytes is taken as its predecessor's
-// (such coincidences are a few bytes; a tensor is longer). Returns the offsets where a stretch of
-// another writer begins (the first stretch's excluded), in order.
+// `stretches`: one region's bytes inside the window's changed runs, in offset order, each
+// stretch `bytes` contiguous bytes from `offset` last changed by operation `writer`, or -1 where
+// no operation of the replay changed them (AFTER's runs hold such bytes: a float rewritten with
+// its old high byte). The -1 stretches are left out, neighbours of one writer joined across them;
+// a byte written last with the value it already had is seen as the earlier writer's, so a
+// stretch shorter than `min_span` changed bytes is then taken as its predecessor's (such
+// coincidences are a few bytes; a tensor is longer). Returns, for each stretch of another writer
+// after the first, the offset where the one before it ends (its last changed byte + 1), in order:
+// the bytes between belong to the later piece.
 struct WriterStretch {
   uint64_t offset = 0, bytes = 0;
   int32_t writer = -1;

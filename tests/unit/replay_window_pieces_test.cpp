@@ -114,6 +114,27 @@ TEST(ReplayWindowPieces, WriterCutsSeparateAFreedBlocksTailFromTheSmallerTensorO
   EXPECT_EQ(p[1].offset, 0x80000u);
 }
 
+TEST(ReplayWindowPieces, WriterCutsLeaveOutBytesNoOperationChanged) {
+  // What the H200 showed: the tail's floats were rewritten with values close to the ones there
+  // before (the same norm, one layer earlier), so their high bytes did not change (-1) between
+  // the low bytes op 3 changed; and the output had a byte equal to what lay under it. The cut
+  // is where the output's bytes end, not after the first long run of op 3's bytes.
+  std::vector<WriterStretch> w = {{0, 0x7f00, 10}, {0x7f00, 1, 3}, {0x7f01, 0x80000 - 0x7f01, 10}};
+  for (uint64_t f = 0x80000; f < 0x100000; f += 4) {
+    w.push_back({f, 2, 3});
+    w.push_back({f + 2, 2, (f / 4) % 7 ? -1 : 3});
+  }
+  const auto cuts = writer_cuts(w);
+  ASSERT_EQ(cuts.size(), 1u);
+  EXPECT_EQ(cuts[0], 0x80000u);
+  // A tail that begins with bytes nobody changed: the cut still lies where the output ends.
+  const std::vector<WriterStretch> v = {{0, 0x80000, 10}, {0x80000, 2, -1}, {0x80002, 0x1000, 3}};
+  EXPECT_EQ(writer_cuts(v), std::vector<uint64_t>{0x80000});
+  // Nothing but unchanged bytes, or one writer: no cut.
+  EXPECT_TRUE(writer_cuts(std::vector<WriterStretch>{{0, 0x100, -1}}).empty());
+  EXPECT_TRUE(writer_cuts(std::vector<WriterStretch>{{0, 0x100, 4}, {0x100, 0x10, -1}, {0x110, 0x100, 4}}).empty());
+}
+
 TEST(ReplayWindowPieces, WriterCutsFollowTheChangedBytesAcrossGapsAndKeepShortFirstStretches) {
   // One writer on both sides of a gap of unchanged bytes gives no cut, a new writer does; a short
   // first stretch stays its own; a short one later joins its predecessor.
