@@ -71,6 +71,41 @@ std::vector<uint64_t> writer_cuts(std::span<const WriterStretch> stretches, uint
   return cuts;
 }
 
+LastWriters::LastWriters(uint64_t lo, std::vector<uint8_t> before)
+    : lo_(lo), prev_(std::move(before)), writer_(prev_.size(), -1) {}
+
+void LastWriters::after(int32_t op, std::span<const uint8_t> now) {
+  const size_t n = std::min(now.size(), prev_.size());
+  for (size_t at = 0; at < n; at += 4096) {  // whole pages compared first: most are unchanged
+    const size_t len = std::min<size_t>(4096, n - at);
+    if (std::memcmp(now.data() + at, prev_.data() + at, len) == 0) continue;
+    for (size_t b = at; b < at + len; ++b)
+      if (now[b] != prev_[b]) {
+        writer_[b] = op;
+        prev_[b] = now[b];
+      }
+  }
+}
+
+std::vector<WriterStretch> LastWriters::stretches(std::span<const std::pair<uint64_t, uint64_t>> runs,
+                                                  size_t max_stretches) const {
+  std::vector<WriterStretch> out;
+  for (const auto& [offset, size] : runs) {
+    if (offset < lo_) continue;
+    const uint64_t end = std::min<uint64_t>(offset + size, lo_ + writer_.size());
+    for (uint64_t b = offset; b < end; ++b) {
+      const int32_t who = writer_[b - lo_];
+      if (!out.empty() && out.back().writer == who && out.back().offset + out.back().bytes == b) {
+        ++out.back().bytes;
+        continue;
+      }
+      if (out.size() == max_stretches) return {};
+      out.push_back({b, 1, who});
+    }
+  }
+  return out;
+}
+
 std::vector<WindowPiece> window_pieces(uint64_t region_size, std::vector<std::pair<uint64_t, uint64_t>> changed,
                                        std::vector<uint64_t> cuts, const format::LiveOutRegion& observed) {
   std::sort(changed.begin(), changed.end());

@@ -61,6 +61,25 @@ struct WriterStretch {
 };
 std::vector<uint64_t> writer_cuts(std::span<const WriterStretch> stretches, uint64_t min_span = 256);
 
+// The last writer of each byte of one changed span (region offsets [lo, lo + size)), from the
+// span's bytes before the window and after each operation in turn.
+class LastWriters {
+ public:
+  LastWriters(uint64_t lo, std::vector<uint8_t> before);
+  // The span's bytes after operation `op` (the same size as `before`).
+  void after(int32_t op, std::span<const uint8_t> now);
+  // The stretches (contiguous bytes of one writer, -1: none changed them) of the changed runs
+  // (region offset, size; inside the span, sorted); empty when they would be more than
+  // `max_stretches` (the writers alternate too finely to be tensors).
+  std::vector<WriterStretch> stretches(std::span<const std::pair<uint64_t, uint64_t>> runs,
+                                       size_t max_stretches = size_t{1} << 20) const;
+
+ private:
+  uint64_t lo_;
+  std::vector<uint8_t> prev_;
+  std::vector<int32_t> writer_;
+};
+
 // Appends to `cuts` the region-relative value of every 8-byte-aligned word of `params` that
 // points into [base, base + size).
 void add_pointer_cuts(std::span<const uint8_t> params, uint64_t base, uint64_t size, std::vector<uint64_t>* cuts);

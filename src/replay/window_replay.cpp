@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -543,8 +544,7 @@ std::map<uint32_t, std::vector<uint64_t>> WindowReplay::last_writer_cuts(const s
     size_t index;
     uint64_t lo = UINT64_MAX, hi = 0;  // the changed span, region-relative
     std::vector<std::pair<uint64_t, uint64_t>> runs;
-    std::vector<uint8_t> prev, cur;
-    std::vector<int32_t> writer;  // per byte of the span
+    std::optional<LastWriters> writers;
   };
   std::vector<Watched> watched;
   const uint64_t ops = std::max<uint64_t>(window_.ops.size(), 1);
@@ -571,42 +571,26 @@ std::map<uint32_t, std::vector<uint64_t>> WindowReplay::last_writer_cuts(const s
   std::map<uint32_t, std::vector<uint64_t>> out;
   if (watched.empty()) return out;
   s_.restore();
-  auto read = [&](Watched& w, std::vector<uint8_t>& buf) {
+  std::vector<uint8_t> buf;
+  auto read = [&](const Watched& w) {
     buf.resize(w.hi - w.lo);
     KC_CU(cuMemcpyDtoH(buf.data(), s_.address(w.index) + w.lo, buf.size()));
   };
   for (auto& w : watched) {
-    read(w, w.prev);
-    w.writer.assign(w.hi - w.lo, -1);
+    read(w);
+    w.writers.emplace(w.lo, buf);
   }
   for (size_t op = 0; op < window_.ops.size(); ++op) {
     enqueue(s_.stream(), op, op + 1);
     s_.synchronize();
     for (auto& w : watched) {
-      read(w, w.cur);
-      const size_t n = w.cur.size();
-      for (size_t at = 0; at < n; at += 4096) {  // whole pages compared first: most are unchanged
-        const size_t len = std::min<size_t>(4096, n - at);
-        if (std::memcmp(w.cur.data() + at, w.prev.data() + at, len) == 0) continue;
-        for (size_t b = at; b < at + len; ++b)
-          if (w.cur[b] != w.prev[b]) w.writer[b] = static_cast<int32_t>(op);
-      }
-      std::swap(w.prev, w.cur);
+      read(w);
+      w.writers->after(static_cast<int32_t>(op), buf);
     }
   }
-  constexpr size_t kMaxStretches = 1u << 20;  // past this the writers alternate too finely to be tensors
   for (auto& w : watched) {
-    std::vector<WriterStretch> stretches;
-    for (const auto& [offset, size] : w.runs)
-      for (uint64_t b = offset; b < offset + size && stretches.size() <= kMaxStretches; ++b) {
-        const int32_t who = w.writer[b - w.lo];
-        if (!stretches.empty() && stretches.back().writer == who && stretches.back().offset + stretches.back().bytes == b) {
-          ++stretches.back().bytes;
-          continue;
-        }
-        stretches.push_back({b, 1, who});
-      }
-    if (stretches.size() <= kMaxStretches) out[w.id] = writer_cuts(stretches);
+    const std::vector<WriterStretch> stretches = w.writers->stretches(w.runs);
+    if (!stretches.empty()) out[w.id] = writer_cuts(stretches);
   }
   return out;
 }

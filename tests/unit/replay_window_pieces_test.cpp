@@ -5,7 +5,9 @@
 // up projection's output u, the SiLU's output t (dead: only the multiply reads it) and more.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <random>
 
 #include "replay/window_pieces.hpp"
 
@@ -144,4 +146,93 @@ TEST(ReplayWindowPieces, WriterCutsFollowTheChangedBytesAcrossGapsAndKeepShortFi
   EXPECT_EQ(cuts[0], 16u);
   EXPECT_EQ(cuts[1], 0xc08u);
   EXPECT_TRUE(writer_cuts({}).empty());
+}
+
+namespace {
+
+// bf16 of a float, rounded to nearest even (as PyTorch's casts), and back.
+uint16_t to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return static_cast<uint16_t>(u >> 16);
+}
+float from_bf16(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+}  // namespace
+
+TEST(ReplayWindowPieces, LastWritersOfTheLlamaNormsBlockCutWhereTheResultEnds) {
+  // The H200 capture, in numbers: region 4 holds (at offset 0) the attention's bf16 output (op 0),
+  // then the post-attention norm's float copy of the hidden state, 1 MiB (op 3), then the norm's
+  // bf16 result over the front 512 KiB (op 10). Before the window the block held the input norm's
+  // result and float copy of the layer's input, one layer earlier: the hidden state then differed
+  // by the attention's small output only, so most of the tail's bytes did not change (a float
+  // made from a bf16 has zero low bytes; some elements round to the same bf16).
+  constexpr size_t rows = 512, hidden = 512, n = rows * hidden;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> unit(0.0f, 1.0f), small(0.0f, 0.02f);
+  std::vector<uint16_t> x0(n), h(n), attn(n);
+  for (size_t i = 0; i < n; ++i) {
+    x0[i] = to_bf16(unit(rng));
+    attn[i] = to_bf16(small(rng));
+    h[i] = to_bf16(from_bf16(x0[i]) + from_bf16(attn[i]));
+  }
+  auto norm = [&](const std::vector<uint16_t>& x) {  // weight near one, as hf_llama.py draws it
+    std::vector<uint16_t> out(n);
+    for (size_t r = 0; r < rows; ++r) {
+      float sq = 0;
+      for (size_t c = 0; c < hidden; ++c) sq += from_bf16(x[r * hidden + c]) * from_bf16(x[r * hidden + c]);
+      const float rstd = 1.0f / std::sqrt(sq / hidden + 1e-6f);
+      for (size_t c = 0; c < hidden; ++c)
+        out[r * hidden + c] = to_bf16((1.0f + 0.1f * static_cast<float>(c % 7) / 7) *
+                                      from_bf16(to_bf16(from_bf16(x[r * hidden + c]) * rstd)));
+    }
+    return out;
+  };
+  std::vector<uint8_t> block(2 * n * 4 / 2);  // 1 MiB: the changed span
+  auto put_floats = [&](const std::vector<uint16_t>& x) {
+    for (size_t i = 0; i < n; ++i) {
+      const float f = from_bf16(x[i]);
+      std::memcpy(block.data() + 4 * i, &f, 4);
+    }
+  };
+  auto put_bf16 = [&](const std::vector<uint16_t>& x) { std::memcpy(block.data(), x.data(), 2 * n); };
+  put_floats(x0);
+  put_bf16(norm(x0));  // before the window: the input norm's float copy under its result
+  LastWriters lw(0, block);
+  put_bf16(attn);  // op 0: the attention's output
+  lw.after(0, block);
+  for (int32_t op = 1; op < 3; ++op) lw.after(op, block);  // they write other regions
+  put_floats(h);  // op 3: to float
+  lw.after(3, block);
+  for (int32_t op = 4; op < 10; ++op) lw.after(op, block);
+  put_bf16(norm(h));  // op 10: the result
+  lw.after(10, block);
+
+  const std::vector<std::pair<uint64_t, uint64_t>> runs = {{0, block.size()}};
+  const std::vector<WriterStretch> st = lw.stretches(runs);
+  ASSERT_FALSE(st.empty());
+  const auto cuts = writer_cuts(st);
+  ASSERT_EQ(cuts.size(), 1u);
+  EXPECT_LE(cuts[0], 2 * n);       // the result's bytes end there ...
+  EXPECT_GT(cuts[0], 2 * n - 16);  // ... unless its last bytes equal what lay under them
+  // With the gate GEMM's pointer at 0 after the window: the result is read, the tail dead.
+  std::vector<uint64_t> all_cuts = {0};
+  all_cuts.insert(all_cuts.end(), cuts.begin(), cuts.end());
+  const auto p = window_pieces(2 << 20, runs, all_cuts, pieces_observed({{0, 1}}));
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_TRUE(p[0].read);
+  EXPECT_FALSE(p[1].read);
+  EXPECT_EQ(p[1].offset + p[1].size, block.size());
+  // The first version's rule (unchanged bytes a writer of their own, the cut at the next stretch
+  // of 256 bytes) would have cut late: the tail's changed bytes come two at a time.
+  size_t tail_short = 0;
+  for (const auto& x : st)
+    if (x.offset >= 2 * n && x.writer == 3 && x.bytes < 256) ++tail_short;
+  EXPECT_GT(tail_short, 1000u);
 }
