@@ -22,6 +22,7 @@
 #include <string>
 
 #include "file_limit_child.hpp"
+#include "prune_footprint.hpp"
 #include "scratch_capture.hpp"
 #include "common/error.hpp"
 #include "format/capture_dir.hpp"
@@ -51,26 +52,7 @@ class PruneStoreFaultTest : public kerncap::testing::ScratchDir {
     return d;
   }
 
-  // Reads [0, 8 KiB) and [600 KiB, +100); writes [512 KiB, 520 KiB).
-  static Footprint footprint_of(const Manifest& m) {
-    Footprint f;
-    f.tool_version = "test";
-    f.kernel = m.mangled_name;
-    f.image_hash = m.image_hash;
-    f.device_name = "test";
-    RegionFootprint r;
-    r.id = 0;
-    r.base = m.regions[0].base;
-    r.size = kStoreRegion;
-    r.read = Bitmap(4, kStoreRegion);
-    r.written = Bitmap(1, kStoreRegion);
-    r.rbw = Bitmap(4, kStoreRegion);
-    r.read.set_range(0, 8192 / 4);
-    r.read.set_range(600 * 1024 / 4, 25);
-    r.written.set_range(512 * 1024, 8192);
-    f.regions.push_back(std::move(r));
-    return f;
-  }
+  static Footprint footprint_of(const Manifest& m) { return kerncap::testing::prune_test_footprint(m, kStoreRegion); }
 
   void make_captures() {
     const Manifest ma = kerncap::testing::write_chunked_capture(a(), bytes_of(1), {}, uint64_t{16} << 10, store());

@@ -15,6 +15,7 @@
 #include <optional>
 #include <set>
 
+#include "prune_footprint.hpp"
 #include "scratch_capture.hpp"
 #include "common/error.hpp"
 #include "format/capture_dir.hpp"
@@ -37,26 +38,7 @@ class PruneTest : public kerncap::testing::ScratchDir {
     return d;
   }
 
-  // Reads [0, 8 KiB) and [600 KiB, 600 KiB + 100); writes [512 KiB, 520 KiB).
-  Footprint footprint(const Manifest& m) const {
-    Footprint f;
-    f.tool_version = "test";
-    f.kernel = m.mangled_name;
-    f.image_hash = m.image_hash;
-    f.device_name = "test";
-    RegionFootprint r;
-    r.id = 0;
-    r.base = m.regions[0].base;
-    r.size = kSize;
-    r.read = Bitmap(4, kSize);
-    r.written = Bitmap(1, kSize);
-    r.rbw = Bitmap(4, kSize);
-    r.read.set_range(0, 8192 / 4);
-    r.read.set_range(600 * 1024 / 4, 25);
-    r.written.set_range(512 * 1024, 8192);
-    f.regions.push_back(std::move(r));
-    return f;
-  }
+  Footprint footprint(const Manifest& m) const { return kerncap::testing::prune_test_footprint(m, kSize); }
 
   size_t chunk_files() const {
     size_t n = 0;
