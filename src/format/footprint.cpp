@@ -1,5 +1,7 @@
 #include "format/footprint.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -259,6 +261,37 @@ void write_temporary(const fs::path& p, std::string_view data) {
   }
 }
 
+// One footprint writer at a time, and readers never between a writer's steps: `kerncap
+// footprint` twice at once, or a validate measuring one itself beside it, otherwise interleave
+// the remove and renames below and leave one writer's json beside the other's bin (refused as
+// damaged), and a reader between them finds the json gone. An flock(2) on the capture's
+// manifest.json, which no other code locks: exclusive to write, shared to read; the manifest
+// is only replaced by prune, which holds the capture's directory lock exclusively while every
+// footprint reader and writer holds it shared. Opened without following a link and without
+// blocking on a FIFO (the directory is untrusted input); where it cannot be opened or locked
+// (ENOLCK), the footprint is read and written without it, as before.
+class FootprintLock {
+ public:
+  FootprintLock(const fs::path& dir, bool exclusive) {
+    fd_ = ::open((dir / kManifestName).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd_ < 0) return;
+    while (::flock(fd_, exclusive ? LOCK_EX : LOCK_SH) != 0)
+      if (errno != EINTR) {
+        ::close(fd_);
+        fd_ = -1;
+        return;
+      }
+  }
+  ~FootprintLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FootprintLock(const FootprintLock&) = delete;
+  FootprintLock& operator=(const FootprintLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 [[noreturn]] void rename_failed(const char* what, const fs::path& p, int err) {
   input_error(fmt::format("cannot {} {}: {}; the capture has no footprint now: measure it again with `kerncap "
                           "footprint OUT`",
@@ -314,7 +347,9 @@ void write_footprint(const fs::path& dir, const Footprint& f) {
   // the next `kerncap footprint` measures again.
   const fs::path json_path = dir / kFootprintJson, bin_path = dir / kFootprintBin;
   const fs::path json_tmp = fs::path(json_path) += ".tmp", bin_tmp = fs::path(bin_path) += ".tmp";
-  const bool had = footprint_exists(dir);
+  const FootprintLock lock(dir, true);
+  std::error_code ec;
+  const bool had = fs::exists(json_path, ec);
   try {
     write_temporary(bin_tmp, std::string_view(reinterpret_cast<const char*>(bin.data()), bin.size()));
     write_temporary(json_tmp, text);
@@ -330,6 +365,7 @@ void write_footprint(const fs::path& dir, const Footprint& f) {
 }
 
 bool footprint_exists(const fs::path& dir) {
+  const FootprintLock lock(dir, false);  // a write in progress ends first
   std::error_code ec;
   return fs::exists(dir / kFootprintJson, ec);
 }
@@ -463,6 +499,7 @@ Footprint read_checked(const fs::path& dir, const Manifest* expected) {
 }  // namespace
 
 Footprint read_footprint(const fs::path& dir, const Manifest* expected) {
+  const FootprintLock lock(dir, false);  // the json and the bin of one writer
   try {
     return read_checked(dir, expected);
   } catch (const Error&) {

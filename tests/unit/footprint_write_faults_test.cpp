@@ -204,3 +204,48 @@ TEST_F(FootprintWriteFaultTest, AWriterKilledAtAnyMomentLeavesTheOldFootprintOrN
 
 }  // namespace
 }  // namespace kerncap::format
+
+namespace kerncap::format {
+namespace {
+
+TEST_F(FootprintWriteFaultTest, TwoWritersAtOnceLeaveOneWholeFootprint) {
+  // Two `kerncap footprint` processes on one capture (or a validate measuring one itself beside
+  // them), each writing a different footprint many times: a reader between and after finds one
+  // of the two whole, never a json beside the other writer's bin, and no writer fails.
+  const Manifest m = kerncap::testing::write_small_capture(out_);
+  const Footprint a = footprint_of(m, 64, 3), b = footprint_of(m, 256, 40);
+  auto writer = [&](const Footprint& f) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int failed = 0;
+      for (int i = 0; i < 300; ++i) {
+        try {
+          write_footprint(dir(), f);
+        } catch (const Error&) {
+          ++failed;
+        }
+      }
+      ::_exit(failed ? 1 : 0);
+    }
+    return pid;
+  };
+  const pid_t pa = writer(a), pb = writer(b);
+  std::set<std::string> seen;
+  for (int alive = 2; alive > 0;) {
+    seen.insert(found(m));
+    alive = 0;
+    for (pid_t p : {pa, pb}) alive += ::waitpid(p, nullptr, WNOHANG) == 0 ? 1 : 0;
+  }
+  int sa = 0, sb = 0;
+  ::waitpid(pa, &sa, 0);
+  ::waitpid(pb, &sb, 0);
+  EXPECT_TRUE(WIFEXITED(sa) && WEXITSTATUS(sa) == 0) << "a writer failed";
+  EXPECT_TRUE(WIFEXITED(sb) && WEXITSTATUS(sb) == 0) << "a writer failed";
+  const std::string last = found(m);
+  EXPECT_TRUE(last == "read 64" || last == "read 256") << last;
+  for (const auto& s : seen) EXPECT_EQ(s.rfind("refused", 0), std::string::npos) << s;
+  EXPECT_EQ(temporaries(), std::vector<std::string>{});
+}
+
+}  // namespace
+}  // namespace kerncap::format
