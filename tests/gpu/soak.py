@@ -158,6 +158,7 @@ class Phase:
         self.series = {}
         self.fds_first, self.fds_last = {}, {}  # series: fd targets at its first and last sample
         self.cost = {}  # kind: {"n", "seconds", "full", "loaded", phase: seconds}
+        self.phase_values = {}  # kind: {phase: [seconds, ...]}
         self.unsettled = set()  # series whose samples are all kept (no process of theirs restarts)
 
     def done(self):
@@ -192,6 +193,7 @@ class Phase:
             for k, v in doc["phases"].items():
                 if isinstance(v, (int, float)):
                     c[k] = c.get(k, 0.0) + v
+                    self.phase_values.setdefault(kind, {}).setdefault(k, []).append(v)
 
     def report_costs(self):
         """Where an evaluation's time goes, per kind: the verdict's own phases (engine time)."""
@@ -212,6 +214,18 @@ class Phase:
             print(f"| {kind} | {n} | {wall} | {1000 * c['seconds'] / n:.2f} | {100 * c['full'] / n:.0f} % | "
                   f"{100 * c['loaded'] / n:.0f} % | {100 * c['timed'] / n:.0f} % | "
                   + " | ".join(f"{1000 * c.get(k, 0.0) / n:.2f}" for k in steps) + " |")
+        # A mean can be carried by a few evaluations (served clients that judged in their own
+        # process while the server restarted, 16 at once): the median and the 99th percentile too.
+        for kind in KINDS:
+            vals = self.phase_values.get(kind)
+            if not vals:
+                continue
+            parts = []
+            for k in steps:
+                v = sorted(vals.get(k, []))
+                if v:
+                    parts.append(f"{k} {1000 * v[len(v) // 2]:.2f}/{1000 * v[min(len(v) - 1, (99 * len(v)) // 100)]:.2f}")
+            print(f"{kind}: median/p99 ms: " + ", ".join(parts))
 
     def report_series(self, key, samples):
         # A sample taken in an interval with a fault may catch the process restarting (a serve
