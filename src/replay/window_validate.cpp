@@ -65,7 +65,8 @@ std::string with_note(const std::string& line, const std::string& note) {
 
 // The dead pieces of the regions read after the window (none without a version 2 observation).
 std::vector<WindowDeadPiece> dead_pieces(Session& s, const format::Window& w,
-                                         const std::optional<format::WindowLiveOut>& observed) {
+                                         const std::optional<format::WindowLiveOut>& observed,
+                                         const std::function<WindowReplay&()>& captured) {
   std::vector<WindowDeadPiece> out;
   if (!observed) return out;
   const format::Capture& cap = s.capture();
@@ -76,7 +77,7 @@ std::vector<WindowDeadPiece> dead_pieces(Session& s, const format::Window& w,
   for (const auto& lr : observed->regions)
     if (lr.read && lr.reads_complete) pieced.push_back(lr.id);
   std::map<uint32_t, std::vector<uint64_t>> writer_cuts;
-  if (!pieced.empty()) writer_cuts = WindowReplay(s, w, {}).last_writer_cuts(pieced);
+  if (!pieced.empty()) writer_cuts = captured().last_writer_cuts(pieced);
   std::vector<std::vector<uint8_t>> params;  // each kernel operation's, read once
   bool params_read = false;
   for (const auto& lr : observed->regions) {
@@ -167,20 +168,24 @@ WindowValidation validate_window(Session& s, const format::Window& window, const
   if (!variant) eo.policy.exact = true;
   // Under auto, the dead pieces of live regions are not judged: the captured window's bytes
   // there are put back after the judged replay.
-  v.pieces = dead_pieces(s, window, v.observed);
+  // The captured window, its modules loaded once for every step that replays it as captured.
+  std::optional<WindowReplay> captured_replay;
+  const std::function<WindowReplay&()> captured = [&]() -> WindowReplay& {
+    if (!captured_replay) captured_replay.emplace(s, window, std::map<size_t, VariantImage>{});
+    return *captured_replay;
+  };
+  v.pieces = dead_pieces(s, window, v.observed, captured);
   std::optional<WindowKeptBytes> kept;
   if (r.live_out == "auto" && !v.pieces.empty()) {
     std::vector<KeptRange> ranges;
     for (const auto& d : v.pieces) ranges.push_back({d.index, d.piece.offset, d.piece.size});
-    WindowReplay captured(s, window, {});
-    kept.emplace(s, captured, std::move(ranges));
+    kept.emplace(s, captured(), std::move(ranges));
     v.kept_bytes = kept->bytes();
   }
   // Strong: the window's write-only live-out bytes, probed on the captured window, are poisoned
   // before the judged replay by the one poison code (window_poison.hpp).
   if (!r.weak) {
-    WindowReplay captured(s, window, {});
-    v.poison = probe_window_poison(s, captured, v.live);
+    v.poison = probe_window_poison(s, captured(), v.live);
   }
   const PoisonPlan* plan = v.poison && v.poison->weak_reason.empty() ? &v.poison->plan : nullptr;
   if (plan) poison_restores(s, *plan);
@@ -223,8 +228,7 @@ WindowValidation validate_window(Session& s, const format::Window& window, const
   // Times: the window as judged, and the captured window beside it when kernels were swapped.
   v.timing = wr.time(r.warmup, r.iterations);
   if (variant) {
-    WindowReplay captured(s, window, {});
-    v.captured_timing = captured.time(r.warmup, r.iterations);
+    v.captured_timing = captured().time(r.warmup, r.iterations);
   }
   v.notes = wr.notes();
   return v;
