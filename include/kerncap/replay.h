@@ -22,6 +22,7 @@
  *   Revision 2: kc_evaluate_launch; kc_evaluate judges by the one judge (src/replay/judge.hpp:
  *   OUT/kerncap.toml, a variant's typed regions within tolerance, the judge's option keys)
  *   and a faulting variant is a FAIL after which the session recovers.
+ *   Revision 3: kc_regime_verdict (a regime set's document from per-regime verdicts).
  */
 #ifndef KERNCAP_REPLAY_H
 #define KERNCAP_REPLAY_H
@@ -33,7 +34,7 @@ extern "C" {
 #endif
 
 #define KC_REPLAY_ABI_VERSION 1
-#define KC_REPLAY_ABI_REVISION 2
+#define KC_REPLAY_ABI_REVISION 3
 
 #define KC_OK 0
 #define KC_E_FAIL 1     /* a comparison failed (kc_compare only reports this through JSON) */
@@ -197,6 +198,21 @@ KC_API int kc_evaluate_image(kc_session* s, const uint8_t* image, uint64_t size,
  * callback, as kc_evaluate does for a variant image; "fuzz" is refused (a usage error). The result's "image" is "the caller's launch". */
 KC_API int kc_evaluate_launch(kc_session* s, kc_launch_fn launch, void* user, const char* options_json,
                               char** json_out);
+
+/* Revision 3. A regime set's verdict (OUT/regimes.json, `kerncap extract KERNEL --regimes`),
+ * the document `kerncap validate OUT [--cubin V] --json` prints, from the one judge's verdict
+ * on each regime, wherever those were reached (each regime's own session, on any GPU: the
+ * evaluation pool spreads them). No GPU and no session: it reads the set's index only.
+ * `outcomes_json`: [{"dir": "NN-...", "verdict": <kc_evaluate's document, judged with
+ * "speedup": true for a variant> | null, "error": "why there is no verdict"}], every captured
+ * regime exactly once, in any order (KC_E_INPUT otherwise, naming the regime).
+ * `options_json` (may be NULL): {"min_speedup": x (on the weighted speed-up; leave it out of
+ * the per-regime judging), "variant": true (false: the captured image, no speed-ups)}.
+ * JSON: {"format": "kerncap-regime-verdict", "version", "kernel", "regimes": [...], "failed",
+ * "regressed", "weighted_speedup", "weighted_speedup_ratio", "app_projection", "coverage",
+ * "timed_share", "min_speedup", "result", "line"} (docs/regimes.md). */
+KC_API int kc_regime_verdict(const char* out_dir, const char* outcomes_json, const char* options_json,
+                             char** json_out);
 
 #ifdef __cplusplus
 }

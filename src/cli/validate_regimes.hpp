@@ -14,42 +14,19 @@
 #include <nlohmann/json.hpp>
 
 #include "format/regimes_index.hpp"
+#include "replay/regime_verdict.hpp"
 
 namespace kerncap::cli {
 
-inline constexpr const char* kRegimeVerdictFormat = "kerncap-regime-verdict";
-inline constexpr int kRegimeVerdictVersion = 1;
+// The set's own document and its weighting: replay/regime_verdict.hpp (one judge for every entry point).
+using replay::kRegimeVerdictFormat;
+using replay::kRegimeVerdictVersion;
+using replay::RegimeOutcome;
+
 // `kerncap validate OUT` where OUT holds several kernels' regime sets (regime-kernels.json):
 // {"format", "version", "kernels": [<kerncap-regime-verdict> + "dir"], "failed", "result", "line"}.
 inline constexpr const char* kRegimeKernelsVerdictFormat = "kerncap-regime-kernels-verdict";
 inline constexpr int kRegimeKernelsVerdictVersion = 1;
-
-// One regime's outcome as its child reported it.
-struct RegimeOutcome {
-  format::RegimeEntry regime;
-  nlohmann::json verdict;          // the child's verdict document (null: it gave none)
-  std::string error;               // the child failed without a verdict
-  std::optional<double> speedup;   // captured median / candidate median
-};
-
-// Pure: regime `e`'s GPU time in the application with the candidate, from its in-app time
-// and launches (the profiled run) and the replay's medians of both images (the child's
-// verdict "speedup"). Where the application ran the launch no slower than the replay (mean
-// in-app time <= the captured image's replay median), the time scales by the replay's ratio
-// (what makes the application faster — clocks, a warmer cache — speeds both images alike).
-// Where the application ran it slower than the replay can, the excess is work the replay
-// does not see (clocks ramping after host-bound gaps, queueing), which the candidate does
-// not remove: the time changes by the replay's difference per launch. Without medians, the
-// ratio. Measured on the H200 (tests/gpu/regimes_e2e.sh llama): decode launches 33.4 µs on
-// average in the application, 21.7 µs in the warm replay; the ratio model put the set 5.4 %
-// from `kerncap run --swap`, this one 2.1 %.
-double regime_time_with(const format::RegimeEntry& e, const RegimeOutcome& o);
-
-// Pure: the set's document from the index and the outcomes (tested without a GPU).
-// "weighted_speedup" = the regimes' in-app time over their time with the candidate
-// (regime_time_with); "weighted_speedup_ratio" the same from the ratios alone.
-nlohmann::json regime_verdict(const format::RegimesIndex& idx, const std::vector<RegimeOutcome>& outcomes,
-                              std::optional<double> min_speedup, bool variant);
 
 // The regime directory `name` of the set in `out`: listed in its index and captured; else
 // Error(Usage). Where `out` holds several kernels' sets, `name` is KK-<kernel>/NN-<regime>.

@@ -128,7 +128,7 @@ void expect_inside(const fs::path& out, const fs::path& p) {
 // for the children's. Returns the regimes refused.
 size_t walk_regime_set(const fs::path& root, const fs::path& set, const std::string& prefix) {
   const format::RegimesIndex idx = format::read_regimes(set);
-  std::vector<cli::RegimeOutcome> outcomes;
+  std::vector<replay::RegimeOutcome> outcomes;
   size_t refused = 0;
   for (const auto& e : idx.regimes) {
     (void)format::varying_params_text(e.params);
@@ -160,8 +160,8 @@ size_t walk_regime_set(const fs::path& root, const fs::path& set, const std::str
       if (err.kind() == ErrorKind::Internal) throw;
     }
   }
-  (void)cli::regime_verdict(idx, outcomes, 1.1, true).dump();
-  (void)cli::regime_verdict(idx, outcomes, std::nullopt, false).dump();
+  (void)replay::regime_verdict(idx, outcomes, 1.1, true).dump();
+  (void)replay::regime_verdict(idx, outcomes, std::nullopt, false).dump();
   return refused;
 }
 

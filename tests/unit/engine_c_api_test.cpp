@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/capture_dir.hpp"
+#include "format/regimes_index.hpp"
 #include "kerncap/replay.h"
 #include "scratch_capture.hpp"
 
@@ -110,3 +111,34 @@ TEST_F(EngineEvaluate, BadImageArgumentsAreNamedBeforeTheSession) {
 }
 
 }  // namespace
+
+// kc_regime_verdict needs no GPU: the set's index and the verdicts the caller collected.
+TEST_F(EngineCApi, RegimeVerdictThroughTheAbi) {
+  RegimesIndex idx;
+  idx.mangled = "_Z6kernelPf";
+  idx.demangled = "kernel(float*)";
+  idx.launches = 3;
+  idx.time_ns = 300;
+  idx.app_time_ns = 600;
+  idx.regimes = {{"00-a", {4, 1, 1}, {64, 1, 1}, {}, 0, 2, 200, 0, 2.0 / 3, true, ""},
+                 {"01-b", {1, 1, 1}, {64, 1, 1}, {}, 0, 1, 100, 1, 1.0 / 3, true, ""}};
+  write_regimes(out_, idx);
+  const std::string outcomes =
+      R"([{"dir": "01-b", "verdict": {"result": "PASS", "line": "ok", "speedup": {"speedup": 1.0}}},
+          {"dir": "00-a", "verdict": {"result": "PASS", "line": "ok", "speedup": {"speedup": 2.0}}}])";
+  char* text = nullptr;
+  ASSERT_EQ(kc_regime_verdict(out_.c_str(), outcomes.c_str(), R"({"min_speedup": 1.4})", &text), KC_OK)
+      << kc_last_error();
+  const auto j = nlohmann::json::parse(text);
+  kc_free(text);
+  EXPECT_EQ(j["format"], "kerncap-regime-verdict");
+  EXPECT_EQ(j["result"], "PASS");  // 300 / (100 + 100) = 1.5
+  EXPECT_NEAR(j["weighted_speedup"].get<double>(), 1.5, 1e-9);
+  EXPECT_EQ(j["regimes"][0]["dir"], "00-a");
+  EXPECT_EQ(kc_regime_verdict(out_.c_str(), R"([{"dir": "00-a", "verdict": null}])", nullptr, &text), KC_E_INPUT);
+  EXPECT_EQ(text, nullptr);
+  EXPECT_NE(std::string(kc_last_error()).find("no outcome for regime 01-b"), std::string::npos) << kc_last_error();
+  EXPECT_EQ(kc_regime_verdict(out_.c_str(), "not json", nullptr, &text), KC_E_INPUT);
+  EXPECT_EQ(kc_regime_verdict((out_ / "nothing").c_str(), "[]", nullptr, &text), KC_E_INPUT);
+  EXPECT_EQ(kc_regime_verdict(nullptr, "[]", nullptr, &text), KC_E_INPUT);
+}

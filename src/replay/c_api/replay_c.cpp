@@ -21,6 +21,7 @@
 #include "replay/eval_session.hpp"
 #include "replay/evaluate.hpp"
 #include "replay/poison.hpp"
+#include "replay/regime_verdict.hpp"
 #include "replay/session.hpp"
 #include "replay/timing.hpp"
 #include "replay/validate.hpp"
@@ -262,6 +263,20 @@ int kc_evaluate_launch(kc_session* s, kc_launch_fn launch, void* user, const cha
     *json_out = nullptr;
     need(reinterpret_cast<const void*>(launch), "launch");
     evaluate(s, nullptr, options_json, json_out, caller_launch(launch, user));
+  });
+}
+
+int kc_regime_verdict(const char* out_dir, const char* outcomes_json, const char* options_json, char** json_out) {
+  return guarded([&] {
+    need(out_dir, "out_dir");
+    need(outcomes_json, "outcomes_json");
+    need(json_out, "json_out");
+    *json_out = nullptr;
+    const json outcomes = json::parse(outcomes_json, nullptr, false);
+    if (outcomes.is_discarded()) kerncap::input_error("kc_regime_verdict: the outcomes are not JSON");
+    const json o = parse_options(options_json, "kc_regime_verdict options");
+    const kerncap::format::RegimesIndex idx = kerncap::format::read_regimes(out_dir);
+    *json_out = dup(replay::regime_verdict_from_json(idx, outcomes, o).dump());
   });
 }
 
