@@ -22,7 +22,7 @@
  *   Revision 2: kc_evaluate_launch; kc_evaluate judges by the one judge (src/replay/judge.hpp:
  *   OUT/kerncap.toml, a variant's typed regions within tolerance, the judge's option keys)
  *   and a faulting variant is a FAIL after which the session recovers.
- *   Revision 3: kc_regime_verdict (a regime set's document from per-regime verdicts).
+ *   Revision 3: kc_regime_set, kc_regime_verdict (a regime set judged regime by regime, anywhere).
  */
 #ifndef KERNCAP_REPLAY_H
 #define KERNCAP_REPLAY_H
@@ -199,6 +199,12 @@ KC_API int kc_evaluate_image(kc_session* s, const uint8_t* image, uint64_t size,
 KC_API int kc_evaluate_launch(kc_session* s, kc_launch_fn launch, void* user, const char* options_json,
                               char** json_out);
 
+/* Revision 3. The regime set in `out_dir` (OUT/regimes.json, checked as `kerncap validate` checks
+ * it): its index as JSON ({"format": "kerncap-regimes", "kernel", "regimes": [{"dir", "grid",
+ * "block", "launches", "time_ns", "share", "captured", "why", ...}], ...}, docs/regimes.md), each
+ * captured regime with "path", its capture directory. KC_E_INPUT for a set of several kernels
+ * (regime-kernels.json: the message names each kernel's set), none captured, or a damaged index. */
+KC_API int kc_regime_set(const char* out_dir, char** json_out);
 /* Revision 3. A regime set's verdict (OUT/regimes.json, `kerncap extract KERNEL --regimes`),
  * the document `kerncap validate OUT [--cubin V] --json` prints, from the one judge's verdict
  * on each regime, wherever those were reached (each regime's own session, on any GPU: the

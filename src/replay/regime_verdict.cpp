@@ -6,6 +6,8 @@
 #include <fmt/ranges.h>
 
 #include "common/error.hpp"
+#include "format/out_layout.hpp"
+#include "format/regime_kernels.hpp"
 
 namespace kerncap::replay {
 
@@ -177,6 +179,30 @@ nlohmann::json regime_verdict_from_json(const format::RegimesIndex& idx, const n
   }
   if (ordered.empty()) input_error("kc_regime_verdict: the set has no captured regime");
   return regime_verdict(idx, ordered, min_speedup, variant);
+}
+
+nlohmann::json regime_set_json(const std::filesystem::path& out) {
+  if (format::has_regime_kernels(out)) {
+    std::string dirs;
+    const format::RegimeKernels listing = format::read_regime_kernels(out);
+    for (const auto& k : listing.kernels) dirs += fmt::format("\n  {}  {}", (out / k.dir).string(), k.demangled);
+    usage_error(fmt::format("{} holds the regime sets of {} kernels; a candidate is judged on the set of its own "
+                            "kernel: give that set's directory{}",
+                            out.string(), listing.kernels.size(), dirs));
+  }
+  const format::RegimesIndex idx = format::read_regimes(out);
+  nlohmann::json j = format::to_json(idx);
+  size_t captured = 0;
+  for (size_t i = 0; i < idx.regimes.size(); ++i) {
+    if (!idx.regimes[i].captured) continue;
+    ++captured;
+    j["regimes"][i]["path"] = format::index_subdir(out, idx.regimes[i].dir, "regime").string();
+  }
+  if (captured == 0)
+    input_error(fmt::format("{}: no regime of this set was captured, so there is nothing to judge (extract it again: "
+                            "`kerncap extract KERNEL --regimes`)",
+                            (out / std::string(format::out::kRegimesIndex)).string()));
+  return j;
 }
 
 }  // namespace kerncap::replay

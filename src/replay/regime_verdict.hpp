@@ -5,6 +5,7 @@
 // `kerncap validate OUT` (cli/validate_regimes.cpp, a child process per regime) and, through
 // kc_regime_verdict (include/kerncap/replay.h), the evaluation pool (kerncap evaluate), which
 // spreads the regimes over its workers and must not re-implement the weighting.
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,5 +58,12 @@ nlohmann::json regime_verdict(const format::RegimesIndex& idx, const std::vector
 // shape is Error(Input), naming it). `options`: {"min_speedup": x | null, "variant": bool}.
 nlohmann::json regime_verdict_from_json(const format::RegimesIndex& idx, const nlohmann::json& outcomes,
                                         const nlohmann::json& options);
+
+// The set in `out` as an evaluator needs it (kc_regime_set): the index's JSON (to_json) with
+// "path" added to every captured regime (its directory, checked like validate checks it:
+// a plain name inside OUT, no link). Error(Usage) for OUT holding several kernels' sets
+// (regime-kernels.json: a variant belongs to one kernel, named with its set's path), Error(Input)
+// for a set with no captured regime or a damaged index.
+nlohmann::json regime_set_json(const std::filesystem::path& out);
 
 }  // namespace kerncap::replay

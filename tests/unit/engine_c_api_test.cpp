@@ -141,4 +141,16 @@ TEST_F(EngineCApi, RegimeVerdictThroughTheAbi) {
   EXPECT_EQ(kc_regime_verdict(out_.c_str(), "not json", nullptr, &text), KC_E_INPUT);
   EXPECT_EQ(kc_regime_verdict((out_ / "nothing").c_str(), "[]", nullptr, &text), KC_E_INPUT);
   EXPECT_EQ(kc_regime_verdict(nullptr, "[]", nullptr, &text), KC_E_INPUT);
+
+  // The set as an evaluator lists it: each captured regime's directory, checked.
+  EXPECT_EQ(kc_regime_set(out_.c_str(), &text), KC_E_INPUT);  // no 00-a directory yet
+  EXPECT_NE(std::string(kc_last_error()).find("00-a"), std::string::npos) << kc_last_error();
+  fs::create_directory(out_ / "00-a");
+  fs::create_directory(out_ / "01-b");
+  ASSERT_EQ(kc_regime_set(out_.c_str(), &text), KC_OK) << kc_last_error();
+  const auto set = nlohmann::json::parse(text);
+  kc_free(text);
+  ASSERT_EQ(set["regimes"].size(), 2u);
+  EXPECT_EQ(set["regimes"][1]["path"], (out_ / "01-b").string());
+  EXPECT_EQ(set["regimes"][0]["share"], 2.0 / 3);
 }

@@ -280,4 +280,13 @@ int kc_regime_verdict(const char* out_dir, const char* outcomes_json, const char
   });
 }
 
+int kc_regime_set(const char* out_dir, char** json_out) {
+  return guarded([&] {
+    need(out_dir, "out_dir");
+    need(json_out, "json_out");
+    *json_out = nullptr;
+    *json_out = dup(replay::regime_set_json(out_dir).dump());
+  });
+}
+
 }  // extern "C"
