@@ -201,7 +201,7 @@ KC_API int kc_evaluate_launch(kc_session* s, kc_launch_fn launch, void* user, co
 
 /* Revision 3. The regime set in `out_dir` (OUT/regimes.json, checked as `kerncap validate` checks
  * it): its index as JSON ({"format": "kerncap-regimes", "kernel", "regimes": [{"dir", "grid",
- * "block", "launches", "time_ns", "share", "captured", "why", ...}], ...}, docs/regimes.md), each
+ * "block", "launches", "time_ns", "share", "captured", "why", ...}], ...}, docs/capture.md, "Regimes"), each
  * captured regime with "path", its capture directory. KC_E_INPUT for a set of several kernels
  * (regime-kernels.json: the message names each kernel's set), none captured, or a damaged index. */
 KC_API int kc_regime_set(const char* out_dir, char** json_out);
@@ -216,7 +216,7 @@ KC_API int kc_regime_set(const char* out_dir, char** json_out);
  * the per-regime judging), "variant": true (false: the captured image, no speed-ups)}.
  * JSON: {"format": "kerncap-regime-verdict", "version", "kernel", "regimes": [...], "failed",
  * "regressed", "weighted_speedup", "weighted_speedup_ratio", "app_projection", "coverage",
- * "timed_share", "min_speedup", "result", "line"} (docs/regimes.md). */
+ * "timed_share", "min_speedup", "result", "line"} (docs/capture.md, "Regimes"). */
 KC_API int kc_regime_verdict(const char* out_dir, const char* outcomes_json, const char* options_json,
                              char** json_out);
 

@@ -242,10 +242,26 @@ def evaluate_on(client: Any, path: str, images: Iterable[engine.ImageArg], time_
     Dask cluster behind `client`, yielding evaluate_many's records in completion order plus
     "host", "dask_worker" and "worker_restarts". device: the GPU of each Dask worker to use (0:
     the first it sees; run one Dask worker per GPU). options and open_options: as evaluate_many.
-    A task the cluster loses (its Dask worker died) is reported once as ERROR."""
+    A task the cluster loses (its Dask worker died) is reported once as ERROR.
+
+    A regime set (OUT/regimes.json): each regime's capture is shipped and judged in turn, one
+    record per candidate with the set's verdict (kerncap.evaluate_regimes, as evaluate_many)."""
     _need_dask()
     if time_limit is not None and time_limit <= 0:
         raise engine.EngineError(f"time_limit {time_limit}: must be positive", engine.E_INPUT)
+    from .evaluate_regimes import RegimeSetRun, is_regime_set
+    if is_regime_set(path):
+        def run(p: str, imgs: List[engine.ImageArg], opts: Dict[str, Any],
+                prog: Optional[Callable[[Dict[str, Any]], None]]) -> Iterator[Dict[str, Any]]:
+            return _evaluate_on(client, p, imgs, time_limit, judge, device, cache_dir, open_options, prog, opts)
+        return RegimeSetRun(path, list(images), run, options, progress)
+    return _evaluate_on(client, path, images, time_limit, judge, device, cache_dir, open_options, progress, options)
+
+
+def _evaluate_on(client: Any, path: str, images: Iterable[engine.ImageArg], time_limit: Optional[float],
+                 judge: JudgeSpec, device: Optional[int], cache_dir: Optional[str],
+                 open_options: Optional[Dict[str, Any]], progress: Optional[Callable[[Dict[str, Any]], None]],
+                 options: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
     shipped = ship_capture(client, path, cache_dir)
     cache_dir = shipped["cache_dir"]
     if not all(client.run(_has_plugin).values()):

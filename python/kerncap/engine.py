@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Unio
 # revision of calls added within it that this binding can use (KC_REPLAY_ABI_REVISION): an
 # older library (lower revision) still serves every call of its own revision.
 ABI_VERSION = 1
-ABI_REVISION = 2
+ABI_REVISION = 3
 LIBRARY_NAME = "libkerncap_replay.so"
 # The one environment variable this binding reads: an explicit path of the library. Checked
 # against the C++ table of KERNCAP_* variables by python/tests/test_engine.py.
@@ -115,6 +115,10 @@ _REVISIONS = {
     },
     2: {
         "kc_evaluate_launch": (ctypes.c_int, [_vp, _vp, _vp, _cp, ctypes.POINTER(_vp)]),
+    },
+    3: {
+        "kc_regime_set": (ctypes.c_int, [_cp, ctypes.POINTER(_vp)]),
+        "kc_regime_verdict": (ctypes.c_int, [_cp, _cp, _cp, ctypes.POINTER(_vp)]),
     },
 }
 
@@ -209,6 +213,34 @@ def capture_info(path: str, lib: Optional[Library] = None) -> Dict[str, Any]:
     lib = lib or load()
     out = _vp()
     lib.check(lib.lib.kc_capture_info(os.fsencode(path), ctypes.byref(out)), "kc_capture_info")
+    return lib.take_json(out)
+
+
+def regime_set(path: str, lib: Optional[Library] = None) -> Dict[str, Any]:
+    """The regime set in OUT (`kerncap extract KERNEL --regimes`, OUT/regimes.json) as the engine
+    reads and checks it (no GPU): the index, each captured regime with "path", its capture
+    directory. Raises EngineError (exit code 2) for a set of several kernels (the message names
+    each kernel's set), a set with no captured regime, or a damaged index."""
+    lib = lib or load()
+    lib.need_revision(3, "regime_set")
+    out = _vp()
+    lib.check(lib.lib.kc_regime_set(os.fsencode(path), ctypes.byref(out)), "kc_regime_set")
+    return lib.take_json(out)
+
+
+def regime_verdict(path: str, outcomes: List[Dict[str, Any]], min_speedup: Optional[float] = None,
+                   variant: bool = True, lib: Optional[Library] = None) -> Dict[str, Any]:
+    """The regime set's verdict (`kerncap validate OUT --json`'s document over every regime) from
+    the one judge's verdict on each captured regime, wherever it was reached: outcomes
+    [{"dir", "verdict": Session.evaluate's document (speedup=True for a variant) or None,
+    "error": why there is none}], every captured regime once. min_speedup applies to the
+    weighted speed-up (leave it out of the per-regime judging). No GPU. docs/capture.md#regimes-every-launch-shape-of-one-kernel."""
+    lib = lib or load()
+    lib.need_revision(3, "regime_verdict")
+    out = _vp()
+    opts = json.dumps({"min_speedup": min_speedup, "variant": variant}).encode()
+    rc = lib.lib.kc_regime_verdict(os.fsencode(path), json.dumps(outcomes).encode(), opts, ctypes.byref(out))
+    lib.check(rc, "kc_regime_verdict")
     return lib.take_json(out)
 
 
@@ -592,9 +624,11 @@ def evaluate_all(path: str, images: Iterable[ImageArg], devices: Union[None, str
     timed_on, verdict: this function's usual document). Its keywords judge=, progress=,
     open_options= and spares= pass through. docs/evaluate.md."""
     if devices is not None or time_limit is not None:
-        from .evaluate_pool import HostPool, resolve_devices  # not in a reproducer's copy of this file
-        pool = HostPool(path, images, [None] if devices is None else resolve_devices(devices),
-                        time_limit=time_limit, **options)
+        from .evaluate_pool import DEFAULT_JUDGE, _evaluate_many, resolve_devices  # not in a reproducer's copy
+        pool = _evaluate_many(path, images, [None] if devices is None else resolve_devices(devices),
+                              time_limit=time_limit, judge=options.pop("judge", DEFAULT_JUDGE),
+                              progress=options.pop("progress", None), open_options=options.pop("open_options", None),
+                              spares=options.pop("spares", "auto"), **options)
         try:
             yield from pool
         finally:

@@ -29,6 +29,14 @@ kills its worker (or whose fault costs it its CUDA context) is reported once ("E
 exit, or the judge's FAIL naming the fault) and the worker is restarted. Times and speed-ups
 are measured by the judge within one worker's session: "timed_on" names that GPU.
 
+A regime set (OUT from `kerncap extract KERNEL --regimes`): every candidate is judged on every
+captured regime, one regime at a time over all the GPUs, each with its speed-up against the
+captured image in that regime's session (at the application's L2 state, as `kerncap validate
+OUT` does); one line per candidate, its "verdict" the set's document (`kerncap validate OUT
+--cubin V --json`: per-regime verdicts, the weighted speed-up, the application's projection),
+"regimes" each regime's device and seconds; --min-speedup applies to the weighted speed-up and
+--time-limit to each regime.
+
 Exit codes: 0 every candidate judged (whatever the verdicts), 2 bad input (no such capture or
 image, bad option), 3 no worker could open the capture (no GPU, another architecture).
 Progress and a summary go to stderr (--quiet: the summary only). See docs/evaluate.md."""
@@ -47,7 +55,8 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 description="Judge many candidate images of one capture on every GPU of this host; "
                                             "JSON lines on stdout.")
-    p.add_argument("out", metavar="OUT", help="the capture directory (OUT or OUT/capture)")
+    p.add_argument("out", metavar="OUT", help="the capture directory (OUT or OUT/capture), or a regime set "
+                   "(extract --regimes: every candidate judged on every regime, one verdict per candidate)")
     p.add_argument("--images", nargs="+", required=True, metavar="FILE_OR_DIR",
                    help="candidate images: files, or directories of *.cubin/*.fatbin/*.ptx")
     p.add_argument("--gpus", default="all", help="all (default) or CUDA device numbers, comma-separated: 0,1")
@@ -114,14 +123,19 @@ class Progress:
     def __call__(self, e: Dict[str, Any]) -> None:
         if self.quiet:
             return
+        total = e.get("total", self.total)  # a regime set counts candidates x regimes
         if e["event"] == "result":
             now = time.monotonic()
-            if now - self.last >= 2.0 or e["done"] == self.total:
+            if now - self.last >= 2.0 or e["done"] == total:
                 self.last = now
                 rate = e["done"] / e["elapsed"] if e["elapsed"] > 0 else 0.0
-                print(f"kerncap evaluate: {e['done']}/{self.total} judged ({rate:.1f}/s)", file=sys.stderr, flush=True)
+                what = "evaluations judged" if "regime" in e else "judged"
+                print(f"kerncap evaluate: {e['done']}/{total} {what} ({rate:.1f}/s)", file=sys.stderr, flush=True)
+        elif e["event"] == "regime":
+            print(f"kerncap evaluate: {e['reason']}", file=sys.stderr, flush=True)
         else:
-            print(f"kerncap evaluate: device {e['device']}: {e['event'].replace('_', ' ')}: {e['reason']}",
+            where = f"regime {e['regime']}, " if "regime" in e else ""
+            print(f"kerncap evaluate: {where}device {e['device']}: {e['event'].replace('_', ' ')}: {e['reason']}",
                   file=sys.stderr, flush=True)
 
 
@@ -151,7 +165,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     secs = s["seconds"] or 1e-9
     per = ", ".join(f"GPU {d}: {v['evaluated']}" for d, v in sorted(s["devices"].items()))
     verdicts = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing judged"
-    print(f"kerncap evaluate: {s['candidates']} candidates on {len(pool.slots)} GPU(s) in {secs:.2f} s "
+    regimes = f" x {s['regimes']} regimes ({s['evaluations']} evaluations, {s['evaluations'] / secs:.1f}/s)" \
+        if "regimes" in s else ""
+    print(f"kerncap evaluate: {s['candidates']} candidates{regimes} on {len(pool.slots)} GPU(s) in {secs:.2f} s "
           f"({s['candidates'] / secs:.1f}/s): {verdicts}; {s['restarts']} worker restart(s) ({per})",
           file=sys.stderr)
     return 0

@@ -33,9 +33,12 @@ import os
 import subprocess
 import sys
 import time
-from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import capture, engine
+
+if TYPE_CHECKING:
+    from .evaluate_regimes import RegimeSetRun
 
 # The judge a worker opens: "module:callable" (importable in a fresh interpreter) or a
 # top-level callable; called as judge(path, **open_options) in the worker, it returns an object
@@ -926,7 +929,7 @@ def evaluate_many(path: str, images: Iterable[engine.ImageArg], devices: Devices
                   time_limit: Optional[float] = None, judge: JudgeSpec = DEFAULT_JUDGE,
                   progress: Optional[Callable[[Dict[str, Any]], None]] = None,
                   open_options: Optional[Dict[str, Any]] = None, spares: Union[int, str] = "auto",
-                  **options: Any) -> HostPool:
+                  **options: Any) -> Union[HostPool, "RegimeSetRun"]:
     """Judges every image (a path, bytes, or None for the captured image) on the GPUs named by
     `devices` ("all", [0, 1], "0,1"), one worker process and one engine Session per GPU, and
     returns an iterator of records in completion order: index, image, result, line, error,
@@ -942,9 +945,33 @@ def evaluate_many(path: str, images: Iterable[engine.ImageArg], devices: Devices
     GPU; a larger capture keeps 1). Spares open beside the first workers, from the start.
     progress(event): {"event": "result", "done", "elapsed", "record"}, {"event": "restart",
     "device", "reason"}, {"event": "device_failed" | "spare_failed" | "slow_exit" | "spares", "device",
-    "reason"}."""
-    return HostPool(path, images, resolve_devices(devices), time_limit=time_limit, judge=judge,
-                    open_options=open_options, progress=progress, spares=spares, **options)
+    "reason"}.
+
+    A regime set (OUT/regimes.json, `extract KERNEL --regimes`): every candidate is judged on
+    every captured regime, one regime at a time across all the GPUs, and one record per
+    candidate comes back with the set's verdict (kerncap.evaluate_regimes: "verdict" is the
+    document `kerncap validate OUT --cubin V --json` prints, "regimes" each regime's device and
+    seconds); time_limit applies per candidate and regime."""
+    return _evaluate_many(path, images, resolve_devices(devices), time_limit=time_limit, judge=judge,
+                          progress=progress, open_options=open_options, spares=spares, **options)
+
+
+def _evaluate_many(path: str, images: Iterable[engine.ImageArg], devices: List[Optional[int]],
+                   time_limit: Optional[float], judge: JudgeSpec, progress: Optional[Callable[[Dict[str, Any]], None]],
+                   open_options: Optional[Dict[str, Any]], spares: Union[int, str],
+                   **options: Any) -> Union[HostPool, "RegimeSetRun"]:
+    """evaluate_many on devices already resolved (engine.evaluate_all: None, the default GPU)."""
+    from .evaluate_regimes import RegimeSetRun, is_regime_set
+    if time_limit is not None and time_limit <= 0:  # before a regime set's passes begin
+        raise engine.EngineError(f"time_limit {time_limit}: must be positive", engine.E_INPUT)
+    if is_regime_set(path):
+        def run(p: str, imgs: List[engine.ImageArg], opts: Dict[str, Any],
+                prog: Optional[Callable[[Dict[str, Any]], None]]) -> HostPool:
+            return HostPool(p, imgs, devices, time_limit=time_limit, judge=judge, open_options=open_options,
+                            progress=prog, spares=spares, **opts)
+        return RegimeSetRun(path, list(images), run, options, progress)
+    return HostPool(path, images, devices, time_limit=time_limit, judge=judge, open_options=open_options,
+                    progress=progress, spares=spares, **options)
 
 
 if __name__ == "__main__":  # pragma: no cover

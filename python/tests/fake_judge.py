@@ -7,6 +7,10 @@ the CLI and the Dask path can be tested without a GPU.
     b"hang..."    sleeps far past any time limit
     b"refuse..."  EngineError, exit code 2 (an image the session cannot run)
     b"lost..."    FAIL with "context_lost": the worker must be replaced afterwards
+On a regime set (each regime's capture a directory NN-name), a word KIND@DIR makes the
+candidate KIND on regime DIR only (the directory's name, or what its file fake-regime says) ("pass fail@01-b" fails on 01-b), and xS (x2.0) is its
+speed-up whenever the judge is asked for one (speedup=True): "speedup": {"speedup": S, the
+captured and variant medians}.
 Open options: open_delay=S sleeps S seconds first (a worker slow to open); exit_after_close=True
 ends the worker at once after close(), as the engine's judge does; max_opens=N refuses to open
 (EngineError) once N judges have opened on this capture (counted by files in it, across
@@ -17,7 +21,8 @@ import time
 
 from kerncap import engine
 
-OPENED = "fake-judge-opened"  # a file the judge writes into the capture dir when told to count opens
+OPENED = "fake-judge-opened"
+REGIME_MARKER = "fake-regime"  # a file naming the regime a capture directory is (tests of regime sets)  # a file the judge writes into the capture dir when told to count opens
 
 
 class FakeJudge:
@@ -46,7 +51,18 @@ class FakeJudge:
         else:
             with open(image, "rb") as f:
                 data = f.read()
-        kind = data.split(b" ")[0].decode()
+        words = data.decode(errors="replace").split(" ")
+        kind = words[0]
+        here = os.path.basename(os.path.normpath(self.path))
+        marker = os.path.join(self.path, REGIME_MARKER)  # the regime's name where the capture travelled (Dask)
+        if os.path.isfile(marker):
+            with open(marker) as f:
+                here = f.read().strip()
+        for w in words[1:]:
+            if "@" in w and w.split("@", 1)[1] == here:
+                kind = w.split("@", 1)[0]
+        speed = next((float(w[1:]) for w in words[1:] if w.startswith("x") and w[1:].replace(".", "", 1).isdigit()),
+                     1.0)
         if kind.startswith("fault"):
             os._exit(139)
         if kind.startswith("hang"):
@@ -57,7 +73,9 @@ class FakeJudge:
         doc = {"result": result, "line": f"Result: {result} (fake judge: {data.decode(errors='replace')})",
                "kernel": "fake", "image": name or str(image), "device": 0,
                "timing": {"median_ms": 0.001} if options.get("time") else None,
-               "options": sorted(options), "open_options": self.open_options}
+               "options": sorted(options), "open_options": self.open_options, "cache": options.get("cache")}
+        if options.get("speedup"):
+            doc["speedup"] = {"speedup": speed, "captured_median_ms": 0.010, "variant_median_ms": 0.010 / speed}
         if kind.startswith("lost"):
             doc["context_lost"] = True
             self.context_lost = True

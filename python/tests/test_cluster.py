@@ -80,3 +80,19 @@ def test_image_files_travel_as_bytes(client, tmp_path):
     records = sorted(cluster.evaluate_on(client, cap, paths, judge=FAKE, cache_dir=str(tmp_path / "cache")),
                      key=lambda r: r["index"])
     assert [(r["image"], r["result"]) for r in records] == [(paths[0], "PASS"), (paths[1], "FAIL")]
+
+
+def test_a_regime_set_gives_the_host_pools_set_verdicts(client, tmp_path):
+    from test_evaluate_regimes import CANDS, regime_set
+    rset = regime_set(str(tmp_path / "set"))
+    records = list(cluster.evaluate_on(client, rset, CANDS, time_limit=LIMIT, judge=FAKE,
+                                       cache_dir=str(tmp_path / "cache"), time=True))
+    pool = list(evaluate_many(rset, CANDS, devices=[0], time_limit=LIMIT, judge=FAKE, time=True))
+    assert sorted(r["index"] for r in records) == list(range(len(CANDS)))
+
+    def key(rs):
+        return {r["index"]: (r["result"], r["line"], tuple(r["verdict"]["failed"]), r["verdict"]["weighted_speedup"])
+                for r in rs}
+    assert key(records) == key(pool)
+    assert key(records)[2][2] == ("01-b",)  # the regime-specific failure survived the capture's travel
+    assert all(x.get("dask_worker") for r in records for x in r["regimes"])

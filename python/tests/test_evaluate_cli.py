@@ -56,3 +56,22 @@ def test_help_and_bad_input(kerncap_bin, tmp_path):
     assert h.returncode == 0 and "--time-limit" in h.stdout and "--gpus" in h.stdout
     missing = run(kerncap_bin, str(tmp_path), "--images", str(tmp_path / "nothing.cubin"))
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_a_regime_set_gives_one_line_per_candidate(kerncap_bin, tmp_path):
+    from test_evaluate_regimes import regime_set
+    rset = regime_set(str(tmp_path / "set"))
+    d = tmp_path / "cands"
+    d.mkdir()
+    for i, k in enumerate(["pass x2.0", "pass fail@01-b", "pass x1.1"]):
+        (d / f"v{i}.cubin").write_bytes(k.encode())
+    p = run(kerncap_bin, rset, "--images", str(d), "--gpus", "0,1", "--time", "--min-speedup", "1.5",
+            "--judge", "fake_judge:open_fake")
+    assert p.returncode == 0, p.stderr
+    lines = {r["index"]: r for r in map(json.loads, p.stdout.splitlines())}
+    assert sorted(lines) == [0, 1, 2]
+    assert lines[0]["result"] == "PASS" and lines[0]["verdict"]["weighted_speedup"] == 2.0
+    assert lines[1]["verdict"]["failed"] == ["01-b"]
+    assert lines[2]["result"] == "FAIL" and "below the x1.500 required" in lines[2]["line"]
+    assert "regime 1 of 2: 00-a" in p.stderr and "regime 2 of 2: 01-b" in p.stderr
+    assert "3 candidates x 2 regimes (6 evaluations" in p.stderr
