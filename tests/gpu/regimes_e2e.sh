@@ -7,6 +7,9 @@
 #             speed-up above 1 on the large regimes and below 1 on the small one, and its
 #             weighted speed-up agrees within 5 % with the kernel's total time measured by
 #             `kerncap profile` of the application rebuilt with that variant (rebuild-and-rerun)
+#   evaluate  (within example) `kerncap evaluate` on the set with the three variants: the verdicts
+#             and failing regimes validate gave, the weighted speed-up within 10 % of validate's
+#             (llama_evaluate: the same for the Llama norm's set and its three variants)
 #   capped    examples/regimes' gridStride: one grid (capped) at n = 4M (4 launches) and 1M (6),
 #             on two output buffers: 2 regimes told apart by n alone (param 2), both captured with
 #             the profiled run's n, and the captured image PASSes on both (strong)
@@ -52,6 +55,47 @@ echo "regimes suite: work in $WORK"
 
 # py EXPR FILE...: EXPR over d (the JSON of the first FILE) and e (the second, if any).
 py() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); e=json.load(open(sys.argv[2])) if len(sys.argv)>2 else None; print($1)" "${@:2}"; }
+
+# evaluate_like_validate CASE SET PREFIX LABEL=CUBIN...: `kerncap evaluate SET --images CUBIN...`
+# (the regime set spread over the pool) must give each candidate the verdict and the failing
+# regimes `kerncap validate SET --cubin CUBIN --json` gave (already in $WORK/PREFIX<LABEL>.json),
+# and, where validate measured one, a weighted speed-up within 10 % of it (both timed).
+evaluate_like_validate() {
+  local name=$1 set=$2 prefix=$3 labels=() images=()
+  shift 3
+  for x in "$@"; do labels+=("${x%%=*}"); images+=("${x#*=}"); done
+  if ! run "$name" "$KC" evaluate "$set" --images "${images[@]}" --time --time-limit 60 --stats "$WORK/$name.stats.json"; then
+    verdict "$name" FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ' | cut -c1-300)"
+    return
+  fi
+  cp "$STEP_OUT" "$WORK/$name.jsonl"
+  local same
+  same=$(python3 - "$WORK" "$name" "$prefix" "${labels[@]}" <<'PY' 2>&1
+import json, sys
+w, name, prefix, labels = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+recs = {r["index"]: r for r in map(json.loads, open(f"{w}/{name}.jsonl"))}
+bad, said = [], []
+for i, label in enumerate(labels):
+    v, r = json.load(open(f"{w}/{prefix}{label}.json")), recs.get(i)
+    if r is None:
+        bad.append(f"{label}: no record")
+        continue
+    e = r["verdict"]
+    said.append(f"{label} {e['result']} failed {e['failed']}")
+    if (e["result"], e["failed"], e["format"]) != (v["result"], v["failed"], v["format"]):
+        bad.append(f"{label}: evaluate {e['result']} {e['failed']} vs validate {v['result']} {v['failed']}")
+    if v.get("weighted_speedup") and e.get("weighted_speedup"):
+        ratio = e["weighted_speedup"] / v["weighted_speedup"]
+        said.append(f"weighted x{e['weighted_speedup']:.3f} vs validate's x{v['weighted_speedup']:.3f}")
+        if abs(ratio - 1) > 0.10:
+            bad.append(f"{label}: weighted speed-ups {100 * (ratio - 1):+.1f} % apart")
+print("; ".join(said))
+print("; ".join(bad) if bad else "same")
+PY
+)
+  verdict "$name" "$(pass_if "$(tail -1 <<<"$same" | grep -qx same && echo 1)")" \
+    "$(tr '\n' ' ' <<<"$same" | cut -c1-400)| $(grep -m1 'candidates x' "$STEP_ERR" | cut -c1-200)"
+}
 
 if want example; then
   S=$WORK/example
@@ -103,6 +147,10 @@ if want example; then
     run table "$KC" validate "$S" --cubin "$EX/regimes_bigfast.cubin"
     cp "$STEP_OUT" "$WORK/bigfast.table.txt"
     cat "$STEP_OUT"
+    # The same candidates through the evaluation pool (kerncap evaluate on the set: every regime
+    # spread over the GPUs, the set's document from kc_regime_verdict).
+    want evaluate && evaluate_like_validate evaluate "$S" "" recompiled="$EX/regimes.cubin" \
+      tail="$EX/regimes_tail.cubin" bigfast="$EX/regimes_bigfast.cubin"
   else
     verdict extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
   fi
@@ -208,6 +256,8 @@ if want llama; then
       both=$(py 'any(r["speedup"] > 1 for r in d["regimes"]) and any(r["speedup"] < 1 for r in d["regimes"])' "$WORK/llama_bigfast.json" 2>/dev/null)
       W=$(py '"%.4f" % d["weighted_speedup"]' "$WORK/llama_bigfast.json" 2>/dev/null)
       verdict llama_bigfast "$(pass_if "$([ "$JUDGED" = PASS ] && [ "$both" = True ] && echo 1)")" "grid:speed-up $per; weighted x$W; $LAST_LINE"
+      want llama_evaluate && evaluate_like_validate llama_evaluate "$NORM" llama_ same="$R/SAME.cubin" \
+        tail="$R/TAIL.cubin" bigfast="$R/BIGFAST.cubin"
       # The page of this run (kerncap report), checked in a headless browser where one is here;
       # elsewhere the page and its verdict are kept ($WORK/llama_report.html) for the check.
       if run llama_report "$KC" report "$NORM" --verdict "$WORK/llama_bigfast.json" -o "$WORK/llama_report.html"; then
