@@ -258,38 +258,42 @@ if want llama; then
       verdict llama_bigfast "$(pass_if "$([ "$JUDGED" = PASS ] && [ "$both" = True ] && echo 1)")" "grid:speed-up $per; weighted x$W; $LAST_LINE"
       want llama_evaluate && evaluate_like_validate llama_evaluate "$NORM" llama_ same="$R/SAME.cubin" \
         tail="$R/TAIL.cubin" bigfast="$R/BIGFAST.cubin"
-      # The page of this run (kerncap report), checked in a headless browser where one is here;
-      # elsewhere the page and its verdict are kept ($WORK/llama_report.html) for the check.
-      if run llama_report "$KC" report "$NORM" --verdict "$WORK/llama_bigfast.json" -o "$WORK/llama_report.html"; then
-        if [ -f "$HERE/../../python/tests/report_browser.py" ] &&
-           python3 "$HERE/../../python/tests/report_browser.py" "$WORK/llama_report.html" "$WORK/llama_bigfast.json" \
-             >"$WORK/llama_report.check" 2>&1; then
-          verdict llama_report PASS "$(tail -1 "$WORK/llama_report.check")"
-        elif grep -q SKIPPED "$WORK/llama_report.check" 2>/dev/null; then
-          verdict llama_report SKIP "written ($(wc -c <"$WORK/llama_report.html") bytes); no browser here: check it with python/tests/report_browser.py"
+      # The page, the swap and the cache-state rows (cases llama_report, llama_swap; on by
+      # default, left out when KERNCAP_GPU_CASES names the llama case without them).
+      if want llama_report || want llama_swap; then
+        # The page of this run (kerncap report), checked in a headless browser where one is here;
+        # elsewhere the page and its verdict are kept ($WORK/llama_report.html) for the check.
+        if run llama_report "$KC" report "$NORM" --verdict "$WORK/llama_bigfast.json" -o "$WORK/llama_report.html"; then
+          if [ -f "$HERE/../../python/tests/report_browser.py" ] &&
+             python3 "$HERE/../../python/tests/report_browser.py" "$WORK/llama_report.html" "$WORK/llama_bigfast.json" \
+               >"$WORK/llama_report.check" 2>&1; then
+            verdict llama_report PASS "$(tail -1 "$WORK/llama_report.check")"
+          elif grep -q SKIPPED "$WORK/llama_report.check" 2>/dev/null; then
+            verdict llama_report SKIP "written ($(wc -c <"$WORK/llama_report.html") bytes); no browser here: check it with python/tests/report_browser.py"
+          else
+            verdict llama_report FAIL "$(tail -2 "$WORK/llama_report.check" | tr '\n' ' ')"
+          fi
         else
-          verdict llama_report FAIL "$(tail -2 "$WORK/llama_report.check" | tr '\n' ' ')"
+          verdict llama_report FAIL "rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ')"
         fi
-      else
-        verdict llama_report FAIL "rc $RC: $(tail -2 "$STEP_ERR" | tr '\n' ' ')"
+        # The same variant inside the application: the kernel's own GPU time, unmodified vs swapped.
+        run llama_swap "$KC" run --swap rms_norm_kernel="$R/BIGFAST.cubin" --repeat 4 --json -- "${APP[@]}"
+        cp "$STEP_OUT" "$WORK/llama_swap.json" 2>/dev/null
+        INAPP=$(py '"%.4f" % d["summary"]["kernel_ns"]["ratio"]["median"]' "$WORK/llama_swap.json" 2>/dev/null)
+        CI=$(py '"[%.4f, %.4f]" % (d["summary"]["kernel_ns"]["ratio"]["low"], d["summary"]["kernel_ns"]["ratio"]["high"])' "$WORK/llama_swap.json" 2>/dev/null)
+        SV=$(py 'd["verdict"]' "$WORK/llama_swap.json" 2>/dev/null)
+        agree=$(python3 -c "print(1 if abs($W / $INAPP - 1) <= 0.05 else 0)" 2>/dev/null)
+        WR=$(py '"%.4f" % d["weighted_speedup_ratio"]' "$WORK/llama_bigfast.json" 2>/dev/null)
+        verdict llama_weighted_vs_swap "$(pass_if "$agree")" "weighted x$W (ratios alone x$WR) vs in-app x$INAPP (95% $CI; kerncap run --swap verdict $SV; $(py '"%d" % d["pairs"]' "$WORK/llama_swap.json" 2>/dev/null) pairs)"
+        # The same variant timed in the nearer of warm and cold (--speedup-cache auto), beside the
+        # set's default (blend: each image at the application's L2 state), against the same swap.
+        run llama_auto "$KC" validate "$NORM" --json --cubin "$R/BIGFAST.cubin" --speedup-cache auto
+        cp "$STEP_OUT" "$WORK/llama_auto.json" 2>/dev/null
+        WA=$(py '"%.4f" % d["weighted_speedup"]' "$WORK/llama_auto.json" 2>/dev/null)
+        # A measurement beside the default (the row passes when auto's figure was measured).
+        apart=$(python3 -c "print('%.1f %%' % (100 * abs($WA / $INAPP - 1)))" 2>/dev/null)
+        verdict llama_auto_vs_swap "$(pass_if "$([ -n "$apart" ] && echo 1)")" "auto weighted x$WA vs in-app x$INAPP: $apart apart; $(py '" | ".join(r["verdict"]["speedup"]["cache"][:100] for r in d["regimes"])' "$WORK/llama_auto.json" 2>/dev/null)"
       fi
-      # The same variant inside the application: the kernel's own GPU time, unmodified vs swapped.
-      run llama_swap "$KC" run --swap rms_norm_kernel="$R/BIGFAST.cubin" --repeat 4 --json -- "${APP[@]}"
-      cp "$STEP_OUT" "$WORK/llama_swap.json" 2>/dev/null
-      INAPP=$(py '"%.4f" % d["summary"]["kernel_ns"]["ratio"]["median"]' "$WORK/llama_swap.json" 2>/dev/null)
-      CI=$(py '"[%.4f, %.4f]" % (d["summary"]["kernel_ns"]["ratio"]["low"], d["summary"]["kernel_ns"]["ratio"]["high"])' "$WORK/llama_swap.json" 2>/dev/null)
-      SV=$(py 'd["verdict"]' "$WORK/llama_swap.json" 2>/dev/null)
-      agree=$(python3 -c "print(1 if abs($W / $INAPP - 1) <= 0.05 else 0)" 2>/dev/null)
-      WR=$(py '"%.4f" % d["weighted_speedup_ratio"]' "$WORK/llama_bigfast.json" 2>/dev/null)
-      verdict llama_weighted_vs_swap "$(pass_if "$agree")" "weighted x$W (ratios alone x$WR) vs in-app x$INAPP (95% $CI; kerncap run --swap verdict $SV; $(py '"%d" % d["pairs"]' "$WORK/llama_swap.json" 2>/dev/null) pairs)"
-      # The same variant timed in the nearer of warm and cold (--speedup-cache auto), beside the
-      # set's default (blend: each image at the application's L2 state), against the same swap.
-      run llama_auto "$KC" validate "$NORM" --json --cubin "$R/BIGFAST.cubin" --speedup-cache auto
-      cp "$STEP_OUT" "$WORK/llama_auto.json" 2>/dev/null
-      WA=$(py '"%.4f" % d["weighted_speedup"]' "$WORK/llama_auto.json" 2>/dev/null)
-      # A measurement beside the default (the row passes when auto's figure was measured).
-      apart=$(python3 -c "print('%.1f %%' % (100 * abs($WA / $INAPP - 1)))" 2>/dev/null)
-      verdict llama_auto_vs_swap "$(pass_if "$([ -n "$apart" ] && echo 1)")" "auto weighted x$WA vs in-app x$INAPP: $apart apart; $(py '" | ".join(r["verdict"]["speedup"]["cache"][:100] for r in d["regimes"])' "$WORK/llama_auto.json" 2>/dev/null)"
     else
       verdict llama_extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
     fi
