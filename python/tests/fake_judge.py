@@ -73,7 +73,8 @@ class FakeJudge:
         doc = {"result": result, "line": f"Result: {result} (fake judge: {data.decode(errors='replace')})",
                "kernel": "fake", "image": name or str(image), "device": 0,
                "timing": {"median_ms": 0.001} if options.get("time") else None,
-               "options": sorted(options), "open_options": self.open_options, "cache": options.get("cache")}
+               "options": sorted(options), "open_options": self.open_options, "cache": options.get("cache"),
+               "replay_lib": os.environ.get("KERNCAP_REPLAY_LIB")}
         if options.get("speedup"):
             doc["speedup"] = {"speedup": speed, "captured_median_ms": 0.010, "variant_median_ms": 0.010 / speed}
         if kind.startswith("lost"):

@@ -75,3 +75,18 @@ def test_a_regime_set_gives_one_line_per_candidate(kerncap_bin, tmp_path):
     assert lines[2]["result"] == "FAIL" and "below the x1.500 required" in lines[2]["line"]
     assert "regime 1 of 2: 00-a" in p.stderr and "regime 2 of 2: 01-b" in p.stderr
     assert "3 candidates x 2 regimes (6 evaluations" in p.stderr
+
+
+def test_the_workers_load_this_kerncaps_engine(kerncap_bin, tmp_path):
+    """`kerncap evaluate` tells its workers to load the engine beside this binary (bin/../lib),
+    not whatever the package's search finds (a staged copy's package has none beside it)."""
+    cap = fake_capture(str(tmp_path / "cap"))
+    (tmp_path / "v.cubin").write_bytes(b"pass")
+    env = dict(os.environ)
+    env.pop("KERNCAP_REPLAY_LIB", None)
+    env["PYTHONPATH"] = TESTS + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    p = subprocess.run([kerncap_bin, "evaluate", cap, "--images", str(tmp_path / "v.cubin"), "--gpus", "0",
+                        "--judge", "fake_judge:open_fake"], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    want = os.path.realpath(os.path.join(os.path.dirname(kerncap_bin), "..", "lib", "libkerncap_replay.so"))
+    assert json.loads(p.stdout.splitlines()[0])["verdict"]["replay_lib"] == want

@@ -26,6 +26,13 @@ void exec_python_module(const PythonModule& m) {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec && !std::getenv(bin_var.c_str())) ::setenv(bin_var.c_str(), self.string().c_str(), 1);
+  // And every engine it loads is this kerncap's (bin/../lib), not whichever the package's own
+  // search finds: a build or staged copy whose Python package is the source tree's has no
+  // library beside that package (on the H200, `kerncap evaluate` on a regime set found none).
+  const std::string lib_var(format::env_name(format::Var::ReplayLib));
+  const fs::path engine = self.parent_path() / "../lib/libkerncap_replay.so";
+  if (!ec && !std::getenv(lib_var.c_str()) && fs::is_regular_file(engine, ec))
+    ::setenv(lib_var.c_str(), fs::weakly_canonical(engine, ec).string().c_str(), 1);
   // The package that belongs to this kerncap (installed beside it, or the source tree), after
   // the user's own PYTHONPATH: when the package folder is site-packages, putting it first would
   // hide every module the user placed ahead of site-packages on purpose.
