@@ -5,7 +5,9 @@
 // kernel's time depends on its shape. For `extract --regimes` (tests/gpu/regimes_e2e.sh).
 // Built again as variants: KC_VARIANT_TAIL skips the last partial block (wrong only at
 // n = 1000003); KC_VARIANT_BIGFAST drops the spin where n >= 1M and doubles it below (faster
-// on the large regimes, slower on the small one; the same values everywhere).
+// on the large regimes, slower on the small one; the same values everywhere); KC_VARIANT_FAULT_SMALL
+// stores to an illegal address at n = 4096 only, KC_VARIANT_HANG_ODD never ends at n = 1000003
+// (a regime set's faults and hangs through `kerncap evaluate`).
 // examples/CMakeLists.txt also builds the application with KC_VARIANT_BIGFAST (regimes_bigfast),
 // to time the variant inside the application: a rebuild-and-rerun.
 // Then gridStride, a grid-stride loop whose grid is capped (as elementwise kernels cap theirs at
@@ -30,6 +32,14 @@ __global__ void scaleShift(const float* x, float* y, int n, float a) {
   float acc = threadIdx.x;
   for (int r = 0; r < reps; ++r) acc = fmaf(acc, 0.999f, 0.5f);
   if (acc == -1.0f) y[0] = acc;  // never true: keeps the loop
+#if defined(KC_VARIANT_FAULT_SMALL)
+  if (n == 4096 && i == 0) *reinterpret_cast<volatile float*>(8) = 1.0f;  // an illegal address
+#endif
+#if defined(KC_VARIANT_HANG_ODD)
+  if (n == 1000003)  // spins until x[0] holds a value it never holds: the launch never ends
+    while (reinterpret_cast<volatile const float*>(x)[0] != -12345.0f) {
+    }
+#endif
 #if defined(KC_VARIANT_TAIL)
   if (i < n / static_cast<int>(blockDim.x) * static_cast<int>(blockDim.x)) y[i] = a * x[i] + 1.0f;
 #else

@@ -9,7 +9,10 @@
 #             `kerncap profile` of the application rebuilt with that variant (rebuild-and-rerun)
 #   evaluate  (within example) `kerncap evaluate` on the set with the three variants: the verdicts
 #             and failing regimes validate gave, the weighted speed-up within 10 % of validate's
-#             (llama_evaluate: the same for the Llama norm's set and its three variants)
+#             (llama_evaluate: the same for the Llama norm's set and its three variants);
+#             evaluate_faults: a variant faulting on the small regime only and one hanging on the
+#             odd one, between good ones: each reported once, FAIL naming only its regime, the
+#             hang "timed out after 5 s", the good ones after them PASS
 #   capped    examples/regimes' gridStride: one grid (capped) at n = 4M (4 launches) and 1M (6),
 #             on two output buffers: 2 regimes told apart by n alone (param 2), both captured with
 #             the profiled run's n, and the captured image PASSes on both (strong)
@@ -45,7 +48,8 @@ BUILD=${1:?usage: tests/gpu/regimes_e2e.sh BUILD_DIR}
 gpu_build "$BUILD"
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${TORCH_PY:-python3}
-for f in "$KC" "$EX/regimes" "$EX/regimes_bigfast" "$EX/regimes.cubin" "$EX/regimes_tail.cubin" "$EX/regimes_bigfast.cubin"; do
+for f in "$KC" "$EX/regimes" "$EX/regimes_bigfast" "$EX/regimes.cubin" "$EX/regimes_tail.cubin" "$EX/regimes_bigfast.cubin" \
+         "$EX/regimes_fault_small.cubin" "$EX/regimes_hang_odd.cubin"; do
   [ -e "$f" ] || { echo "missing $f (build first: cmake --build $BUILD)"; exit 1; }
 done
 unset KERNCAP_SERVE
@@ -151,6 +155,36 @@ if want example; then
     # spread over the GPUs, the set's document from kc_regime_verdict).
     want evaluate && evaluate_like_validate evaluate "$S" "" recompiled="$EX/regimes.cubin" \
       tail="$EX/regimes_tail.cubin" bigfast="$EX/regimes_bigfast.cubin"
+    # Faults and hangs on one regime of the set: a store to an illegal address at n = 4096 only
+    # and a launch that never ends at n = 1000003, between two good candidates. Each candidate
+    # reported once; the bad ones FAIL naming only their regime (the fault's verdict, or
+    # "timed out after 5 s"); the good ones after them still PASS (the pool's workers replaced).
+    if want evaluate_faults; then
+      SMALL=$(py '[r["dir"] for r in d["regimes"] if r["grid"][0] == 16][0]' "$S/regimes.json")
+      if run evaluate_faults "$KC" evaluate "$S" --images "$EX/regimes.cubin" "$EX/regimes_fault_small.cubin" \
+          "$EX/regimes_hang_odd.cubin" "$EX/regimes_bigfast.cubin" --time --time-limit 5; then
+        cp "$STEP_OUT" "$WORK/evaluate_faults.jsonl"
+        got=$(python3 - "$WORK/evaluate_faults.jsonl" "$SMALL" "$ODD" <<'PY' 2>&1
+import json, sys
+recs = [json.loads(x) for x in open(sys.argv[1])]
+small, odd = sys.argv[2], sys.argv[3]
+by = {r["index"]: r for r in recs}
+def regime_line(r, d):
+    return next(x["line"] for x in r["verdict"]["regimes"] if x["dir"] == d)
+ok = sorted(r["index"] for r in recs) == [0, 1, 2, 3]
+ok = ok and by[0]["result"] == "PASS" and by[3]["result"] == "PASS"
+ok = ok and by[1]["verdict"]["failed"] == [small] and by[2]["verdict"]["failed"] == [odd]
+ok = ok and "timed out after 5 s" in regime_line(by[2], odd)
+print(f"{len(recs)} records; fault: {by[1]['verdict']['failed']} {regime_line(by[1], small)[:120]}; "
+      f"hang: {by[2]['verdict']['failed']} {regime_line(by[2], odd)[:80]}; after them {by[3]['result']}")
+print("ok" if ok else "wrong")
+PY
+)
+        verdict evaluate_faults "$(pass_if "$(tail -1 <<<"$got" | grep -qx ok && echo 1)")" "$(head -1 <<<"$got" | cut -c1-400) | $(grep -m1 'candidates x' "$STEP_ERR" | cut -c1-200)"
+      else
+        verdict evaluate_faults FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ' | cut -c1-300)"
+      fi
+    fi
   else
     verdict extract FAIL "rc $RC: $(tail -3 "$STEP_ERR" | tr '\n' ' ')"
   fi
