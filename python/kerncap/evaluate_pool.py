@@ -36,6 +36,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import capture, engine
+from .record_stream import RecordStream
 
 if TYPE_CHECKING:
     from .evaluate_regimes import RegimeSetRun
@@ -528,7 +529,7 @@ def died(code: Optional[int]) -> str:
 
 # ---------------------------------------------------------------- the host pool
 
-class HostPool:
+class HostPool(RecordStream):
     """Iterates over the records of `images` judged on `devices` (see evaluate_many). `stats`
     holds, once iteration ends: candidates, per-device evaluated counts and restarts, seconds,
     and where the devices' time went (`profile`)."""
@@ -580,19 +581,6 @@ class HostPool:
                                                   "spare_takeovers": 0, "spare_failures": 0, "drains": 0,
                                                   "open_s": []}}
         self._it = self._run()
-
-    def __iter__(self) -> "HostPool":
-        return self
-
-    def __next__(self) -> Dict[str, Any]:
-        return next(self._it)
-
-    def close(self) -> None:
-        self._it.close()
-
-    def _event(self, **event: Any) -> None:
-        if self.progress is not None:
-            self.progress(event)
 
     def _start_spare(self, i: int) -> None:
         """Tops slot i's spares up to `spares` (each opens while the slot's worker judges)."""

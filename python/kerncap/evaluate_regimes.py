@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from . import engine
 from .out_layout import REGIME_KERNELS_INDEX, REGIMES_INDEX
+from .record_stream import RecordStream
 
 # run(path, images, options, progress) -> an iterator of records (evaluate_many's), with
 # optional `stats` and `close()`: how one regime's candidates are judged.
@@ -54,7 +55,7 @@ def regime_options(options: Dict[str, Any]) -> Dict[str, Any]:
     return o
 
 
-class RegimeSetRun:
+class RegimeSetRun(RecordStream):
     """Iterates over one record per candidate judged on every captured regime of the set at
     `path`. Built by evaluate_many (the host pool) and kerncap.cluster.evaluate_on (Dask) with
     their own `run`; `stats` once iteration ends."""
@@ -71,19 +72,6 @@ class RegimeSetRun:
         self.stats: Dict[str, Any] = {"candidates": 0, "regimes": len(self.regimes), "evaluations": 0,
                                       "devices": {}, "restarts": 0, "seconds": 0.0, "by_regime": {}}
         self._it = self._run()
-
-    def __iter__(self) -> "RegimeSetRun":
-        return self
-
-    def __next__(self) -> Dict[str, Any]:
-        return next(self._it)
-
-    def close(self) -> None:
-        self._it.close()
-
-    def _event(self, **event: Any) -> None:
-        if self.progress is not None:
-            self.progress(event)
 
     def _run(self) -> Iterator[Dict[str, Any]]:
         t0 = time.monotonic()

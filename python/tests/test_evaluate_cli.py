@@ -15,12 +15,18 @@ def run(kerncap_bin, *args):
     return subprocess.run([kerncap_bin, "evaluate", *args], capture_output=True, text=True, env=env, timeout=120)
 
 
-def test_json_lines_per_candidate(kerncap_bin, tmp_path):
-    cap = fake_capture(str(tmp_path / "cap"))
+def candidate_dir(tmp_path, kinds):
+    """A directory of fake candidates v0.cubin, v1.cubin, ... (fake_judge.py's words)."""
     d = tmp_path / "cands"
     d.mkdir()
-    for i, k in enumerate(["pass", "fail", "fault", "hang", "pass"]):
+    for i, k in enumerate(kinds):
         (d / f"v{i}.cubin").write_bytes(k.encode())
+    return d
+
+
+def test_json_lines_per_candidate(kerncap_bin, tmp_path):
+    cap = fake_capture(str(tmp_path / "cap"))
+    d = candidate_dir(tmp_path, ["pass", "fail", "fault", "hang", "pass"])
     p = run(kerncap_bin, cap, "--images", str(d), "--gpus", "0,1", "--time-limit", "1", "--time",
             "--judge", "fake_judge:open_fake", "--atol", "1e-3", "--exact")
     assert p.returncode == 0, p.stderr
@@ -35,10 +41,7 @@ def test_json_lines_per_candidate(kerncap_bin, tmp_path):
 
 def test_stats_file_and_no_spares(kerncap_bin, tmp_path):
     cap = fake_capture(str(tmp_path / "cap"))
-    d = tmp_path / "cands"
-    d.mkdir()
-    for i, k in enumerate(["pass", "fault", "pass"]):
-        (d / f"v{i}.cubin").write_bytes(k.encode())
+    d = candidate_dir(tmp_path, ["pass", "fault", "pass"])
     stats = tmp_path / "stats.json"
     for spares in ("0", "1"):
         p = run(kerncap_bin, cap, "--images", str(d), "--gpus", "0", "--spares", spares, "--stats", str(stats),
@@ -61,10 +64,7 @@ def test_help_and_bad_input(kerncap_bin, tmp_path):
 def test_a_regime_set_gives_one_line_per_candidate(kerncap_bin, tmp_path):
     from test_evaluate_regimes import regime_set
     rset = regime_set(str(tmp_path / "set"))
-    d = tmp_path / "cands"
-    d.mkdir()
-    for i, k in enumerate(["pass x2.0", "pass fail@01-b", "pass x1.1"]):
-        (d / f"v{i}.cubin").write_bytes(k.encode())
+    d = candidate_dir(tmp_path, ["pass x2.0", "pass fail@01-b", "pass x1.1"])
     p = run(kerncap_bin, rset, "--images", str(d), "--gpus", "0,1", "--time", "--min-speedup", "1.5",
             "--judge", "fake_judge:open_fake")
     assert p.returncode == 0, p.stderr
