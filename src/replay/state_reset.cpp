@@ -57,6 +57,47 @@ std::vector<ResetRange> reset_ranges(const format::Manifest& m, const format::Fo
   return out;
 }
 
+std::vector<ResetRange> read_parts(const std::vector<ResetRange>& ranges, const format::Manifest& m,
+                                   const format::Footprint* footprint) {
+  if (!footprint || footprint->regions.size() != m.regions.size()) return ranges;
+  std::vector<ResetRange> out;
+  for (const ResetRange& r : ranges) {
+    const format::RegionFootprint& f = footprint->regions.at(r.index);
+    if (f.probed || f.size != m.regions[r.index].size) {
+      out.push_back(r);
+      continue;
+    }
+    const uint64_t g = f.read.granule(), end = r.offset + r.size;
+    f.read.for_each_run([&](uint64_t first, uint64_t count) {
+      const uint64_t lo = std::max(first * g, r.offset), hi = std::min((first + count) * g, end);
+      if (lo < hi) out.push_back({r.index, lo, hi - lo});
+    });
+  }
+  return out;
+}
+
+std::vector<ResetCopy> plan_part_copies(const std::vector<ResetRange>& ranges, const std::vector<ResetRange>& parts,
+                                        const std::vector<uint64_t>& addresses) {
+  std::vector<ResetCopy> out;
+  size_t k = 0;
+  uint64_t staged = 0;  // staging offset of ranges[k]
+  for (const ResetRange& p : parts) {
+    while (k < ranges.size() && !(ranges[k].index == p.index && p.offset >= ranges[k].offset &&
+                                  p.offset + p.size <= ranges[k].offset + ranges[k].size)) {
+      staged += ranges[k].size;
+      ++k;
+    }
+    if (k == ranges.size()) fail(ErrorKind::Internal, "a reset part lies in no reset range");
+    const CUdeviceptr dst = addresses.at(p.index) + p.offset;
+    const uint64_t src = staged + (p.offset - ranges[k].offset);
+    if (!out.empty() && out.back().dst + out.back().size == dst && out.back().src_offset + out.back().size == src)
+      out.back().size += p.size;
+    else
+      out.push_back({dst, src, p.size});
+  }
+  return out;
+}
+
 uint64_t total_bytes(const std::vector<ResetRange>& ranges) {
   uint64_t n = 0;
   for (const auto& r : ranges) n += r.size;
@@ -94,6 +135,10 @@ StateReset::StateReset(Session& s) {
   copies_ = plan_copies(ranges, addresses);
   ranges_ = ranges.size();
   bytes_ = total_bytes(ranges);
+  const std::vector<ResetRange> parts = read_parts(ranges, cap.manifest, fp ? &*fp : nullptr);
+  read_copies_ = plan_part_copies(ranges, parts, addresses);
+  read_ranges_ = parts.size();
+  read_bytes_ = total_bytes(parts);
   if (bytes_ == 0) return;
   size_t free_b = 0, total_b = 0;
   KC_CU(cuMemGetInfo(&free_b, &total_b));
@@ -120,9 +165,10 @@ StateReset::~StateReset() {
   if (host_) driver().cuMemFreeHost(host_);
 }
 
-void StateReset::reset(CUstream stream) const {
+void StateReset::reset(CUstream stream, ResetScope scope) const {
   const CUdeviceptr base = device_ ? device_ : reinterpret_cast<CUdeviceptr>(host_);
-  for (const auto& c : copies_) KC_CU(cuMemcpyAsync(c.dst, base + c.src_offset, c.size, stream));
+  for (const auto& c : scope == ResetScope::Changed ? copies_ : read_copies_)
+    KC_CU(cuMemcpyAsync(c.dst, base + c.src_offset, c.size, stream));
 }
 
 }  // namespace kerncap::replay

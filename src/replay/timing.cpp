@@ -150,7 +150,10 @@ nlohmann::json Timing::to_json() const {
   if (!method_note.empty()) j["method_note"] = method_note;
   if (kernels_per_launch) j["kernels_per_launch"] = kernels_per_launch;
   if (options.restore == RestoreMode::Written)
-    j["reset"] = {{"bytes", reset_bytes}, {"ranges", reset_ranges}, {"staging", reset_staging}};
+    j["reset"] = {{"bytes", reset_bytes},
+                  {"ranges", reset_ranges},
+                  {"staging", reset_staging},
+                  {"never_read_bytes", reset_never_read_bytes}};
   if (options.cache == CacheMode::Cold) j["l2_flush_bytes"] = flush_bytes;
   if (!cache_why.empty()) j["cache_why"] = cache_why;
   j["overhead"] = {{"wall_s", wall_s},         {"setup_s", setup_s}, {"clock_s", clock_s},
@@ -166,9 +169,14 @@ std::string Timing::describe() const {
   if (!method_note.empty()) m += fmt::format("; {}", method_note);
   std::string restore = to_string(options.restore);
   if (options.restore == RestoreMode::Written)
-    restore += reset_bytes ? fmt::format(" ({} in {} ranges put back before each launch from a {} copy)",
+    restore += reset_bytes ? fmt::format(" ({} in {} ranges put back before each launch from a {} copy",
                                          human_bytes(reset_bytes), reset_ranges, reset_staging)
-                           : " (the launch changes no captured byte)";
+               : reset_never_read_bytes ? std::string(" (nothing put back before each launch")
+                                        : std::string(" (the launch changes no captured byte");
+  if (options.restore == RestoreMode::Written && reset_never_read_bytes)
+    restore += fmt::format("; {} it writes and never reads left as the previous launch wrote them",
+                           human_bytes(reset_never_read_bytes));
+  if (options.restore == RestoreMode::Written) restore += ")";
   if (options.restore == RestoreMode::Full) restore += " (every captured byte restored before each launch)";
   if (options.restore == RestoreMode::None) restore += " (state carries over between launches)";
   std::string cache = to_string(options.cache);
@@ -386,8 +394,9 @@ Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch,
       own = std::make_unique<StateReset>(s);
       reset = own.get();
     }
-    t.reset_bytes = reset->bytes();
-    t.reset_ranges = reset->ranges();
+    t.reset_bytes = reset->bytes(ResetScope::Read);
+    t.reset_ranges = reset->ranges(ResetScope::Read);
+    t.reset_never_read_bytes = reset->bytes() - reset->bytes(ResetScope::Read);
     t.reset_staging = to_string(reset->place());
   }
   Session::CacheMemo& memo = s.cache_memo();
@@ -431,7 +440,7 @@ Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch,
   // Everything a launch needs before it, queued ahead of the timed interval.
   const std::function<void()> prepare = [&] {
     if (o.restore == RestoreMode::Full) s.restore();
-    if (reset) reset->reset(s.stream());
+    if (reset) reset->reset(s.stream(), ResetScope::Read);  // what the launch may read; no more
     if (flush) flush->enqueue(s.stream());
   };
 

@@ -120,6 +120,9 @@ struct Timing {
   int kernels_per_launch = 0;  // CUPTI: kernels one launch ran (0: not counted)
   uint64_t reset_bytes = 0;    // restore "written": bytes put back before each launch
   uint64_t reset_ranges = 0;
+  // restore "written": bytes the launch changes but the footprint saw it never load, left as
+  // the previous launch wrote them (state_reset.hpp, read_parts)
+  uint64_t reset_never_read_bytes = 0;
   std::string reset_staging;   // "device" or "pinned host"
   uint64_t flush_bytes = 0;    // cache "cold": bytes written to flush L2
   std::string cache_why;       // cache "auto": what it chose (options.cache) and why

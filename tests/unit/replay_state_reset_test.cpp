@@ -93,6 +93,38 @@ TEST(StateReset, CopiesMergeWhereDeviceAndStagingAreContiguous) {
   EXPECT_EQ(plan_copies(ranges, addresses), want);
 }
 
+// Timing puts back only what the launch may read: bytes written and never loaded stay as the
+// previous launch wrote them (their copy would evict the launch's inputs from L2).
+TEST(StateReset, TimingPutsBackOnlyTheBytesTheLaunchMayRead) {
+  format::Manifest m = two_regions();
+  m.after = {{.region = 7, .offset = 0, .size = 4096}, {.region = 9, .offset = 0, .size = 100}};
+  format::Footprint f = footprint_of(m);
+  f.regions[0].read.set_range(25, 2);  // bytes 100..107 loaded (4-byte granules)
+  f.regions[0].read.set(1000);         // bytes 4000..4003 (a counter the launch reads)
+  const auto ranges = reset_ranges(m, &f);
+  const std::vector<ResetRange> read = {{0, 100, 8}, {0, 4000, 4}};  // region 1: never read at all
+  EXPECT_EQ(read_parts(ranges, m, &f), read);
+  // Without a footprint, or where its region was probed (TMA: loads unseen too), everything.
+  EXPECT_EQ(read_parts(ranges, m, nullptr), ranges);
+  f.regions[1].probed = true;
+  const std::vector<ResetRange> probed = {{0, 100, 8}, {0, 4000, 4}, {1, 0, 100}};
+  EXPECT_EQ(read_parts(ranges, m, &f), probed);
+  // The parts' copies come from where plan_copies staged their ranges.
+  const std::vector<uint64_t> addresses = {0x10000, 0x20000};
+  const std::vector<ResetCopy> want = {{0x10000 + 100, 100, 8}, {0x10000 + 4000, 4000, 4}, {0x20000, 4096, 100}};
+  EXPECT_EQ(plan_part_copies(ranges, probed, addresses), want);
+}
+
+TEST(StateReset, PartsOfSeveralRangesKeepTheirStagingOffsets) {
+  const std::vector<ResetRange> ranges = {{0, 0, 16}, {0, 64, 32}, {1, 8, 8}};
+  const std::vector<ResetRange> parts = {{0, 4, 4}, {0, 80, 16}, {1, 8, 8}};
+  const std::vector<uint64_t> addresses = {0x1000, 0x1000 + 96};
+  // 0x1000+80..96 (staging 32..48) and region 1's 0x1000+104 (staging 48..56) are contiguous
+  // in staging but not on the device: two copies.
+  const std::vector<ResetCopy> want = {{0x1004, 4, 4}, {0x1000 + 80, 32, 16}, {0x1000 + 96 + 8, 48, 8}};
+  EXPECT_EQ(plan_part_copies(ranges, parts, addresses), want);
+}
+
 TEST(StateReset, StagingOnTheDeviceOnlyWithAMargin) {
   const uint64_t GiB = 1ull << 30;
   EXPECT_EQ(choose_staging(1 * GiB, 40 * GiB, 80 * GiB), StagingPlace::Device);
