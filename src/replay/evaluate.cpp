@@ -262,7 +262,7 @@ SpeedupCheck Evaluator::measure_speedup_here(const TimingOptions& t, double min_
     return c;
   }
   const CacheBlend b = blend_cache(*in_app, statistics(captured[0]), statistics(captured[1]), statistics(variant[0]),
-                                   statistics(variant[1]));
+                                   statistics(variant[1]), other_work_rule(s_));
   SpeedupCheck c = judge_speedup(b.captured, b.variant, min_speedup);
   c.cache = b.why;
   return c;

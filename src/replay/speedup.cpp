@@ -36,11 +36,13 @@ std::string SpeedupCheck::line(int iterations) const {
 }
 
 CacheBlend blend_cache(double in_app_ns, const Stats& captured_warm, const Stats& captured_cold,
-                       const Stats& variant_warm, const Stats& variant_cold) {
+                       const Stats& variant_warm, const Stats& variant_cold, const std::optional<CacheChoice>& rule) {
   CacheBlend b;
   const double in_app_ms = in_app_ns / 1e6;
   const double span = captured_cold.median - captured_warm.median;
   b.a = span > 0 ? std::clamp((in_app_ms - captured_warm.median) / span, 0.0, 1.0) : 0.0;
+  const bool indifferent = rule && cache_indifferent(captured_warm, captured_cold);
+  if (indifferent) b.a = rule->mode == CacheMode::Cold ? 1.0 : 0.0;
   auto at = [&](const Stats& warm, const Stats& cold) {
     Stats s = b.a < 0.5 ? warm : cold;
     s.median = warm.median + b.a * (cold.median - warm.median);
@@ -49,11 +51,18 @@ CacheBlend blend_cache(double in_app_ns, const Stats& captured_warm, const Stats
   };
   b.captured = at(captured_warm, captured_cold);
   b.variant = at(variant_warm, variant_cold);
-  b.why = fmt::format("blend {:.2f}: the application's {:.2f} µs of the captured image lies {:.0f}% of the way from its "
-                      "warm {:.2f} µs to its cold {:.2f} µs replay; the variant taken at the same point (warm {:.2f} "
-                      "µs, cold {:.2f} µs)",
-                      b.a, in_app_ns / 1e3, 100 * b.a, captured_warm.median * 1e3, captured_cold.median * 1e3,
-                      variant_warm.median * 1e3, variant_cold.median * 1e3);
+  if (indifferent)
+    b.why = fmt::format("blend {:.2f}: the captured image times the same warm ({:.2f} µs) and cold ({:.2f} µs), so the "
+                        "application's {:.2f} µs cannot place it; the other-work rule's state taken ({}); the variant "
+                        "there (warm {:.2f} µs, cold {:.2f} µs)",
+                        b.a, captured_warm.median * 1e3, captured_cold.median * 1e3, in_app_ns / 1e3, rule->why,
+                        variant_warm.median * 1e3, variant_cold.median * 1e3);
+  else
+    b.why = fmt::format("blend {:.2f}: the application's {:.2f} µs of the captured image lies {:.0f}% of the way from "
+                        "its warm {:.2f} µs to its cold {:.2f} µs replay; the variant taken at the same point (warm "
+                        "{:.2f} µs, cold {:.2f} µs)",
+                        b.a, in_app_ns / 1e3, 100 * b.a, captured_warm.median * 1e3, captured_cold.median * 1e3,
+                        variant_warm.median * 1e3, variant_cold.median * 1e3);
   return b;
 }
 

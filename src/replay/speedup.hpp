@@ -39,7 +39,10 @@ struct CacheBlend {
   double a = 0;
   std::string why;
 };
+// `rule`: the other-work rule's state, taken (a = 0 warm, 1 cold) where the captured image
+// times the same warm and cold (cache_indifferent): its application time says nothing then.
 CacheBlend blend_cache(double in_app_ns, const Stats& captured_warm, const Stats& captured_cold,
-                       const Stats& variant_warm, const Stats& variant_cold);
+                       const Stats& variant_warm, const Stats& variant_cold,
+                       const std::optional<CacheChoice>& rule = std::nullopt);
 
 }  // namespace kerncap::replay

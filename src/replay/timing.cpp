@@ -124,6 +124,11 @@ CacheChoice nearer_cache(double in_app_ns, double warm_ns, double cold_ns, const
                       cold ? "cold" : "warm", in_app_ns / 1e3, warm_ns / 1e3, cold_ns / 1e3, rule_said)};
 }
 
+bool cache_indifferent(const Stats& warm, const Stats& cold) {
+  const double span = cold.median - warm.median;
+  return span < 0.03 * warm.median && span < 2 * std::max(warm.stddev, cold.stddev);
+}
+
 void check(const TimingOptions& o) {
   if (o.iterations < 1) usage_error("iterations must be at least 1");
   if (o.warmup < 0) usage_error("warmup must be >= 0");
@@ -404,15 +409,7 @@ Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch,
     t.options.cache = memo.cold ? CacheMode::Cold : CacheMode::Warm;
     t.cache_why = memo.why;
   } else if (o.cache == CacheMode::Auto || o.cache == CacheMode::Blend) {
-    CacheChoice c;
-    if (memo.rule_set) {
-      c = {memo.rule_cold ? CacheMode::Cold : CacheMode::Warm, memo.rule_why};
-    } else {
-      c = choose_cache(s.capture().manifest.in_app_between_ns, l2_bytes(), dram_bytes_per_ns());
-      memo.rule_set = true;
-      memo.rule_cold = c.mode == CacheMode::Cold;
-      memo.rule_why = c.why;
-    }
+    CacheChoice c = other_work_rule(s);
     const auto in_app = s.capture().manifest.in_app_median_ns;
     // Measured with the captured image only (the application's time is of that image), once.
     if (in_app && *in_app > 0 && s.active() == Session::Which::Captured) {
@@ -425,8 +422,16 @@ Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch,
       probe.cache = CacheMode::Cold;
       const Timing cold = time_launches(s, probe, launch, reset);
       if (!warm.ms.empty() && !cold.ms.empty()) {
-        c = nearer_cache(*in_app, statistics(warm.ms).median * 1e6, statistics(cold.ms).median * 1e6, c);
-        memo = {true, c.mode == CacheMode::Cold, c.why};
+        const Stats w = statistics(warm.ms), k = statistics(cold.ms);
+        if (cache_indifferent(w, k))
+          c.why = fmt::format("{}; this launch takes the same time warm ({:.2f} µs) and cold ({:.2f} µs), so the "
+                              "application's {:.2f} µs cannot say which state it ran in",
+                              c.why, w.median * 1e3, k.median * 1e3, *in_app / 1e3);
+        else
+          c = nearer_cache(*in_app, w.median * 1e6, k.median * 1e6, c);
+        memo.set = true;
+        memo.cold = c.mode == CacheMode::Cold;
+        memo.why = c.why;
       }
     }
     t.options.cache = c.mode;
@@ -477,6 +482,17 @@ Timing time_launches(Session& s, const TimingOptions& o, const LaunchFn& launch,
   t.stats = statistics(t.ms);
   t.wall_s = std::chrono::duration<double>(Clock::now() - wall0).count();
   return t;
+}
+
+CacheChoice other_work_rule(Session& s) {
+  Session::CacheMemo& memo = s.cache_memo();
+  if (!memo.rule_set) {
+    const CacheChoice c = choose_cache(s.capture().manifest.in_app_between_ns, l2_bytes(), dram_bytes_per_ns());
+    memo.rule_set = true;
+    memo.rule_cold = c.mode == CacheMode::Cold;
+    memo.rule_why = c.why;
+  }
+  return {memo.rule_cold ? CacheMode::Cold : CacheMode::Warm, memo.rule_why};
 }
 
 }  // namespace kerncap::replay

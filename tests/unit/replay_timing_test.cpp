@@ -306,6 +306,37 @@ TEST(TimingCache, ASpeedupTakesBothImagesWhereTheApplicationsStateLies) {
   EXPECT_NEAR(b.captured.median, 0.010, 1e-12);
 }
 
+TEST(TimingCache, AKernelTheCacheDoesNotSlowLeavesTheStateToTheRule) {
+  auto st = [](double ms, double sd) {
+    kerncap::Stats s;
+    s.median = ms;
+    s.stddev = sd;
+    return s;
+  };
+  using kerncap::replay::cache_indifferent;
+  // The H200's compute-bound scaleShift: warm 39.55 µs, cold 39.68 µs, spread 0.16 µs.
+  EXPECT_TRUE(cache_indifferent(st(0.03955, 0.00016), st(0.03968, 0.00016)));
+  EXPECT_TRUE(cache_indifferent(st(0.010, 0.0001), st(0.0099, 0.0001)));     // cold faster: the same
+  EXPECT_FALSE(cache_indifferent(st(0.01027, 0.00023), st(0.01090, 0.00023)));  // 6 %: told apart
+  EXPECT_FALSE(cache_indifferent(st(0.010, 0.00001), st(0.0102, 0.00001)));  // 2 % but far beyond the noise
+  // blend with the rule: the application's time (halfway, by chance) no longer places the
+  // variant halfway between its warm 11.7 µs and cold 16.3 µs; the rule's warm does.
+  const kerncap::replay::CacheChoice warm_rule{kerncap::replay::CacheMode::Warm, "warm: most of the application's launches ..."};
+  kerncap::replay::CacheBlend b = kerncap::replay::blend_cache(39'615, st(0.03955, 0.00016), st(0.03968, 0.00016),
+                                                               st(0.0117, 0.0001), st(0.0163, 0.0001), warm_rule);
+  EXPECT_DOUBLE_EQ(b.a, 0.0);
+  EXPECT_NEAR(b.variant.median, 0.0117, 1e-12);
+  EXPECT_NE(b.why.find("cannot place it; the other-work rule's state taken (warm:"), std::string::npos) << b.why;
+  const kerncap::replay::CacheChoice cold_rule{kerncap::replay::CacheMode::Cold, "cold: ..."};
+  b = kerncap::replay::blend_cache(39'615, st(0.03955, 0.00016), st(0.03968, 0.00016), st(0.0117, 0.0001),
+                                   st(0.0163, 0.0001), cold_rule);
+  EXPECT_DOUBLE_EQ(b.a, 1.0);
+  // Where warm and cold differ, the application's time decides, whatever the rule.
+  b = kerncap::replay::blend_cache(12'500, st(0.010, 0.0001), st(0.020, 0.0001), st(0.005, 0.0001),
+                                   st(0.013, 0.0001), cold_rule);
+  EXPECT_DOUBLE_EQ(b.a, 0.25);
+}
+
 TEST(TimingCache, BlendIsANameOfItsOwn) {
   EXPECT_EQ(kerncap::replay::parse_cache("blend"), kerncap::replay::CacheMode::Blend);
   EXPECT_EQ(kerncap::replay::to_string(kerncap::replay::CacheMode::Blend), "blend");
