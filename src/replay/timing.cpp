@@ -126,7 +126,7 @@ CacheChoice nearer_cache(double in_app_ns, double warm_ns, double cold_ns, const
 
 bool cache_indifferent(const Stats& warm, const Stats& cold) {
   const double span = cold.median - warm.median;
-  return span < 0.03 * warm.median && span < 2 * std::max(warm.stddev, cold.stddev);
+  return span < 0.05 * warm.median || span < 2 * std::max(warm.stddev, cold.stddev);
 }
 
 void check(const TimingOptions& o) {
