@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/capture_dir.hpp"
+#include "format/regime_kernels.hpp"
 #include "format/regimes_index.hpp"
 #include "kerncap/replay.h"
 #include "scratch_capture.hpp"
@@ -153,4 +154,20 @@ TEST_F(EngineCApi, RegimeVerdictThroughTheAbi) {
   ASSERT_EQ(set["regimes"].size(), 2u);
   EXPECT_EQ(set["regimes"][1]["path"], (out_ / "01-b").string());
   EXPECT_EQ(set["regimes"][0]["share"], 2.0 / 3);
+}
+
+// OUT of several kernels' sets: a candidate belongs to one kernel, so the evaluator is told
+// which sets there are, not handed a mixture.
+TEST_F(EngineCApi, SeveralKernelsSetsAreRefusedNamingEach) {
+  RegimeKernels k;
+  k.application = "app";
+  k.kernels = {{"00-norm", "_Z4normPf", "norm(float*)", 1, 10, 100, 1000, 2, 2},
+               {"01-gemm", "_Z4gemmPf", "gemm(float*)", 1, 10, 100, 1000, 1, 1}};
+  write_regime_kernels(out_, k);
+  char* text = nullptr;
+  EXPECT_EQ(kc_regime_set(out_.c_str(), &text), KC_E_INPUT);
+  EXPECT_EQ(text, nullptr);
+  const std::string why = kc_last_error();
+  EXPECT_NE(why.find("holds the regime sets of 2 kernels"), std::string::npos) << why;
+  EXPECT_NE(why.find((out_ / "01-gemm").string() + "  gemm(float*)"), std::string::npos) << why;
 }
