@@ -216,6 +216,13 @@ def capture_info(path: str, lib: Optional[Library] = None) -> Dict[str, Any]:
     return lib.take_json(out)
 
 
+def is_regime_set(path: str) -> bool:
+    """OUT holds a regime set (extract --regimes), or several kernels' sets (then regime_set
+    refuses, naming each)."""
+    from .out_layout import REGIME_KERNELS_INDEX, REGIMES_INDEX  # beside this file in a reproducer too
+    return any(os.path.isfile(os.path.join(path, n)) for n in (REGIMES_INDEX, REGIME_KERNELS_INDEX))
+
+
 def regime_set(path: str, lib: Optional[Library] = None) -> Dict[str, Any]:
     """The regime set in OUT (`kerncap extract KERNEL --regimes`, OUT/regimes.json) as the engine
     reads and checks it (no GPU): the index, each captured regime with "path", its capture
@@ -622,8 +629,10 @@ def evaluate_all(path: str, images: Iterable[ImageArg], devices: Union[None, str
     there: one worker on the default GPU), and what is yielded are its records in completion
     order (index, image, result, line, error, device, device_name, worker_pid, seconds,
     timed_on, verdict: this function's usual document). Its keywords judge=, progress=,
-    open_options= and spares= pass through. docs/evaluate.md."""
-    if devices is not None or time_limit is not None:
+    open_options= and spares= pass through. A regime set (OUT/regimes.json) always goes that
+    way: one record per candidate, its verdict the set's document. docs/evaluate.md."""
+    if devices is not None or time_limit is not None or is_regime_set(path):
+        # A regime set's regimes each need their own session (one process each): the pool's way.
         from .evaluate_pool import DEFAULT_JUDGE, _evaluate_many, resolve_devices  # not in a reproducer's copy
         pool = _evaluate_many(path, images, [None] if devices is None else resolve_devices(devices),
                               time_limit=time_limit, judge=options.pop("judge", DEFAULT_JUDGE),

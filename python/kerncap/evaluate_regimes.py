@@ -21,12 +21,10 @@ Rules this module keeps (docs/evaluate.md, "Regime sets"):
 """
 from __future__ import annotations
 
-import os
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from . import engine
-from .out_layout import REGIME_KERNELS_INDEX, REGIMES_INDEX
 from .record_stream import RecordStream
 
 # run(path, images, options, progress) -> an iterator of records (evaluate_many's), with
@@ -42,7 +40,7 @@ _REGIME_KEYS = ("result", "line", "error", "device", "device_name", "worker_pid"
 
 def is_regime_set(path: str) -> bool:
     """OUT holds a regime set (or several kernels' sets: then regime_set refuses, naming them)."""
-    return any(os.path.isfile(os.path.join(path, n)) for n in (REGIMES_INDEX, REGIME_KERNELS_INDEX))
+    return engine.is_regime_set(path)
 
 
 def regime_options(options: Dict[str, Any]) -> Dict[str, Any]:

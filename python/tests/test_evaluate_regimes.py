@@ -133,3 +133,10 @@ def test_a_damaged_or_linked_set_is_refused_before_anything_runs(rset, tmp_path)
     with pytest.raises(engine.EngineError) as e:
         evaluate_many(rset, [b"pass"], devices=[0], judge=FAKE)
     assert e.value.exit_code == engine.E_INPUT and "regimes.json" in str(e.value)
+
+
+def test_evaluate_all_takes_a_regime_set_the_pools_way(rset):
+    records = list(engine.evaluate_all(rset, [b"pass x2.0", b"pass fail@01-b"], judge=FAKE, time=True))
+    by = {r["index"]: r for r in records}
+    assert by[0]["result"] == "PASS" and by[0]["verdict"]["weighted_speedup"] == pytest.approx(2.0)
+    assert by[1]["verdict"]["failed"] == ["01-b"]
