@@ -86,6 +86,9 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--min-speedup", type=float, help="FAIL a candidate slower than this over the captured image "
                    "(measured in the same session, on the same GPU)")
     g.add_argument("--speedup", action="store_true", help="report the speed-up over the captured image")
+    g.add_argument("--speedup-cache", choices=("auto", "blend", "warm", "cold"),
+                   help="the L2 state timings and speed-ups are taken in (as validate's; default auto, and blend "
+                        "for a regime set's weighted figure)")
     g.add_argument("--fuzz", type=int, help="fuzz trials per candidate (needs the footprint)")
     g.add_argument("--seed", type=int, help="fuzzing's seed")
     o = p.add_argument_group("opening the capture")
@@ -111,6 +114,8 @@ def judge_options(a: argparse.Namespace) -> Dict[str, Any]:
         opts["no_invariants"] = True
     if a.speedup:
         opts["speedup"] = True
+    if a.speedup_cache:
+        opts["cache"] = a.speedup_cache
     return {k: v for k, v in opts.items() if v is not None}
 
 

@@ -75,6 +75,10 @@ def test_a_regime_set_gives_one_line_per_candidate(kerncap_bin, tmp_path):
     assert lines[2]["result"] == "FAIL" and "below the x1.500 required" in lines[2]["line"]
     assert "regime 1 of 2: 00-a" in p.stderr and "regime 2 of 2: 01-b" in p.stderr
     assert "3 candidates x 2 regimes (6 evaluations" in p.stderr
+    assert lines[0]["verdict"]["regimes"][0]["verdict"]["cache"] == "blend"  # validate's default for a set
+    warm = run(kerncap_bin, rset, "--images", str(d / "v0.cubin"), "--gpus", "0", "--time", "--speedup-cache", "warm",
+               "--judge", "fake_judge:open_fake")
+    assert json.loads(warm.stdout)["verdict"]["regimes"][0]["verdict"]["cache"] == "warm", warm.stderr
 
 
 def test_the_workers_load_this_kerncaps_engine(kerncap_bin, tmp_path):
