@@ -29,7 +29,7 @@ else:  # pragma: no cover
 from . import cli_path, runner
 from .errors import KerncapError, KerncapVersionError, cli_message, error_for
 from .json_fields import from_json
-from .results import (BaselineResult, DiffResult, ExtractResult, FootprintResult, InfoResult, LintResult,
+from .results import (BaselineResult, DiffResult, EvaluateResult, ExtractResult, FootprintResult, InfoResult, LintResult,
                       LocateResult, ProfileResult, RegimesResult, RegimeKernelsResult, RegimeValidateResult, ReplayResult, RunResult,
                       ServeStatus, ValidateResult)
 from .runner import ProgressFn
@@ -106,6 +106,11 @@ def triton_env(output: str, base: Optional[Dict[str, str]] = None) -> Dict[str, 
 def _opt(flag: str, value: Any) -> List[str]:
     """[flag, value] when value is given (None and "" mean: the CLI's default)."""
     return [] if value is None or value == "" else [flag, str(value)]
+
+
+def _path_operand(path: str) -> str:
+    """A path as an argument the CLI cannot take for an option ("-x" is "./-x")."""
+    return "./" + path if path.startswith("-") else path
 
 
 def _flag(flag: str, on: bool) -> List[str]:
@@ -228,6 +233,32 @@ class Kerncap:
         args = ["extract", "--regimes", "-o", output, "--json"] + _each("--kernel", list(kernels))
         args += _opt("--top", top) + _opt("--max-regimes", max_regimes) + _flag("--regex", regex) + _flag("--force", force)
         return self._typed(RegimeKernelsResult, args + ["--"] + _argv(cmd), progress=progress)
+
+    def evaluate(self, out: str, images: Sequence[str], gpus: Union[str, Sequence[int]] = "all",
+                 time_limit: Optional[float] = None, time: bool = True, min_speedup: Optional[float] = None,
+                 speedup: bool = False, speedup_cache: Optional[str] = None, spares: Optional[str] = None,
+                 judge: Optional[str] = None, progress: Optional[ProgressFn] = None) -> EvaluateResult:
+        """`kerncap evaluate OUT --images ...`: many candidate images (files, or directories of
+        *.cubin/*.fatbin/*.ptx) judged on every GPU named (a process and a session per GPU; a
+        regime set: every regime), one record per candidate in input order, each with the one
+        judge's verdict (docs/evaluate.md). time_limit: seconds a candidate may take before it is
+        reported FAIL "timed out"; judge: the workers' judge (tests)."""
+        import tempfile
+        gpu_list = gpus if isinstance(gpus, str) else ",".join(str(g) for g in gpus)
+        with tempfile.TemporaryDirectory(prefix="kerncap-evaluate-") as tmp:
+            stats_path = os.path.join(tmp, "stats.json")
+            args = ["evaluate", _path_operand(out), "--images", *[_path_operand(i) for i in images], "--gpus", gpu_list,
+                    "--stats", stats_path]
+            args += _opt("--time-limit", time_limit) + _flag("--time", time) + _opt("--min-speedup", min_speedup)
+            args += _flag("--speedup", speedup) + _opt("--speedup-cache", speedup_cache) + _opt("--spares", spares)
+            args += _opt("--judge", judge)
+            p = self.run(args, progress=progress)
+            records = sorted((json.loads(x) for x in p.stdout.splitlines() if x.strip()), key=lambda r: r["index"])
+            with open(stats_path) as f:
+                stats = json.load(f)
+        line = next((x[len("kerncap evaluate: "):] for x in reversed(p.stderr.splitlines())
+                     if x.startswith("kerncap evaluate: ") and " candidates" in x), "")
+        return EvaluateResult(records=records, stats=stats, line=line, raw={"records": records, "stats": stats})
 
     def validate_regimes(self, dir: str, cubin: Optional[str] = None, min_speedup: Optional[float] = None,
                          footprint: Optional[str] = None, speedup_iterations: Optional[int] = None,

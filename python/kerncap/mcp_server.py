@@ -28,8 +28,9 @@ demangled name that matches no other kernel (template arguments included); extra
 source_dir (and compile_commands) so the reproducer has its source; edit the file extract names
 (reproducer.edit_file), run `make recompile` in OUT; validate with fuzz > 0 before trusting a
 variant (strong validation is the default); compare replay times (captured=true for the
-original) or diff against a baseline; lint for registers and spills. Validating many variants of
-one capture: call serve(dir) first (each validate then skips the driver start and the restore;
+original) or diff against a baseline; lint for registers and spills. Judging many variants at
+once: evaluate(dir, images) (every GPU, crashes and hangs contained). Validating variants one by one
+on one capture: call serve(dir) first (each validate then skips the driver start and the restore;
 serve_stop(dir) when done). Every result has `line`;
 validate/lint/diff's is the CLI's 'Result: ...' verdict. Errors carry the CLI's message."""
 
@@ -215,6 +216,37 @@ def build_server(kerncap: Optional[api.Kerncap] = None) -> Any:
         return _document(await call(ctx, lambda kc, pr: kc.validate(
             dir, cubin=cubin, footprint=footprint, fuzz=fuzz, seed=seed, dtype=dtype, atol=atol, rtol=rtol,
             min_speedup=min_speedup, captured=captured, progress=pr)))
+
+    @server.tool()
+    async def evaluate(dir: str, images: List[str], ctx: Context, gpus: str = "all", time_limit: float = 60,
+                       time: bool = True, min_speedup: Optional[float] = None,
+                       speedup_cache: Optional[str] = None, details: bool = False,
+                       judge: Optional[str] = None) -> Dict[str, Any]:
+        """Judge many candidate images of one capture (or of a regime set: every regime) at once,
+        on every GPU of this host, each by the same judge as validate: `images` are files or
+        directories of *.cubin/*.fatbin/*.ptx. A candidate still running after time_limit seconds is
+        a FAIL "timed out"; one that crashes its worker is an ERROR; neither stops the others.
+        Returns `line` (the summary), `counts`, and per candidate (input order) index, image,
+        result, line, error, device and the speed-up (a regime set's weighted figure); details=true
+        adds each full verdict document. Prefer this to calling validate in a loop. judge: the
+        workers' judge as `kerncap evaluate --judge` names it (leave it out: the engine's)."""
+        dir = _operand(dir, "dir")
+        images = _operands(images, "cubin") or []
+        res = await call(ctx, lambda kc, pr: kc.evaluate(
+            dir, images, gpus=gpus, time_limit=time_limit, time=time, min_speedup=min_speedup,
+            speedup_cache=speedup_cache, judge=_operand(judge, "judge"), progress=pr))
+
+        def brief(r: Dict[str, Any]) -> Dict[str, Any]:
+            v = r.get("verdict") or {}
+            sp = v.get("weighted_speedup") if "weighted_speedup" in v else (v.get("speedup") or {}).get("speedup")
+            b = {k: r.get(k) for k in ("index", "image", "result", "line", "error", "device")}
+            b["speedup"] = sp
+            if details:
+                b["verdict"] = v or None
+            return b
+        return {"line": res.line, "counts": res.counts(), "records": [brief(r) for r in res.records],
+                "stats": {k: res.stats.get(k) for k in ("candidates", "regimes", "evaluations", "seconds", "restarts")
+                          if k in res.stats}}
 
     @server.tool()
     async def extract_regimes(kernel: str, command: List[str], output: str, ctx: Context,

@@ -665,3 +665,25 @@ class RegimeValidateResult:
     @property
     def passed(self) -> bool:
         return self.result == "PASS"
+
+
+@dataclass
+class EvaluateResult:
+    """`kerncap evaluate OUT --images ...`: one record per candidate (the JSON lines, in input
+    order here; docs/evaluate.md "Records"), the run's statistics (`--stats`) and `line`, the
+    command's summary. A record's `verdict` is the one judge's document (a regime set's: the set's)."""
+    records: List[Dict[str, Any]] = field(default_factory=list)
+    stats: Dict[str, Any] = field(default_factory=dict)
+    line: str = ""
+    raw: Dict[str, Any] = _raw()
+
+    def counts(self) -> Dict[str, int]:
+        out: Dict[str, int] = {}
+        for r in self.records:
+            out[r.get("result", "?")] = out.get(r.get("result", "?"), 0) + 1
+        return out
+
+    @property
+    def passed(self) -> List[int]:
+        """The indices of the candidates that PASSed."""
+        return [r["index"] for r in self.records if r.get("result") == "PASS"]

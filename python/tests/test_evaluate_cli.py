@@ -94,3 +94,20 @@ def test_the_workers_load_this_kerncaps_engine(kerncap_bin, tmp_path):
     assert p.returncode == 0, p.stderr
     want = os.path.realpath(os.path.join(os.path.dirname(kerncap_bin), "..", "lib", "libkerncap_replay.so"))
     assert json.loads(p.stdout.splitlines()[0])["verdict"]["replay_lib"] == want
+
+
+def test_the_python_api_returns_the_records_in_input_order(kerncap_bin, tmp_path, monkeypatch):
+    from kerncap import Kerncap
+    from test_evaluate_regimes import regime_set
+    cap = fake_capture(str(tmp_path / "cap"))
+    d = candidate_dir(tmp_path, ["pass", "fail", "hang", "pass"])
+    monkeypatch.setenv("PYTHONPATH", TESTS + (":" + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""))
+    kc = Kerncap(binary=kerncap_bin)
+    res = kc.evaluate(cap, [str(d)], gpus=[0, 1], time_limit=1, judge="fake_judge:open_fake")
+    assert [r["index"] for r in res.records] == [0, 1, 2, 3]
+    assert res.counts() == {"PASS": 2, "FAIL": 2} and res.passed == [0, 3]
+    assert res.stats["candidates"] == 4 and "4 candidates on 2 GPU(s)" in res.line
+    rset = regime_set(str(tmp_path / "set"))
+    sres = kc.evaluate(rset, [str(d / "v0.cubin"), str(d / "v1.cubin")], gpus="0", judge="fake_judge:open_fake")
+    assert [r["verdict"]["format"] for r in sres.records] == ["kerncap-regime-verdict"] * 2
+    assert "2 candidates x 2 regimes" in sres.line

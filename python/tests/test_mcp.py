@@ -16,7 +16,7 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 from conftest import write_capture  # noqa: E402
 
 TOOLS = {"profile", "extract", "info", "replay", "validate", "footprint", "lint", "baseline_save", "diff", "locate",
-         "serve", "serve_stop", "extract_regimes", "extract_regime_kernels", "report", "run_swapped"}
+         "serve", "serve_stop", "extract_regimes", "extract_regime_kernels", "report", "run_swapped", "evaluate"}
 
 
 def attr(obj, snake, camel):
@@ -33,8 +33,8 @@ def text(result):
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
-def with_server(kerncap_bin, body):
-    env = dict(os.environ, KERNCAP_PYTHON=sys.executable)
+def with_server(kerncap_bin, body, **extra_env):
+    env = dict(os.environ, KERNCAP_PYTHON=sys.executable, **extra_env)
     env.pop("KERNCAP_BIN", None)  # `kerncap mcp` names itself
     params = StdioServerParameters(command=kerncap_bin, args=["mcp"], env=env)
 
@@ -126,3 +126,32 @@ def test_serve_says_why_it_cannot_start_and_serve_stop_reports_none(kerncap_bin,
     doc = structured(stopped)
     assert doc["format"] == "kerncap-serve-status" and doc["serving"] is False, doc
     assert "not served" in doc["line"]
+
+
+def test_evaluate_judges_many_candidates_and_a_regime_set(kerncap_bin, tmp_path):
+    from test_evaluate_cli import candidate_dir
+    from test_evaluate_pool import fake_capture
+    from test_evaluate_regimes import regime_set
+    cap = fake_capture(str(tmp_path / "cap"))
+    rset = regime_set(str(tmp_path / "set"))
+    d = candidate_dir(tmp_path, ["pass x2.0", "fail", "fault", "pass fail@01-b"])
+    tests = os.path.dirname(os.path.abspath(__file__))
+    judge = {"judge": "fake_judge:open_fake", "gpus": "0,1", "time_limit": 5}
+
+    async def body(s):
+        one = await s.call_tool("evaluate", {"dir": cap, "images": [str(d)], **judge})
+        many = await s.call_tool("evaluate", {"dir": rset, "images": [str(d / "v0.cubin"), str(d / "v3.cubin")],
+                                              "details": True, **judge})
+        return one, many
+
+    one, many = with_server(kerncap_bin, body, PYTHONPATH=tests + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    assert not attr(one, "is_error", "isError"), text(one)
+    doc = structured(one)
+    # (fail@01-b fails only on a regime set's regime 01-b)
+    assert [r["result"] for r in doc["records"]] == ["PASS", "FAIL", "ERROR", "PASS"]
+    assert doc["counts"] == {"PASS": 2, "FAIL": 1, "ERROR": 1} and "4 candidates on 2 GPU(s)" in doc["line"]
+    assert "verdict" not in doc["records"][0]
+    sets = structured(many)
+    assert [r["result"] for r in sets["records"]] == ["PASS", "FAIL"]
+    assert sets["records"][0]["speedup"] == 2.0  # the set's weighted figure
+    assert sets["records"][1]["verdict"]["failed"] == ["01-b"] and sets["stats"]["regimes"] == 2
