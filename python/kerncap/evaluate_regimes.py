@@ -142,7 +142,15 @@ class RegimeSetRun(RecordStream):
         self.stats["candidates"] += 1
         secs = [r.get("seconds") or 0.0 for r in regimes]
         jsecs = [r.get("judge_seconds") for r in regimes]
-        return {"index": index, "image": label, "result": doc["result"], "line": doc["line"], "error": None,
+        # No regime gave a verdict (the image was refused everywhere, its workers all died): the
+        # candidate has none either, as a lone capture's record says (ERROR, the first reason).
+        unjudged = all(by_regime[r["dir"]].get("verdict") is None for r in self.regimes)
+        first = by_regime[self.regimes[0]["dir"]]
+        result, line, error = doc["result"], doc["line"], None
+        if unjudged and all(by_regime[r["dir"]].get("result") == "ERROR" for r in self.regimes):
+            error = first.get("error") or "no verdict"
+            result, line = "ERROR", f"Result: ERROR (no regime gave a verdict: {error})"
+        rec = {"index": index, "image": label, "result": result, "line": line, "error": error,
                 "device": devices[0] if len(devices) == 1 else None, "devices": devices,
                 "device_name": next((r.get("device_name") for r in regimes if r.get("device_name")), None),
                 "worker_pid": None, "seconds": round(sum(secs), 6),
@@ -152,3 +160,6 @@ class RegimeSetRun(RecordStream):
                 # image in that regime's session on that GPU.
                 "timed_on": {r["dir"]: r.get("timed_on") for r in regimes},
                 "regimes": regimes, "verdict": doc}
+        if unjudged and "exit_code" in first:
+            rec["exit_code"] = first["exit_code"]
+        return rec

@@ -140,3 +140,13 @@ def test_evaluate_all_takes_a_regime_set_the_pools_way(rset):
     by = {r["index"]: r for r in records}
     assert by[0]["result"] == "PASS" and by[0]["verdict"]["weighted_speedup"] == pytest.approx(2.0)
     assert by[1]["verdict"]["failed"] == ["01-b"]
+
+
+def test_an_image_refused_on_every_regime_is_an_error_as_for_one_capture(rset):
+    records, _, _ = judge(rset, [0], cands=[b"refuse", b"pass refuse@01-b"])
+    by = {r["index"]: r for r in records}
+    assert by[0]["result"] == "ERROR" and by[0]["exit_code"] == 2 and "not in this image" in by[0]["error"]
+    assert by[0]["line"].startswith("Result: ERROR (no regime gave a verdict: ")
+    assert by[0]["verdict"]["failed"] == ["00-a", "01-b"]  # the set's document stays
+    # refused on one regime only: the set FAILs naming it (a verdict came from the other)
+    assert by[1]["result"] == "FAIL" and by[1]["verdict"]["failed"] == ["01-b"] and by[1]["error"] is None
