@@ -202,7 +202,9 @@ KC_API int kc_evaluate_launch(kc_session* s, kc_launch_fn launch, void* user, co
 /* Revision 3. The regime set in `out_dir` (OUT/regimes.json, checked as `kerncap validate` checks
  * it): its index as JSON ({"format": "kerncap-regimes", "kernel", "regimes": [{"dir", "grid",
  * "block", "launches", "time_ns", "share", "captured", "why", ...}], ...}, docs/capture.md, "Regimes"), each
- * captured regime with "path", its capture directory. KC_E_INPUT for a set of several kernels
+ * captured regime with "path", its capture directory, and "judging": how each regime is judged
+ * ({"speedup": true, "cache": "blend" unless the caller chose a state, "min_speedup":
+ * "weighted": a caller's bar applies to the set's weighted figure, not to each regime). KC_E_INPUT for a set of several kernels
  * (regime-kernels.json: the message names each kernel's set), none captured, or a damaged index. */
 KC_API int kc_regime_set(const char* out_dir, char** json_out);
 /* Revision 3. A regime set's verdict (OUT/regimes.json, `kerncap extract KERNEL --regimes`),

@@ -15,9 +15,9 @@ Rules this module keeps (docs/evaluate.md, "Regime sets"):
   yielded once, when its last regime's arrives. A regime no worker could open is, for every
   candidate it did not judge, a FAIL of that regime naming why (the set fails, named); only when
   no regime could be opened at all does the run raise.
-- As validate judges a set: each regime with the speed-up measured against the captured image in
-  the same session (speedup=True) at the application's L2 state ("blend") unless the caller
-  chose a cache state; min_speedup applies to the weighted figure, not to each regime.
+- As validate judges a set, by the engine's policy (kc_regime_set's "judging"): each regime with
+  the speed-up measured against the captured image in the same session, at the application's L2
+  state unless the caller chose a cache state; min_speedup applies to the weighted figure.
 """
 from __future__ import annotations
 
@@ -43,13 +43,18 @@ def is_regime_set(path: str) -> bool:
     return engine.is_regime_set(path)
 
 
-def regime_options(options: Dict[str, Any]) -> Dict[str, Any]:
-    """Each regime's judging options, as `kerncap validate OUT` gives its children: the speed-up
-    measured, at the application's L2 state unless a cache state was asked for; min_speedup
-    taken out (it applies to the weighted figure)."""
-    o = {k: v for k, v in options.items() if k != "min_speedup"}
-    o["speedup"] = True
-    o.setdefault("cache", "blend")
+def regime_options(options: Dict[str, Any], judging: Dict[str, Any]) -> Dict[str, Any]:
+    """Each regime's judging options from the caller's and the engine's policy for sets
+    (kc_regime_set's "judging", replay/regime_verdict.hpp: the one `kerncap validate OUT` gives
+    its children): the speed-up measured, at its cache state unless the caller chose one;
+    min_speedup taken out (it applies to the weighted figure)."""
+    o = dict(options)
+    if judging.get("min_speedup") == "weighted":
+        o.pop("min_speedup", None)
+    if judging.get("speedup"):
+        o["speedup"] = True
+    if judging.get("cache"):
+        o.setdefault("cache", judging["cache"])
     return o
 
 
@@ -64,7 +69,7 @@ class RegimeSetRun(RecordStream):
         self.set = engine.regime_set(path)  # checked by the engine; raises for a damaged or multi-kernel OUT
         self.regimes = [r for r in self.set["regimes"] if r.get("captured")]
         self.min_speedup = options.get("min_speedup")
-        self.options = regime_options(options)
+        self.options = regime_options(options, self.set.get("judging") or {})
         self.evaluations = len(self.images) * len(self.regimes)
         self.slots: List[Any] = []  # the last regime's runner's, for callers that count GPUs
         self.stats: Dict[str, Any] = {"candidates": 0, "regimes": len(self.regimes), "evaluations": 0,

@@ -167,13 +167,12 @@ nlohmann::json judge_regime_set(const fs::path& out, const std::string& prefix, 
                    prefix.c_str(), e.dir.c_str(), shape(e).c_str(), 100 * e.share);
     std::vector<std::string> args = base;
     args.insert(args.end(), {"--regime", prefix + e.dir, "--json", "--speedup"});
-    // The weighted figure stands for the application's time, so unless the user chose a
-    // state, each regime's images are taken at the application's L2 state (blend: measured
-    // on the HF Llama set, 3.6 % from `kerncap run --swap` where the nearer state was 5.2 %).
+    // As every set is judged (replay::regime_judging): speed-up in the regime's session, at
+    // the application's L2 state unless the user chose one.
     const bool cache_given = std::any_of(base.begin(), base.end(), [](const std::string& a) {
       return a.rfind("--speedup-cache", 0) == 0;
     });
-    if (!cache_given) args.insert(args.end(), {"--speedup-cache", "blend"});
+    if (!cache_given) args.insert(args.end(), {"--speedup-cache", replay::kRegimeSpeedupCache});
     const Child c = run_self(args);
     RegimeOutcome o = replay::regime_outcome(
         e, nlohmann::json::parse(c.out, nullptr, false),

@@ -181,6 +181,10 @@ nlohmann::json regime_verdict_from_json(const format::RegimesIndex& idx, const n
   return regime_verdict(idx, ordered, min_speedup, variant);
 }
 
+nlohmann::json regime_judging() {
+  return {{"speedup", true}, {"cache", kRegimeSpeedupCache}, {"min_speedup", "weighted"}};
+}
+
 nlohmann::json regime_set_json(const std::filesystem::path& out) {
   if (format::has_regime_kernels(out)) {
     std::string dirs;
@@ -192,6 +196,7 @@ nlohmann::json regime_set_json(const std::filesystem::path& out) {
   }
   const format::RegimesIndex idx = format::read_regimes(out);
   nlohmann::json j = format::to_json(idx);
+  j["judging"] = regime_judging();
   size_t captured = 0;
   for (size_t i = 0; i < idx.regimes.size(); ++i) {
     if (!idx.regimes[i].captured) continue;

@@ -19,6 +19,15 @@ namespace kerncap::replay {
 inline constexpr const char* kRegimeVerdictFormat = "kerncap-regime-verdict";
 inline constexpr int kRegimeVerdictVersion = 1;
 
+// How each regime of a set is judged, for every entry point that judges one (validate's
+// children, the evaluation pool through kc_regime_set's "judging"): the variant timed against
+// the captured image in the regime's own session, at the application's L2 state (blend:
+// measured on the HF Llama set, 3.6 % from `kerncap run --swap` where the nearer state was
+// 5.2 %) unless the caller chose a state; the caller's min_speedup left out of the regimes and
+// applied to the weighted figure.
+inline constexpr const char* kRegimeSpeedupCache = "blend";
+nlohmann::json regime_judging();
+
 // One regime's outcome as its judge reported it.
 struct RegimeOutcome {
   format::RegimeEntry regime;
@@ -60,7 +69,7 @@ nlohmann::json regime_verdict_from_json(const format::RegimesIndex& idx, const n
                                         const nlohmann::json& options);
 
 // The set in `out` as an evaluator needs it (kc_regime_set): the index's JSON (to_json) with
-// "path" added to every captured regime (its directory, checked like validate checks it:
+// "judging" (regime_judging) and "path" added to every captured regime (its directory, checked like validate checks it:
 // a plain name inside OUT, no link). Error(Usage) for OUT holding several kernels' sets
 // (regime-kernels.json: a variant belongs to one kernel, named with its set's path), Error(Input)
 // for a set with no captured regime or a damaged index.

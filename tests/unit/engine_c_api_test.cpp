@@ -154,6 +154,8 @@ TEST_F(EngineCApi, RegimeVerdictThroughTheAbi) {
   ASSERT_EQ(set["regimes"].size(), 2u);
   EXPECT_EQ(set["regimes"][1]["path"], (out_ / "01-b").string());
   EXPECT_EQ(set["regimes"][0]["share"], 2.0 / 3);
+  // How every entry point judges a set's regimes, from the engine (validate's children too).
+  EXPECT_EQ(set["judging"], nlohmann::json({{"speedup", true}, {"cache", "blend"}, {"min_speedup", "weighted"}}));
 }
 
 // OUT of several kernels' sets: a candidate belongs to one kernel, so the evaluator is told
